@@ -1,0 +1,34 @@
+//! clusterdns: the DNS server a Kubernetes cluster runs as its `kube-dns` Service, a
+//! drop-in for CoreDNS with its *kubernetes* plugin, plus the operator's tools around it.
+//!
+//! # Layout
+//!
+//! Data flows one way; each arrow reads "is used by".
+//!
+//! ```text
+//!  config (Corefile -> typed config)                 pure; I/O only in read_corefile()
+//!  model (minimal objects from k8s-openapi types)    pure
+//!    -> source (static files) -> store              the only writers of cluster state
+//!    -> store (immutable Snapshot, published whole)
+//!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
+//!    -> server (sockets: the UDP fast path, TCP through hickory-server, AXFR)
+//!  cli (clap; the only place that prints or picks an exit code)
+//! ```
+//!
+//! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
+//! - [`selector`]: label selectors in kubectl syntax.
+//! - [`model`]: Namespace, Service, EndpointSlice, Pod, and the EndpointSlice controller.
+//! - [`source`]: `kubectl get -o json` files into a [`model::Cluster`].
+//! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
+//! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
+//! - [`server`]: UDP and TCP listeners and the request path.
+//! - [`cli`]: the command line.
+
+pub mod cli;
+pub mod config;
+pub mod model;
+pub mod selector;
+pub mod server;
+pub mod source;
+pub mod store;
+pub mod zone;

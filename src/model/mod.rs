@@ -1,0 +1,76 @@
+//! The Kubernetes object model, stripped to what DNS and kube-proxy need.
+//!
+//! Plain data: no DNS, no sockets, no I/O. Objects enter through [`convert`] (from
+//! `k8s-openapi` types, which is how `kubectl get -o json` output and the API watch both
+//! arrive) and leave through the zone builder and the proxy renderers. Like CoreDNS's
+//! `plugin/kubernetes/object`, a field is here only because something reads it: every
+//! field costs memory in a 150,000-pod cluster.
+
+pub mod convert;
+pub mod endpoints;
+mod key;
+mod pod;
+mod service;
+
+use std::collections::BTreeMap;
+
+pub use endpoints::{AddressType, Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+pub use key::ObjectKey;
+pub use pod::{ContainerPort, Pod, PodPhase};
+pub use service::{
+    Protocol, Service, ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
+};
+
+/// Labels of an object (`metadata.labels`), sorted for deterministic output.
+pub type Labels = BTreeMap<String, String>;
+
+/// The label that ties an EndpointSlice to its Service.
+pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
+
+/// A Namespace object (or one synthesized from the objects that live in it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`, matched by `namespace_labels`.
+    pub labels: Labels,
+}
+
+/// Every object the cluster zone and the proxy model are computed from.
+///
+/// Maps are keyed by namespace/name, so iteration order is stable and outputs built from
+/// a `Cluster` are deterministic.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cluster {
+    /// Namespaces by name.
+    pub namespaces: BTreeMap<String, Namespace>,
+    /// Services by namespace/name.
+    pub services: BTreeMap<ObjectKey, Service>,
+    /// EndpointSlices by namespace/name.
+    pub endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
+    /// Pods by namespace/name.
+    pub pods: BTreeMap<ObjectKey, Pod>,
+}
+
+impl Cluster {
+    /// The EndpointSlices that belong to `service` (by the `kubernetes.io/service-name` label,
+    /// in the Service's namespace), in name order.
+    pub fn slices_of<'a>(
+        &'a self,
+        service: &'a ObjectKey,
+    ) -> impl Iterator<Item = &'a EndpointSlice> + 'a {
+        self.endpoint_slices
+            .range(ObjectKey::namespace_start(&service.namespace)..)
+            .take_while(move |(key, _)| key.namespace == service.namespace)
+            .map(|(_, slice)| slice)
+            .filter(move |slice| slice.service_name.as_deref() == Some(service.name.as_str()))
+    }
+
+    /// The pods of one namespace, in name order.
+    pub fn pods_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Pod> + 'a {
+        self.pods
+            .range(ObjectKey::namespace_start(namespace)..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+            .map(|(_, pod)| pod)
+    }
+}

@@ -1,0 +1,148 @@
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::{Labels, ObjectKey};
+
+/// A Service (`v1/Service`), as DNS and kube-proxy read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Service {
+    /// namespace/name.
+    pub key: ObjectKey,
+    /// `metadata.labels` (matched by the `labels` option; copied onto computed slices).
+    pub labels: Labels,
+    /// `spec.selector`; `None` when the Service has no selector (its slices are user-made).
+    pub selector: Option<Labels>,
+    /// `spec.type`.
+    pub service_type: ServiceType,
+    /// `spec.clusterIPs` (or `spec.clusterIP`): empty for headless and ExternalName Services.
+    pub cluster_ips: Vec<IpAddr>,
+    /// `spec.clusterIP: None`.
+    pub headless: bool,
+    /// `spec.externalName`, for `type: ExternalName`.
+    pub external_name: Option<String>,
+    /// `spec.ports`, in spec order.
+    pub ports: Vec<ServicePort>,
+    /// `spec.publishNotReadyAddresses`.
+    pub publish_not_ready_addresses: bool,
+    /// `spec.ipFamilies` as address types (empty when unset).
+    pub ip_families: Vec<super::AddressType>,
+    /// `spec.externalTrafficPolicy` (Cluster when unset).
+    pub external_traffic_policy: TrafficPolicy,
+    /// `spec.internalTrafficPolicy` (Cluster when unset).
+    pub internal_traffic_policy: TrafficPolicy,
+    /// `spec.sessionAffinity`.
+    pub session_affinity: SessionAffinity,
+    /// `spec.externalIPs`.
+    pub external_ips: Vec<IpAddr>,
+    /// `status.loadBalancer.ingress[].ip`.
+    pub load_balancer_ips: Vec<IpAddr>,
+    /// `spec.loadBalancerSourceRanges`.
+    pub load_balancer_source_ranges: Vec<IpNet>,
+}
+
+impl Service {
+    /// The port named `name` (the empty name is the single unnamed port).
+    pub fn port_named(&self, name: &str) -> Option<&ServicePort> {
+        self.ports.iter().find(|port| port.name == name)
+    }
+}
+
+/// `spec.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceType {
+    /// `ClusterIP` (the default).
+    ClusterIp,
+    /// `NodePort`.
+    NodePort,
+    /// `LoadBalancer`.
+    LoadBalancer,
+    /// `ExternalName`: a CNAME, no virtual IP, no endpoints.
+    ExternalName,
+}
+
+/// One entry of `spec.ports`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePort {
+    /// `name` (empty for the single unnamed port).
+    pub name: String,
+    /// `protocol` (TCP when unset).
+    pub protocol: Protocol,
+    /// `port`.
+    pub port: u16,
+    /// `targetPort`: a number, or the name of a container port resolved per pod.
+    pub target_port: TargetPort,
+    /// `nodePort`, for NodePort and LoadBalancer Services.
+    pub node_port: Option<u16>,
+}
+
+/// `targetPort`: the API stores a number or a string, and a string is a name to look up in
+/// each pod, never a number to convert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetPort {
+    /// A container port number.
+    Number(u16),
+    /// The name of a container port.
+    Name(String),
+}
+
+/// A port's protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+impl Protocol {
+    /// The API spelling: `TCP`, `UDP`, `SCTP`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tcp => "TCP",
+            Self::Udp => "UDP",
+            Self::Sctp => "SCTP",
+        }
+    }
+
+    /// The lower-case spelling used in SRV names (`_tcp`) and iptables (`-p tcp`).
+    pub fn lower(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp",
+            Self::Udp => "udp",
+            Self::Sctp => "sctp",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `externalTrafficPolicy` / `internalTrafficPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrafficPolicy {
+    /// Any ready endpoint in the cluster.
+    #[default]
+    Cluster,
+    /// Only endpoints on the node that received the traffic.
+    Local,
+}
+
+/// `spec.sessionAffinity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionAffinity {
+    /// No affinity.
+    #[default]
+    None,
+    /// `ClientIP`, with `sessionAffinityConfig.clientIP.timeoutSeconds` (10800 when unset).
+    ClientIp {
+        /// Seconds a client sticks to its endpoint.
+        timeout_seconds: u32,
+    },
+}

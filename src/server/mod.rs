@@ -1,0 +1,1 @@
+//! Sockets and the request path.
