@@ -31,4 +31,5 @@ pub mod selector;
 pub mod server;
 pub mod source;
 pub mod store;
+pub mod wire;
 pub mod zone;

@@ -1,1 +1,4 @@
 //! The integration tests: one binary, one module per area.
+
+mod common;
+mod zone;

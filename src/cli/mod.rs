@@ -1,9 +1,154 @@
 //! The command line: argument parsing and dispatch. The only module that prints to stdout
 //! or chooses an exit code.
 
+#![allow(clippy::print_stdout)]
+
+mod query;
+mod records;
+mod serve;
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Parse the arguments, run the command, and turn its result into an exit code.
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Config};
+
+/// The default listen address of the `--objects` shorthand.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:1053";
+
+/// clusterdns: the cluster zone, served — a drop-in for CoreDNS with its kubernetes plugin.
+#[derive(Debug, Parser)]
+#[command(name = "clusterdns", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve DNS, from a Corefile or from objects files.
+    Serve(serve::ServeArgs),
+    /// Print the whole zone as an RFC 1035 zone file or JSON.
+    Records(records::RecordsArgs),
+    /// Answer one question offline and print it like dig.
+    Query(query::QueryArgs),
+}
+
+/// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
+#[derive(Debug, Args)]
+struct Source {
+    /// A CoreDNS Corefile (`-conf PATH` works too, as in kubeadm's Deployment).
+    #[arg(long, value_name = "PATH", conflicts_with = "objects")]
+    corefile: Option<PathBuf>,
+    /// Objects files (`kubectl get ... -o json` output), served with kubeadm's Corefile.
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "corefile")]
+    objects: Vec<PathBuf>,
+    /// Where the `--objects` shorthand listens.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, conflicts_with = "corefile")]
+    listen: SocketAddr,
+}
+
+impl Source {
+    fn config(&self) -> anyhow::Result<Config> {
+        match &self.corefile {
+            Some(path) => config::read_corefile(path)
+                .with_context(|| format!("reading Corefile {}", path.display())),
+            None => config::shorthand(&self.objects, self.listen)
+                .context("building the --objects configuration"),
+        }
+    }
+}
+
+/// Parse the arguments, run the command, and turn its result into an exit code: 0 on
+/// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    let cli = Cli::parse_from(coredns_args(std::env::args_os()));
+    init_logging();
+    let result = match cli.command {
+        Command::Serve(args) => serve::run(&args),
+        Command::Records(args) => records::run(&args),
+        Command::Query(args) => query::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("clusterdns: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// CoreDNS is started as `coredns -conf FILE` (kubeadm's Deployment): accept that, and
+/// `-conf`/`--conf`/`-conf=FILE` anywhere, as `serve --corefile FILE`.
+fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    for arg in args {
+        match arg.to_str() {
+            Some("-conf" | "--conf") => out.push("--corefile".into()),
+            Some(text) if text.starts_with("-conf=") || text.starts_with("--conf=") => {
+                let value = text.split_once('=').map_or("", |(_, v)| v);
+                out.push(format!("--corefile={value}").into());
+            }
+            _ => out.push(arg),
+        }
+    }
+    if out
+        .get(1)
+        .and_then(|arg| arg.to_str())
+        .is_some_and(|first| first.starts_with("--corefile"))
+    {
+        out.insert(1, "serve".into());
+    }
+    out
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory's per-query
+/// logging off).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        coredns_args(list.iter().map(OsString::from))
+            .into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn coredns_conf_flag_means_serve() {
+        assert_eq!(
+            args(&["coredns", "-conf", "/etc/coredns/Corefile"]),
+            ["coredns", "serve", "--corefile", "/etc/coredns/Corefile"]
+        );
+        assert_eq!(
+            args(&["x", "-conf=/c"]),
+            ["x", "serve", "--corefile=/c"]
+        );
+        assert_eq!(
+            args(&["x", "serve", "-conf", "/c"]),
+            ["x", "serve", "--corefile", "/c"]
+        );
+        assert_eq!(args(&["x", "records", "--objects", "f"]), ["x", "records", "--objects", "f"]);
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

@@ -1,1 +1,3 @@
 //! Where objects come from.
+
+pub mod watcher;

@@ -1,1 +1,450 @@
-//! The cluster zone.
+//! The cluster zone: every name the *kubernetes* plugin answers, prepared when a snapshot is
+//! built, and the lookup that answers a question from it.
+//!
+//! [`build`](build::build) turns a [`Cluster`](crate::model::Cluster) and a
+//! [`KubernetesConfig`](crate::config::KubernetesConfig) into a [`Snapshot`]: a hash map
+//! from lower-case wire name to [`Node`], each node holding its RRsets already in wire
+//! format. [`Snapshot::lookup`] is then one hash lookup for every name that exists and for
+//! every miss; only pod names under `pods insecure` (an infinite set) and the CNAME chase
+//! of ExternalName services are computed per query.
+//!
+//! The DNS semantics are CoreDNS's (`plugin/kubernetes`, `plugin/backend_lookup.go`) with
+//! one deliberate difference, RFC 8020: a name that exists answers NODATA for the types it
+//! lacks, and a name that does not exist is NXDOMAIN for every type.
+
+mod build;
+pub mod name;
+mod records;
+pub mod rrset;
+pub mod zonefile;
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use smallvec::SmallVec;
+
+pub use build::{BuildContext, build};
+use name::{WireName, labels, suffix_offset};
+use rrset::{RrSet, rtype};
+
+use crate::config::PodMode;
+
+type Map<K, V> = HashMap<K, V, ahash::RandomState>;
+
+/// How deep a chain of in-zone ExternalName CNAMEs is followed (CoreDNS stops at 8).
+const MAX_CNAME_CHAIN: usize = 8;
+
+/// An immutable view of the cluster zone, built whole and swapped in whole.
+#[derive(Debug)]
+pub struct Snapshot {
+    zones: Vec<ServedZone>,
+    nodes: Map<Box<[u8]>, Node>,
+    /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
+    pod_namespaces: HashSet<Box<[u8]>, ahash::RandomState>,
+    pods: PodMode,
+    ttl: u32,
+    serial: u32,
+}
+
+/// One zone the plugin is authoritative for.
+#[derive(Debug, Clone)]
+pub struct ServedZone {
+    origin: WireName,
+    reverse: bool,
+    soa: Soa,
+}
+
+/// The SOA fields, as CoreDNS writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Soa {
+    /// TTL of the SOA record itself: `min(ttl, 300)`.
+    pub ttl: u32,
+    /// Serial: the time of the last change, monotonic.
+    pub serial: u32,
+    /// 7200.
+    pub refresh: u32,
+    /// 1800.
+    pub retry: u32,
+    /// 86400.
+    pub expire: u32,
+    /// The negative-caching TTL: the plugin's `ttl`.
+    pub minimum: u32,
+}
+
+impl Soa {
+    /// The SOA of a zone whose records use `ttl`.
+    pub fn new(ttl: u32, serial: u32) -> Self {
+        Self {
+            ttl: ttl.min(300),
+            serial,
+            refresh: 7200,
+            retry: 1800,
+            expire: 86400,
+            minimum: ttl,
+        }
+    }
+
+    /// The five integers that end the SOA RDATA.
+    pub fn tail(&self) -> [u8; 20] {
+        let mut out = [0u8; 20];
+        for (index, value) in [self.serial, self.refresh, self.retry, self.expire, self.minimum]
+            .into_iter()
+            .enumerate()
+        {
+            out[index * 4..index * 4 + 4].copy_from_slice(&value.to_be_bytes());
+        }
+        out
+    }
+}
+
+impl ServedZone {
+    /// The zone's apex, lower case.
+    pub fn origin(&self) -> &WireName {
+        &self.origin
+    }
+
+    /// Whether this is a reverse (`in-addr.arpa`/`ip6.arpa`) zone.
+    pub fn is_reverse(&self) -> bool {
+        self.reverse
+    }
+
+    /// The zone's SOA fields.
+    pub fn soa(&self) -> Soa {
+        self.soa
+    }
+}
+
+/// One name of the zone.
+#[derive(Debug, Default)]
+pub(crate) struct Node {
+    /// RRsets sorted by type; empty for an empty non-terminal.
+    rrsets: Box<[RrSet]>,
+    /// For an ExternalName Service: the CNAME target, followed for A and AAAA.
+    cname: Option<Box<[u8]>>,
+}
+
+impl Node {
+    fn rrset(&self, qtype: u16) -> Option<&RrSet> {
+        self.rrsets.iter().find(|set| set.rtype == qtype)
+    }
+}
+
+/// The rcode of an authoritative answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rcode {
+    /// NOERROR: records, or NODATA when the answer section is empty.
+    NoError,
+    /// NXDOMAIN: the name does not exist.
+    NxDomain,
+}
+
+/// Who owns the records of a [`Run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner<'a> {
+    /// The name in the question (written as a pointer to it, so in the query's spelling).
+    Question,
+    /// Another name, in wire format.
+    Name(Cow<'a, [u8]>),
+    /// The data holds whole records, each with its owner.
+    Embedded,
+}
+
+/// A run of records: `count` records that share an owner, in wire format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run<'a> {
+    /// Who owns them.
+    pub owner: Owner<'a>,
+    /// How many records `data` holds.
+    pub count: u16,
+    /// TYPE CLASS TTL RDLENGTH RDATA per record (owner first when [`Owner::Embedded`]).
+    pub data: Cow<'a, [u8]>,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn answers(set: &'a RrSet) -> Self {
+        Self {
+            owner: Owner::Question,
+            count: set.count,
+            data: Cow::Borrowed(&set.body),
+        }
+    }
+
+    fn extra(set: &'a RrSet) -> Option<Self> {
+        (set.extra_count > 0).then(|| Self {
+            owner: Owner::Embedded,
+            count: set.extra_count,
+            data: Cow::Borrowed(&set.extra),
+        })
+    }
+}
+
+/// The plugin's answer to one question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer<'a> {
+    /// NOERROR or NXDOMAIN.
+    pub rcode: Rcode,
+    /// Index of the served zone the name fell in (its SOA goes in negative answers).
+    pub zone: usize,
+    /// The answer section.
+    pub answer: SmallVec<[Run<'a>; 2]>,
+    /// The additional section.
+    pub additional: SmallVec<[Run<'a>; 1]>,
+    /// An ExternalName target outside the zone, for a forwarder to resolve and append.
+    pub chase: Option<&'a [u8]>,
+}
+
+impl<'a> Answer<'a> {
+    fn new(rcode: Rcode, zone: usize) -> Self {
+        Self {
+            rcode,
+            zone,
+            answer: SmallVec::new(),
+            additional: SmallVec::new(),
+            chase: None,
+        }
+    }
+
+    fn from_set(zone: usize, set: &'a RrSet) -> Self {
+        let mut answer = Self::new(Rcode::NoError, zone);
+        answer.answer.push(Run::answers(set));
+        answer.additional.extend(Run::extra(set));
+        answer
+    }
+
+    /// Whether this is a negative answer (NXDOMAIN, or NOERROR with no records), which
+    /// carries the zone's SOA in the authority section.
+    pub fn is_negative(&self) -> bool {
+        self.rcode == Rcode::NxDomain || self.answer.is_empty()
+    }
+}
+
+impl Snapshot {
+    /// The zones this snapshot answers for, in configuration order.
+    pub fn zones(&self) -> &[ServedZone] {
+        &self.zones
+    }
+
+    /// The SOA serial.
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// The record TTL (`ttl` option).
+    pub fn ttl(&self) -> u32 {
+        self.ttl
+    }
+
+    /// Number of names held (including empty non-terminals).
+    pub fn name_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The index of the longest served zone that `qname` (lower-case wire) falls in.
+    pub fn zone_of(&self, qname: &[u8]) -> Option<usize> {
+        let mut best: Option<(usize, usize)> = None;
+        for (index, zone) in self.zones.iter().enumerate() {
+            let origin = zone.origin.as_bytes();
+            if suffix_offset(qname, origin).is_some()
+                && best.is_none_or(|(_, len)| origin.len() > len)
+            {
+                best = Some((index, origin.len()));
+            }
+        }
+        best.map(|(index, _)| index)
+    }
+
+    /// Answers `qtype` for `qname`, a lower-case wire name. `None` when the name is outside
+    /// every served zone (the next plugin's business).
+    pub fn lookup(&self, qname: &[u8], qtype: u16) -> Option<Answer<'_>> {
+        let zone = self.zone_of(qname)?;
+        Some(self.answer(zone, qname, qtype, 0))
+    }
+
+    fn answer(&self, zone: usize, qname: &[u8], qtype: u16, depth: usize) -> Answer<'_> {
+        if let Some(node) = self.nodes.get(qname) {
+            return self.answer_node(zone, qname, node, qtype, depth);
+        }
+        if let Some(node) = self
+            .srv_alias(zone, qname)
+            .and_then(|key| self.nodes.get(&key[..]))
+        {
+            return self.answer_node(zone, qname, node, qtype, depth);
+        }
+        if let Some(ip) = self.insecure_pod(zone, qname) {
+            return self.pod_answer(zone, ip, qtype);
+        }
+        Answer::new(Rcode::NxDomain, zone)
+    }
+
+    fn answer_node<'s>(
+        &'s self,
+        zone: usize,
+        qname: &[u8],
+        node: &'s Node,
+        qtype: u16,
+        depth: usize,
+    ) -> Answer<'s> {
+        if let Some(target) = &node.cname
+            && matches!(qtype, rtype::A | rtype::AAAA)
+        {
+            return self.chase_cname(zone, qname, node, target, qtype, depth);
+        }
+        match node.rrset(qtype) {
+            Some(set) => Answer::from_set(zone, set),
+            None => Answer::new(Rcode::NoError, zone),
+        }
+    }
+
+    /// A and AAAA at an ExternalName Service (CoreDNS `plugin.A`): the CNAME, then — for an
+    /// in-zone target — the target's records, or NODATA without the CNAME when the target
+    /// has none; an out-of-zone target is left to a forwarder (`chase`).
+    fn chase_cname<'s>(
+        &'s self,
+        zone: usize,
+        qname: &[u8],
+        node: &'s Node,
+        target: &'s [u8],
+        qtype: u16,
+        depth: usize,
+    ) -> Answer<'s> {
+        let nodata = Answer::new(Rcode::NoError, zone);
+        let Some(cname) = node.rrset(rtype::CNAME) else {
+            return nodata;
+        };
+        let target_lower = target.to_ascii_lowercase();
+        if target_lower == qname || depth >= MAX_CNAME_CHAIN {
+            return nodata;
+        }
+        let mut answer = Answer::from_set(zone, cname);
+        let zone_origin = self.zones[zone].origin.as_bytes();
+        if suffix_offset(&target_lower, zone_origin).is_none() {
+            answer.chase = Some(target);
+            return answer;
+        }
+        let next = self.answer(zone, &target_lower, qtype, depth + 1);
+        if next.answer.is_empty() {
+            return nodata;
+        }
+        for run in next.answer {
+            let owner = match run.owner {
+                Owner::Question => Owner::Name(Cow::Borrowed(target)),
+                other => other,
+            };
+            answer.answer.push(Run { owner, ..run });
+        }
+        answer.additional.extend(next.additional);
+        answer.chase = next.chase;
+        answer
+    }
+
+    /// CoreDNS strips one leading underscore from the port and protocol labels, so
+    /// `http.tcp.web.shop.svc.<zone>` is `_http._tcp.web.shop.svc.<zone>`. The key of the
+    /// underscored form, when `qname` has that shape and lacks an underscore.
+    fn srv_alias(&self, zone: usize, qname: &[u8]) -> Option<Vec<u8>> {
+        let origin = self.zones[zone].origin.as_bytes();
+        let relative_end = suffix_offset(qname, origin)?;
+        let relative: Vec<&[u8]> = labels(&qname[..relative_end]).collect();
+        let [port, proto, _service, _namespace, svc] = relative.as_slice() else {
+            return None;
+        };
+        if *svc != b"svc" || (port.starts_with(b"_") && proto.starts_with(b"_")) {
+            return None;
+        }
+        let mut key = Vec::with_capacity(qname.len() + 2);
+        for label in [port, proto] {
+            if label.starts_with(b"_") {
+                key.push(label.len() as u8);
+                key.extend_from_slice(label);
+            } else {
+                key.push(label.len() as u8 + 1);
+                key.push(b'_');
+                key.extend_from_slice(label);
+            }
+        }
+        let rest = 2 + port.len() + proto.len();
+        key.extend_from_slice(&qname[rest..]);
+        (key.len() <= name::MAX_NAME_LEN).then_some(key)
+    }
+
+    /// Under `pods insecure`, `<a-b-c-d>.<ns>.pod.<zone>` for an existing namespace: the
+    /// address the first label spells (CoreDNS `findPods`).
+    fn insecure_pod(&self, zone: usize, qname: &[u8]) -> Option<IpAddr> {
+        if self.pods != PodMode::Insecure || self.zones[zone].reverse {
+            return None;
+        }
+        let origin = self.zones[zone].origin.as_bytes();
+        let relative_end = suffix_offset(qname, origin)?;
+        let relative: Vec<&[u8]> = labels(&qname[..relative_end]).collect();
+        let [label, namespace, pod] = relative.as_slice() else {
+            return None;
+        };
+        if *pod != b"pod" || !self.pod_namespaces.contains(*namespace) {
+            return None;
+        }
+        ip_from_dashed(label)
+    }
+
+    fn pod_answer(&self, zone: usize, ip: IpAddr, qtype: u16) -> Answer<'_> {
+        let mut answer = Answer::new(Rcode::NoError, zone);
+        let (rtype, rdata) = rrset::address_rdata(ip);
+        if rtype == qtype {
+            let mut data = Vec::with_capacity(10 + rdata.len());
+            rrset::write_rr_header(&mut data, rtype, self.ttl, rdata.len());
+            data.extend_from_slice(&rdata);
+            answer.answer.push(Run {
+                owner: Owner::Question,
+                count: 1,
+                data: Cow::Owned(data),
+            });
+        }
+        answer
+    }
+
+    /// Every name and its RRsets, for zone files and transfers: `(name, rrsets)` per node
+    /// of `zone` that holds records, in no particular order.
+    pub(crate) fn nodes_in(
+        &self,
+        zone: usize,
+    ) -> impl Iterator<Item = (&[u8], &[RrSet])> + '_ {
+        self.nodes.iter().filter_map(move |(name, node)| {
+            (!node.rrsets.is_empty() && self.zone_of(name) == Some(zone))
+                .then_some((&name[..], &node.rrsets[..]))
+        })
+    }
+}
+
+/// A pod label's address, as CoreDNS decodes it: exactly three `-` and no `--` is IPv4,
+/// anything else has every `-` turned into `:` and must parse as IPv6. An IPv4-mapped IPv6
+/// address answers as IPv4, as Go's `net.IP.To4` makes it.
+pub fn ip_from_dashed(label: &[u8]) -> Option<IpAddr> {
+    let text = std::str::from_utf8(label).ok()?;
+    let dashes = text.bytes().filter(|&b| b == b'-').count();
+    if dashes == 3 && !text.contains("--") {
+        return text.replace('-', ".").parse::<Ipv4Addr>().ok().map(IpAddr::V4);
+    }
+    let v6: Ipv6Addr = text.replace('-', ":").parse().ok()?;
+    Some(match v6.to_ipv4_mapped() {
+        Some(v4) => IpAddr::V4(v4),
+        None => IpAddr::V6(v6),
+    })
+}
+
+/// The dashed label CoreDNS gives an endpoint without a hostname: `10-244-1-5`, and for
+/// IPv6 every `:` as `-` with a `0` after a trailing `-` (`2001-db8--0`).
+pub fn dashed_ip(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string().replace('.', "-"),
+        IpAddr::V6(v6) => {
+            let mut label = v6.to_string().replace(':', "-");
+            if label.ends_with('-') {
+                label.push('0');
+            }
+            label
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

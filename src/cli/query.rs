@@ -1,0 +1,116 @@
+//! `clusterdns query`: one question through the server's request path, offline.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, Record, RecordType};
+
+use super::Source;
+use crate::server::{self, Handler, Outcome, Transport};
+use crate::zone::zonefile::record_line;
+
+/// Arguments of `query`.
+#[derive(Debug, Args)]
+pub(super) struct QueryArgs {
+    /// The name to ask for.
+    name: String,
+    /// The record type.
+    #[arg(long = "type", short = 't', default_value = "A")]
+    qtype: String,
+    #[command(flatten)]
+    source: Source,
+}
+
+pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
+    let config = args.source.config()?;
+    let blocks = server::load(&config)?;
+    let name = Name::from_str(&args.name).with_context(|| format!("not a domain name: {}", args.name))?;
+    let qtype = RecordType::from_str(&args.qtype.to_ascii_uppercase())
+        .with_context(|| format!("not a record type: {}", args.qtype))?;
+    let mut query = Message::new(0, MessageType::Query, OpCode::Query);
+    query.metadata.recursion_desired = true;
+    query.add_query(Query::query(name, qtype));
+    let mut edns = Edns::new();
+    edns.set_max_payload(1232);
+    query.edns = Some(edns);
+    let packet = query.to_vec()?;
+    let handler = Handler::new(blocks.into_iter().map(|(block, _)| Arc::clone(&block)).collect());
+    let mut out = Vec::new();
+    let reply = match handler.respond(&packet, [127, 0, 0, 1].into(), Transport::Tcp, &mut out) {
+        Outcome::Reply => Message::from_vec(&out)?,
+        Outcome::Drop | Outcome::Transfer(_) => anyhow::bail!("no reply"),
+    };
+    print!("{}", dig_text(&reply));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A reply in dig's layout: header, flags and counts, then each non-empty section.
+pub(crate) fn dig_text(reply: &Message) -> String {
+    let mut out = String::new();
+    let meta = &reply.metadata;
+    let _ = writeln!(
+        out,
+        ";; ->>HEADER<<- opcode: {}, status: {}, id: {}",
+        format!("{:?}", meta.op_code).to_uppercase(),
+        meta.response_code.to_str().to_uppercase(),
+        meta.id
+    );
+    let mut flags = vec!["qr"];
+    for (set, flag) in [
+        (meta.authoritative, "aa"),
+        (meta.truncation, "tc"),
+        (meta.recursion_desired, "rd"),
+        (meta.recursion_available, "ra"),
+    ] {
+        if set {
+            flags.push(flag);
+        }
+    }
+    let _ = writeln!(
+        out,
+        ";; flags: {}; QUERY: {}, ANSWER: {}, AUTHORITY: {}, ADDITIONAL: {}",
+        flags.join(" "),
+        reply.queries.len(),
+        reply.answers.len(),
+        reply.authorities.len(),
+        reply.additionals.len() + usize::from(reply.edns.is_some()),
+    );
+    if let Some(edns) = &reply.edns {
+        let _ = write!(
+            out,
+            "\n;; OPT PSEUDOSECTION:\n; EDNS: version: {}, flags:{}; udp: {}\n",
+            edns.version(),
+            if edns.flags().dnssec_ok { " do" } else { "" },
+            edns.max_payload()
+        );
+    }
+    out.push_str("\n;; QUESTION SECTION:\n");
+    for query in &reply.queries {
+        let _ = writeln!(out, ";{}\t\tIN\t{}", query.name(), query.query_type());
+    }
+    for (title, records) in [
+        ("ANSWER", &reply.answers),
+        ("AUTHORITY", &reply.authorities),
+        ("ADDITIONAL", &reply.additionals),
+    ] {
+        section(&mut out, title, records);
+    }
+    out.push('\n');
+    out
+}
+
+fn section(out: &mut String, title: &str, records: &[Record]) {
+    if records.is_empty() {
+        return;
+    }
+    let _ = write!(out, "\n;; {title} SECTION:\n");
+    for record in records {
+        out.push_str(&record_line(record));
+        out.push('\n');
+    }
+}

@@ -1,0 +1,62 @@
+//! `clusterdns records`: the whole zone, offline.
+
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, ValueEnum};
+
+use super::Source;
+use crate::server;
+use crate::zone::name::WireName;
+use crate::zone::zonefile;
+
+/// Arguments of `records`.
+#[derive(Debug, Args)]
+pub(super) struct RecordsArgs {
+    #[command(flatten)]
+    source: Source,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Zone)]
+    format: Format,
+    /// Only this zone (for example `cluster.local` or `in-addr.arpa`); default: every zone.
+    #[arg(long, value_name = "ZONE")]
+    zone: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// RFC 1035 zone file (loadable by knotd, BIND, hickory).
+    Zone,
+    /// JSON: one object per zone with its records.
+    Json,
+}
+
+pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
+    let config = args.source.config()?;
+    let blocks = server::load(&config)?;
+    let Some(kubernetes) = blocks.iter().find_map(|(block, _)| block.kubernetes()) else {
+        bail!("the configuration has no kubernetes block");
+    };
+    let snapshot = kubernetes.store.snapshot();
+    let only = match &args.zone {
+        None => None,
+        Some(text) => {
+            let wanted = WireName::from_dotted(text)
+                .with_context(|| format!("--zone {text}"))?
+                .to_lowercase();
+            let index = snapshot
+                .zones()
+                .iter()
+                .position(|zone| *zone.origin() == wanted);
+            Some(index.with_context(|| format!("--zone {text}: not a zone this configuration serves"))?)
+        }
+    };
+    match args.format {
+        Format::Zone => print!("{}", zonefile::zone_file(&snapshot, only)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&zonefile::zone_json(&snapshot, only))?
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}

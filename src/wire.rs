@@ -1,0 +1,464 @@
+//! DNS messages on the wire: parsing a query, writing an answer from a [`zone::Answer`].
+//!
+//! The hot path of the server. Parsing reads the header, the one question (lower-casing its
+//! name into a stack buffer) and the OPT record; writing copies the prepared record bytes
+//! behind a pointer to the question. Neither allocates beyond the output buffer.
+
+use crate::zone::name::MAX_NAME_LEN;
+use crate::zone::rrset::{CLASS_IN, rtype};
+use crate::zone::{Answer, Owner, Run, ServedZone, Soa};
+
+/// Size of the DNS header.
+pub const HEADER_LEN: usize = 12;
+/// Largest UDP answer without EDNS (RFC 1035 §4.2.1).
+pub const UDP_MIN_PAYLOAD: u16 = 512;
+
+/// Opcode QUERY.
+pub const OPCODE_QUERY: u8 = 0;
+
+/// Response codes, with the extended ones (over 15) carried partly in OPT.
+pub mod rcode {
+    /// No error.
+    pub const NOERROR: u16 = 0;
+    /// Format error.
+    pub const FORMERR: u16 = 1;
+    /// Server failure.
+    pub const SERVFAIL: u16 = 2;
+    /// Name error.
+    pub const NXDOMAIN: u16 = 3;
+    /// Not implemented.
+    pub const NOTIMP: u16 = 4;
+    /// Refused.
+    pub const REFUSED: u16 = 5;
+    /// Bad OPT version (RFC 6891).
+    pub const BADVERS: u16 = 16;
+}
+
+const FLAG_QR: u16 = 0x8000;
+const FLAG_AA: u16 = 0x0400;
+const FLAG_TC: u16 = 0x0200;
+const FLAG_RD: u16 = 0x0100;
+const FLAG_CD: u16 = 0x0010;
+
+/// A parsed query.
+#[derive(Clone)]
+pub struct Request<'a> {
+    /// The whole message as received.
+    pub bytes: &'a [u8],
+    /// Message ID.
+    pub id: u16,
+    /// Opcode.
+    pub opcode: u8,
+    /// The header's flag word as received.
+    pub flags: u16,
+    /// The question (exactly one; its absence is a format error).
+    pub question: Question,
+    /// EDNS0, when the query carried an OPT record.
+    pub edns: Option<Edns>,
+    /// The serial of the SOA in the authority section (an IXFR query's current version).
+    pub soa_serial: Option<u32>,
+}
+
+/// The question of a query.
+#[derive(Clone)]
+pub struct Question {
+    lower: [u8; MAX_NAME_LEN],
+    len: usize,
+    /// QTYPE.
+    pub qtype: u16,
+    /// QCLASS.
+    pub qclass: u16,
+}
+
+impl Question {
+    /// The name in lower case, wire format.
+    pub fn name(&self) -> &[u8] {
+        &self.lower[..self.len]
+    }
+
+    /// Offset of the question section's end in the message.
+    fn end(&self) -> usize {
+        HEADER_LEN + self.len + 4
+    }
+}
+
+/// The EDNS0 parameters of a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edns {
+    /// The requestor's UDP payload size (at least 512).
+    pub payload: u16,
+    /// EDNS version.
+    pub version: u8,
+    /// The DO bit.
+    pub dnssec_ok: bool,
+}
+
+/// Why a message is not a query we can answer normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    /// Not worth a reply: shorter than a header, or a response (answering responses invites
+    /// reflection loops).
+    Ignore,
+    /// Answer with this rcode, the header echoed and no question.
+    Reply {
+        /// The query's ID.
+        id: u16,
+        /// The query's opcode.
+        opcode: u8,
+        /// The query's flags.
+        flags: u16,
+        /// FORMERR, or NOTIMP for an opcode other than QUERY.
+        rcode: u16,
+    },
+}
+
+impl<'a> Request<'a> {
+    /// Parses a query. Anything else is [`Malformed`]: too short or a response is ignored;
+    /// an opcode other than QUERY is NOTIMP; a broken question, a count that runs past the
+    /// end, a compression pointer in the question or a second OPT record is FORMERR.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, Malformed> {
+        if bytes.len() < HEADER_LEN {
+            return Err(Malformed::Ignore);
+        }
+        let id = u16::from_be_bytes([bytes[0], bytes[1]]);
+        let flags = u16::from_be_bytes([bytes[2], bytes[3]]);
+        if flags & FLAG_QR != 0 {
+            return Err(Malformed::Ignore);
+        }
+        let opcode = ((flags >> 11) & 0x0f) as u8;
+        let reply = |rcode| Malformed::Reply {
+            id,
+            opcode,
+            flags,
+            rcode,
+        };
+        if opcode != OPCODE_QUERY {
+            return Err(reply(rcode::NOTIMP));
+        }
+        let count = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]) as usize;
+        let (qdcount, ancount, nscount, arcount) = (count(4), count(6), count(8), count(10));
+        if qdcount != 1 {
+            return Err(reply(rcode::FORMERR));
+        }
+        let formerr = || reply(rcode::FORMERR);
+        let mut lower = [0u8; MAX_NAME_LEN];
+        let mut at = HEADER_LEN;
+        loop {
+            let len = *bytes.get(at).ok_or_else(formerr)? as usize;
+            if len > 63 {
+                // A pointer (or a reserved label type) cannot start the first name.
+                return Err(formerr());
+            }
+            let end = at + 1 + len;
+            let name_len = end - HEADER_LEN;
+            if name_len > MAX_NAME_LEN || end > bytes.len() {
+                return Err(formerr());
+            }
+            lower[at - HEADER_LEN] = len as u8;
+            for (dst, src) in lower[at - HEADER_LEN + 1..name_len]
+                .iter_mut()
+                .zip(&bytes[at + 1..end])
+            {
+                *dst = src.to_ascii_lowercase();
+            }
+            at = end;
+            if len == 0 {
+                break;
+            }
+        }
+        let len = at - HEADER_LEN;
+        let fixed = bytes.get(at..at + 4).ok_or_else(formerr)?;
+        let question = Question {
+            lower,
+            len,
+            qtype: u16::from_be_bytes([fixed[0], fixed[1]]),
+            qclass: u16::from_be_bytes([fixed[2], fixed[3]]),
+        };
+        at += 4;
+
+        let mut edns = None;
+        let mut soa_serial = None;
+        for section in 0..3 {
+            let records = [ancount, nscount, arcount][section];
+            for _ in 0..records {
+                let owner_root = bytes.get(at) == Some(&0);
+                at = skip_name(bytes, at).ok_or_else(formerr)?;
+                let fixed = bytes.get(at..at + 10).ok_or_else(formerr)?;
+                let rr_type = u16::from_be_bytes([fixed[0], fixed[1]]);
+                let class = u16::from_be_bytes([fixed[2], fixed[3]]);
+                let ttl = u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+                let rdlen = u16::from_be_bytes([fixed[8], fixed[9]]) as usize;
+                let rdata_at = at + 10;
+                at = rdata_at + rdlen;
+                if at > bytes.len() {
+                    return Err(formerr());
+                }
+                match (section, rr_type) {
+                    (2, rtype::OPT) => {
+                        if edns.is_some() || !owner_root {
+                            return Err(formerr());
+                        }
+                        edns = Some(Edns {
+                            payload: class.max(UDP_MIN_PAYLOAD),
+                            version: (ttl >> 16) as u8,
+                            dnssec_ok: ttl & 0x8000 != 0,
+                        });
+                    }
+                    (1, rtype::SOA) => soa_serial = soa_serial_of(bytes, rdata_at),
+                    _ => {}
+                }
+            }
+        }
+        Ok(Self {
+            bytes,
+            id,
+            opcode,
+            flags,
+            question,
+            edns,
+            soa_serial,
+        })
+    }
+
+    /// The question as received (original case), for echoing.
+    fn question_bytes(&self) -> &[u8] {
+        &self.bytes[HEADER_LEN..self.question.end()]
+    }
+
+    /// The largest reply this requestor accepts over UDP.
+    pub fn udp_limit(&self) -> usize {
+        self.edns.map_or(UDP_MIN_PAYLOAD, |edns| edns.payload) as usize
+    }
+}
+
+/// Skips a (possibly compressed) name starting at `at`; the offset after it.
+fn skip_name(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = *bytes.get(at)? as usize;
+        match len {
+            0 => return Some(at + 1),
+            1..=63 => at += 1 + len,
+            0xc0..=0xff => return (at + 2 <= bytes.len()).then_some(at + 2),
+            _ => return None,
+        }
+    }
+}
+
+fn soa_serial_of(bytes: &[u8], rdata_at: usize) -> Option<u32> {
+    let at = skip_name(bytes, skip_name(bytes, rdata_at)?)?;
+    let serial = bytes.get(at..at + 4)?;
+    Some(u32::from_be_bytes([serial[0], serial[1], serial[2], serial[3]]))
+}
+
+/// A reply being written into a caller's buffer.
+struct Writer<'o> {
+    out: &'o mut Vec<u8>,
+    counts: [u16; 4],
+}
+
+impl<'o> Writer<'o> {
+    fn new(out: &'o mut Vec<u8>, question: Option<&[u8]>) -> Self {
+        out.clear();
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        let mut counts = [0; 4];
+        if let Some(question) = question {
+            out.extend_from_slice(question);
+            counts[0] = 1;
+        }
+        Self { out, counts }
+    }
+
+    /// Writes one run into `section` (1 answer, 2 authority, 3 additional).
+    fn run(&mut self, section: usize, run: &Run<'_>, respell: Option<&Respell<'_>>) {
+        let data = &run.data[..];
+        let mut at = 0;
+        let mut named_at: Option<usize> = None;
+        while at < data.len() {
+            let start = self.out.len();
+            let rr_start = match &run.owner {
+                Owner::Question => {
+                    self.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]);
+                    at
+                }
+                Owner::Name(name) => {
+                    match named_at {
+                        Some(offset) if offset < 0x4000 => {
+                            self.out.extend_from_slice(&(0xc000 | offset as u16).to_be_bytes())
+                        }
+                        _ => {
+                            named_at = Some(self.out.len());
+                            self.out.extend_from_slice(name);
+                        }
+                    }
+                    at
+                }
+                Owner::Embedded => {
+                    let Some(end) = skip_name(data, at) else { return };
+                    let owner_at = self.out.len();
+                    self.out.extend_from_slice(&data[at..end]);
+                    if let Some(respell) = respell {
+                        respell.apply(&mut self.out[owner_at..]);
+                    }
+                    end
+                }
+            };
+            let Some(fixed) = data.get(rr_start..rr_start + 10) else {
+                self.out.truncate(start);
+                return;
+            };
+            let rr_type = u16::from_be_bytes([fixed[0], fixed[1]]);
+            let rdlen = u16::from_be_bytes([fixed[8], fixed[9]]) as usize;
+            let end = rr_start + 10 + rdlen;
+            let Some(rr) = data.get(rr_start..end) else {
+                self.out.truncate(start);
+                return;
+            };
+            let rdata_at = self.out.len() + 10;
+            self.out.extend_from_slice(rr);
+            if let Some(respell) = respell {
+                let target_at = match rr_type {
+                    rtype::SRV => Some(rdata_at + 6),
+                    rtype::NS => Some(rdata_at),
+                    _ => None,
+                };
+                if let Some(target_at) = target_at {
+                    respell.apply(&mut self.out[target_at..]);
+                }
+            }
+            self.counts[section] += 1;
+            at = end;
+        }
+    }
+
+    /// The zone's SOA in the authority section, owned by the zone as spelled in the question.
+    fn negative_soa(&mut self, zone_offset: usize, soa: &Soa) {
+        let pointer = (0xc000 | (HEADER_LEN + zone_offset) as u16).to_be_bytes();
+        self.out.extend_from_slice(&pointer);
+        let mut rdata = Vec::with_capacity(40);
+        rdata.extend_from_slice(b"\x02ns\x03dns");
+        rdata.extend_from_slice(&pointer);
+        rdata.extend_from_slice(b"\x0ahostmaster");
+        rdata.extend_from_slice(&pointer);
+        rdata.extend_from_slice(&soa.tail());
+        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, rdata.len());
+        self.out.extend_from_slice(&rdata);
+        self.counts[2] += 1;
+    }
+
+    fn opt(&mut self, edns: Option<&Edns>, rcode: u16) {
+        let Some(edns) = edns else { return };
+        self.out.push(0);
+        self.out.extend_from_slice(&rtype::OPT.to_be_bytes());
+        self.out.extend_from_slice(&edns.payload.to_be_bytes());
+        let extended = u32::from(rcode >> 4) << 24;
+        let dnssec_ok = if edns.dnssec_ok { 0x8000 } else { 0 };
+        self.out.extend_from_slice(&(extended | dnssec_ok).to_be_bytes());
+        self.out.extend_from_slice(&[0, 0]);
+        self.counts[3] += 1;
+    }
+
+    fn header(&mut self, id: u16, request_flags: u16, authoritative: bool, truncated: bool, rcode: u16) {
+        let mut flags = FLAG_QR | (request_flags & (0x7800 | FLAG_RD | FLAG_CD)) | (rcode & 0x0f);
+        if authoritative {
+            flags |= FLAG_AA;
+        }
+        if truncated {
+            flags |= FLAG_TC;
+        }
+        self.out[0..2].copy_from_slice(&id.to_be_bytes());
+        self.out[2..4].copy_from_slice(&flags.to_be_bytes());
+        for (index, count) in self.counts.iter().enumerate() {
+            self.out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+        }
+    }
+}
+
+/// Rewrites a name ending in the zone's lower-case spelling to the question's spelling.
+struct Respell<'r> {
+    lower: &'r [u8],
+    asked: &'r [u8],
+}
+
+impl Respell<'_> {
+    fn apply(&self, name: &mut [u8]) {
+        let Some(end) = skip_name(name, 0) else { return };
+        if end < self.lower.len() || name[end - 1] != 0 {
+            return;
+        }
+        let start = end - self.lower.len();
+        if crate::zone::name::suffix_offset(&name[..end], self.lower) == Some(start)
+            && &name[start..end] == self.lower
+        {
+            name[start..end].copy_from_slice(self.asked);
+        }
+    }
+}
+
+/// Writes the reply to `request` carrying `answer` from `zone`, at most `limit` bytes:
+/// when it does not fit, the additional section goes first, then the answer and authority,
+/// with TC set (the client retries over TCP).
+pub fn write_answer(
+    request: &Request<'_>,
+    answer: &Answer<'_>,
+    zone: &ServedZone,
+    limit: usize,
+    out: &mut Vec<u8>,
+) {
+    let rcode = match answer.rcode {
+        crate::zone::Rcode::NoError => rcode::NOERROR,
+        crate::zone::Rcode::NxDomain => rcode::NXDOMAIN,
+    };
+    let origin = zone.origin().as_bytes();
+    let zone_offset = request.question.len - origin.len();
+    let asked = &request.bytes[HEADER_LEN + zone_offset..HEADER_LEN + request.question.len];
+    let respell = (asked != origin).then_some(Respell {
+        lower: origin,
+        asked,
+    });
+    for attempt in 0..3 {
+        let mut writer = Writer::new(out, Some(request.question_bytes()));
+        let mut truncated = false;
+        if attempt < 2 {
+            for run in &answer.answer {
+                writer.run(1, run, respell.as_ref());
+            }
+            if answer.is_negative() {
+                writer.negative_soa(zone_offset, &zone.soa());
+            }
+            if attempt == 0 {
+                for run in &answer.additional {
+                    writer.run(3, run, respell.as_ref());
+                }
+            }
+        } else {
+            truncated = true;
+        }
+        writer.opt(request.edns.as_ref(), rcode);
+        writer.header(request.id, request.flags, true, truncated, rcode);
+        if out.len() <= limit || attempt == 2 {
+            return;
+        }
+    }
+}
+
+/// Writes a reply with `rcode` and no records: the question echoed when there is one, the
+/// OPT record when the query had one. Not authoritative.
+pub fn write_rcode(request: &Request<'_>, rcode: u16, out: &mut Vec<u8>) {
+    let mut writer = Writer::new(out, Some(request.question_bytes()));
+    writer.opt(request.edns.as_ref(), rcode);
+    writer.header(request.id, request.flags, false, false, rcode);
+}
+
+/// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].
+pub fn write_malformed(id: u16, flags: u16, rcode: u16, out: &mut Vec<u8>) {
+    let mut writer = Writer::new(out, None);
+    writer.header(id, flags, false, false, rcode);
+}
+
+/// Whether `qclass` is one the cluster zone answers (IN, or ANY).
+pub fn is_internet_class(qclass: u16) -> bool {
+    qclass == CLASS_IN || qclass == 255
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,365 @@
+//! What the *kubernetes* plugin can see of a cluster, and the records each Service gives
+//! (CoreDNS `findServices`, `plugin.A`, `plugin.SRV`, `xfr.go`).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::net::IpAddr;
+
+use super::build::Builder;
+use super::dashed_ip;
+use super::name::WireName;
+use super::rrset::{self, rtype};
+use crate::config::KubernetesConfig;
+use crate::model::{AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Service, ServiceType};
+
+/// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
+const MAX_POD_NAME_LABEL: usize = 64;
+
+/// The objects the plugin's options leave visible.
+#[derive(Debug)]
+pub(crate) struct View<'c> {
+    /// Namespaces that exist and pass `namespaces` / `namespace_labels`.
+    pub(crate) exposed: BTreeSet<&'c str>,
+    /// Visible Services (exposed namespace, `labels` match), in namespace/name order.
+    pub(crate) services: Vec<ServiceView<'c>>,
+    /// Visible EndpointSlices with IP addresses (none under `noendpoints`).
+    pub(crate) slices: Vec<&'c EndpointSlice>,
+    /// `endpoint_pod_names`.
+    pub(crate) pod_names: bool,
+}
+
+/// A visible Service with the ready addresses of its visible slices.
+#[derive(Debug)]
+pub(crate) struct ServiceView<'c> {
+    pub(crate) service: &'c Service,
+    /// Every ready address, slice by slice, in slice order (duplicates kept: SRV weights
+    /// count them, as CoreDNS does).
+    pub(crate) ready: Vec<ReadyAddress<'c>>,
+}
+
+/// One ready address of a Service's endpoints.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadyAddress<'c> {
+    pub(crate) ip: IpAddr,
+    /// The endpoint's DNS label: hostname, pod name (`endpoint_pod_names`), or dashed IP.
+    pub(crate) label: String,
+    /// The ports of the slice it came from (empty: the slice declares none).
+    pub(crate) ports: &'c [EndpointPort],
+}
+
+impl<'c> View<'c> {
+    pub(crate) fn new(cluster: &'c Cluster, config: &KubernetesConfig) -> Self {
+        let exposed: BTreeSet<&str> = cluster
+            .namespaces
+            .values()
+            .filter(|ns| config.namespaces.is_empty() || config.namespaces.contains(&ns.name))
+            .filter(|ns| {
+                config
+                    .namespace_labels
+                    .as_ref()
+                    .is_none_or(|selector| selector.matches(&ns.labels))
+            })
+            .map(|ns| ns.name.as_str())
+            .collect();
+        let label_match = |labels| config.labels.as_ref().is_none_or(|s| s.matches(labels));
+        let slices: Vec<&EndpointSlice> = if config.noendpoints {
+            Vec::new()
+        } else {
+            cluster
+                .endpoint_slices
+                .values()
+                .filter(|slice| slice.address_type != AddressType::Fqdn)
+                .filter(|slice| exposed.contains(slice.key.namespace.as_str()))
+                .filter(|slice| label_match(&slice.labels))
+                .collect()
+        };
+        let services = cluster
+            .services
+            .values()
+            .filter(|svc| exposed.contains(svc.key.namespace.as_str()))
+            .filter(|svc| label_match(&svc.labels))
+            .map(|service| {
+                let ready = slices
+                    .iter()
+                    .filter(|slice| {
+                        slice.key.namespace == service.key.namespace
+                            && slice.service_name.as_deref() == Some(service.key.name.as_str())
+                    })
+                    .flat_map(|slice| ready_addresses(slice, config.endpoint_pod_names))
+                    .collect();
+                ServiceView { service, ready }
+            })
+            .collect();
+        Self {
+            exposed,
+            services,
+            slices,
+            pod_names: config.endpoint_pod_names,
+        }
+    }
+
+    /// The visible Service `namespace/name`.
+    pub(crate) fn service(&self, namespace: &str, name: &str) -> Option<&ServiceView<'c>> {
+        self.services
+            .iter()
+            .find(|sv| sv.service.key.namespace == namespace && sv.service.key.name == name)
+    }
+}
+
+/// The ready addresses of one slice (a missing `ready` counts as ready).
+pub(crate) fn ready_addresses(
+    slice: &EndpointSlice,
+    pod_names: bool,
+) -> impl Iterator<Item = ReadyAddress<'_>> + '_ {
+    slice
+        .endpoints
+        .iter()
+        .filter(|endpoint| endpoint.conditions.ready())
+        .flat_map(move |endpoint| {
+            endpoint.addresses.iter().map(move |&ip| ReadyAddress {
+                ip,
+                label: endpoint_label(endpoint, ip, pod_names),
+                ports: &slice.ports,
+            })
+        })
+}
+
+/// CoreDNS `endpointHostname`: the hostname, else (with `endpoint_pod_names`) the pod name
+/// when it is a usable label, else the dashed address.
+pub(crate) fn endpoint_label(endpoint: &Endpoint, ip: IpAddr, pod_names: bool) -> String {
+    if let Some(hostname) = endpoint.hostname.as_deref().filter(|h| !h.is_empty()) {
+        return hostname.to_owned();
+    }
+    if pod_names
+        && let Some(pod) = endpoint.target_pod.as_deref()
+        && !pod.is_empty()
+        && pod.len() < MAX_POD_NAME_LABEL
+    {
+        return pod.to_owned();
+    }
+    dashed_ip(ip)
+}
+
+/// One (address, port) pair behind a name: the unit CoreDNS counts SRV weights over.
+#[derive(Debug, Clone, Copy)]
+struct Entry<'a> {
+    ip: IpAddr,
+    /// The SRV target and glue owner for this address.
+    target: &'a WireName,
+    /// `None` for a slice without ports (CoreDNS's port -1 sentinel): counted, never an SRV.
+    port: Option<u16>,
+}
+
+/// Adds every record the Service gives under `zone`.
+pub(crate) fn add_service(b: &mut Builder, zone: &WireName, sv: &ServiceView<'_>, ignore_empty: bool) {
+    let service = sv.service;
+    let Ok(base) = zone.prepend_all([
+        service.key.name.as_str(),
+        service.key.namespace.as_str(),
+        "svc",
+    ]) else {
+        tracing::debug!(service = %service.key, "name too long for DNS; skipped");
+        return;
+    };
+    match service.service_type {
+        ServiceType::ExternalName => add_external_name(b, &base, service),
+        _ if service.headless => add_headless(b, &base, sv),
+        _ => {
+            // `ignore empty_service`: a Service no ready endpoint can answer for is NXDOMAIN,
+            // so clients walk on down their search path.
+            if ignore_empty && sv.ready.is_empty() {
+                return;
+            }
+            add_cluster_ip(b, &base, service);
+            add_endpoint_names(b, &base, &sv.ready);
+        }
+    }
+}
+
+fn add_external_name(b: &mut Builder, base: &WireName, service: &Service) {
+    let Some(external) = service.external_name.as_deref() else {
+        return;
+    };
+    let host = external.strip_suffix('.').unwrap_or(external);
+    // An IP literal is not a name: CoreDNS gives no record at all (NXDOMAIN).
+    if host.is_empty() || host.parse::<IpAddr>().is_ok() {
+        return;
+    }
+    let Ok(target) = WireName::from_dotted(host) else {
+        tracing::debug!(service = %service.key, external, "externalName is not a DNS name; skipped");
+        return;
+    };
+    let ttl = b.ttl;
+    b.set(base, rtype::CNAME, ttl).push(target.as_bytes());
+    b.cname(base, target);
+}
+
+fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
+    // CoreDNS clears its "no items" error only when a port matches: a Service without ports
+    // has no name.
+    if service.ports.is_empty() {
+        return;
+    }
+    b.touch(base);
+    let entries: Vec<Entry<'_>> = service
+        .ports
+        .iter()
+        .flat_map(|port| {
+            service.cluster_ips.iter().map(move |&ip| Entry {
+                ip,
+                target: base,
+                port: Some(port.port),
+            })
+        })
+        .collect();
+    add_entries(b, base, &entries);
+    for port in service.ports.iter().filter(|port| !port.name.is_empty()) {
+        let Some(name) = srv_name(base, &port.name, port.protocol.lower()) else {
+            continue;
+        };
+        b.touch(&name);
+        let entries: Vec<Entry<'_>> = service
+            .cluster_ips
+            .iter()
+            .map(|&ip| Entry {
+                ip,
+                target: base,
+                port: Some(port.port),
+            })
+            .collect();
+        add_entries(b, &name, &entries);
+    }
+}
+
+fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>) {
+    let targets = endpoint_targets(base, &sv.ready);
+    let entries = entries_of(&sv.ready, &targets, |_| true);
+    if entries.is_empty() {
+        // A headless Service without ready endpoints is NXDOMAIN (spec §2.4.1).
+        return;
+    }
+    add_entries(b, base, &entries);
+    let named_ports: BTreeSet<(String, &str)> = sv
+        .ready
+        .iter()
+        .flat_map(|address| address.ports)
+        .filter(|port| !port.name.is_empty())
+        .map(|port| (port.name.to_ascii_lowercase(), port.protocol.lower()))
+        .collect();
+    for (port_name, protocol) in &named_ports {
+        let Some(name) = srv_name(base, port_name, protocol) else {
+            continue;
+        };
+        let entries = entries_of(&sv.ready, &targets, |port| {
+            port.is_some_and(|p| {
+                p.name.eq_ignore_ascii_case(port_name) && p.protocol.lower() == *protocol
+            })
+        });
+        add_entries(b, &name, &entries);
+    }
+    add_endpoint_names(b, base, &sv.ready);
+}
+
+/// `<label>.<svc>.<ns>.svc.<zone>` for every ready endpoint; CoreDNS answers these for
+/// ClusterIP Services too.
+fn add_endpoint_names(b: &mut Builder, base: &WireName, ready: &[ReadyAddress<'_>]) {
+    let targets = endpoint_targets(base, ready);
+    let labels: BTreeSet<String> = ready.iter().map(|a| a.label.to_ascii_lowercase()).collect();
+    for label in labels {
+        let Some(name) = targets.get(&label) else {
+            continue;
+        };
+        let entries = entries_of(ready, &targets, |_| true)
+            .into_iter()
+            .filter(|entry| entry.target == name)
+            .collect::<Vec<_>>();
+        add_entries(b, name, &entries);
+    }
+}
+
+/// The endpoint name for each distinct (lower-case) label.
+fn endpoint_targets(base: &WireName, ready: &[ReadyAddress<'_>]) -> BTreeMap<String, WireName> {
+    let mut targets = BTreeMap::new();
+    for address in ready {
+        let key = address.label.to_ascii_lowercase();
+        if targets.contains_key(&key) {
+            continue;
+        }
+        match base.child(&address.label) {
+            Ok(name) if !address.label.contains('.') => {
+                targets.insert(key, name);
+            }
+            _ => tracing::debug!(label = %address.label, "endpoint label is not a DNS label; skipped"),
+        }
+    }
+    targets
+}
+
+/// The (address, port) entries of `ready` whose port passes `keep` (`None` is a slice
+/// without ports).
+fn entries_of<'t>(
+    ready: &[ReadyAddress<'_>],
+    targets: &'t BTreeMap<String, WireName>,
+    keep: impl Fn(Option<&EndpointPort>) -> bool,
+) -> Vec<Entry<'t>> {
+    let mut entries = Vec::new();
+    for address in ready {
+        let Some(target) = targets.get(&address.label.to_ascii_lowercase()) else {
+            continue;
+        };
+        if address.ports.is_empty() {
+            if keep(None) {
+                entries.push(Entry {
+                    ip: address.ip,
+                    target,
+                    port: None,
+                });
+            }
+            continue;
+        }
+        for port in address.ports.iter().filter(|p| keep(Some(p))) {
+            entries.push(Entry {
+                ip: address.ip,
+                target,
+                port: port.port,
+            });
+        }
+    }
+    entries
+}
+
+/// `_<port>._<proto>.<base>`.
+fn srv_name(base: &WireName, port: &str, protocol: &str) -> Option<WireName> {
+    base.prepend_all([format!("_{port}").as_str(), format!("_{protocol}").as_str()])
+        .ok()
+}
+
+/// A/AAAA, SRV and SRV glue at `owner` from its entries, exactly as CoreDNS computes them:
+/// addresses de-duplicated in order; SRV priority 0 and weight floor(100 / entries) with
+/// the entries counted before duplicates are removed; one SRV per (target, port); glue per
+/// (target, address).
+fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
+    if entries.is_empty() {
+        return;
+    }
+    let ttl = b.ttl;
+    let mut seen = HashSet::new();
+    for entry in entries {
+        if seen.insert(entry.ip) {
+            let (rtype, rdata) = rrset::address_rdata(entry.ip);
+            b.set(owner, rtype, ttl).push(&rdata);
+        }
+    }
+    let weight = (100 / entries.len()) as u16;
+    let mut srv_seen = HashSet::new();
+    let mut glue_seen = HashSet::new();
+    for entry in entries {
+        let Some(port) = entry.port else { continue };
+        let set = b.set(owner, rtype::SRV, ttl);
+        if srv_seen.insert((entry.target, port)) {
+            set.push(&rrset::srv_rdata(0, weight, port, entry.target));
+        }
+        if glue_seen.insert((entry.target, entry.ip)) {
+            set.push_extra_address(entry.target, ttl, entry.ip);
+        }
+    }
+}

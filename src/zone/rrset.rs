@@ -1,0 +1,273 @@
+//! Prepared RRsets: the records of one name and type, already in wire format.
+//!
+//! Records whose owner is the queried name are stored without their owner: the response
+//! writer puts a compression pointer to the question in front of each one, so the answer
+//! carries the query's own spelling of the name for free. Records with another owner (SRV
+//! and NS glue) are stored whole, owner included.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::name::WireName;
+
+/// Record types the zone uses, by number.
+pub mod rtype {
+    /// A.
+    pub const A: u16 = 1;
+    /// NS.
+    pub const NS: u16 = 2;
+    /// CNAME.
+    pub const CNAME: u16 = 5;
+    /// SOA.
+    pub const SOA: u16 = 6;
+    /// PTR.
+    pub const PTR: u16 = 12;
+    /// TXT.
+    pub const TXT: u16 = 16;
+    /// AAAA.
+    pub const AAAA: u16 = 28;
+    /// SRV.
+    pub const SRV: u16 = 33;
+    /// OPT (EDNS0 pseudo-record).
+    pub const OPT: u16 = 41;
+    /// IXFR.
+    pub const IXFR: u16 = 251;
+    /// AXFR.
+    pub const AXFR: u16 = 252;
+    /// ANY.
+    pub const ANY: u16 = 255;
+}
+
+/// Class IN.
+pub const CLASS_IN: u16 = 1;
+
+/// The records of one name for one type, in wire format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RrSet {
+    pub(crate) rtype: u16,
+    pub(crate) count: u16,
+    /// `count` records without owner: TYPE CLASS TTL RDLENGTH RDATA, back to back.
+    pub(crate) body: Box<[u8]>,
+    pub(crate) extra_count: u16,
+    /// `extra_count` whole records (owner first) for the additional section.
+    pub(crate) extra: Box<[u8]>,
+}
+
+impl RrSet {
+    /// The record type.
+    pub fn rtype(&self) -> u16 {
+        self.rtype
+    }
+
+    /// How many records the set holds.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether the set is empty (never true for a set stored in the zone).
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+}
+
+/// Accumulates the records of one RRset.
+#[derive(Debug)]
+pub(crate) struct RrSetBuilder {
+    rtype: u16,
+    ttl: u32,
+    count: u16,
+    body: Vec<u8>,
+    extra_count: u16,
+    extra: Vec<u8>,
+}
+
+impl RrSetBuilder {
+    pub(crate) fn new(rtype: u16, ttl: u32) -> Self {
+        Self {
+            rtype,
+            ttl,
+            count: 0,
+            body: Vec::new(),
+            extra_count: 0,
+            extra: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Adds one record with `rdata`; records past 65535 are dropped (no message could carry
+    /// them).
+    pub(crate) fn push(&mut self, rdata: &[u8]) {
+        if self.count == u16::MAX {
+            return;
+        }
+        write_rr_header(&mut self.body, self.rtype, self.ttl, rdata.len());
+        self.body.extend_from_slice(rdata);
+        self.count += 1;
+    }
+
+    /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
+    pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
+        if self.extra_count == u16::MAX {
+            return;
+        }
+        self.extra.extend_from_slice(owner.as_bytes());
+        let (rtype, rdata) = address_rdata(ip);
+        write_rr_header(&mut self.extra, rtype, ttl, rdata.len());
+        self.extra.extend_from_slice(&rdata);
+        self.extra_count += 1;
+    }
+
+    pub(crate) fn finish(self) -> RrSet {
+        RrSet {
+            rtype: self.rtype,
+            count: self.count,
+            body: self.body.into_boxed_slice(),
+            extra_count: self.extra_count,
+            extra: self.extra.into_boxed_slice(),
+        }
+    }
+}
+
+/// TYPE CLASS TTL RDLENGTH.
+pub(crate) fn write_rr_header(out: &mut Vec<u8>, rtype: u16, ttl: u32, rdlen: usize) {
+    out.extend_from_slice(&rtype.to_be_bytes());
+    out.extend_from_slice(&CLASS_IN.to_be_bytes());
+    out.extend_from_slice(&ttl.to_be_bytes());
+    // Every rdata built here is far below 65535 bytes (at most one name and a few integers).
+    out.extend_from_slice(&(rdlen as u16).to_be_bytes());
+}
+
+/// The record type and RDATA of an address.
+pub(crate) fn address_rdata(ip: IpAddr) -> (u16, Vec<u8>) {
+    match ip {
+        IpAddr::V4(v4) => (rtype::A, v4.octets().to_vec()),
+        IpAddr::V6(v6) => (rtype::AAAA, v6.octets().to_vec()),
+    }
+}
+
+/// The record type for an address.
+pub(crate) fn address_type(ip: IpAddr) -> u16 {
+    match ip {
+        IpAddr::V4(_) => rtype::A,
+        IpAddr::V6(_) => rtype::AAAA,
+    }
+}
+
+/// SRV RDATA: priority, weight, port, target (never compressed, RFC 2782).
+pub(crate) fn srv_rdata(priority: u16, weight: u16, port: u16, target: &WireName) -> Vec<u8> {
+    let mut rdata = Vec::with_capacity(6 + target.as_bytes().len());
+    rdata.extend_from_slice(&priority.to_be_bytes());
+    rdata.extend_from_slice(&weight.to_be_bytes());
+    rdata.extend_from_slice(&port.to_be_bytes());
+    rdata.extend_from_slice(target.as_bytes());
+    rdata
+}
+
+/// TXT RDATA of one character-string.
+pub(crate) fn txt_rdata(text: &str) -> Vec<u8> {
+    let bytes = &text.as_bytes()[..text.len().min(255)];
+    let mut rdata = Vec::with_capacity(1 + bytes.len());
+    rdata.push(bytes.len() as u8);
+    rdata.extend_from_slice(bytes);
+    rdata
+}
+
+/// The reverse-lookup name of an address: `4.3.2.1.in-addr.arpa.` or 32 nibbles under
+/// `ip6.arpa.`.
+pub fn reverse_name(ip: IpAddr) -> WireName {
+    let mut labels: Vec<String> = Vec::with_capacity(34);
+    match ip {
+        IpAddr::V4(v4) => {
+            labels.extend(v4.octets().iter().rev().map(u8::to_string));
+            labels.extend(["in-addr".to_owned(), "arpa".to_owned()]);
+        }
+        IpAddr::V6(v6) => {
+            for byte in v6.octets().iter().rev() {
+                labels.push(format!("{:x}", byte & 0x0f));
+                labels.push(format!("{:x}", byte >> 4));
+            }
+            labels.extend(["ip6".to_owned(), "arpa".to_owned()]);
+        }
+    }
+    // At most 34 labels of one to seven bytes: always a valid name.
+    WireName::from_labels(labels.iter().map(String::as_str)).unwrap_or_else(|_| WireName::root())
+}
+
+/// The address a reverse-lookup name stands for, if it is a complete one.
+pub fn address_from_reverse(name: &WireName) -> Option<IpAddr> {
+    let labels: Vec<&[u8]> = name.labels().collect();
+    let lower = |label: &[u8]| label.to_ascii_lowercase();
+    match labels.as_slice() {
+        [d, c, b, a, inaddr, arpa]
+            if lower(inaddr) == b"in-addr" && lower(arpa) == b"arpa" =>
+        {
+            let octet = |label: &[u8]| -> Option<u8> {
+                let text = std::str::from_utf8(label).ok()?;
+                if text.len() > 1 && text.starts_with('0') {
+                    return None;
+                }
+                text.parse().ok()
+            };
+            Some(IpAddr::V4(Ipv4Addr::new(
+                octet(a)?,
+                octet(b)?,
+                octet(c)?,
+                octet(d)?,
+            )))
+        }
+        [nibbles @ .., ip6, arpa]
+            if nibbles.len() == 32 && lower(ip6) == b"ip6" && lower(arpa) == b"arpa" =>
+        {
+            let mut octets = [0u8; 16];
+            for (index, label) in nibbles.iter().enumerate() {
+                let [digit] = label else { return None };
+                let value = (*digit as char).to_digit(16)? as u8;
+                let byte = 15 - index / 2;
+                octets[byte] |= if index % 2 == 0 { value } else { value << 4 };
+            }
+            Some(IpAddr::V6(Ipv6Addr::from(octets)))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reverse_names_round_trip() {
+        for text in ["10.96.0.20", "0.0.0.0", "fd00:10:96::50", "2001:db8::1"] {
+            let ip: IpAddr = text.parse().unwrap();
+            let name = reverse_name(ip);
+            assert_eq!(address_from_reverse(&name), Some(ip), "{text} via {name}");
+        }
+        assert_eq!(
+            reverse_name("10.96.0.20".parse().unwrap()).to_string(),
+            "20.0.96.10.in-addr.arpa."
+        );
+        assert!(
+            reverse_name("fd00::1".parse().unwrap())
+                .to_string()
+                .starts_with("1.0.0.0.0.0.0.0.")
+        );
+    }
+
+    #[test]
+    fn partial_or_odd_reverse_names_are_not_addresses() {
+        for text in [
+            "96.10.in-addr.arpa.",
+            "x.0.96.10.in-addr.arpa.",
+            "020.0.96.10.in-addr.arpa.",
+            "300.0.96.10.in-addr.arpa.",
+            "1.0.ip6.arpa.",
+            "web.shop.svc.cluster.local.",
+        ] {
+            let name = WireName::from_dotted(text).unwrap();
+            assert_eq!(address_from_reverse(&name), None, "{text}");
+        }
+    }
+}
