@@ -1,4 +1,5 @@
 //! The integration tests: one binary, one module per area.
 
 mod common;
+mod loader;
 mod zone;

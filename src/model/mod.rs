@@ -55,10 +55,10 @@ pub struct Cluster {
 impl Cluster {
     /// The EndpointSlices that belong to `service` (by the `kubernetes.io/service-name` label,
     /// in the Service's namespace), in name order.
-    pub fn slices_of<'a>(
+    pub fn slices_of<'a, 'k>(
         &'a self,
-        service: &'a ObjectKey,
-    ) -> impl Iterator<Item = &'a EndpointSlice> + 'a {
+        service: &'k ObjectKey,
+    ) -> impl Iterator<Item = &'a EndpointSlice> + use<'a, 'k> {
         self.endpoint_slices
             .range(ObjectKey::namespace_start(&service.namespace)..)
             .take_while(move |(key, _)| key.namespace == service.namespace)
@@ -67,7 +67,10 @@ impl Cluster {
     }
 
     /// The pods of one namespace, in name order.
-    pub fn pods_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Pod> + 'a {
+    pub fn pods_in<'a, 'n>(
+        &'a self,
+        namespace: &'n str,
+    ) -> impl Iterator<Item = &'a Pod> + use<'a, 'n> {
         self.pods
             .range(ObjectKey::namespace_start(namespace)..)
             .take_while(move |(key, _)| key.namespace == namespace)

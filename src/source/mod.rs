@@ -1,3 +1,10 @@
 //! Where objects come from.
+//!
+//! - [`file`]: `kubectl get -o json` files, read whole (the `objects` store and every offline
+//!   command).
+//! - [`watcher`]: a store kept current with its objects files.
 
+pub mod file;
 pub mod watcher;
+
+pub use file::{Error, Loaded, Loader, parse_objects, read_objects};

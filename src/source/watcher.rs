@@ -37,7 +37,9 @@ pub fn load(
     previous: Option<u32>,
 ) -> Result<LoadedZone, file::Error> {
     let fingerprint = fingerprint(paths);
-    let Loaded { cluster, ignored } = file::read_objects(paths)?;
+    let Loaded {
+        cluster, ignored, ..
+    } = file::read_objects(paths)?;
     let modified = paths
         .iter()
         .filter_map(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())

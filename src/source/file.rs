@@ -1,0 +1,510 @@
+//! Objects from `kubectl get ... -o json` files: the static `objects` store.
+//!
+//! # Input
+//!
+//! Each file holds one JSON document: a `List` (`{"kind": "List", "items": [...]}`, what
+//! `kubectl get a,b,c -o json` prints), a typed list as the API returns it (`ServiceList`,
+//! whose items carry no `kind`), a single object, or a JSON array of any of these. Any number of
+//! files are merged.
+//!
+//! Four kinds are read: `v1` Namespace, Service and Pod, and `discovery.k8s.io/v1`
+//! EndpointSlice (an object of a known kind without `apiVersion` is read too). Every other
+//! object, such as the Deployments, ReplicaSets, Endpoints and ConfigMaps of a
+//! `kubectl get all` dump, is counted in [`Loaded::ignored`] by kind and otherwise skipped. A
+//! known kind of another group (a Knative `serving.knative.dev/v1` Service) is counted as
+//! `Service (serving.knative.dev/v1)`.
+//!
+//! # Errors
+//!
+//! Every object must have a `kind` and a `metadata.name`. An object of a known kind that does
+//! not convert (see [`crate::model::convert`]) is an error naming the file, the item, the object
+//! and the field:
+//!
+//! ```text
+//! shop.json: items[3] (Service shop/web): spec.ports[0].port: expected a port number 1-65535, found 70000
+//! ```
+//!
+//! Invalid JSON is an error with the file, line and column. A file that fails adds nothing.
+//!
+//! # Merging
+//!
+//! Objects are keyed by kind and namespace/name. When the same key appears twice, in one file
+//! or across files, the one read later wins, silently: `--objects base.json override.json`
+//! patches a dump.
+//!
+//! # Completion
+//!
+//! [`Loader::finish`] makes the objects usable on their own:
+//!
+//! - when the input has no Namespace object at all, one Namespace is synthesized for every
+//!   namespace an object lives in, labelled only with `kubernetes.io/metadata.name` (the label
+//!   the API server puts on every Namespace), so that names in those namespaces exist;
+//! - every Service that has a selector, is not ExternalName, and has no EndpointSlice in the
+//!   input gets the slices the EndpointSlice controller would write for the input's pods
+//!   ([`crate::model::endpoints::reconcile_slices`]), so `kubectl get svc,pods -o json` is
+//!   enough to answer for endpoints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::model::endpoints::reconcile_slices;
+use crate::model::{Cluster, EndpointSlice, Namespace, ObjectKey, Pod, Service, ServiceType};
+use crate::model::{Labels, convert};
+
+/// The label the API server sets on every Namespace to its own name.
+pub const LABEL_NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
+
+/// Objects read from one or more files, completed (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    /// The objects.
+    pub cluster: Cluster,
+    /// How many objects of each kind were skipped (for one log line per kind).
+    pub ignored: BTreeMap<String, usize>,
+    /// The Namespaces that were synthesized (empty when the input had Namespace objects).
+    pub synthesized_namespaces: Vec<String>,
+    /// The Services whose EndpointSlices were computed from pods, not read.
+    pub computed_slices: Vec<ObjectKey>,
+}
+
+/// A file that cannot be read into objects.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file cannot be read.
+    #[error("{}: {source}", .file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{}:{line}:{column}: invalid JSON: {message}", .file.display())]
+    Json {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the JSON parser expected.
+        message: String,
+    },
+    /// An object (or the document) does not hold what is expected.
+    #[error("{}: {}{message}", .file.display(), Prefix { location, object, path })]
+    Object {
+        /// The file.
+        file: PathBuf,
+        /// Where the object is in the file: `items[3]`, `[2]`, `[2].items[0]`, or empty for a
+        /// file that is a single object.
+        location: String,
+        /// The object: `Service shop/web`, `Namespace shop`, `Service` when the name is
+        /// missing, empty when the kind is.
+        object: String,
+        /// The field path inside the object (`spec.ports[0].port`); empty for the object
+        /// itself.
+        path: String,
+        /// What was expected and what was found.
+        message: String,
+    },
+}
+
+/// `items[3] (Service shop/web): spec.ports[0].port: ` and its shorter forms.
+struct Prefix<'a> {
+    location: &'a str,
+    object: &'a str,
+    path: &'a str,
+}
+
+impl fmt::Display for Prefix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.location.is_empty(), self.object.is_empty()) {
+            (false, false) => write!(f, "{} ({}): ", self.location, self.object)?,
+            (false, true) => write!(f, "{}: ", self.location)?,
+            (true, false) => write!(f, "{}: ", self.object)?,
+            (true, true) => {}
+        }
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads and merges `paths`, in order, and completes the result.
+pub fn read_objects(paths: &[PathBuf]) -> Result<Loaded, Error> {
+    let mut loader = Loader::new();
+    for path in paths {
+        loader.read_file(path)?;
+    }
+    Ok(loader.finish())
+}
+
+/// Parses one document; `file` names it in errors.
+pub fn parse_objects(text: &str, file: &Path) -> Result<Loaded, Error> {
+    let mut loader = Loader::new();
+    loader.add_text(text, file)?;
+    Ok(loader.finish())
+}
+
+/// Accumulates the objects of several documents, then completes them with
+/// [`finish`](Self::finish).
+#[derive(Debug, Default)]
+pub struct Loader {
+    cluster: Cluster,
+    ignored: BTreeMap<String, usize>,
+    namespace_objects: usize,
+}
+
+/// One object, converted, waiting for its whole file to succeed.
+enum Object {
+    Namespace(Namespace),
+    Service(Service),
+    EndpointSlice(EndpointSlice),
+    Pod(Pod),
+    Ignored(String),
+}
+
+impl Loader {
+    /// An empty loader.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads one file and adds its objects.
+    pub fn read_file(&mut self, path: &Path) -> Result<(), Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            file: path.to_owned(),
+            source,
+        })?;
+        self.add_text(&text, path)
+    }
+
+    /// Parses one document and adds its objects; `file` names it in errors. On error nothing
+    /// is added.
+    pub fn add_text(&mut self, text: &str, file: &Path) -> Result<(), Error> {
+        let document: Value =
+            serde_json::from_str(text).map_err(|error| json_error(&error, file))?;
+        let mut objects = Vec::new();
+        let mut reader = Reader {
+            file,
+            objects: &mut objects,
+        };
+        match document {
+            Value::Array(items) => {
+                for (index, item) in items.into_iter().enumerate() {
+                    reader.item(item, format!("[{index}]"), None)?;
+                }
+            }
+            Value::Object(_) => reader.item(document, String::new(), None)?,
+            other => {
+                return Err(Error::Object {
+                    file: file.to_owned(),
+                    location: String::new(),
+                    object: String::new(),
+                    path: String::new(),
+                    message: format!(
+                        "expected a List, an object or an array of objects, found {}",
+                        json_type(&other)
+                    ),
+                });
+            }
+        }
+        for object in objects {
+            self.insert(object);
+        }
+        Ok(())
+    }
+
+    fn insert(&mut self, object: Object) {
+        match object {
+            Object::Namespace(namespace) => {
+                self.namespace_objects += 1;
+                self.cluster
+                    .namespaces
+                    .insert(namespace.name.clone(), namespace);
+            }
+            Object::Service(service) => {
+                self.cluster.services.insert(service.key.clone(), service);
+            }
+            Object::EndpointSlice(slice) => {
+                self.cluster
+                    .endpoint_slices
+                    .insert(slice.key.clone(), slice);
+            }
+            Object::Pod(pod) => {
+                self.cluster.pods.insert(pod.key.clone(), pod);
+            }
+            Object::Ignored(kind) => *self.ignored.entry(kind).or_default() += 1,
+        }
+    }
+
+    /// Completes the objects (synthesized Namespaces, computed EndpointSlices).
+    pub fn finish(self) -> Loaded {
+        let Self {
+            mut cluster,
+            ignored,
+            namespace_objects,
+        } = self;
+
+        let mut synthesized_namespaces = Vec::new();
+        if namespace_objects == 0 {
+            let names: BTreeSet<String> = cluster
+                .services
+                .keys()
+                .chain(cluster.endpoint_slices.keys())
+                .chain(cluster.pods.keys())
+                .map(|key| key.namespace.clone())
+                .collect();
+            for name in names {
+                let labels = Labels::from([(LABEL_NAMESPACE_NAME.to_owned(), name.clone())]);
+                cluster.namespaces.insert(
+                    name.clone(),
+                    Namespace {
+                        name: name.clone(),
+                        labels,
+                    },
+                );
+                synthesized_namespaces.push(name);
+            }
+        }
+
+        let mut computed_slices = Vec::new();
+        let mut new_slices = Vec::new();
+        for service in cluster.services.values() {
+            if service.selector.is_none()
+                || service.service_type == ServiceType::ExternalName
+                || cluster.slices_of(&service.key).next().is_some()
+            {
+                continue;
+            }
+            computed_slices.push(service.key.clone());
+            new_slices.extend(reconcile_slices(
+                service,
+                cluster.pods_in(&service.key.namespace),
+            ));
+        }
+        for mut slice in new_slices {
+            // A computed name can only clash with an input slice of another Service: keep
+            // both, renaming the computed one.
+            let base = slice.key.name.clone();
+            let mut n = 1;
+            while cluster.endpoint_slices.contains_key(&slice.key) {
+                slice.key.name = format!("{base}-{n}");
+                n += 1;
+            }
+            cluster.endpoint_slices.insert(slice.key.clone(), slice);
+        }
+
+        Loaded {
+            cluster,
+            ignored,
+            synthesized_namespaces,
+            computed_slices,
+        }
+    }
+}
+
+/// Walks one document.
+struct Reader<'a> {
+    file: &'a Path,
+    objects: &'a mut Vec<Object>,
+}
+
+/// The kinds that are read, with their `apiVersion`.
+const KNOWN: [(&str, &str); 4] = [
+    ("Namespace", "v1"),
+    ("Service", "v1"),
+    ("Pod", "v1"),
+    ("EndpointSlice", "discovery.k8s.io/v1"),
+];
+
+impl Reader<'_> {
+    fn error(&self, location: &str, object: &str, path: &str, message: String) -> Error {
+        Error::Object {
+            file: self.file.to_owned(),
+            location: location.to_owned(),
+            object: object.to_owned(),
+            path: path.to_owned(),
+            message,
+        }
+    }
+
+    /// One element of the document: an object, or a list of them. `inherited` is the kind and
+    /// apiVersion of a typed list (`ServiceList`), whose items carry none.
+    fn item(
+        &mut self,
+        value: Value,
+        location: String,
+        inherited: Option<(&str, Option<&str>)>,
+    ) -> Result<(), Error> {
+        let Value::Object(mut map) = value else {
+            return Err(self.error(
+                &location,
+                "",
+                "",
+                format!("expected an object, found {}", json_type(&value)),
+            ));
+        };
+
+        let kind = match map.get("kind") {
+            Some(Value::String(kind)) if !kind.is_empty() => kind.clone(),
+            None | Some(Value::Null) | Some(Value::String(_)) => match inherited {
+                Some((kind, _)) => kind.to_owned(),
+                None => {
+                    return Err(self.error(
+                        &location,
+                        "",
+                        "kind",
+                        "expected the object's kind, found nothing".to_owned(),
+                    ));
+                }
+            },
+            Some(other) => {
+                return Err(self.error(
+                    &location,
+                    "",
+                    "kind",
+                    format!("expected the object's kind, found {}", json_type(other)),
+                ));
+            }
+        };
+        let api_version = match map.get("apiVersion") {
+            Some(Value::String(version)) if !version.is_empty() => Some(version.clone()),
+            _ => inherited.and_then(|(_, version)| version.map(str::to_owned)),
+        };
+
+        if let Some(items) = map.get_mut("items").filter(|_| kind.ends_with("List")) {
+            let items = match items.take() {
+                Value::Array(items) => items,
+                Value::Null => Vec::new(),
+                other => {
+                    return Err(self.error(
+                        &location,
+                        &kind,
+                        "items",
+                        format!("expected an array of objects, found {}", json_type(&other)),
+                    ));
+                }
+            };
+            let item_kind = kind.strip_suffix("List").filter(|kind| !kind.is_empty());
+            let inherited = item_kind.map(|kind| (kind, api_version.as_deref()));
+            for (index, item) in items.into_iter().enumerate() {
+                let location = if location.is_empty() {
+                    format!("items[{index}]")
+                } else {
+                    format!("{location}.items[{index}]")
+                };
+                self.item(item, location, inherited)?;
+            }
+            return Ok(());
+        }
+
+        let metadata = map.get("metadata");
+        let name = match metadata.and_then(|metadata| metadata.get("name")) {
+            Some(Value::String(name)) if !name.is_empty() => name.clone(),
+            _ => {
+                return Err(self.error(
+                    &location,
+                    &kind,
+                    "metadata.name",
+                    "expected the object's name, found nothing".to_owned(),
+                ));
+            }
+        };
+        let namespace = match metadata.and_then(|metadata| metadata.get("namespace")) {
+            Some(Value::String(namespace)) if !namespace.is_empty() => namespace.clone(),
+            _ => convert::DEFAULT_NAMESPACE.to_owned(),
+        };
+
+        let known = KNOWN
+            .iter()
+            .find(|(known_kind, _)| *known_kind == kind)
+            .copied();
+        let Some((_, version)) = known else {
+            self.objects.push(Object::Ignored(kind));
+            return Ok(());
+        };
+        if let Some(api_version) = api_version.as_deref().filter(|v| *v != version) {
+            self.objects
+                .push(Object::Ignored(format!("{kind} ({api_version})")));
+            return Ok(());
+        }
+        // Typed lists' items have no kind or apiVersion; k8s-openapi accepts their absence.
+        map.remove("kind");
+        map.remove("apiVersion");
+
+        let object = if kind == "Namespace" {
+            format!("Namespace {name}")
+        } else {
+            format!("{kind} {namespace}/{name}")
+        };
+        let value = Value::Object(map);
+        let converted = match kind.as_str() {
+            "Namespace" => {
+                convert::namespace(&self.typed(value, &location, &object)?).map(Object::Namespace)
+            }
+            "Service" => {
+                convert::service(&self.typed(value, &location, &object)?).map(Object::Service)
+            }
+            "Pod" => convert::pod(&self.typed(value, &location, &object)?).map(Object::Pod),
+            _ => convert::endpoint_slice(&self.typed(value, &location, &object)?)
+                .map(Object::EndpointSlice),
+        };
+        let converted = converted.map_err(|error| {
+            self.error(
+                &location,
+                &object,
+                &error.path,
+                format!("expected {}, found {}", error.expected, error.found),
+            )
+        })?;
+        self.objects.push(converted);
+        Ok(())
+    }
+
+    /// Deserializes `value` into a k8s-openapi type, with the JSON path of any error.
+    fn typed<T: DeserializeOwned>(
+        &self,
+        value: Value,
+        location: &str,
+        object: &str,
+    ) -> Result<T, Error> {
+        serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
+            let path = error.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            self.error(location, object, &path, error.into_inner().to_string())
+        })
+    }
+}
+
+fn json_error(error: &serde_json::Error, file: &Path) -> Error {
+    let (line, column) = (error.line(), error.column());
+    let message = error.to_string();
+    let suffix = format!(" at line {line} column {column}");
+    let message = message
+        .strip_suffix(&suffix)
+        .map_or_else(|| message.clone(), str::to_owned);
+    Error::Json {
+        file: file.to_owned(),
+        line,
+        column,
+        message,
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
