@@ -508,3 +508,84 @@ fn json_type(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_prefixes() {
+        let cases = [
+            (
+                "items[3]",
+                "Service shop/web",
+                "spec.type",
+                "items[3] (Service shop/web): spec.type: ",
+            ),
+            ("items[3]", "", "kind", "items[3]: kind: "),
+            (
+                "",
+                "Service shop/web",
+                "spec.type",
+                "Service shop/web: spec.type: ",
+            ),
+            ("[1]", "Pod shop/a", "", "[1] (Pod shop/a): "),
+            ("", "", "", ""),
+        ];
+        for (location, object, path, want) in cases {
+            let prefix = Prefix {
+                location,
+                object,
+                path,
+            };
+            assert_eq!(prefix.to_string(), want, "{location:?} {object:?} {path:?}");
+        }
+    }
+
+    #[test]
+    fn json_errors_carry_position_once() {
+        let error = parse_objects("{\"a\": }", Path::new("x.json")).expect_err("invalid");
+        assert_eq!(
+            error.to_string(),
+            "x.json:1:7: invalid JSON: expected value"
+        );
+    }
+
+    #[test]
+    fn known_kinds_without_api_version_are_read() {
+        let text = r#"[
+            {"kind": "Namespace", "metadata": {"name": "shop"}},
+            {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"}},
+            {"kind": "Pod", "metadata": {"name": "web-a", "namespace": "shop"}},
+            {"kind": "EndpointSlice", "metadata": {"name": "web-x", "namespace": "shop"},
+             "addressType": "IPv4"}
+        ]"#;
+        let loaded = parse_objects(text, Path::new("x.json")).expect("valid");
+        assert_eq!(loaded.cluster.namespaces.len(), 1);
+        assert_eq!(loaded.cluster.services.len(), 1);
+        assert_eq!(loaded.cluster.pods.len(), 1);
+        assert_eq!(loaded.cluster.endpoint_slices.len(), 1);
+        assert!(loaded.ignored.is_empty());
+    }
+
+    #[test]
+    fn a_loader_accumulates_documents() {
+        let mut loader = Loader::new();
+        loader
+            .add_text(
+                r#"{"kind": "Namespace", "metadata": {"name": "a"}}"#,
+                Path::new("1.json"),
+            )
+            .expect("first");
+        loader
+            .add_text(
+                r#"{"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}"#,
+                Path::new("2.json"),
+            )
+            .expect("second");
+        let loaded = loader.finish();
+        assert_eq!(loaded.cluster.namespaces.len(), 1);
+        assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
+        assert!(loaded.synthesized_namespaces.is_empty());
+    }
+}
