@@ -379,8 +379,9 @@ impl Reader<'_> {
             _ => inherited.and_then(|(_, version)| version.map(str::to_owned)),
         };
 
-        if let Some(items) = map.get_mut("items").filter(|_| kind.ends_with("List")) {
-            let items = match items.take() {
+        let is_list = kind == "List" || (kind.ends_with("List") && map.contains_key("items"));
+        if is_list {
+            let items = match map.remove("items").unwrap_or(Value::Null) {
                 Value::Array(items) => items,
                 Value::Null => Vec::new(),
                 other => {
@@ -408,12 +409,16 @@ impl Reader<'_> {
         let metadata = map.get("metadata");
         let name = match metadata.and_then(|metadata| metadata.get("name")) {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
-            _ => {
+            found => {
+                let found = match found {
+                    None | Some(Value::Null | Value::String(_)) => "nothing",
+                    Some(other) => json_type(other),
+                };
                 return Err(self.error(
                     &location,
                     &kind,
                     "metadata.name",
-                    "expected the object's name, found nothing".to_owned(),
+                    format!("expected the object's name, found {found}"),
                 ));
             }
         };
@@ -583,6 +588,22 @@ mod tests {
                 Path::new("2.json"),
             )
             .expect("second");
+        loader
+            .add_text(
+                r#"{"kind": "List", "apiVersion": "v1"}"#,
+                Path::new("3.json"),
+            )
+            .expect("a List without items is empty");
+        let error = loader
+            .add_text(
+                r#"{"kind": "Pod", "metadata": {"name": 5}}"#,
+                Path::new("4.json"),
+            )
+            .expect_err("a name that is a number");
+        assert_eq!(
+            error.to_string(),
+            "4.json: Pod: metadata.name: expected the object's name, found a number"
+        );
         let loaded = loader.finish();
         assert_eq!(loaded.cluster.namespaces.len(), 1);
         assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
