@@ -14,7 +14,10 @@ mod service;
 
 use std::collections::BTreeMap;
 
-pub use endpoints::{AddressType, Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+pub use endpoints::{
+    AddressType, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices,
+    reconcile_slices,
+};
 pub use key::ObjectKey;
 pub use pod::{ContainerPort, Pod, PodPhase};
 pub use service::{

@@ -25,7 +25,9 @@ pub struct Pod {
     pub node_name: Option<String>,
     /// `spec.hostNetwork`.
     pub host_network: bool,
-    /// Every container's `ports`, in spec order (named targetPorts resolve against these).
+    /// Every container's `ports`, then every sidecar's (an init container with
+    /// `restartPolicy: Always`), in spec order: the ports a named targetPort resolves against,
+    /// first match wins. Ordinary init containers are not included.
     pub container_ports: Vec<ContainerPort>,
 }
 

@@ -78,7 +78,9 @@ pub struct ServicePort {
 }
 
 /// `targetPort`: the API stores a number or a string, and a string is a name to look up in
-/// each pod, never a number to convert.
+/// each pod. The one exception is a string of digits (`"8080"`, which the API server would
+/// refuse as a port name since a name needs a letter): it is read as the number it spells.
+/// An unset, `0` or `""` targetPort is the Service port itself, as the API server defaults it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetPort {
     /// A container port number.

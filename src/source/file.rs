@@ -379,8 +379,9 @@ impl Reader<'_> {
             _ => inherited.and_then(|(_, version)| version.map(str::to_owned)),
         };
 
-        if let Some(items) = map.get_mut("items").filter(|_| kind.ends_with("List")) {
-            let items = match items.take() {
+        let is_list = kind == "List" || (kind.ends_with("List") && map.contains_key("items"));
+        if is_list {
+            let items = match map.remove("items").unwrap_or(Value::Null) {
                 Value::Array(items) => items,
                 Value::Null => Vec::new(),
                 other => {
@@ -408,12 +409,16 @@ impl Reader<'_> {
         let metadata = map.get("metadata");
         let name = match metadata.and_then(|metadata| metadata.get("name")) {
             Some(Value::String(name)) if !name.is_empty() => name.clone(),
-            _ => {
+            found => {
+                let found = match found {
+                    None | Some(Value::Null | Value::String(_)) => "nothing",
+                    Some(other) => json_type(other),
+                };
                 return Err(self.error(
                     &location,
                     &kind,
                     "metadata.name",
-                    "expected the object's name, found nothing".to_owned(),
+                    format!("expected the object's name, found {found}"),
                 ));
             }
         };
@@ -506,5 +511,102 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_prefixes() {
+        let cases = [
+            (
+                "items[3]",
+                "Service shop/web",
+                "spec.type",
+                "items[3] (Service shop/web): spec.type: ",
+            ),
+            ("items[3]", "", "kind", "items[3]: kind: "),
+            (
+                "",
+                "Service shop/web",
+                "spec.type",
+                "Service shop/web: spec.type: ",
+            ),
+            ("[1]", "Pod shop/a", "", "[1] (Pod shop/a): "),
+            ("", "", "", ""),
+        ];
+        for (location, object, path, want) in cases {
+            let prefix = Prefix {
+                location,
+                object,
+                path,
+            };
+            assert_eq!(prefix.to_string(), want, "{location:?} {object:?} {path:?}");
+        }
+    }
+
+    #[test]
+    fn json_errors_carry_position_once() {
+        let error = parse_objects("{\"a\": }", Path::new("x.json")).expect_err("invalid");
+        assert_eq!(
+            error.to_string(),
+            "x.json:1:7: invalid JSON: expected value"
+        );
+    }
+
+    #[test]
+    fn known_kinds_without_api_version_are_read() {
+        let text = r#"[
+            {"kind": "Namespace", "metadata": {"name": "shop"}},
+            {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"}},
+            {"kind": "Pod", "metadata": {"name": "web-a", "namespace": "shop"}},
+            {"kind": "EndpointSlice", "metadata": {"name": "web-x", "namespace": "shop"},
+             "addressType": "IPv4"}
+        ]"#;
+        let loaded = parse_objects(text, Path::new("x.json")).expect("valid");
+        assert_eq!(loaded.cluster.namespaces.len(), 1);
+        assert_eq!(loaded.cluster.services.len(), 1);
+        assert_eq!(loaded.cluster.pods.len(), 1);
+        assert_eq!(loaded.cluster.endpoint_slices.len(), 1);
+        assert!(loaded.ignored.is_empty());
+    }
+
+    #[test]
+    fn a_loader_accumulates_documents() {
+        let mut loader = Loader::new();
+        loader
+            .add_text(
+                r#"{"kind": "Namespace", "metadata": {"name": "a"}}"#,
+                Path::new("1.json"),
+            )
+            .expect("first");
+        loader
+            .add_text(
+                r#"{"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}"#,
+                Path::new("2.json"),
+            )
+            .expect("second");
+        loader
+            .add_text(
+                r#"{"kind": "List", "apiVersion": "v1"}"#,
+                Path::new("3.json"),
+            )
+            .expect("a List without items is empty");
+        let error = loader
+            .add_text(
+                r#"{"kind": "Pod", "metadata": {"name": 5}}"#,
+                Path::new("4.json"),
+            )
+            .expect_err("a name that is a number");
+        assert_eq!(
+            error.to_string(),
+            "4.json: Pod: metadata.name: expected the object's name, found a number"
+        );
+        let loaded = loader.finish();
+        assert_eq!(loaded.cluster.namespaces.len(), 1);
+        assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
+        assert!(loaded.synthesized_namespaces.is_empty());
     }
 }
