@@ -1,17 +1,81 @@
 //! The Corefile, parsed into typed configuration.
 //!
 //! A leaf: nothing here depends on the rest of the crate except [`crate::selector`]. I/O is
-//! confined to [`read_corefile`]; everything else works on strings so it can be tested with
-//! inline Corefiles.
+//! confined to [`read_corefile`] and to the files `import` names; everything else works on
+//! strings so it can be tested with inline Corefiles.
+//!
+//! The syntax is CoreDNS's (Caddy v1): server blocks `ZONES[:PORT] { ... }`, directives with
+//! their arguments on their own line and an optional `{ ... }` block of options, `#`
+//! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. Of
+//! the directives, `bind`, `kubernetes` and `transfer` are implemented; every other CoreDNS
+//! plugin is refused with [`Error::Unsupported`] and any other name with
+//! [`Error::UnknownDirective`].
+//!
+//! ```
+//! use clusterdns::config::parse_corefile;
+//! use std::path::Path;
+//!
+//! let config = parse_corefile(
+//!     ".:1053 {\n  bind 127.0.0.1\n  kubernetes cluster.local in-addr.arpa {\n    pods insecure\n  }\n}\n",
+//!     Path::new("Corefile"),
+//! )?;
+//! let kubernetes = config.servers[0].kubernetes.as_ref().expect("kubernetes block");
+//! assert_eq!(kubernetes.zones[kubernetes.primary_zone].to_string(), "cluster.local.");
+//! # Ok::<(), clusterdns::config::Error>(())
+//! ```
+
+mod build;
+mod directives;
+mod duration;
+mod env;
+mod error;
+mod glob;
+mod lexer;
+mod shorthand;
+mod stream;
+mod syntax;
+mod zone;
 
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hickory_proto::rr::Name;
 use ipnet::IpNet;
 
 use crate::selector::LabelSelector;
+
+pub use directives::COREDNS_DIRECTIVES;
+pub use env::Environment;
+pub use error::Error;
+pub use shorthand::{SHORTHAND_FILE, shorthand, shorthand_corefile};
+
+/// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
+pub fn read_corefile(path: &Path) -> Result<Config, Error> {
+    let text = stream::read_text(path).map_err(|source| Error::Read {
+        file: path.to_owned(),
+        line: 0,
+        source,
+    })?;
+    parse_corefile(&text, path)
+}
+
+/// Parses Corefile `text`; `file` names it in error messages and is the base directory of
+/// relative `import`s and `objects` files. Environment variables and interfaces are the
+/// process's and the machine's.
+pub fn parse_corefile(text: &str, file: &Path) -> Result<Config, Error> {
+    parse_corefile_in(text, file, &Environment::system())
+}
+
+/// [`parse_corefile`] with the environment variables and interfaces of `env`.
+pub fn parse_corefile_in(text: &str, file: &Path, env: &Environment) -> Result<Config, Error> {
+    let shared: Arc<Path> = Arc::from(file);
+    let tokens = lexer::lex(text, &shared, env)?;
+    let mut stream = stream::Stream::new(tokens, file, env);
+    let blocks = syntax::parse(&mut stream)?;
+    build::build(&blocks, file, env)
+}
 
 /// A whole Corefile: its server blocks, in file order.
 #[derive(Debug, Clone, PartialEq)]

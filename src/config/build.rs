@@ -1,0 +1,191 @@
+//! From the Corefile's structure to typed configuration: keys to zones and ports, directives
+//! to their typed structs, and the checks that span server blocks.
+//!
+//! Errors come in this order, so that the most actionable one is reported: syntax (while
+//! reading), then the first unknown directive of the file, then per server block the keys
+//! and the implemented directives, then zones defined twice, and last the first CoreDNS
+//! directive that is not implemented yet.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use hickory_proto::rr::Name;
+
+use super::directives::{self, Context, Directives};
+use super::env::Environment;
+use super::error::Error;
+use super::syntax::ServerBlockAst;
+use super::zone;
+use super::{Config, ServerBlock};
+
+/// Builds the configuration from parsed server blocks.
+pub(crate) fn build(
+    blocks: &[ServerBlockAst],
+    file: &Path,
+    env: &Environment,
+) -> Result<Config, Error> {
+    for block in blocks {
+        for line in &block.lines {
+            if !directives::is_known(line.name()) {
+                return Err(directives::unknown_directive(line, line.name()));
+            }
+        }
+    }
+
+    let mut parsed: Vec<(Vec<KeyAt>, Directives)> = Vec::new();
+    let mut unsupported: Option<Error> = None;
+    for block in blocks {
+        let keys = keys(block)?;
+        let mut block_zones: Vec<Name> = Vec::new();
+        for key in &keys {
+            for zone in &key.zones {
+                if !block_zones.contains(zone) {
+                    block_zones.push(zone.clone());
+                }
+            }
+        }
+        let context = Context {
+            env,
+            block_zones: &block_zones,
+        };
+        let mut found = Directives::default();
+        for line in &block.lines {
+            directives::apply(line, &context, &mut found)?;
+        }
+        if unsupported.is_none() {
+            unsupported = found.unsupported.take();
+        }
+        parsed.push((keys, found));
+    }
+
+    let mut servers: Vec<ServerBlock> = Vec::new();
+    let mut served = Served::default();
+    for (keys, found) in parsed {
+        // One ServerBlock per port, in the order the ports first appear.
+        let mut by_port: Vec<ServerBlock> = Vec::new();
+        for key in &keys {
+            for zone in &key.zones {
+                served.register(zone, key.port, &found.bind, key)?;
+            }
+            match by_port.iter_mut().find(|server| server.port == key.port) {
+                Some(server) => server.zones.extend(key.zones.iter().cloned()),
+                None => by_port.push(ServerBlock {
+                    zones: key.zones.clone(),
+                    port: key.port,
+                    bind: found.bind.clone(),
+                    kubernetes: found.kubernetes.clone(),
+                    transfer: found.transfer.clone(),
+                    line: key.line,
+                }),
+            }
+        }
+        servers.extend(by_port);
+    }
+    if let Some(error) = unsupported {
+        return Err(error);
+    }
+    if servers.is_empty() {
+        return Err(Error::Syntax {
+            file: file.to_owned(),
+            line: 0,
+            message: "the Corefile defines no server block".into(),
+        });
+    }
+    Ok(Config { servers })
+}
+
+/// One key of a server block, parsed.
+struct KeyAt {
+    zones: Vec<Name>,
+    port: u16,
+    file: std::path::PathBuf,
+    line: usize,
+}
+
+/// The keys of a block: each key token split at commas, each piece parsed.
+fn keys(block: &ServerBlockAst) -> Result<Vec<KeyAt>, Error> {
+    let mut out = Vec::new();
+    for token in &block.keys {
+        for piece in token.text.split(',').filter(|piece| !piece.is_empty()) {
+            let key = zone::parse_key(piece).map_err(|message| Error::Key {
+                key: piece.to_owned(),
+                file: token.file.to_path_buf(),
+                line: token.line,
+                message,
+            })?;
+            out.push(KeyAt {
+                zones: key.zones,
+                port: key.port,
+                file: token.file.to_path_buf(),
+                line: token.line,
+            });
+        }
+    }
+    if out.is_empty() {
+        let (file, line) = block
+            .keys
+            .first()
+            .map_or((Path::new("").to_owned(), 0), |t| {
+                (t.file.to_path_buf(), t.line)
+            });
+        return Err(Error::Syntax {
+            file,
+            line,
+            message: "server block has no key (an empty environment variable?)".into(),
+        });
+    }
+    Ok(out)
+}
+
+/// The (zone, port, address) triples served so far, as CoreDNS checks them: the same triple
+/// twice is "already defined"; a zone and port on the wildcard address and on a specific one
+/// is an "overlap".
+#[derive(Default)]
+struct Served {
+    entries: Vec<(Name, u16, Option<IpAddr>)>,
+}
+
+impl Served {
+    fn register(
+        &mut self,
+        zone: &Name,
+        port: u16,
+        bind: &[IpAddr],
+        at: &KeyAt,
+    ) -> Result<(), Error> {
+        let addresses: Vec<Option<IpAddr>> = if bind.is_empty() {
+            vec![None]
+        } else {
+            bind.iter().copied().map(Some).collect()
+        };
+        for address in addresses {
+            let describe = |address: Option<IpAddr>| match address {
+                Some(address) => format!("dns://{zone}:{port} on {address}"),
+                None => format!("dns://{zone}:{port}"),
+            };
+            for (other_zone, other_port, other_address) in &self.entries {
+                if other_zone != zone || *other_port != port {
+                    continue;
+                }
+                let message = if *other_address == address {
+                    format!("cannot serve {} - it is already defined", describe(address))
+                } else if other_address.is_none() || address.is_none() {
+                    format!(
+                        "cannot serve {} - zone overlap listener capacity with {}",
+                        describe(address),
+                        describe(*other_address)
+                    )
+                } else {
+                    continue;
+                };
+                return Err(Error::Duplicate {
+                    file: at.file.clone(),
+                    line: at.line,
+                    message,
+                });
+            }
+            self.entries.push((zone.clone(), port, address));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,280 @@
+//! `kubernetes [ZONES...] { ... }`, with CoreDNS's options plus `objects FILE...`.
+//!
+//! Zones default to the server block's; CIDR arguments stand for their reverse zones. The
+//! first forward zone is the primary zone (PTR targets live there); a directive with only
+//! reverse zones is refused as CoreDNS refuses it. Options that CoreDNS accepts more than once
+//! behave as there: `namespaces` (and our `objects`) add up, the others keep the last value.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{
+    Context, arguments, invalid, no_block, prefix, unknown_property, unsupported_property, zones,
+};
+use crate::config::duration::parse_go_duration;
+use crate::config::error::Error;
+use crate::config::lexer::Token;
+use crate::config::syntax::Line;
+use crate::config::zone;
+use crate::config::{ApiConfig, KubernetesConfig, PodMode, TlsFiles};
+use crate::selector::LabelSelector;
+
+const DIRECTIVE: &str = "kubernetes";
+
+/// CoreDNS's default `ttl`.
+pub(crate) const DEFAULT_TTL: u32 = 5;
+/// CoreDNS's default `startup_timeout`.
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Parses the `kubernetes` directive.
+pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConfig, Error> {
+    let served = zones(DIRECTIVE, line, &line.args, context.block_zones)?;
+    let Some(primary_zone) = served.iter().position(|zone| !zone::is_reverse(zone)) else {
+        return Err(invalid(
+            &line.name,
+            DIRECTIVE,
+            "non-reverse zone name must be used (every zone given is a reverse zone)",
+        ));
+    };
+    let mut config = KubernetesConfig {
+        zones: served,
+        primary_zone,
+        ttl: DEFAULT_TTL,
+        pods: PodMode::Disabled,
+        endpoint_pod_names: false,
+        namespaces: Vec::new(),
+        namespace_labels: None,
+        labels: None,
+        noendpoints: false,
+        ignore_empty_service: false,
+        fallthrough: None,
+        objects: Vec::new(),
+        api: ApiConfig::default(),
+        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        line: line.name.line,
+    };
+    let mut connection_option: Option<&Token> = None;
+    let mut objects_option: Option<&Token> = None;
+    for option in line.options() {
+        no_block(DIRECTIVE, option)?;
+        let one = || -> Result<&Token, Error> {
+            let args = arguments(DIRECTIVE, option, 1, Some(1))?;
+            args.first()
+                .ok_or_else(|| invalid(&option.name, DIRECTIVE, "missing argument"))
+        };
+        let bad = |arg: &Token, message: String| {
+            invalid(
+                arg,
+                DIRECTIVE,
+                format!("{}{message}", prefix(DIRECTIVE, option)),
+            )
+        };
+        match option.name() {
+            "endpoint" => {
+                let args = arguments(DIRECTIVE, option, 1, None)?;
+                // As CoreDNS: several URLs are accepted, only the first is used.
+                config.api.endpoint = args.first().map(|arg| arg.text.clone());
+                connection_option.get_or_insert(&option.name);
+            }
+            "tls" => {
+                if let [cert, key, ca] = arguments(DIRECTIVE, option, 3, Some(3))? {
+                    config.api.tls = Some(TlsFiles {
+                        cert: PathBuf::from(&cert.text),
+                        key: PathBuf::from(&key.text),
+                        ca: PathBuf::from(&ca.text),
+                    });
+                }
+                connection_option.get_or_insert(&option.name);
+            }
+            "kubeconfig" => {
+                let args = arguments(DIRECTIVE, option, 1, Some(2))?;
+                if let Some(path) = args.first() {
+                    let context = args.get(1).map(|arg| arg.text.clone());
+                    config.api.kubeconfig = Some((PathBuf::from(&path.text), context));
+                }
+                connection_option.get_or_insert(&option.name);
+            }
+            "namespaces" => {
+                for arg in arguments(DIRECTIVE, option, 1, None)? {
+                    if !is_dns_label(&arg.text) {
+                        return Err(bad(
+                            arg,
+                            format!(
+                                "'{}' is not a namespace name (a DNS-1123 label: at most 63 \
+                                 lower-case letters, digits and '-')",
+                                arg.text
+                            ),
+                        ));
+                    }
+                    if !config.namespaces.contains(&arg.text) {
+                        config.namespaces.push(arg.text.clone());
+                    }
+                }
+            }
+            "namespace_labels" => {
+                config.namespace_labels = Some(selector(option)?);
+            }
+            "labels" => {
+                config.labels = Some(selector(option)?);
+            }
+            "pods" => {
+                let arg = one()?;
+                config.pods = match arg.text.as_str() {
+                    "disabled" => PodMode::Disabled,
+                    "insecure" => PodMode::Insecure,
+                    "verified" => PodMode::Verified,
+                    other => {
+                        return Err(bad(
+                            arg,
+                            format!("'{other}' must be one of: disabled, insecure, verified"),
+                        ));
+                    }
+                };
+            }
+            "endpoint_pod_names" => {
+                arguments(DIRECTIVE, option, 0, Some(0))?;
+                config.endpoint_pod_names = true;
+            }
+            "ttl" => {
+                let arg = one()?;
+                config.ttl = arg
+                    .text
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|ttl| *ttl <= 3600)
+                    .ok_or_else(|| {
+                        bad(
+                            arg,
+                            format!("'{}' must be an integer in range [0, 3600]", arg.text),
+                        )
+                    })?;
+            }
+            "noendpoints" => {
+                arguments(DIRECTIVE, option, 0, Some(0))?;
+                config.noendpoints = true;
+            }
+            "fallthrough" => {
+                config.fallthrough = Some(zones(DIRECTIVE, option, &option.args, &[])?);
+            }
+            "ignore" => {
+                let arg = one()?;
+                if arg.text != "empty_service" {
+                    return Err(bad(arg, format!("'{}' must be 'empty_service'", arg.text)));
+                }
+                config.ignore_empty_service = true;
+            }
+            "apiserver_qps" => {
+                let arg = one()?;
+                let qps = arg
+                    .text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|qps| qps.is_finite() && *qps > 0.0);
+                config.api.qps = Some(qps.ok_or_else(|| {
+                    bad(arg, format!("'{}' must be a positive number", arg.text))
+                })?);
+            }
+            "apiserver_burst" => {
+                config.api.burst = Some(positive(one()?, &bad)?);
+            }
+            "apiserver_max_inflight" => {
+                config.api.max_inflight = Some(positive(one()?, &bad)?);
+            }
+            "startup_timeout" => {
+                let arg = one()?;
+                config.startup_timeout =
+                    parse_go_duration(&arg.text).map_err(|message| bad(arg, message))?;
+            }
+            "objects" => {
+                for arg in arguments(DIRECTIVE, option, 1, None)? {
+                    if arg.text.is_empty() {
+                        return Err(bad(arg, "empty file name".into()));
+                    }
+                    let base = arg.file.parent().unwrap_or(Path::new(""));
+                    let path = base.join(&arg.text);
+                    if !config.objects.contains(&path) {
+                        config.objects.push(path);
+                    }
+                }
+                objects_option.get_or_insert(&option.name);
+            }
+            "multicluster" => {
+                return Err(unsupported_property(
+                    DIRECTIVE,
+                    option,
+                    "clusterdns does not serve multi-cluster (MCS API) zones",
+                ));
+            }
+            "zonal" => {
+                return Err(unsupported_property(
+                    DIRECTIVE,
+                    option,
+                    "clusterdns does not serve topology-zone names",
+                ));
+            }
+            _ => return Err(unknown_property(DIRECTIVE, option)),
+        }
+    }
+    if !config.namespaces.is_empty() && config.namespace_labels.is_some() {
+        return Err(invalid(
+            &line.name,
+            DIRECTIVE,
+            "namespaces and namespace_labels cannot both be set",
+        ));
+    }
+    if let (Some(objects), Some(connection)) = (objects_option, connection_option) {
+        return Err(invalid(
+            objects,
+            DIRECTIVE,
+            format!(
+                "objects (static files) cannot be combined with {} (line {}), which configures \
+                 the API server connection",
+                connection.text, connection.line
+            ),
+        ));
+    }
+    Ok(config)
+}
+
+/// A `labels` or `namespace_labels` expression: the arguments joined by spaces, as CoreDNS
+/// joins them.
+fn selector(option: &Line) -> Result<LabelSelector, Error> {
+    let args = arguments(DIRECTIVE, option, 1, None)?;
+    let input = args
+        .iter()
+        .map(|arg| arg.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    LabelSelector::parse(&input).map_err(|source| Error::Selector {
+        directive: DIRECTIVE.to_owned(),
+        option: option.name().to_owned(),
+        input,
+        source: Box::new(source),
+        file: option.name.file.to_path_buf(),
+        line: option.name.line,
+    })
+}
+
+fn positive(arg: &Token, bad: &dyn Fn(&Token, String) -> Error) -> Result<u32, Error> {
+    arg.text
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| bad(arg, format!("'{}' must be a positive integer", arg.text)))
+}
+
+/// A DNS-1123 label (what a namespace name is).
+fn is_dns_label(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            bytes.len() <= 63
+                && first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        }
+        _ => false,
+    }
+}

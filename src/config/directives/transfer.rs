@@ -1,0 +1,103 @@
+//! `transfer [ZONES...] { to ADDRESS... }`
+//!
+//! As CoreDNS's *transfer*: zones default to the server block's; `to` (required, may repeat)
+//! takes `*` (anyone), an IP, `IP:PORT` (the port is ignored: it named where NOTIFYs go, and
+//! clusterdns sends none) or a CIDR.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ipnet::IpNet;
+
+use super::{Context, arguments, invalid, no_block, unknown_property, unsupported_property, zones};
+use crate::config::error::Error;
+use crate::config::syntax::Line;
+use crate::config::{TransferConfig, TransferPeer};
+
+const DIRECTIVE: &str = "transfer";
+
+/// Parses one `transfer` line.
+pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<TransferConfig, Error> {
+    let zones = zones(DIRECTIVE, line, &line.args, context.block_zones)?;
+    let mut to: Vec<TransferPeer> = Vec::new();
+    for option in line.options() {
+        match option.name() {
+            "to" => {
+                no_block(DIRECTIVE, option)?;
+                for arg in arguments(DIRECTIVE, option, 1, None)? {
+                    let peer = parse_peer(&arg.text).ok_or_else(|| {
+                        invalid(
+                            arg,
+                            DIRECTIVE,
+                            format!(
+                                "to: '{}' is not '*', an IP address, IP:PORT or a CIDR",
+                                arg.text
+                            ),
+                        )
+                    })?;
+                    if !to.contains(&peer) {
+                        to.push(peer);
+                    }
+                }
+            }
+            "source" => {
+                return Err(unsupported_property(
+                    DIRECTIVE,
+                    option,
+                    "it sets the source address of NOTIFY messages, and clusterdns sends none",
+                ));
+            }
+            _ => return Err(unknown_property(DIRECTIVE, option)),
+        }
+    }
+    if to.is_empty() {
+        return Err(invalid(
+            &line.name,
+            DIRECTIVE,
+            "'to' is required: transfer [ZONES...] { to ADDRESS... }",
+        ));
+    }
+    Ok(TransferConfig {
+        zones,
+        to,
+        line: line.name.line,
+    })
+}
+
+fn parse_peer(text: &str) -> Option<TransferPeer> {
+    if text == "*" {
+        return Some(TransferPeer::Any);
+    }
+    if let Ok(net) = text.parse::<IpNet>() {
+        return Some(TransferPeer::Net(net.trunc()));
+    }
+    let address = match text.parse::<IpAddr>() {
+        Ok(address) => address,
+        Err(_) => text.parse::<SocketAddr>().ok()?.ip(),
+    };
+    Some(TransferPeer::Net(IpNet::from(address)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers() {
+        let net = |text: &str| Some(TransferPeer::Net(text.parse().unwrap()));
+        let cases = [
+            ("any", "*", Some(TransferPeer::Any)),
+            ("v4", "10.0.0.1", net("10.0.0.1/32")),
+            ("v4 port", "10.0.0.1:53", net("10.0.0.1/32")),
+            ("v6", "fd00::1", net("fd00::1/128")),
+            ("v6 port", "[fd00::1]:53", net("fd00::1/128")),
+            ("cidr", "10.0.0.0/8", net("10.0.0.0/8")),
+            ("cidr host bits", "10.1.0.0/8", net("10.0.0.0/8")),
+            ("name", "example.org", None),
+            ("bad cidr", "10.0.0.0/40", None),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(parse_peer(text), want, "{name}");
+        }
+    }
+}
