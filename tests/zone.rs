@@ -216,8 +216,8 @@ fn reverse_lookups() {
     check(&server, &[
         case("ClusterIP PTR", "1.1.96.10.in-addr.arpa.", "PTR", NOERROR,
             &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."], NONE),
-        case("IPv6 ClusterIP PTR", "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.", "PTR", NOERROR,
-            &["1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa. 30 IN PTR dual.rules.svc.cluster.local."], NONE),
+        case("IPv6 ClusterIP PTR", "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.", "PTR", NOERROR,
+            &["1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa. 30 IN PTR dual.rules.svc.cluster.local."], NONE),
         case("an endpoint IP in two services: one PTR each", "4.3.244.10.in-addr.arpa.", "PTR", NOERROR,
             &["4.3.244.10.in-addr.arpa. 30 IN PTR 10-244-3-4.shared.rules.svc.cluster.local.",
               "4.3.244.10.in-addr.arpa. 30 IN PTR 10-244-3-4.web4.rules.svc.cluster.local."], NONE),

@@ -29,7 +29,11 @@ pub(super) struct QueryArgs {
 pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     let config = args.source.config()?;
     let blocks = server::load(&config)?;
-    let name = Name::from_str(&args.name).with_context(|| format!("not a domain name: {}", args.name))?;
+    // `from_ascii` keeps the spelling (the answer's owner keeps it too); `from_str` would
+    // lower-case it through IDNA, which non-ASCII names need.
+    let name = Name::from_ascii(&args.name)
+        .or_else(|_| Name::from_str(&args.name))
+        .with_context(|| format!("not a domain name: {}", args.name))?;
     let qtype = RecordType::from_str(&args.qtype.to_ascii_uppercase())
         .with_context(|| format!("not a record type: {}", args.qtype))?;
     let mut query = Message::new(0, MessageType::Query, OpCode::Query);

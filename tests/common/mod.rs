@@ -95,7 +95,7 @@ pub fn query(name: &str, qtype: &str, payload: Option<u16>) -> Vec<u8> {
     let mut message = Message::new(4321, MessageType::Query, OpCode::Query);
     message.metadata.recursion_desired = true;
     let qtype = RecordType::from_str(qtype).unwrap();
-    message.add_query(Query::query(Name::from_str(name).unwrap(), qtype));
+    message.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
     if let Some(payload) = payload {
         let mut edns = Edns::new();
         edns.set_max_payload(payload);
@@ -121,7 +121,7 @@ impl Reply {
     pub fn decode(bytes: &[u8]) -> Self {
         let message = Message::from_vec(bytes).unwrap();
         Self {
-            rcode: message.metadata.response_code.to_str().to_uppercase(),
+            rcode: rcode_name(u16::from(message.metadata.response_code)).to_owned(),
             authoritative: message.metadata.authoritative,
             truncated: message.metadata.truncation,
             answer: lines(&message.answers),
@@ -129,6 +129,21 @@ impl Reply {
             additional: lines(&message.additionals),
             message,
         }
+    }
+}
+
+/// The mnemonic dig prints for an rcode.
+pub fn rcode_name(rcode: u16) -> &'static str {
+    match rcode {
+        0 => "NOERROR",
+        1 => "FORMERR",
+        2 => "SERVFAIL",
+        3 => "NXDOMAIN",
+        4 => "NOTIMP",
+        5 => "REFUSED",
+        9 => "NOTAUTH",
+        16 => "BADVERS",
+        _ => "OTHER",
     }
 }
 
