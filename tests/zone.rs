@@ -281,3 +281,193 @@ fn names_outside_the_zones_are_refused() {
     assert_eq!(reply.rcode, "REFUSED");
     assert!(reply.answer.is_empty() && reply.authority.is_empty());
 }
+
+/// The rules fixture with other plugin options.
+fn rules_with(zones: &str, options: &str) -> Offline {
+    Offline::new(&format!(
+        r#"
+.:53 {{
+    bind 127.0.0.1
+    kubernetes {zones} {{
+        {options}
+        objects {{FIXTURES}}/rules.json
+    }}
+}}
+"#
+    ))
+}
+
+const ZONES: &str = "cluster.local in-addr.arpa ip6.arpa";
+
+#[test]
+fn pods_disabled_is_the_default() {
+    let server = rules_with(ZONES, "ttl 30");
+    check(&server, &[
+        case("no pod names", "10-244-3-1.rules.pod.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("<ns>.pod is NXDOMAIN", "rules.pod.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("pod.<zone> is still NODATA", "pod.cluster.local.", "A", NOERROR, NONE, NONE),
+    ], 30);
+}
+
+#[test]
+fn pods_verified() {
+    let server = rules_with(ZONES, "pods verified\nttl 30");
+    check(&server, &[
+        case("a running pod", "10-244-3-1.rules.pod.cluster.local.", "A", NOERROR,
+            &["10-244-3-1.rules.pod.cluster.local. 30 IN A 10.244.3.1"], NONE),
+        case("a finished pod has no name", "10-244-3-99.rules.pod.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("a pod of another namespace", "10-244-4-1.rules.pod.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("in its own namespace", "10-244-4-1.other.pod.cluster.local.", "A", NOERROR,
+            &["10-244-4-1.other.pod.cluster.local. 30 IN A 10.244.4.1"], NONE),
+        case("no pod at that address", "1-2-3-4.rules.pod.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+    ], 30);
+}
+
+#[test]
+fn endpoint_pod_names() {
+    let server = rules_with(ZONES, "endpoint_pod_names\nttl 30");
+    check(&server, &[
+        case("pod name as endpoint label", "trio-0.trio.rules.svc.cluster.local.", "A", NOERROR,
+            &["trio-0.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31"], NONE),
+        case("no dashed name then", "10-244-3-31.trio.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("a hostname still wins", "alpha.hl.rules.svc.cluster.local.", "A", NOERROR,
+            &["alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20"], NONE),
+        case("SRV targets use pod names", "_grpc._tcp.trio.rules.svc.cluster.local.", "SRV", NOERROR,
+            &["_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-0.trio.rules.svc.cluster.local.",
+              "_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-1.trio.rules.svc.cluster.local.",
+              "_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-2.trio.rules.svc.cluster.local."],
+            &["trio-0.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31",
+              "trio-1.trio.rules.svc.cluster.local. 30 IN A 10.244.3.32",
+              "trio-2.trio.rules.svc.cluster.local. 30 IN A 10.244.3.33"]),
+        case("PTR uses the pod name", "31.3.244.10.in-addr.arpa.", "PTR", NOERROR,
+            &["31.3.244.10.in-addr.arpa. 30 IN PTR trio-0.trio.rules.svc.cluster.local."], NONE),
+        case("an endpoint without targetRef keeps its dashed name", "10-244-3-10.portless.rules.svc.cluster.local.", "A", NOERROR,
+            &["10-244-3-10.portless.rules.svc.cluster.local. 30 IN A 10.244.3.10"], NONE),
+    ], 30);
+}
+
+#[test]
+fn namespaces_option() {
+    let server = rules_with(ZONES, "namespaces rules quiet\nttl 30");
+    check(&server, &[
+        case("listed namespace", "web4.rules.svc.cluster.local.", "A", NOERROR,
+            &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"], NONE),
+        case("unlisted namespace's service", "api.other.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("unlisted namespace", "other.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("unlisted namespace's ClusterIP PTR", "1.2.96.10.in-addr.arpa.", "PTR", NXDOMAIN, NONE, NONE),
+        case("unlisted namespace's endpoint PTR", "1.4.244.10.in-addr.arpa.", "PTR", NXDOMAIN, NONE, NONE),
+    ], 30);
+}
+
+#[test]
+fn namespace_labels_option() {
+    let server = rules_with(ZONES, "namespace_labels team=b\nttl 30");
+    check(&server, &[
+        case("matching namespace", "api.other.svc.cluster.local.", "A", NOERROR,
+            &["api.other.svc.cluster.local. 30 IN A 10.96.2.1"], NONE),
+        case("other namespaces are not exposed", "web4.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("nor their namespace names", "quiet.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+    ], 30);
+}
+
+#[test]
+fn labels_option() {
+    let hidden = "hidden.rules.svc.cluster.local.";
+    check(&rules_with(ZONES, "ttl 30"), &[
+        case("visible without the option", hidden, "A", NOERROR, &["hidden.rules.svc.cluster.local. 30 IN A 10.96.1.7"], NONE),
+    ], 30);
+    check(&rules_with(ZONES, "labels visible!=no\nttl 30"), &[
+        case("filtered out", hidden, "A", NXDOMAIN, NONE, NONE),
+        case("others stay", "web4.rules.svc.cluster.local.", "A", NOERROR,
+            &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"], NONE),
+        case("its PTR goes too", "7.1.96.10.in-addr.arpa.", "PTR", NXDOMAIN, NONE, NONE),
+    ], 30);
+}
+
+#[test]
+fn noendpoints_option() {
+    let server = rules_with(ZONES, "noendpoints\nttl 30");
+    check(&server, &[
+        case("ClusterIP still answers", "dual.rules.svc.cluster.local.", "A", NOERROR,
+            &["dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"], NONE),
+        case("headless is NXDOMAIN", "hl.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("endpoint names are NXDOMAIN", "10-244-3-1.dual.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("endpoint PTRs are gone", "20.3.244.10.in-addr.arpa.", "PTR", NXDOMAIN, NONE, NONE),
+        case("ClusterIP PTRs stay", "1.1.96.10.in-addr.arpa.", "PTR", NOERROR,
+            &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."], NONE),
+    ], 30);
+}
+
+#[test]
+fn ignore_empty_service_option() {
+    let server = rules_with(ZONES, "ignore empty_service\nttl 30");
+    check(&server, &[
+        case("no ready endpoint: NXDOMAIN", "vacant.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("one ready endpoint is enough", "web4.rules.svc.cluster.local.", "A", NOERROR,
+            &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"], NONE),
+        case("headless is not affected", "portless.rules.svc.cluster.local.", "A", NOERROR,
+            &["portless.rules.svc.cluster.local. 30 IN A 10.244.3.10",
+              "portless.rules.svc.cluster.local. 30 IN A 10.244.3.11"], NONE),
+        case("ExternalName is not affected", "ext.rules.svc.cluster.local.", "CNAME", NOERROR,
+            &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."], NONE),
+    ], 30);
+}
+
+#[test]
+fn ttl_option_sets_records_and_soa() {
+    check(&rules_with(ZONES, ""), &[
+        case("default ttl 5", "web4.rules.svc.cluster.local.", "A", NOERROR,
+            &["web4.rules.svc.cluster.local. 5 IN A 10.96.1.4"], NONE),
+        case("negative answers carry SOA minimum 5", "nope.rules.svc.cluster.local.", "A", NXDOMAIN, NONE, NONE),
+        case("dns-version keeps 28800", "dns-version.cluster.local.", "TXT", NOERROR,
+            &["dns-version.cluster.local. 28800 IN TXT \"1.1.0\""], NONE),
+    ], 5);
+    check(&rules_with(ZONES, "ttl 600"), &[
+        case("SOA record TTL capped at 300, minimum 600", "cluster.local.", "SOA", NOERROR,
+            &["cluster.local. 300 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. SERIAL 7200 1800 86400 600"], NONE),
+    ], 600);
+}
+
+#[test]
+fn fallthrough_passes_nxdomain_on() {
+    // Nothing follows the plugin in this build's chain, so what falls through is refused;
+    // without fallthrough the NXDOMAIN is the answer.
+    let with = rules_with(ZONES, "ttl 30\nfallthrough in-addr.arpa ip6.arpa");
+    assert_eq!(with.ask("9.9.9.9.in-addr.arpa.", "PTR").rcode, "REFUSED");
+    assert_eq!(with.ask("1.1.96.10.in-addr.arpa.", "PTR").rcode, "NOERROR");
+    assert_eq!(with.ask("nope.rules.svc.cluster.local.", "A").rcode, "NXDOMAIN");
+    let all = rules_with(ZONES, "ttl 30\nfallthrough");
+    assert_eq!(all.ask("nope.rules.svc.cluster.local.", "A").rcode, "REFUSED");
+    assert_eq!(all.ask("web4.rules.svc.cluster.local.", "AAAA").rcode, "NOERROR", "NODATA does not fall through");
+    let without = rules_with(ZONES, "ttl 30");
+    assert_eq!(without.ask("9.9.9.9.in-addr.arpa.", "PTR").rcode, "NXDOMAIN");
+}
+
+#[test]
+fn several_zones_and_the_primary_zone() {
+    let server = rules_with("cluster.local other.example in-addr.arpa", "ttl 30");
+    check(&server, &[
+        case("names in the second zone", "web4.rules.svc.other.example.", "A", NOERROR,
+            &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"], NONE),
+        case("its own SOA", "nope.rules.svc.other.example.", "A", NXDOMAIN, NONE, NONE),
+        case("SRV targets in the asked zone", "_http._tcp.web4.rules.svc.other.example.", "SRV", NOERROR,
+            &["_http._tcp.web4.rules.svc.other.example. 30 IN SRV 0 100 80 web4.rules.svc.other.example."],
+            &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"]),
+        case("PTR targets use the first (primary) zone", "4.1.96.10.in-addr.arpa.", "PTR", NOERROR,
+            &["4.1.96.10.in-addr.arpa. 30 IN PTR web4.rules.svc.cluster.local."], NONE),
+    ], 30);
+    // ip6.arpa is not served here.
+    let v6 = server.ask("1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.", "PTR");
+    assert_eq!(v6.rcode, "REFUSED");
+}
+
+#[test]
+fn srv_targets_take_the_zone_as_asked() {
+    let server = Offline::new(RULES);
+    let reply = server.ask("_http._tcp.web4.rules.svc.Cluster.Local.", "SRV");
+    assert_eq!(
+        reply.answer,
+        expect(&["_http._tcp.web4.rules.svc.Cluster.Local. 30 IN SRV 0 100 80 web4.rules.svc.Cluster.Local."])
+    );
+    assert_eq!(reply.additional, expect(&["web4.rules.svc.Cluster.Local. 30 IN A 10.96.1.4"]));
+}
