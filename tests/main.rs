@@ -2,4 +2,5 @@
 
 mod common;
 mod loader;
+mod protocol;
 mod zone;

@@ -1,0 +1,180 @@
+//! The DNS protocol around the zone: EDNS, truncation, error rcodes, zone transfers.
+
+use clusterdns::server::Transport;
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{DNSClass, Name, RecordType};
+
+use crate::common::{Offline, Reply, query, rcode_name};
+
+/// A headless Service with `count` ready endpoints (named port `p`), in kubectl's JSON.
+fn big_headless(count: usize) -> String {
+    let endpoints: Vec<String> = (0..count)
+        .map(|i| format!(r#"{{"addresses":["10.1.{}.{}"],"conditions":{{"ready":true}}}}"#, i / 250, i % 250 + 1))
+        .collect();
+    format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[
+        {{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"big"}}}},
+        {{"apiVersion":"v1","kind":"Service","metadata":{{"name":"many","namespace":"big"}},
+          "spec":{{"clusterIP":"None","ports":[{{"name":"p","port":80}}]}}}},
+        {{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+          "metadata":{{"name":"many-a","namespace":"big","labels":{{"kubernetes.io/service-name":"many"}}}},
+          "addressType":"IPv4","ports":[{{"name":"p","port":8080,"protocol":"TCP"}}],
+          "endpoints":[{}]}}]}}"#,
+        endpoints.join(",")
+    )
+}
+
+fn big_server(count: usize, extra: &str) -> (Offline, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("big.json");
+    std::fs::write(&objects, big_headless(count)).unwrap();
+    let server = Offline::new(&format!(
+        ".:53 {{\n bind 127.0.0.1\n kubernetes cluster.local {{\n  objects {}\n }}\n {extra}\n}}\n",
+        objects.display()
+    ));
+    (server, dir)
+}
+
+const SHOP: &str = ".:53 {\n bind 127.0.0.1\n kubernetes cluster.local in-addr.arpa {\n  pods insecure\n  ttl 30\n  objects {FIXTURES}/shop.json\n }\n}\n";
+
+#[test]
+fn header_flags_and_id() {
+    let server = Offline::new(SHOP);
+    let reply = server.ask("web.shop.svc.cluster.local.", "A");
+    let meta = &reply.message.metadata;
+    assert_eq!(meta.id, 4321);
+    assert_eq!(meta.message_type, MessageType::Response);
+    assert!(meta.authoritative, "AA");
+    assert!(meta.recursion_desired, "RD copied");
+    assert!(!meta.recursion_available, "no recursion offered");
+    assert!(!meta.truncation);
+    assert_eq!(reply.message.queries[0].name().to_string(), "web.shop.svc.cluster.local.");
+}
+
+#[test]
+fn edns_is_echoed_and_absent_when_not_asked() {
+    let server = Offline::new(SHOP);
+    let reply = server.ask_with(&query("web.shop.svc.cluster.local.", "A", Some(4000)), Transport::Udp);
+    let edns = reply.message.edns.as_ref().expect("OPT in the reply");
+    assert_eq!(edns.max_payload(), 4000);
+    assert_eq!(edns.version(), 0);
+    let reply = server.ask_with(&query("web.shop.svc.cluster.local.", "A", None), Transport::Udp);
+    assert!(reply.message.edns.is_none());
+    assert_eq!(reply.answer.len(), 1);
+}
+
+#[test]
+fn dnssec_ok_bit_is_echoed() {
+    let server = Offline::new(SHOP);
+    let mut message = Message::new(1, MessageType::Query, OpCode::Query);
+    message.add_query(Query::query(Name::from_ascii("web.shop.svc.cluster.local.").unwrap(), RecordType::A));
+    let mut edns = hickory_proto::op::Edns::new();
+    edns.set_dnssec_ok(true);
+    message.edns = Some(edns);
+    let reply = server.ask_with(&message.to_vec().unwrap(), Transport::Udp);
+    assert!(reply.message.edns.unwrap().flags().dnssec_ok);
+}
+
+#[test]
+fn unknown_edns_version_is_badvers() {
+    let server = Offline::new(SHOP);
+    let mut packet = query("web.shop.svc.cluster.local.", "A", Some(1232));
+    // The OPT record is last: its TTL's second byte is the version.
+    let at = packet.len() - 5;
+    packet[at] = 1;
+    let reply = server.ask_with(&packet, Transport::Udp);
+    assert_eq!(rcode_name(u16::from(reply.message.metadata.response_code)), "BADVERS");
+    assert!(reply.answer.is_empty());
+}
+
+#[test]
+fn udp_answers_that_do_not_fit_are_truncated() {
+    let (server, _dir) = big_server(100, "");
+    // 100 A records do not fit in 512 bytes: TC, nothing half-sent.
+    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "A", None), Transport::Udp);
+    assert!(reply.truncated, "TC set");
+    assert!(reply.answer.is_empty() && reply.additional.is_empty());
+    // They fit in the payload the client offers.
+    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "A", Some(4096)), Transport::Udp);
+    assert!(!reply.truncated);
+    assert_eq!(reply.answer.len(), 100);
+    // Over TCP everything fits.
+    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "SRV", None), Transport::Tcp);
+    assert!(!reply.truncated);
+    assert_eq!((reply.answer.len(), reply.additional.len()), (100, 100));
+}
+
+#[test]
+fn glue_is_dropped_before_answers_and_without_tc() {
+    let (server, _dir) = big_server(15, "");
+    // 15 SRV records fit in 1232 bytes, with their 15 glue records they do not: the answer goes out
+    // whole, without the optional glue and without TC (RFC 2181 §9).
+    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "SRV", Some(1232)), Transport::Udp);
+    assert!(!reply.truncated);
+    assert_eq!(reply.answer.len(), 15);
+    assert!(reply.additional.is_empty());
+}
+
+#[test]
+fn malformed_queries_get_formerr() {
+    let server = Offline::new(SHOP);
+    let mut two = Message::new(77, MessageType::Query, OpCode::Query);
+    for name in ["a.cluster.local.", "b.cluster.local."] {
+        two.add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+    }
+    let reply = Reply::decode(&server.raw(&two.to_vec().unwrap(), Transport::Udp).unwrap());
+    assert_eq!((reply.rcode.as_str(), reply.message.metadata.id), ("FORMERR", 77));
+    let cut = query("web.shop.svc.cluster.local.", "A", None);
+    let reply = Reply::decode(&server.raw(&cut[..cut.len() - 3], Transport::Udp).unwrap());
+    assert_eq!(reply.rcode, "FORMERR");
+}
+
+#[test]
+fn other_opcodes_are_not_implemented() {
+    let server = Offline::new(SHOP);
+    for opcode in [OpCode::Notify, OpCode::Update, OpCode::Status] {
+        let mut message = Message::new(5, MessageType::Query, opcode);
+        message.add_query(Query::query(Name::from_ascii("cluster.local.").unwrap(), RecordType::SOA));
+        let reply = Reply::decode(&server.raw(&message.to_vec().unwrap(), Transport::Udp).unwrap());
+        assert_eq!(reply.rcode, "NOTIMP", "{opcode:?}");
+        assert_eq!(reply.message.metadata.op_code, opcode);
+    }
+}
+
+#[test]
+fn responses_and_runts_get_no_reply() {
+    let server = Offline::new(SHOP);
+    let mut packet = query("web.shop.svc.cluster.local.", "A", None);
+    packet[2] |= 0x80;
+    assert!(server.raw(&packet, Transport::Udp).is_none());
+    assert!(server.raw(&[0, 1, 2], Transport::Udp).is_none());
+}
+
+#[test]
+fn other_classes_are_refused() {
+    let server = Offline::new(SHOP);
+    let mut message = Message::new(5, MessageType::Query, OpCode::Query);
+    let mut question = Query::query(Name::from_ascii("web.shop.svc.cluster.local.").unwrap(), RecordType::A);
+    question.set_query_class(DNSClass::CH);
+    message.add_query(question);
+    let reply = Reply::decode(&server.raw(&message.to_vec().unwrap(), Transport::Udp).unwrap());
+    assert_eq!(reply.rcode, "REFUSED");
+}
+
+#[test]
+fn zone_transfers_need_a_transfer_block_and_tcp() {
+    let server = Offline::new(SHOP);
+    let refused = server.ask_with(&query("cluster.local.", "AXFR", None), Transport::Tcp);
+    assert_eq!(refused.rcode, "REFUSED", "no transfer block");
+
+    let allowed = Offline::new(&SHOP.replace("\n}\n", "\n transfer {\n  to 127.0.0.1\n }\n}\n"));
+    let over_udp = allowed.ask_with(&query("cluster.local.", "AXFR", None), Transport::Udp);
+    assert_eq!(over_udp.rcode, "REFUSED", "AXFR over UDP");
+
+    let others = Offline::new(&SHOP.replace("\n}\n", "\n transfer {\n  to 10.0.0.0/8\n }\n}\n"));
+    let refused = others.ask_with(&query("cluster.local.", "AXFR", None), Transport::Tcp);
+    assert_eq!(refused.rcode, "REFUSED", "client not in `to`");
+
+    let not_apex = allowed.ask_with(&query("shop.svc.cluster.local.", "AXFR", None), Transport::Tcp);
+    assert_eq!(not_apex.rcode, "REFUSED", "not a zone apex");
+}
