@@ -9,6 +9,7 @@ pub(crate) mod bind;
 pub(crate) mod kubernetes;
 pub(crate) mod transfer;
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use hickory_proto::rr::Name;
@@ -250,6 +251,7 @@ pub(crate) fn zones(
         return Ok(default.to_vec());
     }
     let mut zones: Vec<Name> = Vec::new();
+    let mut seen: HashSet<Name> = HashSet::new();
     for arg in args {
         let parsed = zone::parse_zone_arg(&arg.text).map_err(|message| {
             invalid(
@@ -259,7 +261,7 @@ pub(crate) fn zones(
             )
         })?;
         for zone in parsed {
-            if !zones.contains(&zone) {
+            if seen.insert(zone.clone()) {
                 zones.push(zone);
             }
         }
