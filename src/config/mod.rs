@@ -778,6 +778,13 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 "Corefile:3: unknown property 'foo' in kubernetes",
             ),
             (
+                "unknown property with a block",
+                ". {\n kubernetes {\n  foo {\n  }\n }\n}",
+                3,
+                "UnknownProperty",
+                "unknown property 'foo' in kubernetes",
+            ),
+            (
                 "removed upstream",
                 ". {\n kubernetes {\n  upstream\n }\n}",
                 3,
