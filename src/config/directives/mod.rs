@@ -22,9 +22,12 @@ use super::zone;
 use super::{KubernetesConfig, TransferConfig};
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
-/// query in (whatever the order in the Corefile). Checked against CoreDNS's `plugin.cfg` as of
-/// v1.12–1.14 (with `multisocket`, `view` and `nomad`; `quic`, `grpc_server`, `https`, `https3`
-/// and `proxyproto` configure server transports).
+/// query in (whatever the order in the Corefile). Taken from recent CoreDNS `plugin.cfg` files
+/// (with `multisocket`, `view` and `nomad`; `quic`, `grpc_server`, `https`, `https3` and
+/// `proxyproto` configure server transports). One uncertainty: `acl` is placed where CoreDNS
+/// 1.11's generated `zdirectives.go` has it (before `any`); a newer `plugin.cfg` seen in
+/// documentation lists it after `rewrite`. Only the set matters to the parser; check the
+/// order again before relying on it for the query path.
 pub const COREDNS_DIRECTIVES: &[&str] = &[
     "root",
     "metadata",
