@@ -88,7 +88,7 @@ impl LabelSelector {
     /// Parses kubectl's selector syntax (see the module documentation). The empty string (or
     /// only whitespace) is the selector that matches everything.
     pub fn parse(text: &str) -> Result<Self, SelectorError> {
-        let tokens = lex(text)?;
+        let tokens = lex(text);
         let mut parser = Parser {
             tokens,
             position: 0,
@@ -180,7 +180,7 @@ fn is_special(c: char) -> bool {
     matches!(c, '=' | '!' | '(' | ')' | ',' | '<' | '>')
 }
 
-fn lex(text: &str) -> Result<Vec<Tok>, SelectorError> {
+fn lex(text: &str) -> Vec<Tok> {
     let mut tokens = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(&c) = chars.peek() {
@@ -224,7 +224,7 @@ fn lex(text: &str) -> Result<Vec<Tok>, SelectorError> {
             _ => Tok::Ident(word),
         });
     }
-    Ok(tokens)
+    tokens
 }
 
 struct Parser {

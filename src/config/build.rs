@@ -6,6 +6,7 @@
 //! and the implemented directives, then zones defined twice, and last the first CoreDNS
 //! directive that is not implemented yet.
 
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -37,9 +38,10 @@ pub(crate) fn build(
     for block in blocks {
         let keys = keys(block)?;
         let mut block_zones: Vec<Name> = Vec::new();
+        let mut seen: HashSet<&Name> = HashSet::new();
         for key in &keys {
             for zone in &key.zones {
-                if !block_zones.contains(zone) {
+                if seen.insert(zone) {
                     block_zones.push(zone.clone());
                 }
             }
@@ -142,7 +144,7 @@ fn keys(block: &ServerBlockAst) -> Result<Vec<KeyAt>, Error> {
 /// is an "overlap".
 #[derive(Default)]
 struct Served {
-    entries: Vec<(Name, u16, Option<IpAddr>)>,
+    addresses: HashMap<(Name, u16), Vec<Option<IpAddr>>>,
 }
 
 impl Served {
@@ -153,27 +155,25 @@ impl Served {
         bind: &[IpAddr],
         at: &KeyAt,
     ) -> Result<(), Error> {
-        let addresses: Vec<Option<IpAddr>> = if bind.is_empty() {
+        let wanted: Vec<Option<IpAddr>> = if bind.is_empty() {
             vec![None]
         } else {
             bind.iter().copied().map(Some).collect()
         };
-        for address in addresses {
-            let describe = |address: Option<IpAddr>| match address {
-                Some(address) => format!("dns://{zone}:{port} on {address}"),
-                None => format!("dns://{zone}:{port}"),
-            };
-            for (other_zone, other_port, other_address) in &self.entries {
-                if other_zone != zone || *other_port != port {
-                    continue;
-                }
-                let message = if *other_address == address {
+        let describe = |address: Option<IpAddr>| match address {
+            Some(address) => format!("dns://{zone}:{port} on {address}"),
+            None => format!("dns://{zone}:{port}"),
+        };
+        let served = self.addresses.entry((zone.clone(), port)).or_default();
+        for address in wanted {
+            for other in served.iter() {
+                let message = if *other == address {
                     format!("cannot serve {} - it is already defined", describe(address))
-                } else if other_address.is_none() || address.is_none() {
+                } else if other.is_none() || address.is_none() {
                     format!(
                         "cannot serve {} - zone overlap listener capacity with {}",
                         describe(address),
-                        describe(*other_address)
+                        describe(*other)
                     )
                 } else {
                     continue;
@@ -184,7 +184,7 @@ impl Served {
                     message,
                 });
             }
-            self.entries.push((zone.clone(), port, address));
+            served.push(address);
         }
         Ok(())
     }

@@ -91,7 +91,9 @@ pub(crate) fn parse(stream: &mut Stream<'_>) -> Result<Vec<ServerBlockAst>, Erro
                 keys.push(next.token);
             }
         }
-        let last = keys.last().cloned().unwrap_or_else(|| keys[0].clone());
+        let Some(last) = keys.last().cloned() else {
+            continue;
+        };
         if expecting_another {
             return Err(syntax(&last, "expected another server block key after ','"));
         }

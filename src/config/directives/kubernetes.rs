@@ -26,6 +26,30 @@ pub(crate) const DEFAULT_TTL: u32 = 5;
 /// CoreDNS's default `startup_timeout`.
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects`. `multicluster` and
+/// `zonal` are refused with a reason; any other name is an unknown property.
+const OPTIONS: &[&str] = &[
+    "endpoint",
+    "tls",
+    "kubeconfig",
+    "namespaces",
+    "namespace_labels",
+    "labels",
+    "pods",
+    "endpoint_pod_names",
+    "ttl",
+    "noendpoints",
+    "fallthrough",
+    "ignore",
+    "apiserver_qps",
+    "apiserver_burst",
+    "apiserver_max_inflight",
+    "startup_timeout",
+    "multicluster",
+    "zonal",
+    "objects",
+];
+
 /// Parses the `kubernetes` directive.
 pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConfig, Error> {
     let served = zones(DIRECTIVE, line, &line.args, context.block_zones)?;
@@ -56,6 +80,9 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
     let mut connection_option: Option<&Token> = None;
     let mut objects_option: Option<&Token> = None;
     for option in line.options() {
+        if !OPTIONS.contains(&option.name()) {
+            return Err(unknown_property(DIRECTIVE, option));
+        }
         no_block(DIRECTIVE, option)?;
         let one = || -> Result<&Token, Error> {
             let args = arguments(DIRECTIVE, option, 1, Some(1))?;

@@ -9,6 +9,7 @@ pub(crate) mod bind;
 pub(crate) mod kubernetes;
 pub(crate) mod transfer;
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use hickory_proto::rr::Name;
@@ -21,9 +22,12 @@ use super::zone;
 use super::{KubernetesConfig, TransferConfig};
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
-/// query in (whatever the order in the Corefile). Checked against CoreDNS's `plugin.cfg` as of
-/// v1.12–1.14 (with `multisocket`, `view` and `nomad`; `quic`, `grpc_server`, `https`, `https3`
-/// and `proxyproto` configure server transports).
+/// query in (whatever the order in the Corefile). Taken from recent CoreDNS `plugin.cfg` files
+/// (with `multisocket`, `view` and `nomad`; `quic`, `grpc_server`, `https`, `https3` and
+/// `proxyproto` configure server transports). One uncertainty: `acl` is placed where CoreDNS
+/// 1.11's generated `zdirectives.go` has it (before `any`); a newer `plugin.cfg` seen in
+/// documentation lists it after `rewrite`. Only the set matters to the parser; check the
+/// order again before relying on it for the query path.
 pub const COREDNS_DIRECTIVES: &[&str] = &[
     "root",
     "metadata",
@@ -250,6 +254,7 @@ pub(crate) fn zones(
         return Ok(default.to_vec());
     }
     let mut zones: Vec<Name> = Vec::new();
+    let mut seen: HashSet<Name> = HashSet::new();
     for arg in args {
         let parsed = zone::parse_zone_arg(&arg.text).map_err(|message| {
             invalid(
@@ -259,7 +264,7 @@ pub(crate) fn zones(
             )
         })?;
         for zone in parsed {
-            if !zones.contains(&zone) {
+            if seen.insert(zone.clone()) {
                 zones.push(zone);
             }
         }
