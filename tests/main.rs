@@ -1,5 +1,7 @@
 //! The integration tests: one binary, one module per area.
 
+#![allow(clippy::unwrap_used, unreachable_pub)]
+
 mod common;
 mod corefile;
 mod loader;

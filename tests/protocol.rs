@@ -9,7 +9,13 @@ use crate::common::{Offline, Reply, query, rcode_name};
 /// A headless Service with `count` ready endpoints (named port `p`), in kubectl's JSON.
 fn big_headless(count: usize) -> String {
     let endpoints: Vec<String> = (0..count)
-        .map(|i| format!(r#"{{"addresses":["10.1.{}.{}"],"conditions":{{"ready":true}}}}"#, i / 250, i % 250 + 1))
+        .map(|i| {
+            format!(
+                r#"{{"addresses":["10.1.{}.{}"],"conditions":{{"ready":true}}}}"#,
+                i / 250,
+                i % 250 + 1
+            )
+        })
         .collect();
     format!(
         r#"{{"apiVersion":"v1","kind":"List","items":[
@@ -48,17 +54,26 @@ fn header_flags_and_id() {
     assert!(meta.recursion_desired, "RD copied");
     assert!(!meta.recursion_available, "no recursion offered");
     assert!(!meta.truncation);
-    assert_eq!(reply.message.queries[0].name().to_string(), "web.shop.svc.cluster.local.");
+    assert_eq!(
+        reply.message.queries[0].name().to_string(),
+        "web.shop.svc.cluster.local."
+    );
 }
 
 #[test]
 fn edns_is_echoed_and_absent_when_not_asked() {
     let server = Offline::new(SHOP);
-    let reply = server.ask_with(&query("web.shop.svc.cluster.local.", "A", Some(4000)), Transport::Udp);
+    let reply = server.ask_with(
+        &query("web.shop.svc.cluster.local.", "A", Some(4000)),
+        Transport::Udp,
+    );
     let edns = reply.message.edns.as_ref().expect("OPT in the reply");
     assert_eq!(edns.max_payload(), 4000);
     assert_eq!(edns.version(), 0);
-    let reply = server.ask_with(&query("web.shop.svc.cluster.local.", "A", None), Transport::Udp);
+    let reply = server.ask_with(
+        &query("web.shop.svc.cluster.local.", "A", None),
+        Transport::Udp,
+    );
     assert!(reply.message.edns.is_none());
     assert_eq!(reply.answer.len(), 1);
 }
@@ -67,7 +82,10 @@ fn edns_is_echoed_and_absent_when_not_asked() {
 fn dnssec_ok_bit_is_echoed() {
     let server = Offline::new(SHOP);
     let mut message = Message::new(1, MessageType::Query, OpCode::Query);
-    message.add_query(Query::query(Name::from_ascii("web.shop.svc.cluster.local.").unwrap(), RecordType::A));
+    message.add_query(Query::query(
+        Name::from_ascii("web.shop.svc.cluster.local.").unwrap(),
+        RecordType::A,
+    ));
     let mut edns = hickory_proto::op::Edns::new();
     edns.set_dnssec_ok(true);
     message.edns = Some(edns);
@@ -83,7 +101,10 @@ fn unknown_edns_version_is_badvers() {
     let at = packet.len() - 5;
     packet[at] = 1;
     let reply = server.ask_with(&packet, Transport::Udp);
-    assert_eq!(rcode_name(u16::from(reply.message.metadata.response_code)), "BADVERS");
+    assert_eq!(
+        rcode_name(u16::from(reply.message.metadata.response_code)),
+        "BADVERS"
+    );
     assert!(reply.answer.is_empty());
 }
 
@@ -91,15 +112,24 @@ fn unknown_edns_version_is_badvers() {
 fn udp_answers_that_do_not_fit_are_truncated() {
     let (server, _dir) = big_server(100, "");
     // 100 A records do not fit in 512 bytes: TC, nothing half-sent.
-    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "A", None), Transport::Udp);
+    let reply = server.ask_with(
+        &query("many.big.svc.cluster.local.", "A", None),
+        Transport::Udp,
+    );
     assert!(reply.truncated, "TC set");
     assert!(reply.answer.is_empty() && reply.additional.is_empty());
     // They fit in the payload the client offers.
-    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "A", Some(4096)), Transport::Udp);
+    let reply = server.ask_with(
+        &query("many.big.svc.cluster.local.", "A", Some(4096)),
+        Transport::Udp,
+    );
     assert!(!reply.truncated);
     assert_eq!(reply.answer.len(), 100);
     // Over TCP everything fits.
-    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "SRV", None), Transport::Tcp);
+    let reply = server.ask_with(
+        &query("many.big.svc.cluster.local.", "SRV", None),
+        Transport::Tcp,
+    );
     assert!(!reply.truncated);
     assert_eq!((reply.answer.len(), reply.additional.len()), (100, 100));
 }
@@ -109,7 +139,10 @@ fn glue_is_dropped_before_answers_and_without_tc() {
     let (server, _dir) = big_server(15, "");
     // 15 SRV records fit in 1232 bytes, with their 15 glue records they do not: the answer goes out
     // whole, without the optional glue and without TC (RFC 2181 §9).
-    let reply = server.ask_with(&query("many.big.svc.cluster.local.", "SRV", Some(1232)), Transport::Udp);
+    let reply = server.ask_with(
+        &query("many.big.svc.cluster.local.", "SRV", Some(1232)),
+        Transport::Udp,
+    );
     assert!(!reply.truncated);
     assert_eq!(reply.answer.len(), 15);
     assert!(reply.additional.is_empty());
@@ -123,7 +156,10 @@ fn malformed_queries_get_formerr() {
         two.add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
     }
     let reply = Reply::decode(&server.raw(&two.to_vec().unwrap(), Transport::Udp).unwrap());
-    assert_eq!((reply.rcode.as_str(), reply.message.metadata.id), ("FORMERR", 77));
+    assert_eq!(
+        (reply.rcode.as_str(), reply.message.metadata.id),
+        ("FORMERR", 77)
+    );
     let cut = query("web.shop.svc.cluster.local.", "A", None);
     let reply = Reply::decode(&server.raw(&cut[..cut.len() - 3], Transport::Udp).unwrap());
     assert_eq!(reply.rcode, "FORMERR");
@@ -134,8 +170,15 @@ fn other_opcodes_are_not_implemented() {
     let server = Offline::new(SHOP);
     for opcode in [OpCode::Notify, OpCode::Update, OpCode::Status] {
         let mut message = Message::new(5, MessageType::Query, opcode);
-        message.add_query(Query::query(Name::from_ascii("cluster.local.").unwrap(), RecordType::SOA));
-        let reply = Reply::decode(&server.raw(&message.to_vec().unwrap(), Transport::Udp).unwrap());
+        message.add_query(Query::query(
+            Name::from_ascii("cluster.local.").unwrap(),
+            RecordType::SOA,
+        ));
+        let reply = Reply::decode(
+            &server
+                .raw(&message.to_vec().unwrap(), Transport::Udp)
+                .unwrap(),
+        );
         assert_eq!(reply.rcode, "NOTIMP", "{opcode:?}");
         assert_eq!(reply.message.metadata.op_code, opcode);
     }
@@ -154,10 +197,17 @@ fn responses_and_runts_get_no_reply() {
 fn other_classes_are_refused() {
     let server = Offline::new(SHOP);
     let mut message = Message::new(5, MessageType::Query, OpCode::Query);
-    let mut question = Query::query(Name::from_ascii("web.shop.svc.cluster.local.").unwrap(), RecordType::A);
+    let mut question = Query::query(
+        Name::from_ascii("web.shop.svc.cluster.local.").unwrap(),
+        RecordType::A,
+    );
     question.set_query_class(DNSClass::CH);
     message.add_query(question);
-    let reply = Reply::decode(&server.raw(&message.to_vec().unwrap(), Transport::Udp).unwrap());
+    let reply = Reply::decode(
+        &server
+            .raw(&message.to_vec().unwrap(), Transport::Udp)
+            .unwrap(),
+    );
     assert_eq!(reply.rcode, "REFUSED");
 }
 
@@ -175,6 +225,9 @@ fn zone_transfers_need_a_transfer_block_and_tcp() {
     let refused = others.ask_with(&query("cluster.local.", "AXFR", None), Transport::Tcp);
     assert_eq!(refused.rcode, "REFUSED", "client not in `to`");
 
-    let not_apex = allowed.ask_with(&query("shop.svc.cluster.local.", "AXFR", None), Transport::Tcp);
+    let not_apex = allowed.ask_with(
+        &query("shop.svc.cluster.local.", "AXFR", None),
+        Transport::Tcp,
+    );
     assert_eq!(not_apex.rcode, "REFUSED", "not a zone apex");
 }

@@ -109,8 +109,9 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 /// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory's per-query
 /// logging off).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hickory_server=warn,hickory_proto=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,hickory_server=warn,hickory_proto=warn")
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -136,15 +137,15 @@ mod tests {
             args(&["coredns", "-conf", "/etc/coredns/Corefile"]),
             ["coredns", "serve", "--corefile", "/etc/coredns/Corefile"]
         );
-        assert_eq!(
-            args(&["x", "-conf=/c"]),
-            ["x", "serve", "--corefile=/c"]
-        );
+        assert_eq!(args(&["x", "-conf=/c"]), ["x", "serve", "--corefile=/c"]);
         assert_eq!(
             args(&["x", "serve", "-conf", "/c"]),
             ["x", "serve", "--corefile", "/c"]
         );
-        assert_eq!(args(&["x", "records", "--objects", "f"]), ["x", "records", "--objects", "f"]);
+        assert_eq!(
+            args(&["x", "records", "--objects", "f"]),
+            ["x", "records", "--objects", "f"]
+        );
     }
 
     #[test]

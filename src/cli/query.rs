@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::str::FromStr;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -43,7 +42,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     edns.set_max_payload(1232);
     query.edns = Some(edns);
     let packet = query.to_vec()?;
-    let handler = Handler::new(blocks.into_iter().map(|(block, _)| Arc::clone(&block)).collect());
+    let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
     let mut out = Vec::new();
     let reply = match handler.respond(&packet, [127, 0, 0, 1].into(), Transport::Tcp, &mut out) {
         Outcome::Reply => Message::from_vec(&out)?,

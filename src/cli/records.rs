@@ -34,23 +34,26 @@ enum Format {
 pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
     let config = args.source.config()?;
     let blocks = server::load(&config)?;
-    let Some(kubernetes) = blocks.iter().find_map(|(block, _)| block.kubernetes()) else {
+    let Some(kubernetes) = blocks.iter().find_map(|loaded| loaded.block.kubernetes()) else {
         bail!("the configuration has no kubernetes block");
     };
     let snapshot = kubernetes.store.snapshot();
-    let only = match &args.zone {
-        None => None,
-        Some(text) => {
-            let wanted = WireName::from_dotted(text)
-                .with_context(|| format!("--zone {text}"))?
-                .to_lowercase();
-            let index = snapshot
-                .zones()
-                .iter()
-                .position(|zone| *zone.origin() == wanted);
-            Some(index.with_context(|| format!("--zone {text}: not a zone this configuration serves"))?)
-        }
-    };
+    let only =
+        match &args.zone {
+            None => None,
+            Some(text) => {
+                let wanted = WireName::from_dotted(text)
+                    .with_context(|| format!("--zone {text}"))?
+                    .to_lowercase();
+                let index = snapshot
+                    .zones()
+                    .iter()
+                    .position(|zone| *zone.origin() == wanted);
+                Some(index.with_context(|| {
+                    format!("--zone {text}: not a zone this configuration serves")
+                })?)
+            }
+        };
     match args.format {
         Format::Zone => print!("{}", zonefile::zone_file(&snapshot, only)),
         Format::Json => println!(

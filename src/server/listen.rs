@@ -31,13 +31,19 @@ pub async fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {
 
 async fn bind_pair(addr: SocketAddr) -> io::Result<Listener> {
     if addr.port() != 0 {
-        let udp = UdpSocket::bind(addr).await.map_err(|e| context(e, "udp", addr))?;
-        let tcp = TcpListener::bind(addr).await.map_err(|e| context(e, "tcp", addr))?;
+        let udp = UdpSocket::bind(addr)
+            .await
+            .map_err(|e| context(e, "udp", addr))?;
+        let tcp = TcpListener::bind(addr)
+            .await
+            .map_err(|e| context(e, "tcp", addr))?;
         return Ok(Listener { udp, tcp, addr });
     }
     let mut last = None;
     for _ in 0..PORT_ATTEMPTS {
-        let udp = UdpSocket::bind(addr).await.map_err(|e| context(e, "udp", addr))?;
+        let udp = UdpSocket::bind(addr)
+            .await
+            .map_err(|e| context(e, "udp", addr))?;
         let bound = udp.local_addr()?;
         match TcpListener::bind(bound).await {
             Ok(tcp) => {
@@ -55,7 +61,10 @@ async fn bind_pair(addr: SocketAddr) -> io::Result<Listener> {
 }
 
 fn context(error: io::Error, proto: &str, addr: SocketAddr) -> io::Error {
-    io::Error::new(error.kind(), format!("cannot listen on {proto} {addr}: {error}"))
+    io::Error::new(
+        error.kind(),
+        format!("cannot listen on {proto} {addr}: {error}"),
+    )
 }
 
 /// The addresses a server bound to `addrs` answers on: the addresses themselves, or every

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use hickory_proto::rr::Record;
 
 pub use listen::{Listener, bind_all, local_ips};
-pub use run::{Running, StartError, load, start};
+pub use run::{LoadedBlock, Running, StartError, load, start};
 
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
 use crate::store::Store;
@@ -75,10 +75,12 @@ struct Transfer {
 impl Kubernetes {
     /// The plugin with its options and store.
     pub fn new(config: KubernetesConfig, store: Arc<Store>, fingerprint: u64) -> Self {
-        let fallthrough = config
-            .fallthrough
-            .as_ref()
-            .map(|zones| zones.iter().filter_map(|zone| wire_zone(&zone.to_ascii())).collect());
+        let fallthrough = config.fallthrough.as_ref().map(|zones| {
+            zones
+                .iter()
+                .filter_map(|zone| wire_zone(&zone.to_ascii()))
+                .collect()
+        });
         Self {
             config,
             store,
@@ -99,21 +101,35 @@ impl Kubernetes {
 }
 
 fn wire_zone(text: &str) -> Option<WireName> {
-    WireName::from_dotted(text).ok().map(|name| name.to_lowercase())
+    WireName::from_dotted(text)
+        .ok()
+        .map(|name| name.to_lowercase())
 }
 
 impl Block {
     /// A block from its configuration and, when it has a *kubernetes* directive, its store.
     pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>) -> Self {
-        let zones = config.zones.iter().filter_map(|z| wire_zone(&z.to_ascii())).collect();
+        let zones = config
+            .zones
+            .iter()
+            .filter_map(|z| wire_zone(&z.to_ascii()))
+            .collect();
         let transfer = config
             .transfer
             .iter()
             .map(|transfer| Transfer {
                 zones: if transfer.zones.is_empty() {
-                    config.zones.iter().filter_map(|z| wire_zone(&z.to_ascii())).collect()
+                    config
+                        .zones
+                        .iter()
+                        .filter_map(|z| wire_zone(&z.to_ascii()))
+                        .collect()
                 } else {
-                    transfer.zones.iter().filter_map(|z| wire_zone(&z.to_ascii())).collect()
+                    transfer
+                        .zones
+                        .iter()
+                        .filter_map(|z| wire_zone(&z.to_ascii()))
+                        .collect()
                 },
                 config: transfer.clone(),
             })
@@ -182,8 +198,8 @@ impl Handler {
             let snapshot = kubernetes.store.load();
             if let Some(answer) = snapshot.lookup(qname, qtype) {
                 // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
-                let passes = answer.rcode == crate::zone::Rcode::NxDomain
-                    && kubernetes.falls_through(qname);
+                let passes =
+                    answer.rcode == crate::zone::Rcode::NxDomain && kubernetes.falls_through(qname);
                 if !passes {
                     let zone = &snapshot.zones()[answer.zone];
                     let limit = match transport {

@@ -28,7 +28,7 @@ pub enum StartError {
         /// Line of the *kubernetes* directive.
         line: usize,
         /// What went wrong.
-        source: file::Error,
+        source: Box<file::Error>,
     },
     /// A *kubernetes* block without `objects` needs the API watch.
     #[error(
@@ -58,10 +58,19 @@ pub struct Running {
     udp: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// A server block ready to serve, and the addresses it listens on.
+#[derive(Debug)]
+pub struct LoadedBlock {
+    /// The block, its zone loaded.
+    pub block: Arc<Block>,
+    /// Where it listens (as configured: port 0 stays 0 until bound).
+    pub addrs: Vec<SocketAddr>,
+}
+
 /// The blocks of `config` with their zones loaded from their objects files, and the
 /// addresses each listens on. Nothing is bound or watched: this is also the offline path of
 /// `records` and `query`.
-pub fn load(config: &Config) -> Result<Vec<(Arc<Block>, Vec<SocketAddr>)>, StartError> {
+pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
     let mut blocks = Vec::with_capacity(config.servers.len());
     for server_block in &config.servers {
         let addrs = block_addresses(server_block);
@@ -71,13 +80,18 @@ pub fn load(config: &Config) -> Result<Vec<(Arc<Block>, Vec<SocketAddr>)>, Start
                 return Err(StartError::NoObjects { line: k8s.line });
             }
             Some(k8s) => {
-                let loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None)
-                    .map_err(|source| StartError::Objects {
+                let loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None).map_err(
+                    |source| StartError::Objects {
                         line: k8s.line,
-                        source,
-                    })?;
+                        source: Box::new(source),
+                    },
+                )?;
                 for (kind, count) in &loaded.ignored {
-                    tracing::info!(kind, count, "objects of a kind clusterdns does not use; ignored");
+                    tracing::info!(
+                        kind,
+                        count,
+                        "objects of a kind clusterdns does not use; ignored"
+                    );
                 }
                 tracing::info!(
                     zones = ?k8s.zones.iter().map(ToString::to_string).collect::<Vec<_>>(),
@@ -90,7 +104,10 @@ pub fn load(config: &Config) -> Result<Vec<(Arc<Block>, Vec<SocketAddr>)>, Start
                 Some(Kubernetes::new(k8s.clone(), store, fingerprint))
             }
         };
-        blocks.push((Arc::new(Block::new(server_block, kubernetes)), addrs));
+        blocks.push(LoadedBlock {
+            block: Arc::new(Block::new(server_block, kubernetes)),
+            addrs,
+        });
     }
     Ok(blocks)
 }
@@ -100,7 +117,7 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
     let shutdown = CancellationToken::new();
     let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
     let mut blocks = Vec::new();
-    for (block, addrs) in load(config)? {
+    for LoadedBlock { block, addrs } in load(config)? {
         if let Some(k8s) = block.kubernetes() {
             watcher::watch(
                 k8s.config.objects.clone(),

@@ -12,7 +12,11 @@ const MAX_DATAGRAM: usize = 65535;
 
 /// Serves queries on `socket` until `shutdown`: receive, answer from the current snapshot,
 /// send. Buffers are reused, so a query costs two system calls and no allocation.
-pub(crate) async fn serve(socket: Arc<UdpSocket>, handler: Arc<Handler>, shutdown: CancellationToken) {
+pub(crate) async fn serve(
+    socket: Arc<UdpSocket>,
+    handler: Arc<Handler>,
+    shutdown: CancellationToken,
+) {
     let mut packet = vec![0u8; MAX_DATAGRAM];
     let mut out = Vec::with_capacity(4096);
     loop {

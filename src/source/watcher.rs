@@ -45,9 +45,9 @@ pub fn load(
         .filter_map(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())
         .max()
         .unwrap_or_else(SystemTime::now);
-    let mut serial = modified
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| u32::try_from(elapsed.as_secs()).unwrap_or(u32::MAX));
+    let mut serial = modified.duration_since(UNIX_EPOCH).map_or(0, |elapsed| {
+        u32::try_from(elapsed.as_secs()).unwrap_or(u32::MAX)
+    });
     if let Some(previous) = previous
         && serial <= previous
     {
@@ -94,7 +94,11 @@ pub fn watch(
     })?;
     let mut dirs: Vec<&Path> = paths
         .iter()
-        .map(|path| path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+        .map(|path| {
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+        })
         .collect();
     dirs.sort();
     dirs.dedup();
@@ -118,10 +122,9 @@ pub fn watch(
             }
             let previous = store.load().serial();
             let (paths2, config2, ips2) = (paths.clone(), config.clone(), local_ips.clone());
-            let loaded = tokio::task::spawn_blocking(move || {
-                load(&paths2, &config2, &ips2, Some(previous))
-            })
-            .await;
+            let loaded =
+                tokio::task::spawn_blocking(move || load(&paths2, &config2, &ips2, Some(previous)))
+                    .await;
             match loaded {
                 Ok(Ok(loaded)) => {
                     fingerprint = loaded.fingerprint;

@@ -247,7 +247,9 @@ fn skip_name(bytes: &[u8], mut at: usize) -> Option<usize> {
 fn soa_serial_of(bytes: &[u8], rdata_at: usize) -> Option<u32> {
     let at = skip_name(bytes, skip_name(bytes, rdata_at)?)?;
     let serial = bytes.get(at..at + 4)?;
-    Some(u32::from_be_bytes([serial[0], serial[1], serial[2], serial[3]]))
+    Some(u32::from_be_bytes([
+        serial[0], serial[1], serial[2], serial[3],
+    ]))
 }
 
 /// A reply being written into a caller's buffer.
@@ -282,9 +284,9 @@ impl<'o> Writer<'o> {
                 }
                 Owner::Name(name) => {
                     match named_at {
-                        Some(offset) if offset < 0x4000 => {
-                            self.out.extend_from_slice(&(0xc000 | offset as u16).to_be_bytes())
-                        }
+                        Some(offset) if offset < 0x4000 => self
+                            .out
+                            .extend_from_slice(&(0xc000 | offset as u16).to_be_bytes()),
                         _ => {
                             named_at = Some(self.out.len());
                             self.out.extend_from_slice(name);
@@ -293,7 +295,9 @@ impl<'o> Writer<'o> {
                     at
                 }
                 Owner::Embedded => {
-                    let Some(end) = skip_name(data, at) else { return };
+                    let Some(end) = skip_name(data, at) else {
+                        return;
+                    };
                     let owner_at = self.out.len();
                     self.out.extend_from_slice(&data[at..end]);
                     if let Some(respell) = respell {
@@ -352,12 +356,20 @@ impl<'o> Writer<'o> {
         self.out.extend_from_slice(&edns.payload.to_be_bytes());
         let extended = u32::from(rcode >> 4) << 24;
         let dnssec_ok = if edns.dnssec_ok { 0x8000 } else { 0 };
-        self.out.extend_from_slice(&(extended | dnssec_ok).to_be_bytes());
+        self.out
+            .extend_from_slice(&(extended | dnssec_ok).to_be_bytes());
         self.out.extend_from_slice(&[0, 0]);
         self.counts[3] += 1;
     }
 
-    fn header(&mut self, id: u16, request_flags: u16, authoritative: bool, truncated: bool, rcode: u16) {
+    fn header(
+        &mut self,
+        id: u16,
+        request_flags: u16,
+        authoritative: bool,
+        truncated: bool,
+        rcode: u16,
+    ) {
         let mut flags = FLAG_QR | (request_flags & (0x7800 | FLAG_RD | FLAG_CD)) | (rcode & 0x0f);
         if authoritative {
             flags |= FLAG_AA;
@@ -381,7 +393,9 @@ struct Respell<'r> {
 
 impl Respell<'_> {
     fn apply(&self, name: &mut [u8]) {
-        let Some(end) = skip_name(name, 0) else { return };
+        let Some(end) = skip_name(name, 0) else {
+            return;
+        };
         if end < self.lower.len() || name[end - 1] != 0 {
             return;
         }

@@ -28,7 +28,10 @@ fn parses_a_plain_query() {
     packet.extend(question(WEB, 1));
     let request = Request::parse(&packet).unwrap();
     assert_eq!(request.id, 0xbeef);
-    assert_eq!(request.question.name(), b"\x03web\x04shop\x03svc\x07cluster\x05local\x00");
+    assert_eq!(
+        request.question.name(),
+        b"\x03web\x04shop\x03svc\x07cluster\x05local\x00"
+    );
     assert_eq!(request.question.qtype, 1);
     assert_eq!(request.edns, None);
     assert_eq!(request.udp_limit(), 512);
@@ -42,7 +45,10 @@ fn parses_edns() {
     packet.extend([0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
     let request = Request::parse(&packet).unwrap();
     let edns = request.edns.unwrap();
-    assert_eq!((edns.payload, edns.version, edns.dnssec_ok), (4096, 0, true));
+    assert_eq!(
+        (edns.payload, edns.version, edns.dnssec_ok),
+        (4096, 0, true)
+    );
     // A payload below 512 counts as 512.
     let at = packet.len() - 8;
     packet[at..at + 2].copy_from_slice(&100u16.to_be_bytes());
@@ -61,48 +67,81 @@ fn rejects_what_is_not_a_query() {
     };
     let cases: Vec<(&str, Vec<u8>, Malformed)> = vec![
         ("shorter than a header", vec![0; 11], Malformed::Ignore),
-        ("a response", {
-            let mut p = ok.clone();
-            p[2] |= 0x80;
-            p
-        }, Malformed::Ignore),
+        (
+            "a response",
+            {
+                let mut p = ok.clone();
+                p[2] |= 0x80;
+                p
+            },
+            Malformed::Ignore,
+        ),
         ("no question", header(9, 0, [0, 0, 0, 0]), formerr),
-        ("two questions", {
-            let mut p = header(9, 0, [2, 0, 0, 0]);
-            p.extend(question(WEB, 1));
-            p.extend(question(WEB, 1));
-            p
-        }, formerr),
+        (
+            "two questions",
+            {
+                let mut p = header(9, 0, [2, 0, 0, 0]);
+                p.extend(question(WEB, 1));
+                p.extend(question(WEB, 1));
+                p
+            },
+            formerr,
+        ),
         ("truncated name", ok[..20].to_vec(), formerr),
         ("missing type", ok[..ok.len() - 2].to_vec(), formerr),
-        ("pointer in the question", {
-            let mut p = header(9, 0, [1, 0, 0, 0]);
-            p.extend(question(b"\xc0\x0c", 1));
-            p
-        }, formerr),
-        ("additional count past the end", {
-            let mut p = ok.clone();
-            p[11] = 1;
-            p
-        }, formerr),
-        ("two OPT records", {
-            let mut p = ok.clone();
-            p[11] = 2;
-            p.extend([0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
-            p.extend([0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
-            p
-        }, formerr),
-        ("OPT not at the root", {
-            let mut p = ok.clone();
-            p[11] = 1;
-            p.extend([1, b'x', 0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
-            p
-        }, formerr),
-        ("NOTIFY", {
-            let mut p = ok.clone();
-            p[2] = 4 << 3;
-            p
-        }, Malformed::Reply { id: 9, opcode: 4, flags: 0x2000, rcode: rcode::NOTIMP }),
+        (
+            "pointer in the question",
+            {
+                let mut p = header(9, 0, [1, 0, 0, 0]);
+                p.extend(question(b"\xc0\x0c", 1));
+                p
+            },
+            formerr,
+        ),
+        (
+            "additional count past the end",
+            {
+                let mut p = ok.clone();
+                p[11] = 1;
+                p
+            },
+            formerr,
+        ),
+        (
+            "two OPT records",
+            {
+                let mut p = ok.clone();
+                p[11] = 2;
+                p.extend([0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
+                p.extend([0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
+                p
+            },
+            formerr,
+        ),
+        (
+            "OPT not at the root",
+            {
+                let mut p = ok.clone();
+                p[11] = 1;
+                p.extend([1, b'x', 0, 0, 41, 2, 0, 0, 0, 0, 0, 0, 0]);
+                p
+            },
+            formerr,
+        ),
+        (
+            "NOTIFY",
+            {
+                let mut p = ok.clone();
+                p[2] = 4 << 3;
+                p
+            },
+            Malformed::Reply {
+                id: 9,
+                opcode: 4,
+                flags: 0x2000,
+                rcode: rcode::NOTIMP,
+            },
+        ),
     ];
     for (what, packet, want) in cases {
         assert_eq!(Request::parse(&packet).err(), Some(want), "{what}");

@@ -80,9 +80,9 @@ pub fn build(cluster: &Cluster, config: &KubernetesConfig, ctx: &BuildContext) -
 }
 
 fn is_reverse(origin: &WireName) -> bool {
-    ["in-addr.arpa.", "ip6.arpa."].iter().any(|suffix| {
-        WireName::from_dotted(suffix).is_ok_and(|suffix| origin.is_within(&suffix))
-    })
+    ["in-addr.arpa.", "ip6.arpa."]
+        .iter()
+        .any(|suffix| WireName::from_dotted(suffix).is_ok_and(|suffix| origin.is_within(&suffix)))
 }
 
 /// SOA, NS (with glue), `ns.dns.<zone>` and `dns-version.<zone>`.
@@ -125,7 +125,8 @@ fn name_servers(view: &View<'_>, zone: &WireName, local_ips: &[IpAddr]) -> Vec<(
     let mut found = Vec::new();
     for local in local_ips {
         for slice in &view.slices {
-            let holds_local = records::ready_addresses(slice, view.pod_names).any(|a| a.ip == *local);
+            let holds_local =
+                records::ready_addresses(slice, view.pod_names).any(|a| a.ip == *local);
             let Some(service) = slice.service_name.as_deref() else {
                 continue;
             };
@@ -202,7 +203,10 @@ fn add_verified_pods(
     for pod in cluster.pods.values() {
         if !matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
             || !view.exposed.contains(pod.key.namespace.as_str())
-            || !config.labels.as_ref().is_none_or(|s| s.matches(&pod.labels))
+            || !config
+                .labels
+                .as_ref()
+                .is_none_or(|s| s.matches(&pod.labels))
         {
             continue;
         }
@@ -244,8 +248,7 @@ fn add_reverse(b: &mut Builder, zone: &WireName, view: &View<'_>, primary: &Wire
                 service,
                 slice.key.namespace.as_str(),
                 "svc",
-            ])
-            else {
+            ]) else {
                 continue;
             };
             let targets = ptrs.entry(address.ip).or_default();

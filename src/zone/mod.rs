@@ -25,7 +25,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use smallvec::SmallVec;
 
-pub use build::{BuildContext, build};
+pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 use name::{WireName, labels, suffix_offset};
 use rrset::{RrSet, rtype};
 
@@ -89,9 +89,15 @@ impl Soa {
     /// The five integers that end the SOA RDATA.
     pub fn tail(&self) -> [u8; 20] {
         let mut out = [0u8; 20];
-        for (index, value) in [self.serial, self.refresh, self.retry, self.expire, self.minimum]
-            .into_iter()
-            .enumerate()
+        for (index, value) in [
+            self.serial,
+            self.refresh,
+            self.retry,
+            self.expire,
+            self.minimum,
+        ]
+        .into_iter()
+        .enumerate()
         {
             out[index * 4..index * 4 + 4].copy_from_slice(&value.to_be_bytes());
         }
@@ -172,7 +178,7 @@ impl<'a> Run<'a> {
     }
 
     fn extra(set: &'a RrSet) -> Option<Self> {
-        (set.extra_count > 0).then(|| Self {
+        (set.extra_count > 0).then_some(Self {
             owner: Owner::Embedded,
             count: set.extra_count,
             data: Cow::Borrowed(&set.extra),
@@ -404,10 +410,7 @@ impl Snapshot {
 
     /// Every name and its RRsets, for zone files and transfers: `(name, rrsets)` per node
     /// of `zone` that holds records, in no particular order.
-    pub(crate) fn nodes_in(
-        &self,
-        zone: usize,
-    ) -> impl Iterator<Item = (&[u8], &[RrSet])> + '_ {
+    pub(crate) fn nodes_in(&self, zone: usize) -> impl Iterator<Item = (&[u8], &[RrSet])> + '_ {
         self.nodes.iter().filter_map(move |(name, node)| {
             (!node.rrsets.is_empty() && self.zone_of(name) == Some(zone))
                 .then_some((&name[..], &node.rrsets[..]))
@@ -422,7 +425,11 @@ pub fn ip_from_dashed(label: &[u8]) -> Option<IpAddr> {
     let text = std::str::from_utf8(label).ok()?;
     let dashes = text.bytes().filter(|&b| b == b'-').count();
     if dashes == 3 && !text.contains("--") {
-        return text.replace('-', ".").parse::<Ipv4Addr>().ok().map(IpAddr::V4);
+        return text
+            .replace('-', ".")
+            .parse::<Ipv4Addr>()
+            .ok()
+            .map(IpAddr::V4);
     }
     let v6: Ipv6Addr = text.replace('-', ":").parse().ok()?;
     Some(match v6.to_ipv4_mapped() {

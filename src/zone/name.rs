@@ -69,7 +69,11 @@ impl WireName {
         }
         out.extend_from_slice(&self.0);
         if out.len() > MAX_NAME_LEN {
-            return Err(NameError(format!("{}{}", String::from_utf8_lossy(&out), self)));
+            return Err(NameError(format!(
+                "{}{}",
+                String::from_utf8_lossy(&out),
+                self
+            )));
         }
         Ok(Self(out))
     }
@@ -231,10 +235,22 @@ mod tests {
     #[test]
     fn suffix_is_found_at_label_boundaries_only() {
         let web = name("web.shop.svc.Cluster.Local.");
-        assert_eq!(suffix_offset(web.as_bytes(), name("cluster.local").as_bytes()), Some(13));
-        assert_eq!(suffix_offset(web.as_bytes(), name(".").as_bytes()), Some(27));
-        assert_eq!(suffix_offset(web.as_bytes(), name("ster.local").as_bytes()), None);
-        assert_eq!(suffix_offset(name("local").as_bytes(), web.as_bytes()), None);
+        assert_eq!(
+            suffix_offset(web.as_bytes(), name("cluster.local").as_bytes()),
+            Some(13)
+        );
+        assert_eq!(
+            suffix_offset(web.as_bytes(), name(".").as_bytes()),
+            Some(27)
+        );
+        assert_eq!(
+            suffix_offset(web.as_bytes(), name("ster.local").as_bytes()),
+            None
+        );
+        assert_eq!(
+            suffix_offset(name("local").as_bytes(), web.as_bytes()),
+            None
+        );
         assert!(web.is_within(&name("svc.cluster.local")));
         assert!(!name("cluster.local").is_within(&name("svc.cluster.local")));
     }
@@ -252,7 +268,7 @@ mod tests {
 
     #[test]
     fn canonical_order_is_right_to_left() {
-        let mut names = vec![
+        let mut names = [
             name("b.example."),
             name("example."),
             name("z.a.example."),
@@ -263,7 +279,13 @@ mod tests {
         let sorted: Vec<String> = names.iter().map(ToString::to_string).collect();
         assert_eq!(
             sorted,
-            ["example.", "A.example.", "a.example.", "z.a.example.", "b.example."]
+            [
+                "example.",
+                "A.example.",
+                "a.example.",
+                "z.a.example.",
+                "b.example."
+            ]
         );
     }
 }

@@ -9,7 +9,9 @@ use super::dashed_ip;
 use super::name::WireName;
 use super::rrset::{self, rtype};
 use crate::config::KubernetesConfig;
-use crate::model::{AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Service, ServiceType};
+use crate::model::{
+    AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Service, ServiceType,
+};
 
 /// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
 const MAX_POD_NAME_LABEL: usize = 64;
@@ -150,7 +152,12 @@ struct Entry<'a> {
 }
 
 /// Adds every record the Service gives under `zone`.
-pub(crate) fn add_service(b: &mut Builder, zone: &WireName, sv: &ServiceView<'_>, ignore_empty: bool) {
+pub(crate) fn add_service(
+    b: &mut Builder,
+    zone: &WireName,
+    sv: &ServiceView<'_>,
+    ignore_empty: bool,
+) {
     let service = sv.service;
     let Ok(base) = zone.prepend_all([
         service.key.name.as_str(),
@@ -288,7 +295,9 @@ fn endpoint_targets(base: &WireName, ready: &[ReadyAddress<'_>]) -> BTreeMap<Str
             Ok(name) if !address.label.contains('.') => {
                 targets.insert(key, name);
             }
-            _ => tracing::debug!(label = %address.label, "endpoint label is not a DNS label; skipped"),
+            _ => {
+                tracing::debug!(label = %address.label, "endpoint label is not a DNS label; skipped")
+            }
         }
     }
     targets

@@ -147,14 +147,6 @@ pub(crate) fn address_rdata(ip: IpAddr) -> (u16, Vec<u8>) {
     }
 }
 
-/// The record type for an address.
-pub(crate) fn address_type(ip: IpAddr) -> u16 {
-    match ip {
-        IpAddr::V4(_) => rtype::A,
-        IpAddr::V6(_) => rtype::AAAA,
-    }
-}
-
 /// SRV RDATA: priority, weight, port, target (never compressed, RFC 2782).
 pub(crate) fn srv_rdata(priority: u16, weight: u16, port: u16, target: &WireName) -> Vec<u8> {
     let mut rdata = Vec::with_capacity(6 + target.as_bytes().len());
@@ -200,9 +192,7 @@ pub fn address_from_reverse(name: &WireName) -> Option<IpAddr> {
     let labels: Vec<&[u8]> = name.labels().collect();
     let lower = |label: &[u8]| label.to_ascii_lowercase();
     match labels.as_slice() {
-        [d, c, b, a, inaddr, arpa]
-            if lower(inaddr) == b"in-addr" && lower(arpa) == b"arpa" =>
-        {
+        [d, c, b, a, inaddr, arpa] if lower(inaddr) == b"in-addr" && lower(arpa) == b"arpa" => {
             let octet = |label: &[u8]| -> Option<u8> {
                 let text = std::str::from_utf8(label).ok()?;
                 if text.len() > 1 && text.starts_with('0') {

@@ -16,7 +16,10 @@ use crate::zone::zonefile::record_line;
 
 pub(crate) fn config(zones: &[&str]) -> KubernetesConfig {
     KubernetesConfig {
-        zones: zones.iter().map(|z| hickory_proto::rr::Name::from_str(z).unwrap()).collect(),
+        zones: zones
+            .iter()
+            .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
+            .collect(),
         primary_zone: 0,
         ttl: 30,
         pods: PodMode::Insecure,
@@ -41,7 +44,11 @@ fn shop() -> Snapshot {
         local_ips: vec!["127.0.0.1".parse().unwrap()],
         serial: 1700000000,
     };
-    build(&loaded.cluster, &config(&["cluster.local.", "in-addr.arpa.", "ip6.arpa."]), &ctx)
+    build(
+        &loaded.cluster,
+        &config(&["cluster.local.", "in-addr.arpa.", "ip6.arpa."]),
+        &ctx,
+    )
 }
 
 fn ask(snapshot: &Snapshot, name: &str, qtype: RecordType) -> (String, Vec<String>) {
@@ -53,7 +60,13 @@ fn ask(snapshot: &Snapshot, name: &str, qtype: RecordType) -> (String, Vec<Strin
         .lookup(request.question.name(), request.question.qtype)
         .unwrap();
     let mut out = Vec::new();
-    write_answer(&request, &answer, &snapshot.zones()[answer.zone], 512, &mut out);
+    write_answer(
+        &request,
+        &answer,
+        &snapshot.zones()[answer.zone],
+        512,
+        &mut out,
+    );
     let reply = Message::from_vec(&out).unwrap();
     let mut lines: Vec<String> = reply
         .answers
@@ -69,17 +82,35 @@ fn ask(snapshot: &Snapshot, name: &str, qtype: RecordType) -> (String, Vec<Strin
 #[test]
 fn shop_seed_questions() {
     let snapshot = shop();
-    let (rcode, lines) = ask(&snapshot, "web-headless.shop.svc.cluster.local.", RecordType::A);
+    let (rcode, lines) = ask(
+        &snapshot,
+        "web-headless.shop.svc.cluster.local.",
+        RecordType::A,
+    );
     assert_eq!(rcode, "No Error");
     assert_eq!(lines.len(), 3, "{lines:#?}");
-    let (_, lines) = ask(&snapshot, "_pg._tcp.db.shop.svc.cluster.local.", RecordType::SRV);
-    assert!(lines.iter().any(|l| l.contains("db-0.db.shop.svc.cluster.local.")), "{lines:#?}");
+    let (_, lines) = ask(
+        &snapshot,
+        "_pg._tcp.db.shop.svc.cluster.local.",
+        RecordType::SRV,
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("db-0.db.shop.svc.cluster.local.")),
+        "{lines:#?}"
+    );
     let (_, lines) = ask(&snapshot, "20.0.96.10.in-addr.arpa.", RecordType::PTR);
-    assert_eq!(lines, ["20.0.96.10.in-addr.arpa.\t30\tIN\tPTR\tweb.shop.svc.cluster.local."]);
+    assert_eq!(
+        lines,
+        ["20.0.96.10.in-addr.arpa.\t30\tIN\tPTR\tweb.shop.svc.cluster.local."]
+    );
     let (rcode, lines) = ask(&snapshot, "nope.shop.svc.cluster.local.", RecordType::A);
     assert_eq!(rcode, "Non-Existent Domain");
     assert_eq!(
         lines,
-        ["cluster.local.\t30\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. 1700000000 7200 1800 86400 30"]
+        [
+            "cluster.local.\t30\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. 1700000000 7200 1800 86400 30"
+        ]
     );
 }

@@ -25,7 +25,7 @@ pub fn zone_records(snapshot: &Snapshot, zone: usize) -> Vec<Record> {
     for (name, sets) in nodes {
         for set in sets {
             let mut records = decode_rrset(name, set);
-            records.sort_by(|a, b| compare_text(a, b));
+            records.sort_by(compare_text);
             if set.rtype == rtype::SOA {
                 soa.extend(records);
             } else {

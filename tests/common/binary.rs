@@ -62,7 +62,9 @@ impl TestServer {
     /// Sends `packet` over UDP and returns the reply bytes.
     pub fn udp(&self, packet: &[u8]) -> Vec<u8> {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         socket.send_to(packet, self.addr).unwrap();
         let mut buf = vec![0u8; 65535];
         let (len, _) = socket.recv_from(&mut buf).expect("udp reply");
@@ -71,9 +73,15 @@ impl TestServer {
     }
 
     /// Sends `packet` over TCP and returns every reply message until `count` arrived.
-    pub fn tcp_messages(&self, packet: &[u8], until_done: impl Fn(&[Vec<u8>]) -> bool) -> Vec<Vec<u8>> {
+    pub fn tcp_messages(
+        &self,
+        packet: &[u8],
+        until_done: impl Fn(&[Vec<u8>]) -> bool,
+    ) -> Vec<Vec<u8>> {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut framed = (packet.len() as u16).to_be_bytes().to_vec();
         framed.extend_from_slice(packet);
         stream.write_all(&framed).unwrap();

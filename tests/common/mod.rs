@@ -7,7 +7,6 @@ pub mod binary;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 
 use clusterdns::server::{self, Handler, Outcome, Transport};
 use clusterdns::zone::zonefile::record_line;
@@ -54,7 +53,7 @@ impl Offline {
         let config = clusterdns::config::read_corefile(&file.path)
             .unwrap_or_else(|e| panic!("Corefile does not parse: {e}\n{corefile}"));
         let blocks = server::load(&config).unwrap_or_else(|e| panic!("does not load: {e}"));
-        let handler = Handler::new(blocks.into_iter().map(|(block, _)| Arc::clone(&block)).collect());
+        let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
         Self {
             handler,
             _corefile: file,
