@@ -4,6 +4,7 @@
 
 mod common;
 mod corefile;
+mod e2e;
 mod loader;
 mod protocol;
 mod zone;

@@ -60,7 +60,7 @@ pub(crate) fn dig_text(reply: &Message) -> String {
         out,
         ";; ->>HEADER<<- opcode: {}, status: {}, id: {}",
         format!("{:?}", meta.op_code).to_uppercase(),
-        meta.response_code.to_str().to_uppercase(),
+        crate::wire::rcode_name(u16::from(meta.response_code)),
         meta.id
     );
     let mut flags = vec!["qr"];

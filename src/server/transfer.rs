@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use super::{Block, Outcome, Transport};
 use crate::wire::{self, Request, rcode};
+use crate::zone::name::suffix_offset;
 use crate::zone::rrset::rtype;
 use crate::zone::zonefile;
 
@@ -17,8 +18,13 @@ pub(super) fn respond(
     out: &mut Vec<u8>,
 ) -> Outcome {
     let qname = request.question.name();
+    // A `transfer` directive covers the zones at and below its own (CoreDNS
+    // `plugin.Zones.Matches`); the zone itself must be one the plugin serves.
     let allowed = block.transfer.iter().any(|transfer| {
-        transfer.zones.iter().any(|zone| zone.as_bytes() == qname)
+        transfer
+            .zones
+            .iter()
+            .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
             && transfer.config.to.iter().any(|peer| peer.allows(client))
     });
     let Some(kubernetes) = block.kubernetes.as_ref().filter(|_| allowed) else {

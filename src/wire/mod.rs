@@ -16,6 +16,25 @@ pub const UDP_MIN_PAYLOAD: u16 = 512;
 /// Opcode QUERY.
 pub const OPCODE_QUERY: u8 = 0;
 
+/// The mnemonic dig prints for an rcode (`NOERROR`, `NXDOMAIN`, ...).
+pub fn rcode_name(rcode: u16) -> &'static str {
+    match rcode {
+        rcode::NOERROR => "NOERROR",
+        rcode::FORMERR => "FORMERR",
+        rcode::SERVFAIL => "SERVFAIL",
+        rcode::NXDOMAIN => "NXDOMAIN",
+        rcode::NOTIMP => "NOTIMP",
+        rcode::REFUSED => "REFUSED",
+        6 => "YXDOMAIN",
+        7 => "YXRRSET",
+        8 => "NXRRSET",
+        9 => "NOTAUTH",
+        10 => "NOTZONE",
+        rcode::BADVERS => "BADVERS",
+        _ => "RESERVED",
+    }
+}
+
 /// Response codes, with the extended ones (over 15) carried partly in OPT.
 pub mod rcode {
     /// No error.

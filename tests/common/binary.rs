@@ -96,6 +96,24 @@ impl TestServer {
         messages
     }
 
+    /// Writes `bytes` as they are (already framed) and reads `count` framed replies.
+    pub fn tcp_messages_raw(&self, bytes: &[u8], count: usize) -> Vec<Vec<u8>> {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream.write_all(bytes).unwrap();
+        (0..count)
+            .map(|_| {
+                let mut len = [0u8; 2];
+                stream.read_exact(&mut len).expect("tcp reply length");
+                let mut message = vec![0u8; u16::from_be_bytes(len) as usize];
+                stream.read_exact(&mut message).unwrap();
+                message
+            })
+            .collect()
+    }
+
     pub fn ask_udp(&self, name: &str, qtype: &str) -> Reply {
         Reply::decode(&self.udp(&super::query(name, qtype, Some(1232))))
     }

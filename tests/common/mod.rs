@@ -93,7 +93,10 @@ impl Offline {
 pub fn query(name: &str, qtype: &str, payload: Option<u16>) -> Vec<u8> {
     let mut message = Message::new(4321, MessageType::Query, OpCode::Query);
     message.metadata.recursion_desired = true;
-    let qtype = RecordType::from_str(qtype).unwrap();
+    let qtype = match qtype {
+        "IXFR" => RecordType::IXFR,
+        other => RecordType::from_str(other).unwrap(),
+    };
     message.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
     if let Some(payload) = payload {
         let mut edns = Edns::new();
@@ -131,20 +134,7 @@ impl Reply {
     }
 }
 
-/// The mnemonic dig prints for an rcode.
-pub fn rcode_name(rcode: u16) -> &'static str {
-    match rcode {
-        0 => "NOERROR",
-        1 => "FORMERR",
-        2 => "SERVFAIL",
-        3 => "NXDOMAIN",
-        4 => "NOTIMP",
-        5 => "REFUSED",
-        9 => "NOTAUTH",
-        16 => "BADVERS",
-        _ => "OTHER",
-    }
-}
+pub use clusterdns::wire::rcode_name;
 
 pub fn lines(records: &[Record]) -> Vec<String> {
     let mut lines: Vec<String> = records.iter().map(|r| normalize(&record_line(r))).collect();

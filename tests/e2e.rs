@@ -1,0 +1,386 @@
+//! The real binary on port 0, asked over real sockets.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::Message;
+
+use crate::common::binary::TestServer;
+use crate::common::{TempCorefile, expect, fixture, lines, query};
+
+fn serve_shop() -> TestServer {
+    let shop = fixture("shop.json");
+    TestServer::start(&[
+        "serve",
+        "--objects",
+        shop.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+}
+
+/// The seed lesson's questions, over UDP and over TCP: the same answers both ways.
+#[test]
+fn seed_questions_over_udp_and_tcp() {
+    let server = serve_shop();
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        (
+            "web-headless.shop.svc.cluster.local.",
+            "A",
+            "NOERROR",
+            &[
+                "web-headless.shop.svc.cluster.local. 30 IN A 10.244.1.5",
+                "web-headless.shop.svc.cluster.local. 30 IN A 10.244.1.6",
+                "web-headless.shop.svc.cluster.local. 30 IN A 10.244.2.7",
+            ],
+        ),
+        (
+            "_pg._tcp.db.shop.svc.cluster.local.",
+            "SRV",
+            "NOERROR",
+            &[
+                "_pg._tcp.db.shop.svc.cluster.local. 30 IN SRV 0 50 5432 db-0.db.shop.svc.cluster.local.",
+                "_pg._tcp.db.shop.svc.cluster.local. 30 IN SRV 0 50 5432 db-1.db.shop.svc.cluster.local.",
+            ],
+        ),
+        (
+            "20.0.96.10.in-addr.arpa.",
+            "PTR",
+            "NOERROR",
+            &["20.0.96.10.in-addr.arpa. 30 IN PTR web.shop.svc.cluster.local."],
+        ),
+        (
+            "10-244-1-5.shop.pod.cluster.local.",
+            "A",
+            "NOERROR",
+            &["10-244-1-5.shop.pod.cluster.local. 30 IN A 10.244.1.5"],
+        ),
+        (
+            "web.shop.svc.cluster.local.",
+            "A",
+            "NOERROR",
+            &["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"],
+        ),
+        ("web.shop.svc.cluster.local.", "AAAA", "NOERROR", &[]),
+        ("nope.shop.svc.cluster.local.", "A", "NXDOMAIN", &[]),
+        (
+            "kube-dns.kube-system.svc.cluster.local.",
+            "A",
+            "NOERROR",
+            &["kube-dns.kube-system.svc.cluster.local. 30 IN A 10.96.0.10"],
+        ),
+        ("www.example.com.", "A", "REFUSED", &[]),
+    ];
+    for &(name, qtype, rcode, answer) in cases {
+        let udp = server.ask_udp(name, qtype);
+        let tcp = server.ask_tcp(name, qtype);
+        assert_eq!(
+            (udp.rcode.as_str(), &udp.answer),
+            (rcode, &expect(answer)),
+            "UDP {name} {qtype}"
+        );
+        assert_eq!(
+            (
+                &tcp.rcode,
+                &tcp.answer,
+                &tcp.authority,
+                &tcp.additional,
+                tcp.authoritative
+            ),
+            (
+                &udp.rcode,
+                &udp.answer,
+                &udp.authority,
+                &udp.additional,
+                udp.authoritative
+            ),
+            "TCP and UDP differ for {name} {qtype}"
+        );
+    }
+    let nx = server.ask_udp("nope.shop.svc.cluster.local.", "A");
+    assert_eq!(
+        nx.authority,
+        expect(&[
+            "cluster.local. 30 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. SERIAL 7200 1800 86400 30"
+        ])
+    );
+}
+
+#[test]
+fn tcp_connection_carries_several_queries() {
+    let server = serve_shop();
+    let mut packet = Vec::new();
+    for name in [
+        "web.shop.svc.cluster.local.",
+        "db.shop.svc.cluster.local.",
+        "nope.shop.svc.cluster.local.",
+    ] {
+        let q = query(name, "A", None);
+        packet.extend_from_slice(&(q.len() as u16).to_be_bytes());
+        packet.extend_from_slice(&q);
+    }
+    // Three framed queries in one write: pipelined, answered in order.
+    let messages = server.tcp_messages_raw(&packet, 3);
+    assert_eq!(messages.len(), 3);
+    let rcodes: Vec<String> = messages
+        .iter()
+        .map(|m| crate::common::Reply::decode(m).rcode)
+        .collect();
+    assert_eq!(rcodes, ["NOERROR", "NOERROR", "NXDOMAIN"]);
+}
+
+#[test]
+fn zone_transfer_over_tcp_matches_records() {
+    let corefile = TempCorefile::new(
+        ".:0 {\n bind 127.0.0.1\n kubernetes cluster.local in-addr.arpa {\n  pods insecure\n  ttl 30\n  objects {FIXTURES}/shop.json\n }\n transfer {\n  to 127.0.0.1\n }\n}\n",
+    );
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    let messages = server.tcp_messages(&query("cluster.local.", "AXFR", None), |messages| {
+        let soas: usize = messages
+            .iter()
+            .map(|m| {
+                Message::from_vec(m)
+                    .unwrap()
+                    .answers
+                    .iter()
+                    .filter(|r| r.record_type().is_soa())
+                    .count()
+            })
+            .sum();
+        soas >= 2
+    });
+    let mut records = Vec::new();
+    for message in &messages {
+        records.extend(Message::from_vec(message).unwrap().answers);
+    }
+    assert!(
+        records.first().unwrap().record_type().is_soa()
+            && records.last().unwrap().record_type().is_soa()
+    );
+    let transferred = lines(&records[..records.len() - 1]);
+    let listed = records_of(&corefile, "cluster.local");
+    assert_eq!(transferred, listed, "AXFR and `records` differ");
+    // IXFR from the current serial: the SOA alone.
+    let serial = match &records[0].data {
+        hickory_proto::rr::RData::SOA(soa) => soa.serial,
+        _ => unreachable!(),
+    };
+    let mut ixfr = Message::from_vec(&query("cluster.local.", "IXFR", None)).unwrap();
+    let soa = records[0].clone();
+    ixfr.authorities.push(soa);
+    let replies = server.tcp_messages(&ixfr.to_vec().unwrap(), |m| !m.is_empty());
+    let reply = Message::from_vec(&replies[0]).unwrap();
+    assert_eq!(reply.answers.len(), 1, "IXFR at serial {serial}: SOA only");
+}
+
+/// `records --format zone` for one zone, as normalized lines.
+fn records_of(corefile: &TempCorefile, zone: &str) -> Vec<String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args([
+            "records",
+            "--corefile",
+            corefile.path.to_str().unwrap(),
+            "--zone",
+            zone,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.starts_with('$') && !line.is_empty())
+        .map(crate::common::normalize)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn objects_changes_are_served_and_bad_reloads_keep_the_last_good_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects.json");
+    let original = std::fs::read_to_string(fixture("shop.json")).unwrap();
+    std::fs::write(&objects, &original).unwrap();
+    let server = TestServer::start(&[
+        "serve",
+        "--objects",
+        objects.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let serial = |server: &TestServer| -> String {
+        let reply = server.udp(&query("cluster.local.", "SOA", None));
+        match &Message::from_vec(&reply).unwrap().answers[0].data {
+            hickory_proto::rr::RData::SOA(soa) => soa.serial.to_string(),
+            _ => unreachable!(),
+        }
+    };
+    let before = serial(&server);
+    assert_eq!(
+        server
+            .ask_udp("web.shop.svc.cluster.local.", "A")
+            .answer
+            .len(),
+        1
+    );
+
+    // A change: web's ClusterIP moves. Written by rename, as editors and ConfigMaps do.
+    let changed = original.replace("10.96.0.20", "10.96.0.21");
+    let staged = dir.path().join(".objects.json.tmp");
+    std::fs::write(&staged, &changed).unwrap();
+    std::fs::rename(&staged, &objects).unwrap();
+    let want = expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.21"]);
+    wait_for(
+        || server.ask_udp("web.shop.svc.cluster.local.", "A").answer == want,
+        &server,
+    );
+    let after = serial(&server);
+    assert!(
+        after.parse::<u64>().unwrap() > before.parse::<u64>().unwrap(),
+        "serial {before} -> {after}"
+    );
+
+    // A broken file: the last good zone stays, and the log says why.
+    std::fs::write(&objects, "{\"kind\": \"List\", \"items\": [").unwrap();
+    wait_for(|| server.log().contains("objects reload failed"), &server);
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        want
+    );
+    assert_eq!(serial(&server), after);
+}
+
+fn wait_for(mut condition: impl FnMut() -> bool, server: &TestServer) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out; log:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn coredns_conf_flag_starts_the_server() {
+    let corefile = TempCorefile::new(
+        ".:0 {\n bind 127.0.0.1\n kubernetes cluster.local {\n  objects {FIXTURES}/shop.json\n }\n}\n",
+    );
+    let server = TestServer::start(&["-conf", corefile.path.to_str().unwrap()]);
+    let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
+    assert_eq!(
+        reply.answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+    );
+}
+
+/// Runs the binary and returns (exit code, stderr).
+fn run(args: &[&str]) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"ports":[{"port":70000}]}}]}"#,
+    )
+    .unwrap();
+    let (code, stderr) = run(&[
+        "serve",
+        "--objects",
+        bad.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    for part in [
+        "bad.json",
+        "items[0]",
+        "shop/web",
+        "spec.ports[0].port",
+        "70000",
+    ] {
+        assert!(stderr.contains(part), "{part} missing from: {stderr}");
+    }
+
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        ".:53 {\n  kubernetes cluster.local {\n    podz insecure\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, stderr) = run(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(":3:") && stderr.contains("podz"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = run(&[
+        "records",
+        "--objects",
+        dir.path().join("missing.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("missing.json"), "{stderr}");
+}
+
+#[test]
+fn query_prints_like_dig() {
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args([
+            "query",
+            "web.shop.svc.cluster.local",
+            "--objects",
+            fixture("shop.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success());
+    assert!(
+        text.contains(";; ->>HEADER<<- opcode: QUERY, status: NOERROR"),
+        "{text}"
+    );
+    assert!(
+        text.contains(";; flags: qr aa rd; QUERY: 1, ANSWER: 1, AUTHORITY: 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains(";; ANSWER SECTION:\nweb.shop.svc.cluster.local.\t30\tIN\tA\t10.96.0.20"),
+        "{text}"
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args([
+            "query",
+            "nope.shop.svc.cluster.local",
+            "-t",
+            "aaaa",
+            "--objects",
+            fixture("shop.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("status: NXDOMAIN")
+            && text.contains(";; AUTHORITY SECTION:\ncluster.local.\t30\tIN\tSOA"),
+        "{text}"
+    );
+}
