@@ -8,3 +8,4 @@ mod e2e;
 mod loader;
 mod protocol;
 mod zone;
+mod zonefile;

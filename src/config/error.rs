@@ -13,15 +13,14 @@ use crate::selector::SelectorError;
 #[non_exhaustive]
 pub enum Error {
     /// The Corefile itself could not be read.
-    #[error("{}: cannot read the Corefile: {source}", At(file, *line))]
+    #[error("{}: cannot read the Corefile: {error}", At(file, *line))]
     Read {
         /// The file.
         file: PathBuf,
         /// Always 0: the whole file.
         line: usize,
         /// Why.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The text is not Corefile syntax: an unterminated quote, a brace out of place, a block
     /// that never closes, a server block without keys.
@@ -131,7 +130,7 @@ pub enum Error {
         line: usize,
     },
     /// A `labels` or `namespace_labels` expression that is not a label selector.
-    #[error("{}: {directive}: {option}: invalid label selector '{input}': {source}", At(file, *line))]
+    #[error("{}: {directive}: {option}: invalid label selector '{input}': {error}", At(file, *line))]
     Selector {
         /// The directive.
         directive: String,
@@ -140,8 +139,7 @@ pub enum Error {
         /// The expression, its arguments joined by spaces as CoreDNS does.
         input: String,
         /// Why it does not parse (boxed to keep `Error` small).
-        #[source]
-        source: Box<SelectorError>,
+        error: Box<SelectorError>,
         /// The file.
         file: PathBuf,
         /// The line.

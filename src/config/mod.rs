@@ -56,7 +56,7 @@ pub fn read_corefile(path: &Path) -> Result<Config, Error> {
     let text = stream::read_text(path).map_err(|source| Error::Read {
         file: path.to_owned(),
         line: 0,
-        source,
+        error: source,
     })?;
     parse_corefile(&text, path)
 }

@@ -23,12 +23,12 @@ const TCP_RESPONSE_BUFFER: usize = 32;
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// A block's objects failed to load.
-    #[error("kubernetes (line {line}): {source}")]
+    #[error("kubernetes (line {line}): {error}")]
     Objects {
         /// Line of the *kubernetes* directive.
         line: usize,
         /// What went wrong.
-        source: Box<file::Error>,
+        error: Box<file::Error>,
     },
     /// A *kubernetes* block without `objects` needs the API watch.
     #[error(
@@ -40,11 +40,11 @@ pub enum StartError {
         line: usize,
     },
     /// A listener could not be bound.
-    #[error("{0}")]
+    #[error(transparent)]
     Bind(#[from] std::io::Error),
     /// Objects files could not be watched.
     #[error("watching objects files: {0}")]
-    Watch(#[from] notify::Error),
+    Watch(notify::Error),
 }
 
 /// A running server.
@@ -83,7 +83,7 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
                 let loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None).map_err(
                     |source| StartError::Objects {
                         line: k8s.line,
-                        source: Box::new(source),
+                        error: Box::new(source),
                     },
                 )?;
                 for (kind, count) in &loaded.ignored {
@@ -126,7 +126,8 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
                 Arc::clone(&k8s.store),
                 k8s.fingerprint,
                 shutdown.clone(),
-            )?;
+            )
+            .map_err(StartError::Watch)?;
         }
         blocks.push(Arc::clone(&block));
         for addr in addrs {

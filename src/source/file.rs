@@ -75,13 +75,12 @@ pub struct Loaded {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The file cannot be read.
-    #[error("{}: {source}", .file.display())]
+    #[error("{}: {error}", .file.display())]
     Read {
         /// The file.
         file: PathBuf,
         /// Why.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not JSON.
     #[error("{}:{line}:{column}: invalid JSON: {message}", .file.display())]
@@ -180,7 +179,7 @@ impl Loader {
     pub fn read_file(&mut self, path: &Path) -> Result<(), Error> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
             file: path.to_owned(),
-            source,
+            error: source,
         })?;
         self.add_text(&text, path)
     }

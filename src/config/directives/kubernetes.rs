@@ -276,7 +276,7 @@ fn selector(option: &Line) -> Result<LabelSelector, Error> {
         directive: DIRECTIVE.to_owned(),
         option: option.name().to_owned(),
         input,
-        source: Box::new(source),
+        error: Box::new(source),
         file: option.name.file.to_path_buf(),
         line: option.name.line,
     })
