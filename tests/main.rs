@@ -7,5 +7,6 @@ mod corefile;
 mod e2e;
 mod loader;
 mod protocol;
+mod readme;
 mod zone;
 mod zonefile;
