@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hickory_proto::rr::{Name, RecordType};
+use hickory_proto::rr::Name;
 use hickory_proto::serialize::txt::Parser;
 use hickory_server::net::runtime::TokioRuntimeProvider;
 use hickory_server::store::in_memory::InMemoryZoneHandler;
