@@ -357,14 +357,14 @@ impl<'o> Writer<'o> {
     fn negative_soa(&mut self, zone_offset: usize, soa: &Soa) {
         let pointer = (0xc000 | (HEADER_LEN + zone_offset) as u16).to_be_bytes();
         self.out.extend_from_slice(&pointer);
-        let mut rdata = Vec::with_capacity(40);
-        rdata.extend_from_slice(b"\x02ns\x03dns");
-        rdata.extend_from_slice(&pointer);
-        rdata.extend_from_slice(b"\x0ahostmaster");
-        rdata.extend_from_slice(&pointer);
-        rdata.extend_from_slice(&soa.tail());
-        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, rdata.len());
-        self.out.extend_from_slice(&rdata);
+        // MNAME ns.dns.<zone>, RNAME hostmaster.<zone>, both pointing at the zone as asked.
+        const RDLEN: usize = 7 + 2 + 11 + 2 + 20;
+        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, RDLEN);
+        self.out.extend_from_slice(b"\x02ns\x03dns");
+        self.out.extend_from_slice(&pointer);
+        self.out.extend_from_slice(b"\x0ahostmaster");
+        self.out.extend_from_slice(&pointer);
+        self.out.extend_from_slice(&soa.tail());
         self.counts[2] += 1;
     }
 

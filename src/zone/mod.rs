@@ -349,13 +349,8 @@ impl Snapshot {
     /// `http.tcp.web.shop.svc.<zone>` is `_http._tcp.web.shop.svc.<zone>`. The key of the
     /// underscored form, when `qname` has that shape and lacks an underscore.
     fn srv_alias(&self, zone: usize, qname: &[u8]) -> Option<Vec<u8>> {
-        let origin = self.zones[zone].origin.as_bytes();
-        let relative_end = suffix_offset(qname, origin)?;
-        let relative: Vec<&[u8]> = labels(&qname[..relative_end]).collect();
-        let [port, proto, _service, _namespace, svc] = relative.as_slice() else {
-            return None;
-        };
-        if *svc != b"svc" || (port.starts_with(b"_") && proto.starts_with(b"_")) {
+        let [port, proto, _service, _namespace, svc] = self.relative_labels(zone, qname)?;
+        if svc != b"svc" || (port.starts_with(b"_") && proto.starts_with(b"_")) {
             return None;
         }
         let mut key = Vec::with_capacity(qname.len() + 2);
@@ -380,16 +375,27 @@ impl Snapshot {
         if self.pods != PodMode::Insecure || self.zones[zone].reverse {
             return None;
         }
-        let origin = self.zones[zone].origin.as_bytes();
-        let relative_end = suffix_offset(qname, origin)?;
-        let relative: Vec<&[u8]> = labels(&qname[..relative_end]).collect();
-        let [label, namespace, pod] = relative.as_slice() else {
-            return None;
-        };
-        if *pod != b"pod" || !self.pod_namespaces.contains(*namespace) {
+        let [label, namespace, pod] = self.relative_labels(zone, qname)?;
+        if pod != b"pod" || !self.pod_namespaces.contains(namespace) {
             return None;
         }
         ip_from_dashed(label)
+    }
+
+    /// The labels of `qname` in front of `zone`'s origin, when there are exactly `N`.
+    fn relative_labels<'q, const N: usize>(
+        &self,
+        zone: usize,
+        qname: &'q [u8],
+    ) -> Option<[&'q [u8]; N]> {
+        let relative_end = suffix_offset(qname, self.zones[zone].origin.as_bytes())?;
+        let mut found = [&qname[..0]; N];
+        let mut count = 0;
+        for label in labels(&qname[..relative_end]) {
+            *found.get_mut(count)? = label;
+            count += 1;
+        }
+        (count == N).then_some(found)
     }
 
     fn pod_answer(&self, zone: usize, ip: IpAddr, qtype: u16) -> Answer<'_> {
