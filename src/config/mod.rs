@@ -137,6 +137,30 @@ pub struct KubernetesConfig {
     pub line: usize,
 }
 
+impl KubernetesConfig {
+    /// The directive with CoreDNS's defaults (ttl 5, pods disabled, startup_timeout 5 s, no
+    /// filters) for `zones`, whose first forward zone is at `primary_zone`.
+    pub fn new(zones: Vec<Name>, primary_zone: usize, line: usize) -> Self {
+        Self {
+            zones,
+            primary_zone,
+            ttl: directives::kubernetes::DEFAULT_TTL,
+            pods: PodMode::Disabled,
+            endpoint_pod_names: false,
+            namespaces: Vec::new(),
+            namespace_labels: None,
+            labels: None,
+            noendpoints: false,
+            ignore_empty_service: false,
+            fallthrough: None,
+            objects: Vec::new(),
+            api: ApiConfig::default(),
+            startup_timeout: directives::kubernetes::DEFAULT_STARTUP_TIMEOUT,
+            line,
+        }
+    }
+}
+
 /// `pods disabled|insecure|verified`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PodMode {

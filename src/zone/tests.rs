@@ -15,25 +15,14 @@ use crate::wire::{Request, write_answer};
 use crate::zone::zonefile::record_line;
 
 pub(crate) fn config(zones: &[&str]) -> KubernetesConfig {
+    let zones = zones
+        .iter()
+        .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
+        .collect();
     KubernetesConfig {
-        zones: zones
-            .iter()
-            .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
-            .collect(),
-        primary_zone: 0,
         ttl: 30,
         pods: PodMode::Insecure,
-        endpoint_pod_names: false,
-        namespaces: Vec::new(),
-        namespace_labels: None,
-        labels: None,
-        noendpoints: false,
-        ignore_empty_service: false,
-        fallthrough: None,
-        objects: Vec::new(),
-        api: Default::default(),
-        startup_timeout: std::time::Duration::from_secs(5),
-        line: 1,
+        ..KubernetesConfig::new(zones, 0, 1)
     }
 }
 

@@ -16,7 +16,7 @@ use crate::config::error::Error;
 use crate::config::lexer::Token;
 use crate::config::syntax::Line;
 use crate::config::zone;
-use crate::config::{ApiConfig, KubernetesConfig, PodMode, TlsFiles};
+use crate::config::{KubernetesConfig, PodMode, TlsFiles};
 use crate::selector::LabelSelector;
 
 const DIRECTIVE: &str = "kubernetes";
@@ -60,23 +60,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
             "non-reverse zone name must be used (every zone given is a reverse zone)",
         ));
     };
-    let mut config = KubernetesConfig {
-        zones: served,
-        primary_zone,
-        ttl: DEFAULT_TTL,
-        pods: PodMode::Disabled,
-        endpoint_pod_names: false,
-        namespaces: Vec::new(),
-        namespace_labels: None,
-        labels: None,
-        noendpoints: false,
-        ignore_empty_service: false,
-        fallthrough: None,
-        objects: Vec::new(),
-        api: ApiConfig::default(),
-        startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-        line: line.name.line,
-    };
+    let mut config = KubernetesConfig::new(served, primary_zone, line.name.line);
     let mut connection_option: Option<&Token> = None;
     let mut objects_option: Option<&Token> = None;
     for option in line.options() {
