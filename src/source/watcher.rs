@@ -65,12 +65,26 @@ pub fn load(
     })
 }
 
-/// A hash of the files' contents, to skip rebuilding when an event changed nothing.
+/// What the files look like on disk (size, modification time, inode — through symlinks, so
+/// a ConfigMap's swapped `..data` link counts), to skip rebuilding when an event in the
+/// directory changed none of them. Reading metadata, not content: objects files of a large
+/// cluster are hundreds of megabytes.
 fn fingerprint(paths: &[PathBuf]) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     for path in paths {
         path.hash(&mut hasher);
-        std::fs::read(path).ok().hash(&mut hasher);
+        match std::fs::metadata(path) {
+            Ok(meta) => (
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+                meta.ino(),
+                meta.dev(),
+            )
+                .hash(&mut hasher),
+            Err(error) => error.kind().hash(&mut hasher),
+        }
     }
     hasher.finish()
 }
@@ -117,9 +131,13 @@ pub fn watch(
             // Let a burst of events (write, then rename, then chmod) settle.
             tokio::time::sleep(DEBOUNCE).await;
             while rx.try_recv().is_ok() {}
-            if self::fingerprint(&paths) == fingerprint {
+            // A failed load also moves `fingerprint` on: the same broken files are not read
+            // (nor reported) again until they change.
+            let now = self::fingerprint(&paths);
+            if now == fingerprint {
                 continue;
             }
+            fingerprint = now;
             let previous = store.load().serial();
             let (paths2, config2, ips2) = (paths.clone(), config.clone(), local_ips.clone());
             let loaded =
@@ -127,7 +145,6 @@ pub fn watch(
                     .await;
             match loaded {
                 Ok(Ok(loaded)) => {
-                    fingerprint = loaded.fingerprint;
                     tracing::info!(
                         serial = loaded.snapshot.serial(),
                         names = loaded.snapshot.name_count(),
@@ -146,7 +163,7 @@ pub fn watch(
 }
 
 impl LoadedZone {
-    /// The content fingerprint the snapshot was built from.
+    /// The on-disk fingerprint of the files the snapshot was built from.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
     }
