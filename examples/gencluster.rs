@@ -9,9 +9,9 @@
 //! The layout (kinds, shares, address ranges) is documented in `benches/support/synth.rs`,
 //! which the lookup bench shares.
 
-#[path = "../benches/support/synth.rs"]
+#[path = "../benches/support/mod.rs"]
 #[allow(dead_code)]
-mod synth;
+mod support;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -20,6 +20,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
+use support::synth;
 
 /// Writes a synthetic cluster (Namespaces, Services, EndpointSlices, Pods) as one kubectl
 /// `List` in JSON.

@@ -36,10 +36,8 @@ pub(crate) const MAX_NAMESPACES: usize = 10_000;
 const MAX_ENDPOINTS_PER_SERVICE: usize = 250;
 /// The EndpointSlice controller's default `--max-endpoints-per-slice`.
 const MAX_ENDPOINTS_PER_SLICE: usize = 100;
-/// Pods per node aimed at; a node never gets more than [`MAX_PODS_PER_NODE`].
+/// Pods per node aimed at, below the kubelet's default `maxPods` of 110.
 const PODS_PER_NODE: usize = 75;
-/// The kubelet's default `maxPods`.
-const MAX_PODS_PER_NODE: usize = 110;
 /// The most nodes the /14 pod range holds with a /25 each.
 const MAX_NODES: usize = 2048;
 
