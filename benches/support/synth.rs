@@ -36,8 +36,10 @@ pub(crate) const MAX_NAMESPACES: usize = 10_000;
 const MAX_ENDPOINTS_PER_SERVICE: usize = 250;
 /// The EndpointSlice controller's default `--max-endpoints-per-slice`.
 const MAX_ENDPOINTS_PER_SLICE: usize = 100;
-/// Pods per node aimed at, below the kubelet's default `maxPods` of 110.
+/// Pods per node aimed at, below the kubelet's default `maxPods`.
 const PODS_PER_NODE: usize = 75;
+/// The kubelet's default `maxPods`.
+const MAX_PODS_PER_NODE: usize = 110;
 /// The most nodes the /14 pod range holds with a /25 each.
 const MAX_NODES: usize = 2048;
 
@@ -358,7 +360,13 @@ pub(crate) struct Summary {
 }
 
 fn node_count(pods: usize) -> usize {
-    pods.div_ceil(PODS_PER_NODE).max(3)
+    let nodes = pods.div_ceil(PODS_PER_NODE).max(3);
+    if nodes > MAX_NODES {
+        // Past the thresholds: fill nodes up to the kubelet's default maxPods.
+        pods.div_ceil(MAX_PODS_PER_NODE)
+    } else {
+        nodes
+    }
 }
 
 /// The address of slot `slot` on node `node`.
