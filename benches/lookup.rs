@@ -1,0 +1,265 @@
+//! The query path, per query, at 100 and at 10,000 Services; and the snapshot build.
+//!
+//! Each query is what `Handler::respond` does for a UDP packet: `wire::Request::parse` →
+//! `Snapshot::lookup` → `wire::write_answer` into a reused buffer. `respond/*` benches
+//! `Handler::respond` itself (block match, store guard, fallthrough check on top). The
+//! clusters are made by the generator of `examples/gencluster.rs` into a temporary
+//! directory and loaded exactly as `clusterdns serve --objects` loads them; that setup is
+//! outside every measured loop.
+//!
+//! ```text
+//! cargo bench --bench lookup                    # everything (about 4 minutes)
+//! cargo bench --bench lookup -- 'query/10000'   # one group
+//! ```
+
+#[allow(dead_code)] // shared with the examples, which use other parts of it
+mod support;
+
+use std::fs::File;
+use std::hint::black_box;
+use std::io::{BufWriter, Write as _};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clusterdns::config::KubernetesConfig;
+use clusterdns::model::Cluster;
+use clusterdns::server::{Handler, Outcome, Transport};
+use clusterdns::wire::{self, Request};
+use clusterdns::zone::{BuildContext, Snapshot};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+use support::queries::{Candidates, Category, Query};
+use support::synth::{self, Rng};
+
+/// Questions in the `mix` benches (per-query time = reported time / this).
+const MIX_LEN: usize = 1000;
+
+/// One loaded cluster and its questions as UDP payloads.
+struct Fixture {
+    services: usize,
+    /// Keeps the objects file alive for the store's lifetime.
+    _dir: tempfile::TempDir,
+    handler: Handler,
+    snapshot: Arc<Snapshot>,
+    cluster: Cluster,
+    config: KubernetesConfig,
+    /// One question per category.
+    singles: Vec<(Category, Query, Vec<u8>)>,
+    /// [`MIX_LEN`] questions of the dnsperf mix.
+    mix: Vec<Vec<u8>>,
+}
+
+fn fixture(services: usize) -> Fixture {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path: PathBuf = dir.path().join("cluster.json");
+    let params = synth::Params::for_services(services);
+    params.check().expect("generator parameters");
+    let file = File::create(&path).expect("objects file");
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let summary = synth::plan(&params)
+        .write_json(&mut out)
+        .expect("write objects");
+    out.flush().expect("flush objects");
+    drop(out);
+
+    let listen = "127.0.0.1:1053".parse().expect("address");
+    let config = clusterdns::config::shorthand(std::slice::from_ref(&path), listen)
+        .expect("shorthand configuration");
+    let blocks = clusterdns::server::load(&config).expect("load objects");
+    let kubernetes = blocks
+        .iter()
+        .find_map(|(block, _)| block.kubernetes())
+        .expect("a kubernetes block");
+    let snapshot = kubernetes.store.snapshot();
+    let kconfig = kubernetes.config.clone();
+    let handler = Handler::new(blocks.iter().map(|(block, _)| Arc::clone(block)).collect());
+    let cluster = clusterdns::source::file::read_objects(std::slice::from_ref(&path))
+        .expect("objects")
+        .cluster;
+
+    let candidates = Candidates::new(&cluster, "cluster.local");
+    let mut rng = Rng::new(7);
+    let singles = Category::ALL
+        .into_iter()
+        .map(|category| {
+            let query = match candidates.of(category) {
+                [] => candidates.draw(category, &mut rng),
+                // The middle one: not the first Service of the first namespace.
+                names => names[names.len() / 2].clone(),
+            };
+            let packet = packet(&query);
+            (category, query, packet)
+        })
+        .collect();
+    let mix = candidates.mix(MIX_LEN, 1).iter().map(packet).collect();
+    eprintln!(
+        "lookup bench: {services} services, {} pods, {} names, {:.1} MB of JSON; set up in {:.1} s",
+        summary.pods,
+        snapshot.name_count(),
+        summary.bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Fixture {
+        services,
+        _dir: dir,
+        handler,
+        snapshot,
+        cluster,
+        config: kconfig,
+        singles,
+        mix,
+    }
+}
+
+/// A query as dnsperf sends it by default: RD set, no EDNS.
+fn packet(query: &Query) -> Vec<u8> {
+    let qtype: u16 = match query.qtype {
+        "A" => 1,
+        "PTR" => 12,
+        "AAAA" => 28,
+        "SRV" => 33,
+        other => panic!("no code for type {other}"),
+    };
+    let mut out = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    for label in query.name.split('.').filter(|label| !label.is_empty()) {
+        out.push(u8::try_from(label.len()).expect("label length"));
+        out.extend_from_slice(label.as_bytes());
+    }
+    out.push(0);
+    out.extend_from_slice(&qtype.to_be_bytes());
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out
+}
+
+/// The UDP path of `Handler::respond` without the block match: parse, look up, write.
+fn answer(snapshot: &Snapshot, packet: &[u8], out: &mut Vec<u8>) -> usize {
+    let Ok(request) = Request::parse(packet) else {
+        return 0;
+    };
+    let question = &request.question;
+    if let Some(answer) = snapshot.lookup(question.name(), question.qtype) {
+        let zone = &snapshot.zones()[answer.zone];
+        wire::write_answer(&request, &answer, zone, request.udp_limit(), out);
+    }
+    out.len()
+}
+
+fn rcode(reply: &[u8]) -> u8 {
+    reply.get(3).map_or(255, |flags| flags & 0x0f)
+}
+
+fn bench_queries(c: &mut Criterion, fixture: &Fixture) {
+    let mut out = Vec::with_capacity(4096);
+    let client = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    for (category, query, packet) in &fixture.singles {
+        // Sanity: the answer is the one the category promises.
+        answer(&fixture.snapshot, packet, &mut out);
+        let expected = if *category == Category::NxDomain {
+            3
+        } else {
+            0
+        };
+        assert_eq!(rcode(&out), expected, "{} {}", query.name, query.qtype);
+        assert!(
+            *category == Category::NxDomain || out[6..8] != [0, 0],
+            "{} {}: no answer",
+            query.name,
+            query.qtype
+        );
+    }
+
+    let mut group = c.benchmark_group(format!("query/{}", fixture.services));
+    group.throughput(Throughput::Elements(1));
+    for (category, query, packet) in &fixture.singles {
+        let id = format!("{} ({} {})", slug(*category), query.name, query.qtype);
+        group.bench_function(id, |b| {
+            b.iter(|| answer(&fixture.snapshot, black_box(packet), &mut out));
+        });
+    }
+    group.throughput(Throughput::Elements(MIX_LEN as u64));
+    group.bench_function(format!("mix of {MIX_LEN}"), |b| {
+        b.iter(|| {
+            for packet in &fixture.mix {
+                answer(&fixture.snapshot, black_box(packet), &mut out);
+            }
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group(format!("respond/{}", fixture.services));
+    for (category, _, packet) in &fixture.singles {
+        group.throughput(Throughput::Elements(1));
+        group.bench_function(slug(*category), |b| {
+            b.iter(|| {
+                let outcome =
+                    fixture
+                        .handler
+                        .respond(black_box(packet), client, Transport::Udp, &mut out);
+                matches!(outcome, Outcome::Reply)
+            });
+        });
+    }
+    group.throughput(Throughput::Elements(MIX_LEN as u64));
+    group.bench_function(format!("mix of {MIX_LEN}"), |b| {
+        b.iter(|| {
+            for packet in &fixture.mix {
+                fixture
+                    .handler
+                    .respond(black_box(packet), client, Transport::Udp, &mut out);
+            }
+        });
+    });
+    group.finish();
+}
+
+fn bench_build(c: &mut Criterion, fixture: &Fixture) {
+    let ctx = BuildContext {
+        local_ips: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+        serial: 1,
+    };
+    let mut group = c.benchmark_group("build");
+    if fixture.services >= 1000 {
+        // About 7 s a build on the 2-core machine: 10 samples.
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(80));
+    }
+    group.bench_function(format!("{} services", fixture.services), |b| {
+        b.iter_batched(
+            || (),
+            |()| clusterdns::zone::build(&fixture.cluster, &fixture.config, &ctx),
+            BatchSize::PerIteration,
+        );
+    });
+    group.finish();
+}
+
+fn slug(category: Category) -> &'static str {
+    match category {
+        Category::ClusterIp => "clusterip_a",
+        Category::Headless => "headless_a",
+        Category::Srv => "srv",
+        Category::Endpoint => "endpoint_a",
+        Category::Ptr => "ptr",
+        Category::NxDomain => "nxdomain",
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    for services in [100, 10_000] {
+        let fixture = fixture(services);
+        bench_queries(c, &fixture);
+        bench_build(c, &fixture);
+    }
+}
+
+criterion_group! {
+    name = lookup;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(lookup);
