@@ -71,11 +71,16 @@ fn fixture(services: usize) -> Fixture {
     let blocks = clusterdns::server::load(&config).expect("load objects");
     let kubernetes = blocks
         .iter()
-        .find_map(|(block, _)| block.kubernetes())
+        .find_map(|loaded| loaded.block.kubernetes())
         .expect("a kubernetes block");
     let snapshot = kubernetes.store.snapshot();
     let kconfig = kubernetes.config.clone();
-    let handler = Handler::new(blocks.iter().map(|(block, _)| Arc::clone(block)).collect());
+    let handler = Handler::new(
+        blocks
+            .iter()
+            .map(|loaded| Arc::clone(&loaded.block))
+            .collect(),
+    );
     let cluster = clusterdns::source::file::read_objects(std::slice::from_ref(&path))
         .expect("objects")
         .cluster;
