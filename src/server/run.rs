@@ -97,6 +97,8 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
                     zones = ?k8s.zones.iter().map(ToString::to_string).collect::<Vec<_>>(),
                     serial = loaded.snapshot.serial(),
                     names = loaded.snapshot.name_count(),
+                    read_ms = loaded.read_time.as_millis(),
+                    build_ms = loaded.build_time.as_millis(),
                     "zone loaded"
                 );
                 let fingerprint = loaded.fingerprint();

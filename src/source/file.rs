@@ -5,7 +5,9 @@
 //! Each file holds one JSON document: a `List` (`{"kind": "List", "items": [...]}`, what
 //! `kubectl get a,b,c -o json` prints), a typed list as the API returns it (`ServiceList`,
 //! whose items carry no `kind`), a single object, or a JSON array of any of these. Any number of
-//! files are merged.
+//! files are merged. A List is streamed: its items are parsed and converted one at a time, so
+//! the memory a load needs is the file's text and the model, never a whole JSON tree. A
+//! top-level object with an `items` array is read as a list, whatever its `kind`.
 //!
 //! Four kinds are read: `v1` Namespace, Service and Pod, and `discovery.k8s.io/v1`
 //! EndpointSlice (an object of a known kind without `apiVersion` is read too). Every other
@@ -48,7 +50,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::model::endpoints::reconcile_slices;
@@ -186,34 +189,27 @@ impl Loader {
 
     /// Parses one document and adds its objects; `file` names it in errors. On error nothing
     /// is added.
+    ///
+    /// The document is streamed: each item of a List is parsed, converted and dropped before
+    /// the next, so a 300 MB dump never exists as a JSON tree (only as its text and the model
+    /// objects it turns into).
     pub fn add_text(&mut self, text: &str, file: &Path) -> Result<(), Error> {
-        let document: Value =
-            serde_json::from_str(text).map_err(|error| json_error(&error, file))?;
         let mut objects = Vec::new();
         let mut reader = Reader {
             file,
             objects: &mut objects,
+            failure: None,
         };
-        match document {
-            Value::Array(items) => {
-                for (index, item) in items.into_iter().enumerate() {
-                    reader.item(item, format!("[{index}]"), None)?;
-                }
-            }
-            Value::Object(_) => reader.item(document, String::new(), None)?,
-            other => {
-                return Err(Error::Object {
-                    file: file.to_owned(),
-                    location: String::new(),
-                    object: String::new(),
-                    path: String::new(),
-                    message: format!(
-                        "expected a List, an object or an array of objects, found {}",
-                        json_type(&other)
-                    ),
-                });
-            }
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let parsed = Document {
+            reader: &mut reader,
         }
+        .deserialize(&mut deserializer)
+        .and_then(|()| deserializer.end());
+        if let Some(error) = reader.failure.take() {
+            return Err(error);
+        }
+        parsed.map_err(|error| json_error(&error, file))?;
         for object in objects {
             self.insert(object);
         }
@@ -313,6 +309,174 @@ impl Loader {
 struct Reader<'a> {
     file: &'a Path,
     objects: &'a mut Vec<Object>,
+    /// The first error found while streaming: serde only carries strings, so the error is
+    /// kept here and the stream is stopped with a placeholder.
+    failure: Option<Error>,
+}
+
+impl Reader<'_> {
+    /// Keeps `error` and returns the serde error that stops the stream.
+    fn fail<E: serde::de::Error>(&mut self, error: Error) -> E {
+        self.failure = Some(error);
+        E::custom("stopped")
+    }
+}
+
+/// The whole document: an object (a List, streamed item by item, or a single object) or an
+/// array of objects.
+struct Document<'r, 'a> {
+    reader: &'r mut Reader<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Document<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Document<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a List, an object or an array of objects")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while let Some(item) = seq.next_element::<Value>()? {
+            if let Err(error) = self.reader.item(item, format!("[{index}]"), None) {
+                return Err(self.reader.fail(error));
+            }
+            index += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut fields = serde_json::Map::new();
+        let mut pending = Vec::new();
+        let mut streamed = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" {
+                let items = map.next_value_seed(Items {
+                    reader: &mut *self.reader,
+                    pending: &mut pending,
+                })?;
+                streamed = true;
+                if let Some(other) = items {
+                    fields.insert(key, other);
+                }
+            } else {
+                let value = map.next_value::<Value>()?;
+                fields.insert(key, value);
+            }
+        }
+        let result = if streamed && !fields.contains_key("items") {
+            self.reader.list_items(&fields, pending)
+        } else {
+            self.reader.item(Value::Object(fields), String::new(), None)
+        };
+        result.map_err(|error| self.reader.fail(error))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("a string")))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("a boolean")))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("a number")))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("a number")))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("a number")))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Err(self.reader.fail(self.reader.not_a_document("null")))
+    }
+}
+
+/// A List's `items`, streamed: an item that names its own kind and apiVersion is converted
+/// at once; one that does not (a typed list's items inherit them from the list, whose `kind`
+/// kubectl prints after `items`) waits in `pending`. Anything but an array (or null) is
+/// returned as it is, for the list to report.
+struct Items<'r, 'a> {
+    reader: &'r mut Reader<'a>,
+    pending: &'r mut Vec<(usize, Value)>,
+}
+
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
+    type Value = Option<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Items<'_, '_> {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of objects")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut index = 0;
+        while let Some(item) = seq.next_element::<Value>()? {
+            let self_described = ["kind", "apiVersion"].iter().all(|field| {
+                item.get(field)
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| !v.is_empty())
+            });
+            if self_described {
+                if let Err(error) = self.reader.item(item, format!("items[{index}]"), None) {
+                    return Err(self.reader.fail(error));
+                }
+            } else {
+                self.pending.push((index, item));
+            }
+            index += 1;
+        }
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(Some(Value::String(value.to_owned())))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+        Ok(Some(Value::Bool(value)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+        Ok(Some(Value::from(value)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+        Ok(Some(Value::from(value)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+        Ok(Some(Value::from(value)))
+    }
 }
 
 /// The kinds that are read, with their `apiVersion`.
@@ -324,6 +488,37 @@ const KNOWN: [(&str, &str); 4] = [
 ];
 
 impl Reader<'_> {
+    /// The error for a document that is neither an object nor an array.
+    fn not_a_document(&self, found: &str) -> Error {
+        self.error(
+            "",
+            "",
+            "",
+            format!("expected a List, an object or an array of objects, found {found}"),
+        )
+    }
+
+    /// Finishes a streamed top-level list: `fields` is the list without its `items`, whose
+    /// self-described items are already read; `pending` are the others, read now with the
+    /// kind and apiVersion they inherit.
+    fn list_items(
+        &mut self,
+        fields: &serde_json::Map<String, Value>,
+        pending: Vec<(usize, Value)>,
+    ) -> Result<(), Error> {
+        let kind = fields.get("kind").and_then(Value::as_str).unwrap_or("List");
+        let api_version = fields
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty());
+        let item_kind = kind.strip_suffix("List").filter(|kind| !kind.is_empty());
+        let inherited = item_kind.map(|kind| (kind, api_version));
+        for (index, item) in pending {
+            self.item(item, format!("items[{index}]"), inherited)?;
+        }
+        Ok(())
+    }
+
     fn error(&self, location: &str, object: &str, path: &str, message: String) -> Error {
         Error::Object {
             file: self.file.to_owned(),

@@ -4,7 +4,7 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
@@ -25,6 +25,10 @@ pub struct LoadedZone {
     pub snapshot: Snapshot,
     /// Objects of kinds the zone does not use, by kind.
     pub ignored: std::collections::BTreeMap<String, usize>,
+    /// How long reading and converting the files took.
+    pub read_time: Duration,
+    /// How long building the zone took.
+    pub build_time: Duration,
     fingerprint: u64,
 }
 
@@ -37,6 +41,7 @@ pub fn load(
     previous: Option<u32>,
 ) -> Result<LoadedZone, file::Error> {
     let fingerprint = fingerprint(paths);
+    let started = Instant::now();
     let Loaded {
         cluster, ignored, ..
     } = file::read_objects(paths)?;
@@ -57,10 +62,17 @@ pub fn load(
         local_ips: local_ips.to_vec(),
         serial,
     };
+    let read_time = started.elapsed();
+    let started = Instant::now();
     let snapshot = zone::build(&cluster, config, &ctx);
+    let build_time = started.elapsed();
+    // The objects are dropped here, before the snapshot is published: only the zone stays.
+    drop(cluster);
     Ok(LoadedZone {
         snapshot,
         ignored,
+        read_time,
+        build_time,
         fingerprint,
     })
 }
@@ -148,6 +160,8 @@ pub fn watch(
                     tracing::info!(
                         serial = loaded.snapshot.serial(),
                         names = loaded.snapshot.name_count(),
+                        read_ms = loaded.read_time.as_millis(),
+                        build_ms = loaded.build_time.as_millis(),
                         "objects changed; new zone published"
                     );
                     store.publish(loaded.snapshot);

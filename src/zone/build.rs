@@ -1,6 +1,7 @@
 //! Building a [`Snapshot`] from the cluster's objects: every name the plugin answers, with
 //! its records already encoded.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::IpAddr;
 
@@ -125,8 +126,10 @@ fn name_servers(view: &View<'_>, zone: &WireName, local_ips: &[IpAddr]) -> Vec<(
     let mut found = Vec::new();
     for local in local_ips {
         for slice in &view.slices {
-            let holds_local =
-                records::ready_addresses(slice, view.pod_names).any(|a| a.ip == *local);
+            let holds_local = slice
+                .endpoints
+                .iter()
+                .any(|e| e.conditions.ready() && e.addresses.contains(local));
             let Some(service) = slice.service_name.as_deref() else {
                 continue;
             };
@@ -277,7 +280,8 @@ pub(crate) struct Builder {
 
 #[derive(Debug, Default)]
 struct NodeBuilder {
-    sets: BTreeMap<u16, RrSetBuilder>,
+    /// A name holds a handful of types: a vector beats a map.
+    sets: Vec<RrSetBuilder>,
     cname: Option<Box<[u8]>>,
 }
 
@@ -290,8 +294,22 @@ impl Builder {
     }
 
     fn node(&mut self, name: &WireName) -> &mut NodeBuilder {
-        let key = name.as_bytes().to_ascii_lowercase().into_boxed_slice();
-        self.nodes.entry(key).or_default()
+        // Names are built from lower-case object names, so the key is usually the name as
+        // is; only a new node allocates its key.
+        let bytes = name.as_bytes();
+        let key: Cow<'_, [u8]> = if bytes.iter().any(u8::is_ascii_uppercase) {
+            Cow::Owned(bytes.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(bytes)
+        };
+        if !self.nodes.contains_key(&key[..]) {
+            self.nodes
+                .insert(key.to_vec().into_boxed_slice(), NodeBuilder::default());
+        }
+        // Just inserted if it was missing.
+        self.nodes
+            .get_mut(&key[..])
+            .unwrap_or_else(|| unreachable!())
     }
 
     /// Makes sure `name` exists (NODATA for every type it has no records of).
@@ -301,10 +319,15 @@ impl Builder {
 
     /// The RRset of `rtype` at `name`, created with `ttl` if new.
     pub(crate) fn set(&mut self, name: &WireName, rtype: u16, ttl: u32) -> &mut RrSetBuilder {
-        self.node(name)
-            .sets
-            .entry(rtype)
-            .or_insert_with(|| RrSetBuilder::new(rtype, ttl))
+        let sets = &mut self.node(name).sets;
+        let index = match sets.iter().position(|set| set.rtype() == rtype) {
+            Some(index) => index,
+            None => {
+                sets.push(RrSetBuilder::new(rtype, ttl));
+                sets.len() - 1
+            }
+        };
+        &mut sets[index]
     }
 
     /// Marks `name` as a CNAME to `target`, followed for A and AAAA.
@@ -341,10 +364,11 @@ impl Builder {
     fn finish(self) -> Map<Box<[u8]>, Node> {
         self.nodes
             .into_iter()
-            .map(|(key, node)| {
+            .map(|(key, mut node)| {
+                node.sets.sort_by_key(RrSetBuilder::rtype);
                 let rrsets: Vec<_> = node
                     .sets
-                    .into_values()
+                    .into_iter()
                     .filter(|set| !set.is_empty())
                     .map(RrSetBuilder::finish)
                     .collect();

@@ -1,7 +1,7 @@
 //! What the *kubernetes* plugin can see of a cluster, and the records each Service gives
 //! (CoreDNS `findServices`, `plugin.A`, `plugin.SRV`, `xfr.go`).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
 use super::build::Builder;
@@ -74,18 +74,26 @@ impl<'c> View<'c> {
                 .filter(|slice| label_match(&slice.labels))
                 .collect()
         };
+        let mut slices_of: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
+        for slice in &slices {
+            if let Some(service) = slice.service_name.as_deref() {
+                slices_of
+                    .entry((slice.key.namespace.as_str(), service))
+                    .or_default()
+                    .push(slice);
+            }
+        }
         let services = cluster
             .services
             .values()
             .filter(|svc| exposed.contains(svc.key.namespace.as_str()))
             .filter(|svc| label_match(&svc.labels))
             .map(|service| {
-                let ready = slices
-                    .iter()
-                    .filter(|slice| {
-                        slice.key.namespace == service.key.namespace
-                            && slice.service_name.as_deref() == Some(service.key.name.as_str())
-                    })
+                let key = (service.key.namespace.as_str(), service.key.name.as_str());
+                let ready = slices_of
+                    .get(&key)
+                    .into_iter()
+                    .flatten()
                     .flat_map(|slice| ready_addresses(slice, config.endpoint_pod_names))
                     .collect();
                 ServiceView { service, ready }
@@ -101,9 +109,17 @@ impl<'c> View<'c> {
 
     /// The visible Service `namespace/name`.
     pub(crate) fn service(&self, namespace: &str, name: &str) -> Option<&ServiceView<'c>> {
+        // `services` is in namespace/name order.
         self.services
-            .iter()
-            .find(|sv| sv.service.key.namespace == namespace && sv.service.key.name == name)
+            .binary_search_by(|sv| {
+                (
+                    sv.service.key.namespace.as_str(),
+                    sv.service.key.name.as_str(),
+                )
+                    .cmp(&(namespace, name))
+            })
+            .ok()
+            .map(|index| &self.services[index])
     }
 }
 
@@ -270,15 +286,11 @@ fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>) {
 /// ClusterIP Services too.
 fn add_endpoint_names(b: &mut Builder, base: &WireName, ready: &[ReadyAddress<'_>]) {
     let targets = endpoint_targets(base, ready);
-    let labels: BTreeSet<String> = ready.iter().map(|a| a.label.to_ascii_lowercase()).collect();
-    for label in labels {
-        let Some(name) = targets.get(&label) else {
-            continue;
-        };
-        let entries = entries_of(ready, &targets, |_| true)
-            .into_iter()
-            .filter(|entry| entry.target == name)
-            .collect::<Vec<_>>();
+    let mut by_name: BTreeMap<&WireName, Vec<Entry<'_>>> = BTreeMap::new();
+    for entry in entries_of(ready, &targets, |_| true) {
+        by_name.entry(entry.target).or_default().push(entry);
+    }
+    for (name, entries) in by_name {
         add_entries(b, name, &entries);
     }
 }

@@ -96,6 +96,10 @@ impl RrSetBuilder {
         self.count == 0
     }
 
+    pub(crate) fn rtype(&self) -> u16 {
+        self.rtype
+    }
+
     /// Adds one record with `rdata`; records past 65535 are dropped (no message could carry
     /// them).
     pub(crate) fn push(&mut self, rdata: &[u8]) {
