@@ -26,6 +26,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod metrics;
 pub mod model;
 pub mod selector;
 pub mod server;

@@ -36,7 +36,7 @@ mod stream;
 mod syntax;
 mod zone;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,7 +97,286 @@ pub struct ServerBlock {
     pub kubernetes: Option<KubernetesConfig>,
     /// The *transfer* directives.
     pub transfer: Vec<TransferConfig>,
+    /// The *forward* directives, in file order (CoreDNS tries them in that order).
+    pub forward: Vec<ForwardConfig>,
+    /// The *cache* directive.
+    pub cache: Option<CacheConfig>,
+    /// The *health* directive.
+    pub health: Option<HealthConfig>,
+    /// The *ready* directive.
+    pub ready: Option<ReadyConfig>,
+    /// The *prometheus* directive.
+    pub prometheus: Option<PrometheusConfig>,
+    /// The *errors* directive.
+    pub errors: Option<ErrorsConfig>,
+    /// The *log* directives.
+    pub log: Vec<LogConfig>,
+    /// The *loop* directive.
+    pub loop_detect: Option<LoopConfig>,
+    /// The *reload* directive.
+    pub reload: Option<ReloadConfig>,
+    /// The *loadbalance* directive.
+    pub loadbalance: Option<LoadBalanceConfig>,
     /// Line of the block's first key, for messages.
+    pub line: usize,
+}
+
+/// The *forward* directive: `forward FROM TO... { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForwardConfig {
+    /// **FROM**: the zone whose names are forwarded (`.` for every name).
+    pub from: Name,
+    /// **TO**: the upstreams, in file order (a resolv.conf contributes its `nameserver`s).
+    pub to: Vec<Upstream>,
+    /// `except`: names (and below) not forwarded.
+    pub except: Vec<Name>,
+    /// `force_tcp`.
+    pub force_tcp: bool,
+    /// `prefer_udp`.
+    pub prefer_udp: bool,
+    /// `expire`: how long an idle upstream connection is reused (default 10 s).
+    pub expire: Duration,
+    /// `max_idle_conns` (0: unlimited).
+    pub max_idle_conns: usize,
+    /// `max_fails`: failed health checks before an upstream is down (default 2; 0: never).
+    pub max_fails: u32,
+    /// `max_connect_attempts` per query (0: no cap).
+    pub max_connect_attempts: u32,
+    /// `policy` (default random).
+    pub policy: ForwardPolicy,
+    /// `health_check DURATION [no_rec] [domain FQDN]`: interval (default 0.5 s).
+    pub health_check: Duration,
+    /// `health_check ... no_rec`: health-check queries without RD.
+    pub health_check_no_rec: bool,
+    /// `health_check ... domain FQDN` (default `.`).
+    pub health_check_domain: Name,
+    /// `max_concurrent`: queries in flight above this are REFUSED.
+    pub max_concurrent: Option<usize>,
+    /// `next RCODE...`: upstream rcodes that hand the query to the next *forward*.
+    pub next: Vec<u16>,
+    /// `failover RCODE...`: upstream rcodes that make the next upstream be tried.
+    pub failover: Vec<u16>,
+    /// `failfast_all_unhealthy_upstreams`.
+    pub failfast_all_unhealthy_upstreams: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// One upstream of *forward*.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Where to send queries.
+    pub addr: SocketAddr,
+    /// As CoreDNS names it in metrics' `to` label: `10.0.0.1:53`.
+    pub name: String,
+    /// The resolv.conf it was read from, if any (for messages).
+    pub from_file: Option<PathBuf>,
+}
+
+/// *forward*'s `policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ForwardPolicy {
+    /// A random order per query (the default).
+    #[default]
+    Random,
+    /// Rotate the starting upstream per query.
+    RoundRobin,
+    /// Always in file order.
+    Sequential,
+}
+
+/// The *cache* directive: `cache [TTL] [ZONES...] { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheConfig {
+    /// Zones cached (the server block's when none are given).
+    pub zones: Vec<Name>,
+    /// Positive answers.
+    pub success: CacheClass,
+    /// NXDOMAIN and NODATA answers.
+    pub denial: CacheClass,
+    /// `disable success ZONES...`.
+    pub disable_success: Vec<Name>,
+    /// `disable denial ZONES...`.
+    pub disable_denial: Vec<Name>,
+    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]`.
+    pub prefetch: Option<Prefetch>,
+    /// `serve_stale [DURATION] [immediate|verified]`.
+    pub serve_stale: Option<ServeStale>,
+    /// `servfail DURATION` (default 5 s; 0 disables; at most 5 min).
+    pub servfail: Duration,
+    /// `keepttl`: answer with the TTLs as received.
+    pub keepttl: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// Capacity and TTL bounds of one class of cached answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheClass {
+    /// Entries (default 9984 = 256 shards × 39; rounded down to a multiple of 256, at least
+    /// 1024).
+    pub capacity: usize,
+    /// Largest TTL kept (3600 for success, 1800 for denial; `cache TTL` lowers both).
+    pub max_ttl: u32,
+    /// Smallest TTL kept (default 5).
+    pub min_ttl: u32,
+}
+
+/// *cache*'s `prefetch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefetch {
+    /// Queries seen without a gap of `duration`...
+    pub amount: u32,
+    /// ... (default 1 m)...
+    pub duration: Duration,
+    /// ... refresh when the remaining TTL drops below this percentage (default 10).
+    pub percentage: u8,
+}
+
+/// *cache*'s `serve_stale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeStale {
+    /// How long past expiry an entry may still be served (default 1 h).
+    pub duration: Duration,
+    /// `verified`: ask the upstream first, serve stale only if it fails (default `immediate`).
+    pub verified: bool,
+}
+
+/// The *health* directive: `health [ADDRESS] { lameduck DURATION }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthConfig {
+    /// Where `/health` listens (default `:8080`, every address).
+    pub addr: SocketAddr,
+    /// `lameduck`: how long to keep serving after SIGTERM.
+    pub lameduck: Duration,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The *ready* directive: `ready [ADDRESS] { monitor until-ready|continuously }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyConfig {
+    /// Where `/ready` listens (default `:8181`).
+    pub addr: SocketAddr,
+    /// `monitor continuously`: keep checking after the first success (default: latch).
+    pub continuously: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The *prometheus* directive: `prometheus [ADDRESS]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// Where `/metrics` listens (default `localhost:9153`).
+    pub addr: SocketAddr,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The *errors* directive: `errors { consolidate DURATION REGEXP [LEVEL] [show_first]; stacktrace }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorsConfig {
+    /// `consolidate` rules, in file order (the first matching rule takes a message).
+    pub consolidate: Vec<Consolidate>,
+    /// `stacktrace` / `panicRecoveryStacktrace`.
+    pub stacktrace: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// One `consolidate` rule.
+#[derive(Debug, Clone)]
+pub struct Consolidate {
+    /// How long matching messages are gathered.
+    pub period: Duration,
+    /// Which messages.
+    pub pattern: regex::Regex,
+    /// The level of the summary line (default error).
+    pub level: LogLevel,
+    /// `show_first`: print the first message of a period as it comes.
+    pub show_first: bool,
+}
+
+impl PartialEq for Consolidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.period == other.period
+            && self.pattern.as_str() == other.pattern.as_str()
+            && self.level == other.level
+            && self.show_first == other.show_first
+    }
+}
+
+/// A log level, as `errors` and `log` name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogLevel {
+    /// debug.
+    Debug,
+    /// info.
+    Info,
+    /// warning.
+    Warning,
+    /// error.
+    #[default]
+    Error,
+}
+
+/// One *log* directive: `log [NAMES...] [FORMAT] { class CLASSES...; minDuration D }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Names (and below) whose queries are logged (default `.`).
+    pub names: Vec<Name>,
+    /// The format, placeholders and all (`{common}` and `{combined}` already expanded).
+    pub format: String,
+    /// Which answers are logged.
+    pub classes: LogClasses,
+    /// `minDuration`: also log answers slower than this, whatever their class.
+    pub min_duration: Option<Duration>,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// *log*'s `class` set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogClasses {
+    /// NOERROR with records.
+    pub success: bool,
+    /// NXDOMAIN and NODATA.
+    pub denial: bool,
+    /// SERVFAIL, REFUSED, NOTIMP, FORMERR...
+    pub error: bool,
+}
+
+impl LogClasses {
+    /// Every class (`class all`, the default).
+    pub const ALL: Self = Self {
+        success: true,
+        denial: true,
+        error: true,
+    };
+}
+
+/// The *loop* directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopConfig {
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The *reload* directive: `reload [INTERVAL] [JITTER]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadConfig {
+    /// How often the Corefile is checked (default 30 s, at least 2 s).
+    pub interval: Duration,
+    /// Random spread added to each interval (default 15 s, at least 1 s, under `interval`).
+    pub jitter: Duration,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The *loadbalance* directive: `loadbalance [round_robin]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadBalanceConfig {
+    /// Line of the directive.
     pub line: usize,
 }
 
