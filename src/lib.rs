@@ -24,6 +24,7 @@
 //! - [`server`]: UDP and TCP listeners and the request path.
 //! - [`cli`]: the command line.
 
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod metrics;

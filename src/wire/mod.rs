@@ -4,6 +4,8 @@
 //! name into a stack buffer) and the OPT record; writing copies the prepared record bytes
 //! behind a pointer to the question. Neither allocates beyond the output buffer.
 
+pub mod reply;
+
 use crate::zone::name::MAX_NAME_LEN;
 use crate::zone::rrset::{CLASS_IN, rtype};
 use crate::zone::{Answer, Owner, Run, ServedZone, Soa};
@@ -251,7 +253,7 @@ impl<'a> Request<'a> {
 }
 
 /// Skips a (possibly compressed) name starting at `at`; the offset after it.
-fn skip_name(bytes: &[u8], mut at: usize) -> Option<usize> {
+pub(crate) fn skip_name(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
         let len = *bytes.get(at)? as usize;
         match len {

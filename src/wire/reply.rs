@@ -1,0 +1,290 @@
+//! Working on whole replies that came from elsewhere (an upstream, the cache): walking their
+//! records, rewriting ID and TTLs in place, fitting them to what the client accepts.
+//!
+//! Compression pointers only point backwards, so cutting a message at a section boundary
+//! never leaves a dangling pointer; rewriting a TTL never moves a byte.
+
+use super::{Edns, HEADER_LEN, skip_name};
+use crate::zone::rrset::rtype;
+
+/// One record's position in a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordAt {
+    /// Section: 1 answer, 2 authority, 3 additional.
+    pub section: u8,
+    /// Offset of the owner name.
+    pub start: usize,
+    /// Offset of TYPE (after the owner name).
+    pub fixed: usize,
+    /// Offset just past the RDATA.
+    pub end: usize,
+    /// TYPE.
+    pub rtype: u16,
+}
+
+/// Why a message could not be walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed DNS message")]
+pub struct Malformed;
+
+/// The section counts of a message: question, answer, authority, additional.
+pub fn counts(message: &[u8]) -> Result<[u16; 4], Malformed> {
+    if message.len() < HEADER_LEN {
+        return Err(Malformed);
+    }
+    let count = |at: usize| u16::from_be_bytes([message[at], message[at + 1]]);
+    Ok([count(4), count(6), count(8), count(10)])
+}
+
+/// Every record of the message, in order, after the question section.
+pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, Malformed> {
+    let [questions, answers, authority, additional] = counts(message)?;
+    let mut at = HEADER_LEN;
+    for _ in 0..questions {
+        at = skip_name(message, at).ok_or(Malformed)? + 4;
+    }
+    let mut out = Vec::with_capacity(usize::from(answers + authority + additional));
+    for (section, count) in [(1u8, answers), (2, authority), (3, additional)] {
+        for _ in 0..count {
+            let start = at;
+            let fixed = skip_name(message, at).ok_or(Malformed)?;
+            let header = message.get(fixed..fixed + 10).ok_or(Malformed)?;
+            let rtype = u16::from_be_bytes([header[0], header[1]]);
+            let rdlen = usize::from(u16::from_be_bytes([header[8], header[9]]));
+            let end = fixed + 10 + rdlen;
+            if end > message.len() {
+                return Err(Malformed);
+            }
+            out.push(RecordAt {
+                section,
+                start,
+                fixed,
+                end,
+                rtype,
+            });
+            at = end;
+        }
+    }
+    Ok(out)
+}
+
+/// The rcode of a message, with the extended bits of its OPT record.
+pub fn rcode(message: &[u8]) -> Result<u16, Malformed> {
+    if message.len() < HEADER_LEN {
+        return Err(Malformed);
+    }
+    let low = u16::from(message[3] & 0x0f);
+    let high = records(message)?
+        .iter()
+        .find(|r| r.section == 3 && r.rtype == rtype::OPT)
+        .map_or(0, |opt| u16::from(message[opt.fixed + 4]));
+    Ok(high << 4 | low)
+}
+
+/// Sets the message ID.
+pub fn set_id(message: &mut [u8], id: u16) {
+    if message.len() >= 2 {
+        message[..2].copy_from_slice(&id.to_be_bytes());
+    }
+}
+
+/// Sets the TTL of every record but OPT to `ttl`.
+pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), Malformed> {
+    for record in records(message)? {
+        if record.rtype != rtype::OPT {
+            message[record.fixed + 4..record.fixed + 8].copy_from_slice(&ttl.to_be_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The smallest TTL of the message's records (OPT aside), and for a negative answer the SOA's
+/// MINIMUM when smaller (RFC 2308).
+pub fn min_ttl(message: &[u8]) -> Result<Option<u32>, Malformed> {
+    let mut min: Option<u32> = None;
+    for record in records(message)? {
+        if record.rtype == rtype::OPT {
+            continue;
+        }
+        let t = &message[record.fixed + 4..record.fixed + 8];
+        let mut ttl = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
+        if record.rtype == rtype::SOA && record.section == 2 && record.end >= 4 {
+            let m = &message[record.end - 4..record.end];
+            ttl = ttl.min(u32::from_be_bytes([m[0], m[1], m[2], m[3]]));
+        }
+        min = Some(min.map_or(ttl, |min| min.min(ttl)));
+    }
+    Ok(min)
+}
+
+/// Rewrites the reply for a client: its ID, its EDNS (the upstream's OPT replaced by an echo
+/// of the client's, or removed), and cut to `limit` bytes — additional records first, then
+/// everything but the question with TC set.
+pub fn fit_for_client(
+    message: &[u8],
+    id: u16,
+    edns: Option<&Edns>,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), Malformed> {
+    let records = records(message)?;
+    let rcode = rcode(message)?;
+    let question_end = records.first().map_or(message.len(), |r| r.start);
+    let additional_start = records
+        .iter()
+        .find(|r| r.section == 3)
+        .map_or(message.len(), |r| r.start);
+    let [questions, answers, authority, _] = counts(message)?;
+
+    out.clear();
+    out.extend_from_slice(&message[..additional_start]);
+    let mut additional = 0u16;
+    for record in records.iter().filter(|r| r.section == 3 && r.rtype != rtype::OPT) {
+        out.extend_from_slice(&message[record.start..record.end]);
+        additional += 1;
+    }
+    let opt_len = if edns.is_some() { 11 } else { 0 };
+    let mut counts = [questions, answers, authority, additional];
+    let mut truncated = false;
+    if out.len() + opt_len > limit {
+        out.truncate(additional_start);
+        counts[3] = 0;
+    }
+    if out.len() + opt_len > limit {
+        out.truncate(question_end);
+        counts = [questions, 0, 0, 0];
+        truncated = true;
+    }
+    if let Some(edns) = edns {
+        out.push(0);
+        out.extend_from_slice(&rtype::OPT.to_be_bytes());
+        out.extend_from_slice(&edns.payload.to_be_bytes());
+        let extended = u32::from(rcode >> 4) << 24;
+        let dnssec_ok = if edns.dnssec_ok { 0x8000 } else { 0 };
+        out.extend_from_slice(&(extended | dnssec_ok).to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        counts[3] += 1;
+    }
+    set_id(out, id);
+    if truncated {
+        out[2] |= 0x02;
+    }
+    for (index, count) in counts.iter().enumerate() {
+        out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::str::FromStr;
+
+    use hickory_proto::op::{Edns as HEdns, Message, MessageType, OpCode, Query};
+    use hickory_proto::rr::rdata::{A, CNAME, SOA};
+    use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+    use super::*;
+
+    fn reply(answers: usize, with_opt: bool) -> Vec<u8> {
+        let name = Name::from_str("www.example.com.").unwrap();
+        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(name.clone(), RecordType::A));
+        let cname = Name::from_str("edge.example.net.").unwrap();
+        m.add_answer(Record::from_rdata(name, 300, RData::CNAME(CNAME(cname.clone()))));
+        for i in 0..answers {
+            m.add_answer(Record::from_rdata(cname.clone(), 60 + i as u32, RData::A(A::new(192, 0, 2, i as u8))));
+        }
+        m.add_additional(Record::from_rdata(cname, 30, RData::A(A::new(198, 51, 100, 1))));
+        if with_opt {
+            let mut edns = HEdns::new();
+            edns.set_max_payload(4096);
+            m.edns = Some(edns);
+        }
+        m.to_vec().unwrap()
+    }
+
+    #[test]
+    fn walks_records_through_compression() {
+        let bytes = reply(3, true);
+        let found = records(&bytes).unwrap();
+        let types: Vec<(u8, u16)> = found.iter().map(|r| (r.section, r.rtype)).collect();
+        assert_eq!(types, [(1, 5), (1, 1), (1, 1), (1, 1), (3, 1), (3, 41)]);
+        assert_eq!(min_ttl(&bytes).unwrap(), Some(30));
+    }
+
+    #[test]
+    fn ttls_and_id_are_rewritten_in_place() {
+        let mut bytes = reply(2, true);
+        set_ttls(&mut bytes, 17).unwrap();
+        set_id(&mut bytes, 0xabcd);
+        let m = Message::from_vec(&bytes).unwrap();
+        assert_eq!(m.metadata.id, 0xabcd);
+        assert!(m.answers.iter().chain(&m.additionals).all(|r| r.ttl == 17));
+        assert_eq!(m.edns.unwrap().max_payload(), 4096, "OPT untouched");
+    }
+
+    #[test]
+    fn fitting_replaces_opt_and_truncates_safely() {
+        let bytes = reply(2, true);
+        let mut out = Vec::new();
+        let client = Edns {
+            payload: 1232,
+            version: 0,
+            dnssec_ok: true,
+        };
+        fit_for_client(&bytes, 9, Some(&client), 1232, &mut out).unwrap();
+        let m = Message::from_vec(&out).unwrap();
+        assert_eq!((m.metadata.id, m.answers.len(), m.additionals.len()), (9, 3, 1));
+        let edns = m.edns.unwrap();
+        assert_eq!((edns.max_payload(), edns.flags().dnssec_ok), (1232, true));
+
+        fit_for_client(&bytes, 9, None, 512, &mut out).unwrap();
+        let m = Message::from_vec(&out).unwrap();
+        assert!(m.edns.is_none() && !m.metadata.truncation);
+
+        // Too big for 512: the glue goes first, then everything with TC.
+        let big = reply(40, false);
+        fit_for_client(&big, 9, None, 512, &mut out).unwrap();
+        let m = Message::from_vec(&out).unwrap();
+        assert!(m.metadata.truncation && m.answers.is_empty());
+        assert_eq!(m.queries.len(), 1);
+        let medium = reply(24, false);
+        fit_for_client(&medium[..], 9, None, medium.len() - 1, &mut out).unwrap();
+        let m = Message::from_vec(&out).unwrap();
+        assert!(!m.metadata.truncation && m.additionals.is_empty() && m.answers.len() == 25);
+    }
+
+    #[test]
+    fn negative_ttl_takes_the_soa_minimum() {
+        let zone = Name::from_str("example.com.").unwrap();
+        let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(Name::from_str("x.example.com.").unwrap(), RecordType::A));
+        m.add_authority(Record::from_rdata(
+            zone.clone(),
+            3600,
+            RData::SOA(SOA::new(zone.clone(), zone, 1, 7200, 1800, 86400, 60)),
+        ));
+        assert_eq!(min_ttl(&m.to_vec().unwrap()).unwrap(), Some(60));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..300 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            let _ = records(&bytes);
+            let _ = fit_for_client(&bytes, 1, None, 512, &mut Vec::new());
+            let mut copy = bytes.clone();
+            let _ = set_ttls(&mut copy, 1);
+        }
+    }
+}
