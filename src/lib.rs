@@ -28,6 +28,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod metrics;
+pub mod querylog;
 pub mod model;
 pub mod selector;
 pub mod server;

@@ -62,7 +62,7 @@ const FLAG_RD: u16 = 0x0100;
 const FLAG_CD: u16 = 0x0010;
 
 /// A parsed query.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Request<'a> {
     /// The whole message as received.
     pub bytes: &'a [u8],
@@ -89,6 +89,18 @@ pub struct Question {
     pub qtype: u16,
     /// QCLASS.
     pub qclass: u16,
+}
+
+impl std::fmt::Debug for Question {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut name = String::new();
+        let _ = crate::zone::name::write_dotted(self.name(), &mut name);
+        f.debug_struct("Question")
+            .field("name", &name)
+            .field("qtype", &self.qtype)
+            .field("qclass", &self.qclass)
+            .finish()
+    }
 }
 
 impl Question {
