@@ -147,7 +147,7 @@ fn answer(snapshot: &Snapshot, packet: &[u8], out: &mut Vec<u8>) -> usize {
     let question = &request.question;
     if let Some(answer) = snapshot.lookup(question.name(), question.qtype) {
         let zone = &snapshot.zones()[answer.zone];
-        wire::write_answer(&request, &answer, zone, request.udp_limit(), out);
+        wire::write_answer(&request, &answer, zone, request.udp_limit(), false, out);
     }
     out.len()
 }

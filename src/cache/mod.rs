@@ -158,7 +158,13 @@ impl Cache {
 
     /// Looks `request` up; on a hit writes the reply for it (its ID, its EDNS, TTLs counted
     /// down, cut to `limit`) into `out`.
-    pub fn get(&self, request: &Request<'_>, now: Instant, limit: usize, out: &mut Vec<u8>) -> Option<Hit> {
+    pub fn get(
+        &self,
+        request: &Request<'_>,
+        now: Instant,
+        limit: usize,
+        out: &mut Vec<u8>,
+    ) -> Option<Hit> {
         self.metrics.requests.inc();
         let (hash, key) = self.key(request);
         for (index, shards) in [&self.success, &self.denial].into_iter().enumerate() {
@@ -186,7 +192,15 @@ impl Cache {
                 shard.remove(&hash);
                 continue;
             };
-            if reply::fit_for_client(&entry.message, request.id, request.edns.as_ref(), limit, out).is_err() {
+            if reply::fit_for_client(
+                &entry.message,
+                request.id,
+                request.edns.as_ref(),
+                limit,
+                out,
+            )
+            .is_err()
+            {
                 shard.remove(&hash);
                 continue;
             }
@@ -222,7 +236,8 @@ impl Cache {
         }
         entry.hits = entry.hits.saturating_add(1);
         entry.last_hit = now;
-        let threshold = (f64::from(prefetch.percentage) / 100.0 * entry.ttl.as_secs_f64()).ceil() as u32;
+        let threshold =
+            (f64::from(prefetch.percentage) / 100.0 * entry.ttl.as_secs_f64()).ceil() as u32;
         entry.hits >= prefetch.amount && remaining <= threshold.max(1)
     }
 
@@ -264,7 +279,11 @@ impl Cache {
     }
 
     /// Which cache a reply goes in, and for how long; `None` when it is not cached.
-    fn classify(&self, request: &Request<'_>, message: &[u8]) -> Result<Option<(Class, Duration)>, Malformed> {
+    fn classify(
+        &self,
+        request: &Request<'_>,
+        message: &[u8],
+    ) -> Result<Option<(Class, Duration)>, Malformed> {
         if message.len() < 12 || message[2] & 0x02 != 0 {
             return Ok(None);
         }
@@ -316,16 +335,29 @@ impl Cache {
 }
 
 fn wire(name: &hickory_proto::rr::Name) -> Option<WireName> {
-    WireName::from_dotted(&name.to_ascii()).ok().map(|n| n.to_lowercase())
+    WireName::from_dotted(&name.to_ascii())
+        .ok()
+        .map(|n| n.to_lowercase())
 }
 
 impl Collect for Cache {
     fn collect(&self, out: &mut Exposition) {
         let (server, zones) = (self.server.as_str(), self.zones_label.as_str());
         for (index, kind) in ["success", "denial"].into_iter().enumerate() {
-            let labels = [("server", server), ("type", kind), ("view", ""), ("zones", zones)];
+            let labels = [
+                ("server", server),
+                ("type", kind),
+                ("view", ""),
+                ("zones", zones),
+            ];
             let entries = [&self.success, &self.denial][index].len() as f64;
-            out.sample("coredns_cache_entries", "The number of elements in the cache.", Kind::Gauge, &labels, entries);
+            out.sample(
+                "coredns_cache_entries",
+                "The number of elements in the cache.",
+                Kind::Gauge,
+                &labels,
+                entries,
+            );
             out.sample(
                 "coredns_cache_hits_total",
                 "The count of cache hits.",
@@ -343,11 +375,31 @@ impl Collect for Cache {
         }
         let labels = [("server", server), ("view", ""), ("zones", zones)];
         for (name, help, counter) in [
-            ("coredns_cache_requests_total", "The count of cache requests.", &self.metrics.requests),
-            ("coredns_cache_misses_total", "The count of cache misses. Deprecated, derive misses from cache hits/requests counters.", &self.metrics.misses),
-            ("coredns_cache_prefetch_total", "The number of times the cache has prefetched a cached item.", &self.metrics.prefetch),
-            ("coredns_cache_served_stale_total", "The number of requests served from stale cache entries.", &self.metrics.served_stale),
-            ("coredns_cache_drops_total", "The number responses that are not cached, because the reply is malformed.", &self.metrics.drops),
+            (
+                "coredns_cache_requests_total",
+                "The count of cache requests.",
+                &self.metrics.requests,
+            ),
+            (
+                "coredns_cache_misses_total",
+                "The count of cache misses. Deprecated, derive misses from cache hits/requests counters.",
+                &self.metrics.misses,
+            ),
+            (
+                "coredns_cache_prefetch_total",
+                "The number of times the cache has prefetched a cached item.",
+                &self.metrics.prefetch,
+            ),
+            (
+                "coredns_cache_served_stale_total",
+                "The number of requests served from stale cache entries.",
+                &self.metrics.served_stale,
+            ),
+            (
+                "coredns_cache_drops_total",
+                "The number responses that are not cached, because the reply is malformed.",
+                &self.metrics.drops,
+            ),
         ] {
             out.sample(name, help, Kind::Counter, &labels, counter.get() as f64);
         }

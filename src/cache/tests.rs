@@ -48,7 +48,11 @@ fn answer(name: &str, ttl: u32, rcode: ResponseCode) -> Vec<u8> {
     m.metadata.response_code = rcode;
     m.add_query(Query::query(name.clone(), RecordType::A));
     if rcode == ResponseCode::NoError {
-        m.add_answer(Record::from_rdata(name, ttl, RData::A(A::new(192, 0, 2, 1))));
+        m.add_answer(Record::from_rdata(
+            name,
+            ttl,
+            RData::A(A::new(192, 0, 2, 1)),
+        ));
     } else if rcode == ResponseCode::NXDomain {
         let zone = Name::from_str("example.com.").unwrap();
         m.add_authority(Record::from_rdata(
@@ -67,7 +71,12 @@ fn ttls(cache: &Cache, name: &str, now: Instant) -> Option<(Hit, Vec<u32>, u16)>
     let mut out = Vec::new();
     let hit = cache.get(&request, now, 1232, &mut out)?;
     let m = Message::from_vec(&out).unwrap();
-    let ttls = m.answers.iter().chain(&m.authorities).map(|r| r.ttl).collect();
+    let ttls = m
+        .answers
+        .iter()
+        .chain(&m.authorities)
+        .map(|r| r.ttl)
+        .collect();
     Some((hit, ttls, m.metadata.id))
 }
 
@@ -80,10 +89,27 @@ fn store(cache: &Cache, name: &str, reply: &[u8], now: Instant) {
 fn hits_count_the_ttl_down_and_carry_the_clients_id() {
     let cache = Cache::new(&config(), "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "www.example.com.", &answer("www.example.com.", 300, ResponseCode::NoError), t0);
-    assert_eq!(ttls(&cache, "www.example.com.", t0), Some((Hit::Fresh, vec![300], 42)));
-    assert_eq!(ttls(&cache, "WWW.Example.COM.", t0 + Duration::from_secs(100)).unwrap().1, [200]);
-    assert_eq!(ttls(&cache, "www.example.com.", t0 + Duration::from_secs(300)), None, "expired");
+    store(
+        &cache,
+        "www.example.com.",
+        &answer("www.example.com.", 300, ResponseCode::NoError),
+        t0,
+    );
+    assert_eq!(
+        ttls(&cache, "www.example.com.", t0),
+        Some((Hit::Fresh, vec![300], 42))
+    );
+    assert_eq!(
+        ttls(&cache, "WWW.Example.COM.", t0 + Duration::from_secs(100))
+            .unwrap()
+            .1,
+        [200]
+    );
+    assert_eq!(
+        ttls(&cache, "www.example.com.", t0 + Duration::from_secs(300)),
+        None,
+        "expired"
+    );
     assert_eq!(ttls(&cache, "other.example.com.", t0), None);
 }
 
@@ -91,27 +117,59 @@ fn hits_count_the_ttl_down_and_carry_the_clients_id() {
 fn ttls_are_clamped_per_class() {
     let cache = Cache::new(&config(), "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "long.example.com.", &answer("long.example.com.", 86400, ResponseCode::NoError), t0);
-    store(&cache, "short.example.com.", &answer("short.example.com.", 1, ResponseCode::NoError), t0);
-    store(&cache, "nx.example.com.", &answer("nx.example.com.", 60, ResponseCode::NXDomain), t0);
+    store(
+        &cache,
+        "long.example.com.",
+        &answer("long.example.com.", 86400, ResponseCode::NoError),
+        t0,
+    );
+    store(
+        &cache,
+        "short.example.com.",
+        &answer("short.example.com.", 1, ResponseCode::NoError),
+        t0,
+    );
+    store(
+        &cache,
+        "nx.example.com.",
+        &answer("nx.example.com.", 60, ResponseCode::NXDomain),
+        t0,
+    );
     assert_eq!(ttls(&cache, "long.example.com.", t0).unwrap().1, [3600]);
     assert_eq!(ttls(&cache, "short.example.com.", t0).unwrap().1, [5]);
-    assert_eq!(ttls(&cache, "nx.example.com.", t0).unwrap().1, [60], "SOA minimum");
+    assert_eq!(
+        ttls(&cache, "nx.example.com.", t0).unwrap().1,
+        [60],
+        "SOA minimum"
+    );
 }
 
 #[test]
 fn servfail_is_kept_briefly_and_other_errors_not_at_all() {
     let cache = Cache::new(&config(), "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "sf.example.com.", &answer("sf.example.com.", 0, ResponseCode::ServFail), t0);
-    store(&cache, "rf.example.com.", &answer("rf.example.com.", 0, ResponseCode::Refused), t0);
+    store(
+        &cache,
+        "sf.example.com.",
+        &answer("sf.example.com.", 0, ResponseCode::ServFail),
+        t0,
+    );
+    store(
+        &cache,
+        "rf.example.com.",
+        &answer("rf.example.com.", 0, ResponseCode::Refused),
+        t0,
+    );
     assert!(ttls(&cache, "sf.example.com.", t0 + Duration::from_secs(4)).is_some());
     assert!(ttls(&cache, "sf.example.com.", t0 + Duration::from_secs(6)).is_none());
     assert!(ttls(&cache, "rf.example.com.", t0).is_none());
     let mut truncated = answer("tc.example.com.", 60, ResponseCode::NoError);
     truncated[2] |= 0x02;
     store(&cache, "tc.example.com.", &truncated, t0);
-    assert!(ttls(&cache, "tc.example.com.", t0).is_none(), "TC replies are not cached");
+    assert!(
+        ttls(&cache, "tc.example.com.", t0).is_none(),
+        "TC replies are not cached"
+    );
 }
 
 #[test]
@@ -121,8 +179,18 @@ fn disabled_zones_and_uncovered_names() {
     config.disable_denial = vec![Name::from_str("cluster.local.").unwrap()];
     let cache = Cache::new(&config, "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "a.cluster.local.", &answer("a.cluster.local.", 60, ResponseCode::NoError), t0);
-    store(&cache, "b.cluster.local.", &answer("b.cluster.local.", 60, ResponseCode::NXDomain), t0);
+    store(
+        &cache,
+        "a.cluster.local.",
+        &answer("a.cluster.local.", 60, ResponseCode::NoError),
+        t0,
+    );
+    store(
+        &cache,
+        "b.cluster.local.",
+        &answer("b.cluster.local.", 60, ResponseCode::NXDomain),
+        t0,
+    );
     assert!(ttls(&cache, "a.cluster.local.", t0).is_none());
     assert!(ttls(&cache, "b.cluster.local.", t0).is_none());
     let mut narrow = super::tests::config();
@@ -137,7 +205,11 @@ fn the_dnssec_ok_bit_is_part_of_the_key() {
     let cache = Cache::new(&config(), "dns://:53");
     let t0 = Instant::now();
     let packet = query("do.example.com.", true);
-    cache.put(&Request::parse(&packet).unwrap(), &answer("do.example.com.", 60, ResponseCode::NoError), t0);
+    cache.put(
+        &Request::parse(&packet).unwrap(),
+        &answer("do.example.com.", 60, ResponseCode::NoError),
+        t0,
+    );
     assert!(ttls(&cache, "do.example.com.", t0).is_none());
 }
 
@@ -150,10 +222,32 @@ fn serve_stale_answers_expired_entries_with_ttl_zero() {
     });
     let cache = Cache::new(&config, "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "s.example.com.", &answer("s.example.com.", 60, ResponseCode::NoError), t0);
-    assert_eq!(ttls(&cache, "s.example.com.", t0 + Duration::from_secs(61)).unwrap().0, Hit::Stale);
-    assert_eq!(ttls(&cache, "s.example.com.", t0 + Duration::from_secs(61)).unwrap().1, [0]);
-    assert!(ttls(&cache, "s.example.com.", t0 + Duration::from_secs(60 + 3601)).is_none());
+    store(
+        &cache,
+        "s.example.com.",
+        &answer("s.example.com.", 60, ResponseCode::NoError),
+        t0,
+    );
+    assert_eq!(
+        ttls(&cache, "s.example.com.", t0 + Duration::from_secs(61))
+            .unwrap()
+            .0,
+        Hit::Stale
+    );
+    assert_eq!(
+        ttls(&cache, "s.example.com.", t0 + Duration::from_secs(61))
+            .unwrap()
+            .1,
+        [0]
+    );
+    assert!(
+        ttls(
+            &cache,
+            "s.example.com.",
+            t0 + Duration::from_secs(60 + 3601)
+        )
+        .is_none()
+    );
 }
 
 #[test]
@@ -166,16 +260,48 @@ fn prefetch_popular_entries_near_expiry() {
     });
     let cache = Cache::new(&config, "dns://:53");
     let t0 = Instant::now();
-    store(&cache, "p.example.com.", &answer("p.example.com.", 100, ResponseCode::NoError), t0);
+    store(
+        &cache,
+        "p.example.com.",
+        &answer("p.example.com.", 100, ResponseCode::NoError),
+        t0,
+    );
     let at = |s| t0 + Duration::from_secs(s);
-    assert_eq!(ttls(&cache, "p.example.com.", at(10)).unwrap().0, Hit::Fresh);
-    assert_eq!(ttls(&cache, "p.example.com.", at(20)).unwrap().0, Hit::Fresh);
-    assert_eq!(ttls(&cache, "p.example.com.", at(30)).unwrap().0, Hit::Fresh, "popular, but 70 s left");
-    assert_eq!(ttls(&cache, "p.example.com.", at(85)).unwrap().0, Hit::Fresh, "15 s left");
-    assert_eq!(ttls(&cache, "p.example.com.", at(91)).unwrap().0, Hit::Prefetch, "popular, 9 s left");
+    assert_eq!(
+        ttls(&cache, "p.example.com.", at(10)).unwrap().0,
+        Hit::Fresh
+    );
+    assert_eq!(
+        ttls(&cache, "p.example.com.", at(20)).unwrap().0,
+        Hit::Fresh
+    );
+    assert_eq!(
+        ttls(&cache, "p.example.com.", at(30)).unwrap().0,
+        Hit::Fresh,
+        "popular, but 70 s left"
+    );
+    assert_eq!(
+        ttls(&cache, "p.example.com.", at(85)).unwrap().0,
+        Hit::Fresh,
+        "15 s left"
+    );
+    assert_eq!(
+        ttls(&cache, "p.example.com.", at(91)).unwrap().0,
+        Hit::Prefetch,
+        "popular, 9 s left"
+    );
     let cold = Cache::new(&config, "dns://:53");
-    store(&cold, "p.example.com.", &answer("p.example.com.", 100, ResponseCode::NoError), t0);
-    assert_eq!(ttls(&cold, "p.example.com.", at(91)).unwrap().0, Hit::Fresh, "near expiry, but not popular");
+    store(
+        &cold,
+        "p.example.com.",
+        &answer("p.example.com.", 100, ResponseCode::NoError),
+        t0,
+    );
+    assert_eq!(
+        ttls(&cold, "p.example.com.", at(91)).unwrap().0,
+        Hit::Fresh,
+        "near expiry, but not popular"
+    );
 }
 
 #[test]
@@ -193,5 +319,10 @@ fn full_shards_evict() {
     let mut out = Exposition::new();
     cache.collect(&mut out);
     let text = out.finish();
-    assert!(text.contains("coredns_cache_entries{server=\"dns://:53\",type=\"success\",view=\"\",zones=\".\"}"), "{text}");
+    assert!(
+        text.contains(
+            "coredns_cache_entries{server=\"dns://:53\",type=\"success\",view=\"\",zones=\".\"}"
+        ),
+        "{text}"
+    );
 }

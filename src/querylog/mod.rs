@@ -102,7 +102,10 @@ impl QueryLog {
             Class::Denial => classes.denial,
             Class::Error => classes.error,
         };
-        let slow = self.config.min_duration.is_some_and(|min| entry.duration >= min);
+        let slow = self
+            .config
+            .min_duration
+            .is_some_and(|min| entry.duration >= min);
         (wanted || slow).then(|| render(&self.format, entry))
     }
 }
@@ -116,7 +119,10 @@ enum Class {
 }
 
 fn class_of(reply: &[u8]) -> Class {
-    let (Ok(rcode), Ok(counts)) = (crate::wire::reply::rcode(reply), crate::wire::reply::counts(reply)) else {
+    let (Ok(rcode), Ok(counts)) = (
+        crate::wire::reply::rcode(reply),
+        crate::wire::reply::counts(reply),
+    ) else {
         return Class::Error;
     };
     match rcode {
@@ -132,7 +138,9 @@ fn compile(format: &str) -> Vec<Piece> {
     let mut text = String::new();
     let mut rest = format;
     while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else { break };
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
         let name = &rest[open + 1..open + close];
         let piece = match name {
             "type" => Some(Piece::Type),
@@ -204,9 +212,9 @@ fn render(pieces: &[Piece], entry: &Entry<'_>) -> String {
             Piece::Duration => {
                 let _ = write!(out, "{}s", entry.duration.as_secs_f64());
             }
-            Piece::Rcode => out.push_str(
-                crate::wire::reply::rcode(entry.reply).map_or("-", rcode_name),
-            ),
+            Piece::Rcode => {
+                out.push_str(crate::wire::reply::rcode(entry.reply).map_or("-", rcode_name))
+            }
             Piece::Rsize => {
                 let _ = write!(out, "{}", entry.reply.len());
             }
@@ -214,7 +222,11 @@ fn render(pieces: &[Piece], entry: &Entry<'_>) -> String {
             Piece::Bufsize => {
                 let _ = write!(out, "{}", request.edns.map_or(512, |edns| edns.payload));
             }
-            Piece::Do => out.push_str(if request.edns.is_some_and(|e| e.dnssec_ok) { "true" } else { "false" }),
+            Piece::Do => out.push_str(if request.edns.is_some_and(|e| e.dnssec_ok) {
+                "true"
+            } else {
+                "false"
+            }),
             Piece::Id => {
                 let _ = write!(out, "{}", request.id);
             }
@@ -303,7 +315,10 @@ impl ErrorLog {
     pub fn report(&self, request: &Request<'_>, rcode: u16, error: &str, now: Instant) {
         let mut name = String::new();
         let _ = write_dotted(request.question.name(), &mut name);
-        let message = format!("{rcode} {name} {}: {error}", type_name(request.question.qtype));
+        let message = format!(
+            "{rcode} {name} {}: {error}",
+            type_name(request.question.qtype)
+        );
         for line in self.lines(&message, error, now) {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}");
@@ -313,7 +328,11 @@ impl ErrorLog {
     /// The lines to print for one error (and for consolidation periods it closes).
     fn lines(&self, message: &str, error: &str, now: Instant) -> Vec<String> {
         let mut out = self.flush(now);
-        let Some(rule) = self.rules.iter().find(|rule| rule.config.pattern.is_match(error)) else {
+        let Some(rule) = self
+            .rules
+            .iter()
+            .find(|rule| rule.config.pattern.is_match(error))
+        else {
             out.push(format!("[ERROR] plugin/errors: {message}"));
             return out;
         };
@@ -325,7 +344,10 @@ impl ErrorLog {
             None => {
                 *state = Some((now, 1));
                 if rule.config.show_first {
-                    out.push(format!("{} plugin/errors: {message}", level(rule.config.level)));
+                    out.push(format!(
+                        "{} plugin/errors: {message}",
+                        level(rule.config.level)
+                    ));
                 }
             }
         }
@@ -337,7 +359,9 @@ impl ErrorLog {
     pub fn flush(&self, now: Instant) -> Vec<String> {
         let mut out = Vec::new();
         for rule in &self.rules {
-            let Ok(mut state) = rule.state.lock() else { continue };
+            let Ok(mut state) = rule.state.lock() else {
+                continue;
+            };
             if let Some((started, count)) = *state
                 && now.duration_since(started) >= rule.config.period
             {

@@ -206,7 +206,7 @@ impl Handler {
                         Transport::Udp => request.udp_limit(),
                         Transport::Tcp => usize::from(u16::MAX),
                     };
-                    wire::write_answer(&request, &answer, zone, limit, out);
+                    wire::write_answer(&request, &answer, zone, limit, false, out);
                     return Outcome::Reply;
                 }
             }

@@ -6,6 +6,8 @@
 
 pub mod reply;
 
+use smallvec::SmallVec;
+
 use crate::zone::name::MAX_NAME_LEN;
 use crate::zone::rrset::{CLASS_IN, rtype};
 use crate::zone::{Answer, Owner, Run, ServedZone, Soa};
@@ -303,55 +305,61 @@ impl<'o> Writer<'o> {
         Self { out, counts }
     }
 
-    /// Writes one run into `section` (1 answer, 2 authority, 3 additional).
-    fn run(&mut self, section: usize, run: &Run<'_>, respell: Option<&Respell<'_>>) {
+    /// Writes one run into `section` (1 answer, 2 authority, 3 additional); with `shuffle`
+    /// (the *loadbalance* plugin), A, AAAA and MX records go out in a random order.
+    fn run(&mut self, section: usize, run: &Run<'_>, respell: Option<&Respell<'_>>, shuffle: bool) {
         let data = &run.data[..];
+        let mut records: SmallVec<[(usize, usize, usize); 16]> = SmallVec::new();
         let mut at = 0;
-        let mut named_at: Option<usize> = None;
         while at < data.len() {
-            let start = self.out.len();
-            let rr_start = match &run.owner {
-                Owner::Question => {
-                    self.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]);
-                    at
-                }
-                Owner::Name(name) => {
-                    match named_at {
-                        Some(offset) if offset < 0x4000 => self
-                            .out
-                            .extend_from_slice(&(0xc000 | offset as u16).to_be_bytes()),
-                        _ => {
-                            named_at = Some(self.out.len());
-                            self.out.extend_from_slice(name);
-                        }
-                    }
-                    at
-                }
-                Owner::Embedded => {
-                    let Some(end) = skip_name(data, at) else {
-                        return;
-                    };
-                    let owner_at = self.out.len();
-                    self.out.extend_from_slice(&data[at..end]);
-                    if let Some(respell) = respell {
-                        respell.apply(&mut self.out[owner_at..]);
-                    }
-                    end
-                }
+            let rr_start = match run.owner {
+                Owner::Embedded => match skip_name(data, at) {
+                    Some(end) => end,
+                    None => break,
+                },
+                Owner::Question | Owner::Name(_) => at,
             };
             let Some(fixed) = data.get(rr_start..rr_start + 10) else {
-                self.out.truncate(start);
-                return;
+                break;
             };
-            let rr_type = u16::from_be_bytes([fixed[0], fixed[1]]);
-            let rdlen = u16::from_be_bytes([fixed[8], fixed[9]]) as usize;
-            let end = rr_start + 10 + rdlen;
-            let Some(rr) = data.get(rr_start..end) else {
-                self.out.truncate(start);
-                return;
-            };
+            let end = rr_start + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+            if end > data.len() {
+                break;
+            }
+            records.push((at, rr_start, end));
+            at = end;
+        }
+        if shuffle && records.len() > 1 {
+            let (_, rr_start, _) = records[0];
+            let rtype = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
+            if matches!(rtype, rtype::A | rtype::AAAA | rtype::MX) {
+                fastrand::shuffle(&mut records);
+            }
+        }
+        let mut named_at: Option<usize> = None;
+        for (owner_at, rr_start, end) in records {
+            match &run.owner {
+                Owner::Question => self.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]),
+                Owner::Name(name) => match named_at {
+                    Some(offset) if offset < 0x4000 => self
+                        .out
+                        .extend_from_slice(&(0xc000 | offset as u16).to_be_bytes()),
+                    _ => {
+                        named_at = Some(self.out.len());
+                        self.out.extend_from_slice(name);
+                    }
+                },
+                Owner::Embedded => {
+                    let written = self.out.len();
+                    self.out.extend_from_slice(&data[owner_at..rr_start]);
+                    if let Some(respell) = respell {
+                        respell.apply(&mut self.out[written..]);
+                    }
+                }
+            }
+            let rr_type = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
             let rdata_at = self.out.len() + 10;
-            self.out.extend_from_slice(rr);
+            self.out.extend_from_slice(&data[rr_start..end]);
             if let Some(respell) = respell {
                 let target_at = match rr_type {
                     rtype::SRV => Some(rdata_at + 6),
@@ -363,7 +371,6 @@ impl<'o> Writer<'o> {
                 }
             }
             self.counts[section] += 1;
-            at = end;
         }
     }
 
@@ -443,12 +450,13 @@ impl Respell<'_> {
 
 /// Writes the reply to `request` carrying `answer` from `zone`, at most `limit` bytes:
 /// when it does not fit, the additional section goes first, then the answer and authority,
-/// with TC set (the client retries over TCP).
+/// with TC set (the client retries over TCP). `shuffle` is the *loadbalance* plugin.
 pub fn write_answer(
     request: &Request<'_>,
     answer: &Answer<'_>,
     zone: &ServedZone,
     limit: usize,
+    shuffle: bool,
     out: &mut Vec<u8>,
 ) {
     let rcode = match answer.rcode {
@@ -467,14 +475,14 @@ pub fn write_answer(
         let mut truncated = false;
         if attempt < 2 {
             for run in &answer.answer {
-                writer.run(1, run, respell.as_ref());
+                writer.run(1, run, respell.as_ref(), shuffle);
             }
             if answer.is_negative() {
                 writer.negative_soa(zone_offset, &zone.soa());
             }
             if attempt == 0 {
                 for run in &answer.additional {
-                    writer.run(3, run, respell.as_ref());
+                    writer.run(3, run, respell.as_ref(), shuffle);
                 }
             }
         } else {

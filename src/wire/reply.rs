@@ -139,7 +139,10 @@ pub fn fit_for_client(
     out.clear();
     out.extend_from_slice(&message[..additional_start]);
     let mut additional = 0u16;
-    for record in records.iter().filter(|r| r.section == 3 && r.rtype != rtype::OPT) {
+    for record in records
+        .iter()
+        .filter(|r| r.section == 3 && r.rtype != rtype::OPT)
+    {
         out.extend_from_slice(&message[record.start..record.end]);
         additional += 1;
     }
@@ -175,6 +178,51 @@ pub fn fit_for_client(
     Ok(())
 }
 
+/// The *loadbalance* plugin on a reply from elsewhere (CoreDNS `roundRobin`, per section):
+/// CNAMEs first, then other records, then the A and AAAA records shuffled, then MX shuffled.
+/// Decoded and encoded again, since moving compressed records in place could leave a
+/// pointer aimed at a name that now comes later. `None` when there is nothing to shuffle
+/// (or the message does not decode).
+pub fn shuffle(message: &[u8]) -> Option<Vec<u8>> {
+    use hickory_proto::rr::RecordType;
+    let many = |rtypes: &[RecordType], records: &[hickory_proto::rr::Record]| {
+        records
+            .iter()
+            .filter(|r| rtypes.contains(&r.record_type()))
+            .count()
+            > 1
+    };
+    let mut decoded = hickory_proto::op::Message::from_vec(message).ok()?;
+    let shufflable = [RecordType::A, RecordType::AAAA, RecordType::MX];
+    if ![&decoded.answers, &decoded.authorities, &decoded.additionals]
+        .iter()
+        .any(|section| many(&shufflable, section))
+    {
+        return None;
+    }
+    for section in [
+        &mut decoded.answers,
+        &mut decoded.authorities,
+        &mut decoded.additionals,
+    ] {
+        let records = std::mem::take(section);
+        let (mut cname, mut address, mut mx, mut rest) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for record in records {
+            match record.record_type() {
+                RecordType::CNAME => cname.push(record),
+                RecordType::A | RecordType::AAAA => address.push(record),
+                RecordType::MX => mx.push(record),
+                _ => rest.push(record),
+            }
+        }
+        fastrand::shuffle(&mut address);
+        fastrand::shuffle(&mut mx);
+        section.extend(cname.into_iter().chain(rest).chain(address).chain(mx));
+    }
+    decoded.to_vec().ok()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -192,11 +240,23 @@ mod tests {
         let mut m = Message::new(7, MessageType::Response, OpCode::Query);
         m.add_query(Query::query(name.clone(), RecordType::A));
         let cname = Name::from_str("edge.example.net.").unwrap();
-        m.add_answer(Record::from_rdata(name, 300, RData::CNAME(CNAME(cname.clone()))));
+        m.add_answer(Record::from_rdata(
+            name,
+            300,
+            RData::CNAME(CNAME(cname.clone())),
+        ));
         for i in 0..answers {
-            m.add_answer(Record::from_rdata(cname.clone(), 60 + i as u32, RData::A(A::new(192, 0, 2, i as u8))));
+            m.add_answer(Record::from_rdata(
+                cname.clone(),
+                60 + i as u32,
+                RData::A(A::new(192, 0, 2, i as u8)),
+            ));
         }
-        m.add_additional(Record::from_rdata(cname, 30, RData::A(A::new(198, 51, 100, 1))));
+        m.add_additional(Record::from_rdata(
+            cname,
+            30,
+            RData::A(A::new(198, 51, 100, 1)),
+        ));
         if with_opt {
             let mut edns = HEdns::new();
             edns.set_max_payload(4096);
@@ -236,7 +296,10 @@ mod tests {
         };
         fit_for_client(&bytes, 9, Some(&client), 1232, &mut out).unwrap();
         let m = Message::from_vec(&out).unwrap();
-        assert_eq!((m.metadata.id, m.answers.len(), m.additionals.len()), (9, 3, 1));
+        assert_eq!(
+            (m.metadata.id, m.answers.len(), m.additionals.len()),
+            (9, 3, 1)
+        );
         let edns = m.edns.unwrap();
         assert_eq!((edns.max_payload(), edns.flags().dnssec_ok), (1232, true));
 
@@ -260,13 +323,47 @@ mod tests {
     fn negative_ttl_takes_the_soa_minimum() {
         let zone = Name::from_str("example.com.").unwrap();
         let mut m = Message::new(1, MessageType::Response, OpCode::Query);
-        m.add_query(Query::query(Name::from_str("x.example.com.").unwrap(), RecordType::A));
+        m.add_query(Query::query(
+            Name::from_str("x.example.com.").unwrap(),
+            RecordType::A,
+        ));
         m.add_authority(Record::from_rdata(
             zone.clone(),
             3600,
             RData::SOA(SOA::new(zone.clone(), zone, 1, 7200, 1800, 86400, 60)),
         ));
         assert_eq!(min_ttl(&m.to_vec().unwrap()).unwrap(), Some(60));
+    }
+
+    #[test]
+    fn shuffle_keeps_cnames_first_and_the_record_set() {
+        let bytes = reply(8, true);
+        let original = Message::from_vec(&bytes).unwrap();
+        let mut orders = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let shuffled = Message::from_vec(&shuffle(&bytes).unwrap()).unwrap();
+            assert_eq!(shuffled.answers[0].record_type(), RecordType::CNAME);
+            let mut a: Vec<_> = shuffled
+                .answers
+                .iter()
+                .map(|r| r.data.to_string())
+                .collect();
+            orders.insert(a.clone());
+            let mut b: Vec<_> = original
+                .answers
+                .iter()
+                .map(|r| r.data.to_string())
+                .collect();
+            a.sort();
+            b.sort();
+            assert_eq!(a, b);
+        }
+        assert!(orders.len() > 1, "the order changes");
+        assert_eq!(
+            shuffle(&reply(1, false)),
+            None,
+            "one address: nothing to do"
+        );
     }
 
     #[test]

@@ -172,3 +172,54 @@ fn malformed_reply_echoes_header() {
     write_malformed(0x1234, 0x0100, rcode::FORMERR, &mut out);
     assert_eq!(out, [0x12, 0x34, 0x81, 0x01, 0, 0, 0, 0, 0, 0, 0, 0]);
 }
+
+#[test]
+fn loadbalance_shuffles_prepared_address_runs() {
+    use crate::zone::{Answer, Owner, Rcode, Run};
+    use std::borrow::Cow;
+    let mut data = Vec::new();
+    for i in 0..10u8 {
+        crate::zone::rrset::write_rr_header(&mut data, 1, 30, 4);
+        data.extend_from_slice(&[10, 0, 0, i]);
+    }
+    let mut answer = Answer {
+        rcode: Rcode::NoError,
+        zone: 0,
+        answer: Default::default(),
+        additional: Default::default(),
+        chase: None,
+    };
+    answer.answer.push(Run {
+        owner: Owner::Question,
+        count: 10,
+        data: Cow::Owned(data),
+    });
+    let mut packet = header(1, 0, [1, 0, 0, 0]);
+    packet.extend(question(WEB, 1));
+    let request = Request::parse(&packet).unwrap();
+    let zone = crate::zone::tests_support::zone("cluster.local.");
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..20 {
+        let mut out = Vec::new();
+        write_answer(&request, &answer, &zone, 4096, true, &mut out);
+        let reply = hickory_proto::op::Message::from_vec(&out).unwrap();
+        let order: Vec<String> = reply.answers.iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(order.len(), 10);
+        assert!(
+            reply
+                .answers
+                .iter()
+                .all(|r| r.name.to_string() == "Web.shop.svc.cluster.local.")
+        );
+        seen.insert(order);
+    }
+    assert!(seen.len() > 1);
+    let mut out = Vec::new();
+    write_answer(&request, &answer, &zone, 4096, false, &mut out);
+    let reply = hickory_proto::op::Message::from_vec(&out).unwrap();
+    assert_eq!(
+        reply.answers[0].data.to_string(),
+        "10.0.0.0",
+        "no shuffle: prepared order"
+    );
+}

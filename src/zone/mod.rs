@@ -461,3 +461,19 @@ pub fn dashed_ip(ip: IpAddr) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Helpers for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::{ServedZone, Soa};
+    use crate::zone::name::WireName;
+
+    /// A served forward zone with a fixed SOA.
+    pub(crate) fn zone(origin: &str) -> ServedZone {
+        ServedZone {
+            origin: WireName::from_dotted(origin).unwrap_or_else(|_| WireName::root()),
+            reverse: false,
+            soa: Soa::new(30, 1),
+        }
+    }
+}

@@ -21,6 +21,10 @@ pub mod rtype {
     pub const SOA: u16 = 6;
     /// PTR.
     pub const PTR: u16 = 12;
+    /// HINFO (the *loop* plugin's probe).
+    pub const HINFO: u16 = 13;
+    /// MX.
+    pub const MX: u16 = 15;
     /// TXT.
     pub const TXT: u16 = 16;
     /// AAAA.

@@ -54,6 +54,7 @@ fn ask(snapshot: &Snapshot, name: &str, qtype: RecordType) -> (String, Vec<Strin
         &answer,
         &snapshot.zones()[answer.zone],
         512,
+        false,
         &mut out,
     );
     let reply = Message::from_vec(&out).unwrap();
