@@ -7,6 +7,8 @@
 //! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
 
 mod listen;
+mod loop_detect;
+mod reload;
 mod run;
 mod tcp;
 mod transfer;
@@ -18,6 +20,8 @@ use std::sync::Arc;
 use hickory_proto::rr::Record;
 
 pub use listen::{Listener, bind_all, local_ips};
+pub use loop_detect::LoopDetect;
+pub use reload::{Check, CorefileWatch, ReloadMetrics, next_wait};
 pub use run::{LoadedBlock, Running, StartError, load, start};
 
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
