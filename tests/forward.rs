@@ -315,6 +315,28 @@ async fn expire_zero_and_max_idle_conns_limit_reuse() {
 }
 
 #[tokio::test]
+async fn idle_connections_are_closed_after_expire_and_at_shutdown() {
+    let upstream = TestUpstream::start(Behaviour::Answer).await;
+    let mut config = config(&[upstream.addr]);
+    config.expire = Duration::from_millis(200);
+    let forwarder = Arc::new(forwarder(&config));
+    let shutdown = CancellationToken::new();
+    forwarder.start(shutdown.clone());
+    reply(forwarder.forward(&query(), Transport::Tcp).await);
+    assert_eq!(upstream.open_connections(), 1);
+    wait_until("the idle connection expired", || {
+        upstream.open_connections() == 0
+    })
+    .await;
+
+    reply(forwarder.forward(&query(), Transport::Tcp).await);
+    assert_eq!(upstream.open_connections(), 1);
+    shutdown.cancel();
+    wait_until("closed at shutdown", || upstream.open_connections() == 0).await;
+    assert_eq!(upstream.connections(), 2);
+}
+
+#[tokio::test]
 async fn a_cached_tcp_connection_the_upstream_closed_is_replaced() {
     let upstream = TestUpstream::start(Behaviour::Answer).await;
     upstream.close_tcp_after_reply(true);

@@ -54,7 +54,8 @@ pub enum Op {
 /// The cause of a [`NetError`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    /// No reply (or connection) within the read timeout or the query's deadline.
+    /// No reply (or connection) within the read timeout or the query's deadline (our own
+    /// timer: the only source of this cause).
     Timeout,
     /// The upstream closed the TCP connection.
     Eof,
@@ -90,7 +91,6 @@ impl Cause {
     /// The cause of an I/O error.
     pub(super) fn of(error: &io::Error) -> Self {
         match error.kind() {
-            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Cause::Timeout,
             io::ErrorKind::UnexpectedEof => Cause::Eof,
             _ => Cause::Os(go_text(error)),
         }
@@ -111,6 +111,7 @@ fn go_text(error: &io::Error) -> String {
         io::ErrorKind::NetworkUnreachable => "network is unreachable",
         io::ErrorKind::HostUnreachable => "no route to host",
         io::ErrorKind::NetworkDown => "network is down",
+        io::ErrorKind::TimedOut => "connection timed out",
         _ => {
             let text = error.to_string();
             let text = text.split(" (os error").next().unwrap_or_default();

@@ -323,7 +323,7 @@ impl Forwarder {
                 candidates.push(index);
             }
             if candidates.is_empty() {
-                if down == 0 || down < n || broken_tried {
+                if down < n || broken_tried {
                     break;
                 }
                 // Every upstream is down: CoreDNS assumes the health checking itself is

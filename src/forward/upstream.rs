@@ -111,7 +111,8 @@ impl Upstream {
 
     /// Sends `framed` (a query behind its two-byte TCP length) over `proto` and waits for
     /// the reply to it. A fresh random ID goes into `framed` first. A cached TCP connection
-    /// that the upstream has closed meanwhile is replaced by a new one, as in CoreDNS.
+    /// that the upstream has closed meanwhile is replaced by a new one (once), as in
+    /// CoreDNS.
     pub(super) async fn exchange(
         &self,
         framed: &mut [u8],
@@ -119,14 +120,19 @@ impl Upstream {
         proto: Proto,
         limits: Limits,
     ) -> Result<Reply, ForwardError> {
+        let mut fresh = false;
         loop {
             let id = random_id();
             message::set_id(&mut framed[2..], id);
             let started = Instant::now();
             let result = match proto {
                 Proto::Udp => self.exchange_udp(&framed[2..], id, info, limits).await,
-                Proto::Tcp => match self.exchange_tcp(framed, id, info, limits).await {
-                    Err(TcpFailure::CachedClosed) => continue,
+                Proto::Tcp => match self.exchange_tcp(framed, id, info, limits, fresh).await {
+                    // Once, on a new connection.
+                    Err(TcpFailure::CachedClosed) => {
+                        fresh = true;
+                        continue;
+                    }
                     Err(TcpFailure::Error(error)) => Err(error),
                     Ok(reply) => Ok(reply),
                 },
@@ -201,8 +207,10 @@ impl Upstream {
         id: u16,
         info: &QueryInfo,
         limits: Limits,
+        fresh: bool,
     ) -> Result<Reply, TcpFailure> {
-        let (mut stream, cached) = match self.pool.take_tcp() {
+        let parked = if fresh { None } else { self.pool.take_tcp() };
+        let (mut stream, cached) = match parked {
             Some(stream) => (stream, true),
             None => (self.dial_tcp(limits).await?, false),
         };

@@ -61,6 +61,8 @@ struct State {
     tcp: AtomicUsize,
     health_checks: AtomicUsize,
     connections: AtomicUsize,
+    /// TCP connections still open.
+    open: AtomicUsize,
     /// The last query that was not a health check, as received.
     last: Mutex<Option<Vec<u8>>>,
 }
@@ -80,6 +82,7 @@ impl TestUpstream {
             tcp: AtomicUsize::new(0),
             health_checks: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
+            open: AtomicUsize::new(0),
             last: Mutex::new(None),
         });
         let tasks = vec![
@@ -139,6 +142,11 @@ impl TestUpstream {
         self.state.connections.load(Ordering::SeqCst)
     }
 
+    /// TCP connections open now (closed by either side are not).
+    pub fn open_connections(&self) -> usize {
+        self.state.open.load(Ordering::SeqCst)
+    }
+
     /// The last query (not a health check) as received.
     pub fn last_query(&self) -> Option<Vec<u8>> {
         self.state.last.lock().unwrap().clone()
@@ -194,11 +202,16 @@ async fn serve_tcp(listener: TcpListener, state: Arc<State>) {
             continue;
         };
         state.connections.fetch_add(1, Ordering::SeqCst);
-        tokio::spawn(serve_connection(stream, Arc::clone(&state)));
+        state.open.fetch_add(1, Ordering::SeqCst);
+        let state = Arc::clone(&state);
+        tokio::spawn(async move {
+            serve_connection(stream, &state).await;
+            state.open.fetch_sub(1, Ordering::SeqCst);
+        });
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
+async fn serve_connection(mut stream: TcpStream, state: &State) {
     loop {
         let mut length = [0u8; 2];
         if stream.read_exact(&mut length).await.is_err() {
@@ -208,7 +221,7 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<State>) {
         if stream.read_exact(&mut query).await.is_err() {
             return;
         }
-        for reply in respond(&state, &query, Via::Tcp).await {
+        for reply in respond(state, &query, Via::Tcp).await {
             let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
             framed.extend_from_slice(&reply);
             if stream.write_all(&framed).await.is_err() {
