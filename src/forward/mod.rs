@@ -33,6 +33,30 @@
 //! An upstream that is this server itself (its port and an address this server listens on,
 //! typically systemd-resolved's `127.0.0.53` in a node's resolv.conf while listening on
 //! `0.0.0.0:53`) is dropped at start with a warning instead of looping every query.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use clusterdns::config::ForwardConfig;
+//! use clusterdns::forward::{Forwarded, Forwarder};
+//! use clusterdns::server::Transport;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! async fn serve(config: &ForwardConfig, query: &[u8], shutdown: CancellationToken) {
+//!     let listening = ["0.0.0.0:53".parse().expect("an address")];
+//!     let forwarder = Arc::new(Forwarder::new(config, &listening));
+//!     for warning in forwarder.warnings() {
+//!         eprintln!("{warning}");
+//!     }
+//!     forwarder.start(shutdown);
+//!     match forwarder.forward(query, Transport::Udp).await {
+//!         Forwarded::Reply(reply) => { /* send it */ }
+//!         Forwarded::Refused => { /* answer REFUSED */ }
+//!         Forwarded::Failed(error) => { /* answer SERVFAIL; the errors plugin logs `error` */ }
+//!         Forwarded::Next(reply) => { /* the next forward, or send `reply` if none */ }
+//!     }
+//! }
+//! ```
 
 mod error;
 mod message;
