@@ -22,11 +22,13 @@
 //! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.
+//! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
 //! - [`cli`]: the command line.
 
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod forward;
 pub mod metrics;
 pub mod model;
 pub mod querylog;

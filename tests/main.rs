@@ -5,6 +5,7 @@
 mod common;
 mod corefile;
 mod e2e;
+mod forward;
 mod loader;
 mod protocol;
 mod readme;

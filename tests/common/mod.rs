@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 pub mod binary;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

@@ -1,0 +1,392 @@
+//! Just enough of a DNS message to forward it: the query's question and EDNS payload size,
+//! and whether a reply answers that question (ID, QR, opcode, question) with which rcode.
+//!
+//! The client's bytes are forwarded as they are; nothing here builds or rewrites a message
+//! beyond its ID and, for a reply too big for the client, a truncated header. Every read is
+//! bounds-checked: garbage from an upstream is a mismatch or [`Verdict::Malformed`], never a
+//! panic.
+
+/// Length of the DNS header.
+pub(super) const HEADER_LEN: usize = 12;
+/// The smallest UDP payload every client accepts (RFC 1035).
+const UDP_MIN_PAYLOAD: u16 = 512;
+
+const FLAG_QR: u16 = 0x8000;
+const FLAG_TC: u16 = 0x0200;
+const FLAG_RD: u16 = 0x0100;
+const TYPE_OPT: u16 = 41;
+const TYPE_NS: u16 = 2;
+const CLASS_IN: u16 = 1;
+
+/// What forwarding needs to know about a client's query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct QueryInfo {
+    /// The client's message ID, restored in the reply.
+    pub id: u16,
+    /// The opcode, which a reply must echo.
+    pub opcode: u8,
+    /// End of the question section: `query[HEADER_LEN..question_end]` is the question.
+    pub question_end: usize,
+    /// The largest reply the client takes over UDP (its EDNS payload size, at least 512).
+    pub udp_limit: usize,
+}
+
+/// Parses the header, the single question and the OPT record of a query; `None` when it is
+/// not a query with exactly one question (the server rejects those before forwarding).
+pub(super) fn parse_query(query: &[u8]) -> Option<QueryInfo> {
+    let header = Header::read(query)?;
+    if header.flags & FLAG_QR != 0 || header.counts[0] != 1 {
+        return None;
+    }
+    let name_end = first_name_end(query)?;
+    let question_end = name_end + 4;
+    if question_end > query.len() {
+        return None;
+    }
+    let mut udp_limit = UDP_MIN_PAYLOAD;
+    let mut at = question_end;
+    for (section, &count) in header.counts[1..].iter().enumerate() {
+        for _ in 0..count {
+            let record = Record::read(query, at)?;
+            if section == 2 && record.rtype == TYPE_OPT {
+                udp_limit = record.class.max(UDP_MIN_PAYLOAD);
+            }
+            at = record.end;
+        }
+    }
+    Some(QueryInfo {
+        id: header.id,
+        opcode: header.opcode(),
+        question_end,
+        udp_limit: usize::from(udp_limit),
+    })
+}
+
+/// What a reply read from an upstream is, for the query it was meant to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Not the reply to this query (another ID, not a response, another question): discard
+    /// it and keep reading.
+    Mismatch,
+    /// The reply, with its (extended) rcode and TC bit.
+    Match(ReplyInfo),
+    /// The header and question match but the records do not parse.
+    Malformed,
+}
+
+/// The parts of a matching reply that decide what happens next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ReplyInfo {
+    /// The rcode, extended with the OPT record's upper bits (RFC 6891).
+    pub rcode: u16,
+    /// The TC bit.
+    pub truncated: bool,
+}
+
+/// Whether `reply` answers `query` (sent with ID `id`): same ID, QR set, same opcode, one
+/// question equal to the query's (the name compared case-insensitively, as CoreDNS does).
+pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo) -> Verdict {
+    let Some(header) = Header::read(reply) else {
+        return Verdict::Mismatch;
+    };
+    if header.id != id
+        || header.flags & FLAG_QR == 0
+        || header.opcode() != info.opcode
+        || header.counts[0] != 1
+    {
+        return Verdict::Mismatch;
+    }
+    let question = &query[HEADER_LEN..info.question_end];
+    match reply.get(HEADER_LEN..info.question_end) {
+        Some(echoed) if echoed.eq_ignore_ascii_case(question) => {}
+        _ => return Verdict::Mismatch,
+    }
+    let truncated = header.flags & FLAG_TC != 0;
+    let mut rcode = header.flags & 0x000f;
+    let mut at = info.question_end;
+    for (section, &count) in header.counts[1..].iter().enumerate() {
+        for _ in 0..count {
+            let Some(record) = Record::read(reply, at) else {
+                // A truncated reply may be cut anywhere; it is retried over TCP or handed
+                // back as truncated, so its records do not matter.
+                return if truncated {
+                    Verdict::Match(ReplyInfo { rcode, truncated })
+                } else {
+                    Verdict::Malformed
+                };
+            };
+            if section == 2 && record.rtype == TYPE_OPT {
+                rcode |= u16::from(record.ttl.to_be_bytes()[0]) << 4;
+            }
+            at = record.end;
+        }
+    }
+    Verdict::Match(ReplyInfo { rcode, truncated })
+}
+
+/// Whether `reply` is any response to the health check sent with ID `id`: CoreDNS counts
+/// every response (SERVFAIL, REFUSED, ...) as a healthy upstream.
+pub(super) fn is_response_to(reply: &[u8], id: u16) -> bool {
+    Header::read(reply).is_some_and(|header| header.id == id && header.flags & FLAG_QR != 0)
+}
+
+/// The health check query: `name IN NS`, RD when `recursion_desired`; the ID is set per
+/// check. `name` is in wire format.
+pub(super) fn health_check_query(name: &[u8], recursion_desired: bool) -> Vec<u8> {
+    let flags = if recursion_desired { FLAG_RD } else { 0 };
+    let mut query = Vec::with_capacity(HEADER_LEN + name.len() + 4);
+    query.extend_from_slice(&[0, 0]);
+    query.extend_from_slice(&flags.to_be_bytes());
+    query.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    query.extend_from_slice(name);
+    query.extend_from_slice(&TYPE_NS.to_be_bytes());
+    query.extend_from_slice(&CLASS_IN.to_be_bytes());
+    query
+}
+
+/// Writes `id` into a message's header.
+pub(super) fn set_id(message: &mut [u8], id: u16) {
+    if let Some(header) = message.get_mut(..2) {
+        header.copy_from_slice(&id.to_be_bytes());
+    }
+}
+
+/// Cuts a matching reply down to its header and question with TC set, for a UDP client
+/// whose payload size it exceeds (the client retries over TCP).
+pub(super) fn truncate(reply: &mut Vec<u8>, info: &QueryInfo) {
+    reply.truncate(info.question_end);
+    if let Some(flags) = reply.get_mut(2) {
+        *flags |= (FLAG_TC >> 8) as u8;
+    }
+    if let Some(counts) = reply.get_mut(6..HEADER_LEN) {
+        counts.fill(0);
+    }
+}
+
+/// The fixed header.
+struct Header {
+    id: u16,
+    flags: u16,
+    /// QDCOUNT, ANCOUNT, NSCOUNT, ARCOUNT.
+    counts: [u16; 4],
+}
+
+impl Header {
+    fn read(message: &[u8]) -> Option<Self> {
+        let bytes = message.get(..HEADER_LEN)?;
+        let word = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+        Some(Self {
+            id: word(0),
+            flags: word(2),
+            counts: [word(4), word(6), word(8), word(10)],
+        })
+    }
+
+    fn opcode(&self) -> u8 {
+        ((self.flags >> 11) & 0x0f) as u8
+    }
+}
+
+/// The fixed part of one resource record.
+struct Record {
+    rtype: u16,
+    class: u16,
+    ttl: u32,
+    /// Offset just past the record.
+    end: usize,
+}
+
+impl Record {
+    fn read(message: &[u8], at: usize) -> Option<Self> {
+        let at = skip_name(message, at)?;
+        let fixed = message.get(at..at + 10)?;
+        let rdlength = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+        let end = at + 10 + rdlength;
+        (end <= message.len()).then(|| Self {
+            rtype: u16::from_be_bytes([fixed[0], fixed[1]]),
+            class: u16::from_be_bytes([fixed[2], fixed[3]]),
+            ttl: u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]),
+            end,
+        })
+    }
+}
+
+/// End of the question's name, which must be uncompressed (nothing precedes it to point
+/// at) and at most 255 bytes.
+fn first_name_end(message: &[u8]) -> Option<usize> {
+    let mut at = HEADER_LEN;
+    loop {
+        let len = usize::from(*message.get(at)?);
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+        if at - HEADER_LEN > 255 {
+            return None;
+        }
+        if len == 0 {
+            return Some(at);
+        }
+    }
+}
+
+/// Skips a possibly compressed name; the offset after it.
+fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = usize::from(*message.get(at)?);
+        match len {
+            0 => return Some(at + 1),
+            1..=63 => at += 1 + len,
+            0xc0..=0xff => return (at + 2 <= message.len()).then_some(at + 2),
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// `www.example.org. A`, ID 0x1234, RD, with an OPT record (payload 1232, DO) when
+    /// `edns`.
+    fn query(edns: bool) -> Vec<u8> {
+        let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns)];
+        q.extend_from_slice(b"\x03www\x07example\x03org\x00\x00\x01\x00\x01");
+        if edns {
+            q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+        }
+        q
+    }
+
+    /// A reply to `query(false)` with ID `id`, rcode `rcode` and one A record (compressed
+    /// owner), plus an OPT with extended rcode bits `ext` when given.
+    fn reply(id: u16, rcode: u8, ext: Option<u8>) -> Vec<u8> {
+        let mut r = query(false);
+        r[..2].copy_from_slice(&id.to_be_bytes());
+        r[2] = 0x81;
+        r[3] = 0x80 | rcode;
+        r[7] = 1;
+        r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+        if let Some(ext) = ext {
+            r[11] = 1;
+            r.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, ext, 0, 0, 0, 0, 0]);
+        }
+        r
+    }
+
+    #[test]
+    fn query_info_reads_the_question_and_payload() {
+        let plain = parse_query(&query(false)).unwrap();
+        assert_eq!(plain.id, 0x1234);
+        assert_eq!(plain.question_end, 12 + 17 + 4);
+        assert_eq!(plain.udp_limit, 512);
+        assert_eq!(parse_query(&query(true)).unwrap().udp_limit, 1232);
+    }
+
+    #[test]
+    fn bad_queries_are_refused() {
+        assert_eq!(parse_query(&[0; 11]), None);
+        let mut response = query(false);
+        response[2] |= 0x80;
+        assert_eq!(parse_query(&response), None);
+        let mut cut = query(true);
+        cut.pop();
+        assert_eq!(parse_query(&cut), None);
+    }
+
+    #[test]
+    fn replies_match_on_id_response_and_question() {
+        let q = query(false);
+        let info = parse_query(&q).unwrap();
+        let ok = Verdict::Match(ReplyInfo {
+            rcode: 0,
+            truncated: false,
+        });
+        assert_eq!(check_reply(&reply(7, 0, None), 7, &q, &info), ok);
+        assert_eq!(
+            check_reply(&reply(8, 0, None), 7, &q, &info),
+            Verdict::Mismatch
+        );
+        let mut upper = reply(7, 0, None);
+        upper[13..16].copy_from_slice(b"WWW");
+        assert_eq!(check_reply(&upper, 7, &q, &info), ok);
+        let mut other = reply(7, 0, None);
+        other[13] = b'x';
+        assert_eq!(check_reply(&other, 7, &q, &info), Verdict::Mismatch);
+        let mut aaaa = reply(7, 0, None);
+        aaaa[31] = 28;
+        assert_eq!(check_reply(&aaaa, 7, &q, &info), Verdict::Mismatch);
+        let mut not_response = reply(7, 0, None);
+        not_response[2] &= 0x7f;
+        assert_eq!(check_reply(&not_response, 7, &q, &info), Verdict::Mismatch);
+    }
+
+    #[test]
+    fn the_rcode_includes_the_opt_upper_bits() {
+        let q = query(false);
+        let info = parse_query(&q).unwrap();
+        let Verdict::Match(got) = check_reply(&reply(7, 0, Some(1)), 7, &q, &info) else {
+            panic!("no match");
+        };
+        assert_eq!(got.rcode, 16);
+        let Verdict::Match(got) = check_reply(&reply(7, 3, None), 7, &q, &info) else {
+            panic!("no match");
+        };
+        assert_eq!(got.rcode, 3);
+    }
+
+    #[test]
+    fn broken_records_are_malformed_unless_truncated() {
+        let q = query(false);
+        let info = parse_query(&q).unwrap();
+        let mut cut = reply(7, 0, None);
+        cut.truncate(cut.len() - 2);
+        assert_eq!(check_reply(&cut, 7, &q, &info), Verdict::Malformed);
+        cut[2] |= 0x02;
+        assert!(matches!(
+            check_reply(&cut, 7, &q, &info),
+            Verdict::Match(ReplyInfo {
+                truncated: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn no_input_panics() {
+        let q = query(true);
+        let info = parse_query(&q).unwrap();
+        let full = reply(7, 0, Some(0));
+        for len in 0..=full.len() {
+            let _ = check_reply(&full[..len], 7, &q, &info);
+            let _ = parse_query(&full[..len]);
+            let _ = is_response_to(&full[..len], 7);
+        }
+        for byte in 0..=255u8 {
+            let mut bent = full.clone();
+            for at in 0..bent.len() {
+                bent[at] = byte;
+                let _ = check_reply(&bent, 7, &q, &info);
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_keeps_the_question_and_sets_tc() {
+        let q = query(false);
+        let info = parse_query(&q).unwrap();
+        let mut r = reply(7, 0, None);
+        truncate(&mut r, &info);
+        assert_eq!(r.len(), info.question_end);
+        assert_eq!(r[2] & 0x02, 0x02);
+        assert_eq!(&r[6..12], &[0; 6]);
+    }
+
+    #[test]
+    fn health_check_query_is_ns_with_or_without_rd() {
+        let rd = health_check_query(b"\x00", true);
+        assert_eq!(rd, [0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1]);
+        assert_eq!(health_check_query(b"\x00", false)[2], 0);
+    }
+}

@@ -1,0 +1,543 @@
+//! One upstream: its cached connections, one query's exchange with it over UDP or TCP, and
+//! its health (CoreDNS's `plugin/pkg/proxy`).
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+use super::error::{Cause, ForwardError, NetError, Op};
+use super::message::{self, QueryInfo, ReplyInfo, Verdict};
+use super::metrics::{Proto, UpstreamMetrics, forward_metrics};
+use super::policy::random_id;
+
+/// The largest DNS message: a UDP reply is read into a buffer this big, so that nothing an
+/// upstream sends is cut short.
+const MAX_MESSAGE: usize = 65_535;
+
+/// One upstream resolver.
+#[derive(Debug)]
+pub(super) struct Upstream {
+    /// Where queries go.
+    pub addr: SocketAddr,
+    /// As written in metrics and messages: `10.0.0.1:53`.
+    pub name: String,
+    /// Consecutive failed health checks.
+    fails: AtomicU32,
+    /// Whether a health-check loop is running.
+    probing: AtomicBool,
+    /// Idle connections.
+    pool: Pool,
+    /// This upstream's series (shared with every forwarder using it).
+    pub metrics: Arc<UpstreamMetrics>,
+}
+
+/// A reply that matched the query.
+#[derive(Debug)]
+pub(super) struct Reply {
+    /// The message as the upstream sent it (with the ID we chose).
+    pub bytes: Vec<u8>,
+    /// Its rcode and TC bit.
+    pub info: ReplyInfo,
+}
+
+/// How long one exchange may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    /// Waiting for the reply (and for a TCP connection): CoreDNS's 2 s read timeout.
+    pub read: Duration,
+    /// The query's overall deadline, which no exchange outlives.
+    pub deadline: Instant,
+}
+
+impl Limits {
+    /// The deadline of one network step started now.
+    fn step(&self) -> Instant {
+        (Instant::now() + self.read).min(self.deadline)
+    }
+}
+
+/// How the health of a down upstream is checked: `<domain> IN NS` until any reply.
+#[derive(Debug)]
+pub(super) struct HealthCheck {
+    /// The query (its ID is replaced per check).
+    pub query: Vec<u8>,
+    /// Over TCP (with `force_tcp`, as CoreDNS) instead of UDP.
+    pub tcp: bool,
+    /// Pause between failed checks.
+    pub interval: Duration,
+    /// How long one check waits for a reply (CoreDNS: 1 s).
+    pub timeout: Duration,
+    /// Failed checks after which the upstream is down (0: never down, never checked).
+    pub max_fails: u32,
+    /// Ends every health-check loop (shutdown, or the forwarder dropped).
+    pub stop: CancellationToken,
+}
+
+impl Upstream {
+    pub(super) fn new(
+        addr: SocketAddr,
+        name: &str,
+        expire: Duration,
+        max_idle_conns: usize,
+    ) -> Self {
+        Self {
+            addr,
+            name: name.to_owned(),
+            fails: AtomicU32::new(0),
+            probing: AtomicBool::new(false),
+            pool: Pool::new(expire, max_idle_conns),
+            metrics: forward_metrics().upstream(name),
+        }
+    }
+
+    /// Whether the upstream is down: `max_fails` health checks in a row have failed (never,
+    /// when `max_fails` is 0).
+    pub(super) fn down(&self, max_fails: u32) -> bool {
+        max_fails != 0 && self.fails.load(Ordering::Relaxed) >= max_fails
+    }
+
+    /// Consecutive failed health checks.
+    pub(super) fn fails(&self) -> u32 {
+        self.fails.load(Ordering::Relaxed)
+    }
+
+    /// Sends `framed` (a query behind its two-byte TCP length) over `proto` and waits for
+    /// the reply to it. A fresh random ID goes into `framed` first. A cached TCP connection
+    /// that the upstream has closed meanwhile is replaced by a new one (once), as in
+    /// CoreDNS.
+    pub(super) async fn exchange(
+        &self,
+        framed: &mut [u8],
+        info: &QueryInfo,
+        proto: Proto,
+        limits: Limits,
+    ) -> Result<Reply, ForwardError> {
+        let mut fresh = false;
+        loop {
+            let id = random_id();
+            message::set_id(&mut framed[2..], id);
+            let started = Instant::now();
+            let result = match proto {
+                Proto::Udp => self.exchange_udp(&framed[2..], id, info, limits).await,
+                Proto::Tcp => match self.exchange_tcp(framed, id, info, limits, fresh).await {
+                    // Once, on a new connection.
+                    Err(TcpFailure::CachedClosed) => {
+                        fresh = true;
+                        continue;
+                    }
+                    Err(TcpFailure::Error(error)) => Err(error),
+                    Ok(reply) => Ok(reply),
+                },
+            };
+            if let Ok(reply) = &result {
+                self.metrics
+                    .observe(reply.info.rcode, started.elapsed().as_secs_f64());
+            }
+            return result;
+        }
+    }
+
+    async fn exchange_udp(
+        &self,
+        query: &[u8],
+        id: u16,
+        info: &QueryInfo,
+        limits: Limits,
+    ) -> Result<Reply, ForwardError> {
+        let (socket, cached) = match self.pool.take_udp() {
+            Some(socket) => (socket, true),
+            None => (self.dial_udp().await?, false),
+        };
+        self.metrics.conn_cache(Proto::Udp, cached);
+        let local = socket.local_addr().ok();
+        let error = |op, cause| NetError::new(op, "udp", local, self.addr, cause);
+        match timeout_at(limits.step(), socket.send(query)).await {
+            Err(_) => return Err(error(Op::Write, Cause::Timeout).into()),
+            Ok(Err(e)) => return Err(error(Op::Write, Cause::of(&e)).into()),
+            Ok(Ok(_)) => {}
+        }
+        let read_deadline = limits.step();
+        let mut buffer = Vec::with_capacity(MAX_MESSAGE);
+        loop {
+            buffer.clear();
+            match timeout_at(read_deadline, socket.recv_buf(&mut buffer)).await {
+                Err(_) => return Err(error(Op::Read, Cause::Timeout).into()),
+                Ok(Err(e)) => return Err(error(Op::Read, Cause::of(&e)).into()),
+                Ok(Ok(_)) => {}
+            }
+            match message::check_reply(&buffer, id, query, info) {
+                // Someone else's answer, or a late one to an earlier query on this socket.
+                Verdict::Mismatch => continue,
+                Verdict::Malformed => {
+                    return Err(ForwardError::Malformed {
+                        upstream: self.addr,
+                    });
+                }
+                Verdict::Match(reply) => {
+                    self.pool.put_udp(socket);
+                    return Ok(Reply {
+                        bytes: buffer.as_slice().to_vec(),
+                        info: reply,
+                    });
+                }
+            }
+        }
+    }
+
+    async fn dial_udp(&self) -> Result<UdpSocket, NetError> {
+        let error = |e: io::Error| NetError::new(Op::Dial, "udp", None, self.addr, Cause::of(&e));
+        let socket = UdpSocket::bind(unspecified(self.addr))
+            .await
+            .map_err(error)?;
+        socket.connect(self.addr).await.map_err(error)?;
+        Ok(socket)
+    }
+
+    async fn exchange_tcp(
+        &self,
+        framed: &[u8],
+        id: u16,
+        info: &QueryInfo,
+        limits: Limits,
+        fresh: bool,
+    ) -> Result<Reply, TcpFailure> {
+        let parked = if fresh { None } else { self.pool.take_tcp() };
+        let (mut stream, cached) = match parked {
+            Some(stream) => (stream, true),
+            None => (self.dial_tcp(limits).await?, false),
+        };
+        self.metrics.conn_cache(Proto::Tcp, cached);
+        let local = stream.local_addr().ok();
+        let error = |op, cause| NetError::new(op, "tcp", local, self.addr, cause);
+        match timeout_at(limits.step(), stream.write_all(framed)).await {
+            Err(_) => return Err(error(Op::Write, Cause::Timeout).into()),
+            Ok(Err(_)) if cached => return Err(TcpFailure::CachedClosed),
+            Ok(Err(e)) => return Err(error(Op::Write, Cause::of(&e)).into()),
+            Ok(Ok(())) => {}
+        }
+        let query = &framed[2..];
+        let read = async {
+            let mut first = true;
+            loop {
+                let mut length = [0u8; 2];
+                if let Err(e) = stream.read_exact(&mut length).await {
+                    // A cached connection the upstream closed while it sat idle: the write
+                    // went into the void and the read sees the close.
+                    let closed = matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+                    );
+                    if cached && first && closed {
+                        return Err(TcpFailure::CachedClosed);
+                    }
+                    return Err(error(Op::Read, Cause::of(&e)).into());
+                }
+                first = false;
+                let mut body = vec![0; usize::from(u16::from_be_bytes(length))];
+                if let Err(e) = stream.read_exact(&mut body).await {
+                    return Err(error(Op::Read, Cause::of(&e)).into());
+                }
+                match message::check_reply(&body, id, query, info) {
+                    Verdict::Mismatch => continue,
+                    Verdict::Malformed => {
+                        return Err(TcpFailure::Error(ForwardError::Malformed {
+                            upstream: self.addr,
+                        }));
+                    }
+                    Verdict::Match(reply) => return Ok((body, reply)),
+                }
+            }
+        };
+        match timeout_at(limits.step(), read).await {
+            Err(_) => Err(error(Op::Read, Cause::Timeout).into()),
+            Ok(Err(failure)) => Err(failure),
+            Ok(Ok((bytes, info))) => {
+                self.pool.put_tcp(stream);
+                Ok(Reply { bytes, info })
+            }
+        }
+    }
+
+    async fn dial_tcp(&self, limits: Limits) -> Result<TcpStream, NetError> {
+        let error = |cause| NetError::new(Op::Dial, "tcp", None, self.addr, cause);
+        match timeout_at(limits.step(), TcpStream::connect(self.addr)).await {
+            Err(_) => Err(error(Cause::Timeout)),
+            Ok(Err(e)) => Err(error(Cause::of(&e))),
+            Ok(Ok(stream)) => {
+                // Queries are single small writes; do not let Nagle hold them back.
+                let _ = stream.set_nodelay(true);
+                Ok(stream)
+            }
+        }
+    }
+
+    /// After a failed exchange: starts checking this upstream's health every
+    /// `check.interval` until it answers, unless a check loop already runs (CoreDNS's
+    /// `Healthcheck`, kicked off by every error). Each failed check counts towards
+    /// `max_fails`; any reply resets the count.
+    pub(super) fn start_health_checks(self: &Arc<Self>, check: &Arc<HealthCheck>) {
+        if check.max_fails == 0 || check.stop.is_cancelled() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.probing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let upstream = Arc::clone(self);
+        let check = Arc::clone(check);
+        runtime.spawn(async move {
+            loop {
+                let healthy = tokio::select! {
+                    () = check.stop.cancelled() => break,
+                    healthy = upstream.check_health(&check) => healthy,
+                };
+                if healthy {
+                    upstream.fails.store(0, Ordering::Relaxed);
+                    break;
+                }
+                let _ =
+                    upstream
+                        .fails
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |fails| {
+                            fails.checked_add(1)
+                        });
+                upstream.metrics.health_check_failed();
+                tokio::select! {
+                    () = check.stop.cancelled() => break,
+                    () = tokio::time::sleep(check.interval) => {}
+                }
+            }
+            upstream.probing.store(false, Ordering::Release);
+        });
+    }
+
+    /// One health check on a connection of its own: whether any reply came back in time.
+    async fn check_health(&self, check: &HealthCheck) -> bool {
+        let id = random_id();
+        let mut query = check.query.clone();
+        message::set_id(&mut query, id);
+        let deadline = Instant::now() + check.timeout;
+        let attempt = async {
+            if check.tcp {
+                let mut stream = TcpStream::connect(self.addr).await?;
+                let mut framed = Vec::with_capacity(query.len() + 2);
+                framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&query);
+                stream.write_all(&framed).await?;
+                loop {
+                    let mut length = [0u8; 2];
+                    stream.read_exact(&mut length).await?;
+                    let mut body = vec![0; usize::from(u16::from_be_bytes(length))];
+                    stream.read_exact(&mut body).await?;
+                    if message::is_response_to(&body, id) {
+                        return Ok::<(), io::Error>(());
+                    }
+                }
+            } else {
+                let socket = UdpSocket::bind(unspecified(self.addr)).await?;
+                socket.connect(self.addr).await?;
+                socket.send(&query).await?;
+                let mut buffer = Vec::with_capacity(MAX_MESSAGE);
+                loop {
+                    buffer.clear();
+                    socket.recv_buf(&mut buffer).await?;
+                    if message::is_response_to(&buffer, id) {
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        matches!(timeout_at(deadline, attempt).await, Ok(Ok(())))
+    }
+
+    /// Closes idle connections unused for longer than `expire`.
+    pub(super) fn sweep(&self) {
+        self.pool.sweep();
+    }
+
+    /// Closes every idle connection.
+    pub(super) fn close_idle(&self) {
+        self.pool.clear();
+    }
+}
+
+/// A failed TCP exchange: a real error, or a cached connection found closed (retried on a
+/// new connection without counting as a failure).
+enum TcpFailure {
+    CachedClosed,
+    Error(ForwardError),
+}
+
+impl From<NetError> for TcpFailure {
+    fn from(error: NetError) -> Self {
+        TcpFailure::Error(ForwardError::Net(error))
+    }
+}
+
+/// The wildcard address of `addr`'s family, port 0: where a socket to `addr` binds.
+fn unspecified(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    }
+}
+
+/// Idle connections to one upstream: connected UDP sockets and open TCP connections, each
+/// reused while it has been idle for at most `expire`, at most `max_idle` of each kind
+/// (0: no limit). Oldest first, as CoreDNS, so queries spread over source ports.
+#[derive(Debug)]
+struct Pool {
+    expire: Duration,
+    max_idle: usize,
+    idle: Mutex<Idle>,
+}
+
+#[derive(Debug, Default)]
+struct Idle {
+    udp: VecDeque<Parked<UdpSocket>>,
+    tcp: VecDeque<Parked<TcpStream>>,
+}
+
+#[derive(Debug)]
+struct Parked<T> {
+    conn: T,
+    since: Instant,
+}
+
+impl Pool {
+    fn new(expire: Duration, max_idle: usize) -> Self {
+        Self {
+            expire,
+            max_idle,
+            idle: Mutex::new(Idle::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn take_udp(&self) -> Option<UdpSocket> {
+        let (found, expired) = take(&mut self.lock().udp, self.expire);
+        drop(expired);
+        found
+    }
+
+    fn take_tcp(&self) -> Option<TcpStream> {
+        let (found, expired) = take(&mut self.lock().tcp, self.expire);
+        drop(expired);
+        found
+    }
+
+    fn put_udp(&self, socket: UdpSocket) {
+        if let Some(full) = put(&mut self.lock().udp, socket, self.expire, self.max_idle) {
+            drop(full);
+        }
+    }
+
+    fn put_tcp(&self, stream: TcpStream) {
+        if let Some(full) = put(&mut self.lock().tcp, stream, self.expire, self.max_idle) {
+            drop(full);
+        }
+    }
+
+    fn sweep(&self) {
+        let now = Instant::now();
+        let mut idle = self.lock();
+        let udp = drain_expired(&mut idle.udp, now, self.expire);
+        let tcp = drain_expired(&mut idle.tcp, now, self.expire);
+        drop(idle);
+        drop((udp, tcp));
+    }
+
+    fn clear(&self) {
+        let mut idle = self.lock();
+        let closed = std::mem::take(&mut *idle);
+        drop(idle);
+        drop(closed);
+    }
+}
+
+/// The oldest connection idle for at most `expire`, and the expired ones passed over (to
+/// be closed once the lock is released).
+fn take<T>(queue: &mut VecDeque<Parked<T>>, expire: Duration) -> (Option<T>, Vec<T>) {
+    let mut expired = Vec::new();
+    while let Some(parked) = queue.pop_front() {
+        if parked.since.elapsed() <= expire {
+            return (Some(parked.conn), expired);
+        }
+        expired.push(parked.conn);
+    }
+    (None, expired)
+}
+
+/// Parks `conn`; gives it back when it cannot be kept (the pool is full, or `expire` is 0).
+fn put<T>(
+    queue: &mut VecDeque<Parked<T>>,
+    conn: T,
+    expire: Duration,
+    max_idle: usize,
+) -> Option<T> {
+    if expire.is_zero() || (max_idle != 0 && queue.len() >= max_idle) {
+        return Some(conn);
+    }
+    queue.push_back(Parked {
+        conn,
+        since: Instant::now(),
+    });
+    None
+}
+
+/// Removes the connections idle for longer than `expire` (the queue is in parking order).
+fn drain_expired<T>(queue: &mut VecDeque<Parked<T>>, now: Instant, expire: Duration) -> Vec<T> {
+    let keep_from = queue
+        .iter()
+        .position(|parked| now.duration_since(parked.since) <= expire)
+        .unwrap_or(queue.len());
+    queue.drain(..keep_from).map(|parked| parked.conn).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_takes_the_oldest_live_connection_and_respects_its_bounds() {
+        let mut queue = VecDeque::new();
+        assert!(put(&mut queue, 1, Duration::from_secs(10), 2).is_none());
+        assert!(put(&mut queue, 2, Duration::from_secs(10), 2).is_none());
+        assert_eq!(put(&mut queue, 3, Duration::from_secs(10), 2), Some(3));
+        assert_eq!(put(&mut queue, 4, Duration::ZERO, 0), Some(4));
+        let (found, expired) = take(&mut queue, Duration::from_secs(10));
+        assert_eq!((found, expired), (Some(1), vec![]));
+        let (found, expired) = take(&mut queue, Duration::ZERO);
+        assert_eq!(found, None);
+        assert!(expired.len() <= 1);
+    }
+
+    #[test]
+    fn sweeping_drops_only_expired_connections() {
+        let now = Instant::now();
+        let mut queue: VecDeque<Parked<u8>> = [30u64, 20, 5]
+            .into_iter()
+            .map(|ago| Parked {
+                conn: ago as u8,
+                since: now - Duration::from_secs(ago),
+            })
+            .collect();
+        let expired = drain_expired(&mut queue, now, Duration::from_secs(10));
+        assert_eq!(expired, vec![30, 20]);
+        assert_eq!(queue.len(), 1);
+    }
+}
