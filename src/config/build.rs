@@ -291,3 +291,104 @@ impl Served {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{kind, parse};
+
+    #[test]
+    fn overlaps() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let cases = [
+            ("same", "10.0.0.1:80", "10.0.0.1:80", true),
+            ("other port", "10.0.0.1:80", "10.0.0.1:81", false),
+            ("other address", "10.0.0.1:80", "10.0.0.2:80", false),
+            ("v4 wildcard", "0.0.0.0:80", "10.0.0.1:80", true),
+            ("v4 wildcard, v6", "0.0.0.0:80", "[::1]:80", false),
+            ("v6 wildcard covers v4", "[::]:80", "127.0.0.1:80", true),
+            ("v6 wildcard covers v6", "[::1]:80", "[::]:80", true),
+            ("port zero", "127.0.0.1:0", "127.0.0.1:0", false),
+        ];
+        for (name, a, b, want) in cases {
+            assert_eq!(overlap(addr(a), addr(b)), want, "{name}");
+            assert_eq!(overlap(addr(b), addr(a)), want, "{name} (swapped)");
+        }
+    }
+
+    #[test]
+    fn shared_endpoints() {
+        let cases = [
+            (
+                "same health in two blocks",
+                "a.org {\n health :8080\n}\nb.org {\n health :8080\n}",
+            ),
+            (
+                "one block split by port",
+                "a.org, b.org:54 {\n prometheus :9153\n ready\n}",
+            ),
+            (
+                "different addresses",
+                "a.org {\n health :8080\n}\nb.org {\n health :8081\n}",
+            ),
+            (
+                "different interfaces",
+                "a.org {\n health 127.0.0.1:8080\n}\nb.org {\n health 127.0.0.2:8080\n}",
+            ),
+            (
+                "ephemeral ports",
+                ". {\n health 127.0.0.1:0\n ready 127.0.0.1:0\n prometheus 127.0.0.1:0\n}",
+            ),
+            (
+                "dns on another address",
+                ".:8080 {\n bind 127.0.0.1\n}\nexample.org {\n health 127.0.0.2:8080\n}",
+            ),
+            ("dns port zero", ".:0 {\n health 127.0.0.1:0\n}"),
+        ];
+        for (name, text) in cases {
+            parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn colliding_endpoints() {
+        let cases = [
+            (
+                "health and ready",
+                ". {\n health :8080\n ready :8080\n}",
+                3,
+                "ready: address 0.0.0.0:8080 collides with health 0.0.0.0:8080 (Corefile:2)",
+            ),
+            (
+                "wildcard and address",
+                "a.org {\n health :8080\n}\nb.org {\n health 127.0.0.1:8080\n}",
+                5,
+                "health: address 127.0.0.1:8080 collides with health 0.0.0.0:8080 (Corefile:2)",
+            ),
+            (
+                "prometheus on health's default",
+                ". {\n health\n prometheus :8080\n}",
+                3,
+                "collides with health",
+            ),
+            (
+                "dns port",
+                ". {\n prometheus :53\n}",
+                2,
+                "prometheus: address 0.0.0.0:53 collides with the DNS server on port 53 (Corefile:1)",
+            ),
+            (
+                "bound dns",
+                ".:1053 {\n bind 127.0.0.1\n}\nexample.org {\n ready 127.0.0.1:1053\n}",
+                5,
+                "collides with the DNS server on port 1053",
+            ),
+        ];
+        for (name, text, line, want) in cases {
+            let error = parse(text).unwrap_err();
+            assert!(error.to_string().contains(want), "{name}: {error}");
+            assert_eq!((kind(&error), error.line()), ("Invalid", line), "{name}");
+        }
+    }
+}

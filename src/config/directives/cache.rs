@@ -307,8 +307,379 @@ fn serve_stale(option: &Line) -> Result<ServeStale, Error> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::ServerBlock;
+    use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid};
+
+    fn cache(server: &ServerBlock) -> &CacheConfig {
+        server.cache.as_ref().unwrap()
+    }
+
+    fn names(zones: &[Name]) -> Vec<String> {
+        zones.iter().map(ToString::to_string).collect()
+    }
+
+    fn class(capacity: usize, max_ttl: u32, min_ttl: u32) -> CacheClass {
+        CacheClass {
+            capacity,
+            max_ttl,
+            min_ttl,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let server = block(" cache").unwrap();
+        let want = CacheConfig {
+            zones: vec![Name::root()],
+            success: class(9984, 3600, 5),
+            denial: class(9984, 1800, 5),
+            disable_success: vec![],
+            disable_denial: vec![],
+            prefetch: None,
+            serve_stale: None,
+            servfail: Duration::from_secs(5),
+            keepttl: false,
+            line: 2,
+        };
+        assert_eq!(server.cache, Some(want));
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("ttl", " cache 30", |s| {
+                cache(s).success == class(9984, 30, 5) && cache(s).denial == class(9984, 30, 5)
+            }),
+            ("zones", " cache example.org 10.0.0.0/8", |s| {
+                names(&cache(s).zones) == ["example.org.", "10.in-addr.arpa."]
+            }),
+            ("ttl and zones", " cache 10 Example.org", |s| {
+                cache(s).success.max_ttl == 10 && names(&cache(s).zones) == ["example.org."]
+            }),
+            ("success", " cache {\n  success 5000\n }", |s| {
+                cache(s).success == class(4864, 3600, 5) && cache(s).denial == class(9984, 1800, 5)
+            }),
+            ("success ttl", " cache 30 {\n  success 5000 60\n }", |s| {
+                cache(s).success == class(4864, 60, 5) && cache(s).denial.max_ttl == 30
+            }),
+            ("success minttl", " cache {\n  success 5000 60 0\n }", |s| {
+                cache(s).success == class(4864, 60, 0)
+            }),
+            ("denial", " cache {\n  denial 2500 5 1\n }", |s| {
+                cache(s).denial == class(2304, 5, 1)
+            }),
+            (
+                "capacity minimum",
+                " cache {\n  success 100\n  denial 0\n }",
+                |s| cache(s).success.capacity == 1024 && cache(s).denial.capacity == 1024,
+            ),
+            ("capacity negative", " cache {\n  success -1\n }", |s| {
+                cache(s).success.capacity == 1024
+            }),
+            (
+                "disable",
+                " cache 30 {\n  disable success cluster.local\n  disable denial cluster.local example.org\n }",
+                |s| {
+                    names(&cache(s).disable_success) == ["cluster.local."]
+                        && names(&cache(s).disable_denial) == ["cluster.local.", "example.org."]
+                },
+            ),
+            (
+                "disable everything",
+                " cache {\n  disable denial\n }",
+                |s| names(&cache(s).disable_denial) == ["."] && cache(s).disable_success.is_empty(),
+            ),
+            (
+                "disable replaces",
+                " cache {\n  disable success a.org\n  disable success b.org\n }",
+                |s| names(&cache(s).disable_success) == ["b.org."],
+            ),
+            ("prefetch", " cache {\n  prefetch 10\n }", |s| {
+                cache(s).prefetch
+                    == Some(Prefetch {
+                        amount: 10,
+                        duration: Duration::from_secs(60),
+                        percentage: 10,
+                    })
+            }),
+            ("prefetch duration", " cache {\n  prefetch 2 10m\n }", |s| {
+                cache(s)
+                    .prefetch
+                    .is_some_and(|p| p.duration == Duration::from_secs(600))
+            }),
+            (
+                "prefetch percentage",
+                " cache {\n  prefetch 2 10m 90%\n }",
+                |s| {
+                    cache(s)
+                        .prefetch
+                        .is_some_and(|p| p.percentage == 90 && p.amount == 2)
+                },
+            ),
+            ("prefetch zero", " cache {\n  prefetch 0\n }", |s| {
+                cache(s).prefetch.is_none()
+            }),
+            ("serve_stale", " cache {\n  serve_stale\n }", |s| {
+                cache(s).serve_stale
+                    == Some(ServeStale {
+                        duration: Duration::from_secs(3600),
+                        verified: false,
+                    })
+            }),
+            (
+                "serve_stale duration",
+                " cache {\n  serve_stale 10m\n }",
+                |s| {
+                    cache(s)
+                        .serve_stale
+                        .is_some_and(|st| st.duration == Duration::from_secs(600))
+                },
+            ),
+            (
+                "serve_stale immediate",
+                " cache {\n  serve_stale 1h immediate\n }",
+                |s| cache(s).serve_stale.is_some_and(|st| !st.verified),
+            ),
+            (
+                "serve_stale verify",
+                " cache {\n  serve_stale 1h VERIFY\n }",
+                |s| cache(s).serve_stale.is_some_and(|st| st.verified),
+            ),
+            ("servfail", " cache {\n  servfail 10s\n }", |s| {
+                cache(s).servfail == Duration::from_secs(10)
+            }),
+            ("servfail zero", " cache {\n  servfail 0\n }", |s| {
+                cache(s).servfail.is_zero()
+            }),
+            ("servfail max", " cache {\n  servfail 5m\n }", |s| {
+                cache(s).servfail == Duration::from_secs(300)
+            }),
+            ("keepttl", " cache {\n  keepttl\n }", |s| cache(s).keepttl),
+            ("block zones", "", |s| s.cache.is_none()),
+        ];
+        check_valid(cases);
+        // Zones default to the server block's keys.
+        let config =
+            crate::config::test_support::parse("example.org 10.0.0.0/24 {\n cache\n}").unwrap();
+        assert_eq!(
+            names(&config.servers[0].cache.as_ref().unwrap().zones),
+            ["example.org.", "0.0.10.in-addr.arpa."]
+        );
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "twice",
+                " cache\n cache 30",
+                3,
+                "Invalid",
+                "cache: may be used only once per server block (first at line 2)",
+            ),
+            (
+                "ttl zero",
+                " cache 0",
+                2,
+                "Invalid",
+                "cache: TTL '0' must be a positive number of seconds",
+            ),
+            ("ttl negative", " cache -5", 2, "Invalid", "TTL '-5'"),
+            (
+                "ttl too large",
+                " cache 4294967296",
+                2,
+                "Invalid",
+                "TTL '4294967296'",
+            ),
+            (
+                "bad zone",
+                " cache exa%mple.org",
+                2,
+                "Invalid",
+                "cache: zone 'exa%mple.org' has an invalid character",
+            ),
+            (
+                "unknown",
+                " cache {\n  negative 5\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'negative' in cache",
+            ),
+            (
+                "option block",
+                " cache {\n  keepttl {\n  }\n }",
+                3,
+                "Invalid",
+                "keepttl: takes no '{ ... }' block",
+            ),
+            (
+                "success nothing",
+                " cache {\n  success\n }",
+                3,
+                "Invalid",
+                "success: expected 1 to 3 arguments, got 0",
+            ),
+            (
+                "success four",
+                " cache {\n  success 1 2 3 4\n }",
+                3,
+                "Invalid",
+                "expected 1 to 3 arguments, got 4",
+            ),
+            (
+                "success capacity",
+                " cache {\n  success many\n }",
+                3,
+                "Invalid",
+                "success: CAPACITY 'many' is not an integer",
+            ),
+            (
+                "success ttl zero",
+                " cache {\n  success 5000 0\n }",
+                3,
+                "Invalid",
+                "success: TTL '0' must be a positive number",
+            ),
+            (
+                "success minttl negative",
+                " cache {\n  success 5000 60 -1\n }",
+                3,
+                "Invalid",
+                "MINTTL '-1' must be a non-negative number",
+            ),
+            (
+                "denial ttl",
+                " cache {\n  denial 5000 x\n }",
+                3,
+                "Invalid",
+                "denial: TTL 'x'",
+            ),
+            (
+                "disable nothing",
+                " cache {\n  disable\n }",
+                3,
+                "Invalid",
+                "disable: expected at least 1 argument",
+            ),
+            (
+                "disable class",
+                " cache {\n  disable positive a.org\n }",
+                3,
+                "Invalid",
+                "cache type for disable must be \"success\" or \"denial\"",
+            ),
+            (
+                "disable zone",
+                " cache {\n  disable success a..org\n }",
+                3,
+                "Invalid",
+                "empty label",
+            ),
+            (
+                "prefetch nothing",
+                " cache {\n  prefetch\n }",
+                3,
+                "Invalid",
+                "prefetch: expected 1 to 3 arguments, got 0",
+            ),
+            (
+                "prefetch amount",
+                " cache {\n  prefetch -1\n }",
+                3,
+                "Invalid",
+                "prefetch: AMOUNT '-1' must be a non-negative integer",
+            ),
+            (
+                "prefetch duration",
+                " cache {\n  prefetch 1 10\n }",
+                3,
+                "Invalid",
+                "missing unit",
+            ),
+            (
+                "prefetch percent sign",
+                " cache {\n  prefetch 1 1m 10\n }",
+                3,
+                "Invalid",
+                "PERCENTAGE '10' must end with '%'",
+            ),
+            (
+                "prefetch percent low",
+                " cache {\n  prefetch 1 1m 9%\n }",
+                3,
+                "Invalid",
+                "percentage '9%' should fall in range [10, 90]",
+            ),
+            (
+                "prefetch percent high",
+                " cache {\n  prefetch 1 1m 91%\n }",
+                3,
+                "Invalid",
+                "[10, 90]",
+            ),
+            (
+                "prefetch percent word",
+                " cache {\n  prefetch 1 1m x%\n }",
+                3,
+                "Invalid",
+                "[10, 90]",
+            ),
+            (
+                "serve_stale three",
+                " cache {\n  serve_stale 1h verify x\n }",
+                3,
+                "Invalid",
+                "serve_stale: expected at most 2 arguments, got 3",
+            ),
+            (
+                "serve_stale duration",
+                " cache {\n  serve_stale -1h\n }",
+                3,
+                "Invalid",
+                "must not be negative",
+            ),
+            (
+                "serve_stale mode",
+                " cache {\n  serve_stale 1h later\n }",
+                3,
+                "Invalid",
+                "invalid value for serve_stale refresh mode: 'later'",
+            ),
+            (
+                "serve_stale verified",
+                " cache {\n  serve_stale 1h verified\n }",
+                3,
+                "Invalid",
+                "CoreDNS spells it 'verify'",
+            ),
+            (
+                "servfail nothing",
+                " cache {\n  servfail\n }",
+                3,
+                "Invalid",
+                "servfail: expected exactly 1 argument",
+            ),
+            (
+                "servfail over",
+                " cache {\n  servfail 301s\n }",
+                3,
+                "Invalid",
+                "caching SERVFAIL responses over 5 minutes is not permitted",
+            ),
+            (
+                "keepttl argument",
+                " cache {\n  keepttl yes\n }",
+                3,
+                "Invalid",
+                "keepttl: expected exactly 0 arguments",
+            ),
+        ];
+        check_invalid(cases);
+    }
 
     #[test]
     fn capacities() {

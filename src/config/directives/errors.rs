@@ -129,3 +129,238 @@ fn regex_message(error: &regex::Error) -> String {
         .unwrap_or("invalid regular expression");
     last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::ServerBlock;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    fn errors(server: &ServerBlock) -> &ErrorsConfig {
+        server.errors.as_ref().unwrap()
+    }
+
+    /// The rules as (period, pattern, level, show_first).
+    fn rules(server: &ServerBlock) -> Vec<(Duration, String, LogLevel, bool)> {
+        errors(server)
+            .consolidate
+            .iter()
+            .map(|c| {
+                (
+                    c.period,
+                    c.pattern.as_str().to_owned(),
+                    c.level,
+                    c.show_first,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("default", " errors", |s| {
+                *errors(s)
+                    == ErrorsConfig {
+                        consolidate: vec![],
+                        stacktrace: false,
+                        line: 2,
+                    }
+            }),
+            ("stdout", " errors stdout", |s| {
+                errors(s).consolidate.is_empty()
+            }),
+            ("stacktrace", " errors {\n  stacktrace\n }", |s| {
+                errors(s).stacktrace
+            }),
+            (
+                "old stacktrace",
+                " errors {\n  panicRecoveryStacktrace\n }",
+                |s| errors(s).stacktrace,
+            ),
+            (
+                "consolidate",
+                " errors {\n  consolidate 1m ^exact$\n }",
+                |s| {
+                    rules(s)
+                        == [(
+                            Duration::from_secs(60),
+                            "^exact$".into(),
+                            LogLevel::Error,
+                            false,
+                        )]
+                },
+            ),
+            (
+                "quoted",
+                " errors {\n  consolidate 5m \".* i/o timeout$\" warning\n }",
+                |s| {
+                    rules(s)
+                        == [(
+                            Duration::from_secs(300),
+                            ".* i/o timeout$".into(),
+                            LogLevel::Warning,
+                            false,
+                        )]
+                },
+            ),
+            (
+                "levels",
+                " errors {\n  consolidate 1s a info\n  consolidate 1s b debug\n  consolidate 1s c error\n }",
+                |s| {
+                    rules(s).iter().map(|r| r.2).collect::<Vec<_>>()
+                        == [LogLevel::Info, LogLevel::Debug, LogLevel::Error]
+                },
+            ),
+            (
+                "show_first",
+                " errors {\n  consolidate 1m .* show_first\n }",
+                |s| rules(s) == [(Duration::from_secs(60), ".*".into(), LogLevel::Error, true)],
+            ),
+            (
+                "level and show_first",
+                " errors {\n  consolidate 30s ^read warning show_first\n }",
+                |s| {
+                    rules(s)
+                        == [(
+                            Duration::from_secs(30),
+                            "^read".into(),
+                            LogLevel::Warning,
+                            true,
+                        )]
+                },
+            ),
+            (
+                "in order",
+                " errors {\n  consolidate 1m error1\n  consolidate 5s error2\n }",
+                |s| {
+                    rules(s).iter().map(|r| r.1.clone()).collect::<Vec<_>>() == ["error1", "error2"]
+                },
+            ),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let long = format!(" errors {{\n  consolidate 1m {}\n }}", "a".repeat(10_001));
+        let cases: &[Invalid<'_>] = &[
+            (
+                "twice",
+                " errors\n errors",
+                3,
+                "Invalid",
+                "errors: may be used only once per server block (first at line 2)",
+            ),
+            (
+                "file",
+                " errors errors.txt",
+                2,
+                "Invalid",
+                "errors: invalid log file: 'errors.txt'",
+            ),
+            (
+                "two arguments",
+                " errors a b",
+                2,
+                "Invalid",
+                "expected at most 1 argument, got 2",
+            ),
+            (
+                "unknown",
+                " errors {\n  log visible\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'log' in errors",
+            ),
+            (
+                "consolidate nothing",
+                " errors {\n  consolidate\n }",
+                3,
+                "Invalid",
+                "consolidate: expected 2 to 4 arguments, got 0",
+            ),
+            (
+                "consolidate one",
+                " errors {\n  consolidate 1m\n }",
+                3,
+                "Invalid",
+                "expected 2 to 4 arguments, got 1",
+            ),
+            (
+                "consolidate five",
+                " errors {\n  consolidate 1m .* error show_first x\n }",
+                3,
+                "Invalid",
+                "got 5",
+            ),
+            (
+                "bad level",
+                " errors {\n  consolidate 1m .* extra\n }",
+                3,
+                "Invalid",
+                "unknown log level argument in consolidate: 'extra'",
+            ),
+            (
+                "warn",
+                " errors {\n  consolidate 1m .* warn\n }",
+                3,
+                "Invalid",
+                "'warn'",
+            ),
+            (
+                "show_first first",
+                " errors {\n  consolidate 1m .* show_first error\n }",
+                3,
+                "Invalid",
+                "unknown log level argument in consolidate: 'show_first'",
+            ),
+            (
+                "not show_first",
+                " errors {\n  consolidate 1m .* error first\n }",
+                3,
+                "Invalid",
+                "expected show_first after the level, not 'first'",
+            ),
+            (
+                "duration",
+                " errors {\n  consolidate abc .*\n }",
+                3,
+                "Invalid",
+                "consolidate: invalid duration 'abc'",
+            ),
+            (
+                "duration unit",
+                " errors {\n  consolidate 1 .*\n }",
+                3,
+                "Invalid",
+                "missing unit",
+            ),
+            (
+                "regex",
+                " errors {\n  consolidate 1m ())\n }",
+                3,
+                "Invalid",
+                "consolidate: invalid REGEXP '())': unopened group",
+            ),
+            (
+                "stacktrace argument",
+                " errors {\n  stacktrace yes\n }",
+                3,
+                "Invalid",
+                "stacktrace: expected exactly 0 arguments",
+            ),
+        ];
+        check_invalid(cases);
+        check_invalid(&[(
+            "long regex",
+            &long,
+            3,
+            "Invalid",
+            "REGEXP is longer than 10000 characters",
+        )]);
+    }
+}

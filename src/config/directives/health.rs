@@ -42,3 +42,129 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<HealthConfig,
         line: line.name.line,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    fn health(server: &crate::config::ServerBlock) -> (String, Duration) {
+        let health = server.health.as_ref().unwrap();
+        (health.addr.to_string(), health.lameduck)
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("default", " health", |s| {
+                health(s) == ("0.0.0.0:8080".into(), Duration::ZERO)
+                    && s.health.as_ref().is_some_and(|h| h.line == 2)
+            }),
+            ("port", " health :8091", |s| health(s).0 == "0.0.0.0:8091"),
+            ("ip", " health 10.0.0.1:8080", |s| {
+                health(s).0 == "10.0.0.1:8080"
+            }),
+            ("localhost", " health localhost:8092", |s| {
+                health(s).0 == "127.0.0.1:8092"
+            }),
+            ("v6", " health [::1]:8080", |s| health(s).0 == "[::1]:8080"),
+            ("port zero", " health 127.0.0.1:0", |s| {
+                health(s).0 == "127.0.0.1:0"
+            }),
+            ("lameduck", " health {\n  lameduck 5s\n }", |s| {
+                health(s) == ("0.0.0.0:8080".into(), Duration::from_secs(5))
+            }),
+            (
+                "address and lameduck",
+                " health :8081 {\n  lameduck 1s\n  lameduck 2s\n }",
+                |s| health(s) == ("0.0.0.0:8081".into(), Duration::from_secs(2)),
+            ),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "twice",
+                " health\n health :8081",
+                3,
+                "Invalid",
+                "health: may be used only once per server block (first at line 2)",
+            ),
+            (
+                "two addresses",
+                " health :8080 :8081",
+                2,
+                "Invalid",
+                "health: expected at most 1 argument, got 2",
+            ),
+            (
+                "no port",
+                " health 10.0.0.1",
+                2,
+                "Invalid",
+                "health: address '10.0.0.1' has no port",
+            ),
+            (
+                "bad port",
+                " health :http",
+                2,
+                "Invalid",
+                "port 'http' of ':http' is not a number",
+            ),
+            (
+                "empty port",
+                " health localhost:",
+                2,
+                "Invalid",
+                "port '' of 'localhost:'",
+            ),
+            (
+                "host name",
+                " health example.org:8080",
+                2,
+                "Invalid",
+                "host 'example.org' of 'example.org:8080' is not an IP address or localhost",
+            ),
+            (
+                "bare v6",
+                " health ::1:8080",
+                2,
+                "Invalid",
+                "must be in brackets",
+            ),
+            (
+                "bad v6",
+                " health [fd00:::1]:8080",
+                2,
+                "Invalid",
+                "'fd00:::1' in '[fd00:::1]:8080' is not an IPv6 address",
+            ),
+            (
+                "lameduck missing",
+                " health {\n  lameduck\n }",
+                3,
+                "Invalid",
+                "lameduck: expected exactly 1 argument, got 0",
+            ),
+            (
+                "lameduck unit",
+                " health {\n  lameduck 5\n }",
+                3,
+                "Invalid",
+                "lameduck: missing unit in duration '5'",
+            ),
+            (
+                "unknown",
+                " health {\n  path /healthz\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'path' in health",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}

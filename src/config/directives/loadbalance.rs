@@ -59,3 +59,71 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<LoadBalanceCo
         line: line.name.line,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("default", " loadbalance", |s| {
+                s.loadbalance == Some(LoadBalanceConfig { line: 2 })
+            }),
+            ("round_robin", " loadbalance round_robin", |s| {
+                s.loadbalance.is_some()
+            }),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "weighted",
+                " loadbalance weighted /etc/weights",
+                2,
+                "Invalid",
+                "loadbalance: the 'weighted' policy is not supported",
+            ),
+            (
+                "unknown policy",
+                " loadbalance random",
+                2,
+                "Invalid",
+                "loadbalance: unknown policy: 'random'",
+            ),
+            (
+                "extra",
+                " loadbalance round_robin x",
+                2,
+                "Invalid",
+                "unknown property 'x' for round_robin",
+            ),
+            (
+                "prefer",
+                " loadbalance {\n  prefer 10.0.0.0/8\n }",
+                3,
+                "UnsupportedProperty",
+                "property 'prefer' of loadbalance is not supported",
+            ),
+            (
+                "unknown option",
+                " loadbalance {\n  weights x\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'weights' in loadbalance",
+            ),
+            (
+                "twice",
+                " loadbalance\n loadbalance",
+                3,
+                "Invalid",
+                "loadbalance: may be used only once per server block (first at line 2)",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}
