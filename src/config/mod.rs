@@ -59,16 +59,24 @@ pub use resolv_conf::{
     GLIBC_MAXNS, MAX_NDOTS, ReadResolvConfError, ResolvConf, ResolvConfError,
     Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,
 };
-pub use shorthand::{SHORTHAND_FILE, shorthand, shorthand_corefile};
+pub use shorthand::{
+    DEFAULT_RESOLV_CONF, SHORTHAND_FILE, ShorthandOptions, shorthand, shorthand_corefile,
+    shorthand_corefile_with, shorthand_with,
+};
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
 pub fn read_corefile(path: &Path) -> Result<Config, Error> {
+    read_corefile_in(path, &Environment::system())
+}
+
+/// [`read_corefile`] with the environment variables, interfaces and fixed files of `env`.
+pub fn read_corefile_in(path: &Path, env: &Environment) -> Result<Config, Error> {
     let text = stream::read_text(path).map_err(|source| Error::Read {
         file: path.to_owned(),
         line: 0,
         error: source,
     })?;
-    parse_corefile(&text, path)
+    parse_corefile_in(&text, path, env)
 }
 
 /// Parses Corefile `text`; `file` names it in error messages and is the base directory of
@@ -1511,7 +1519,7 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
     /// Random text and random edits of a real Corefile: any result, never a panic.
     #[test]
     fn garbage_never_panics() {
-        let seed_text = ".:53 {\n  bind 127.0.0.1\n  kubernetes cluster.local 10.0.0.0/23 {\n    pods insecure\n    labels a in (b, c)\n    startup_timeout 1m\n  }\n  transfer {\n    to * 10.0.0.0/8\n  }\n}\n(s) {\n  ttl 3\n}\n";
+        let seed_text = ".:53 {\n  bind 127.0.0.1\n  errors {\n    consolidate 1m ^a(b|c)$ warning show_first\n  }\n  health :8080 {\n    lameduck 5s\n  }\n  ready\n  kubernetes cluster.local 10.0.0.0/23 {\n    pods insecure\n    labels a in (b, c)\n    startup_timeout 1m\n  }\n  prometheus :9153\n  forward . 10.0.0.1:53 /etc/resolv.conf {\n    max_concurrent 1000\n    health_check 1s domain a.b\n    failover SERVFAIL\n  }\n  cache 30 {\n    success 5000 60 1\n    prefetch 2 1m 20%\n    disable denial cluster.local\n  }\n  log . {combined} {\n    class denial\n  }\n  loop\n  reload 10s\n  loadbalance\n  transfer {\n    to * 10.0.0.0/8\n  }\n}\n(s) {\n  ttl 3\n}\n";
         let pieces = [
             "{",
             "}",
@@ -1534,6 +1542,22 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
             "kubernetes",
             "bind",
             "transfer",
+            "forward",
+            "cache",
+            "health",
+            "log",
+            "errors",
+            "consolidate",
+            "reload",
+            ":8080",
+            "[::1]:53",
+            "fe80::1",
+            "%",
+            "{common}",
+            "(",
+            "99999999999999999999",
+            "-1",
+            "/etc/resolv.conf",
             "to",
             "*",
             "ttl",
