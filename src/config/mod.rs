@@ -168,7 +168,8 @@ pub struct ForwardConfig {
     pub health_check_no_rec: bool,
     /// `health_check ... domain FQDN` (default `.`).
     pub health_check_domain: Name,
-    /// `max_concurrent`: queries in flight above this are REFUSED.
+    /// `max_concurrent`: queries in flight above this are REFUSED (`max_concurrent 0`, like no
+    /// `max_concurrent`, is `None`: no limit).
     pub max_concurrent: Option<usize>,
     /// `next RCODE...`: upstream rcodes that hand the query to the next *forward*.
     pub next: Vec<u16>,
@@ -216,9 +217,10 @@ pub struct CacheConfig {
     pub disable_success: Vec<Name>,
     /// `disable denial ZONES...`.
     pub disable_denial: Vec<Name>,
-    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]`.
+    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]` (`None` also for an AMOUNT of 0, which
+    /// CoreDNS treats as off).
     pub prefetch: Option<Prefetch>,
-    /// `serve_stale [DURATION] [immediate|verified]`.
+    /// `serve_stale [DURATION] [immediate|verify]`.
     pub serve_stale: Option<ServeStale>,
     /// `servfail DURATION` (default 5 s; 0 disables; at most 5 min).
     pub servfail: Duration,
@@ -256,14 +258,16 @@ pub struct Prefetch {
 pub struct ServeStale {
     /// How long past expiry an entry may still be served (default 1 h).
     pub duration: Duration,
-    /// `verified`: ask the upstream first, serve stale only if it fails (default `immediate`).
+    /// `verify` (CoreDNS's spelling): ask the upstream first, serve stale only if it fails
+    /// (default `immediate`: serve stale at once and refresh in the background).
     pub verified: bool,
 }
 
 /// The *health* directive: `health [ADDRESS] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthConfig {
-    /// Where `/health` listens (default `:8080`, every address).
+    /// Where `/health` listens (default `:8080`, which is `0.0.0.0:8080`: every IPv4 address;
+    /// CoreDNS's Go listener would also take IPv6 there).
     pub addr: SocketAddr,
     /// `lameduck`: how long to keep serving after SIGTERM.
     pub lameduck: Duration,
@@ -274,7 +278,7 @@ pub struct HealthConfig {
 /// The *ready* directive: `ready [ADDRESS] { monitor until-ready|continuously }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyConfig {
-    /// Where `/ready` listens (default `:8181`).
+    /// Where `/ready` listens (default `:8181`, which is `0.0.0.0:8181`).
     pub addr: SocketAddr,
     /// `monitor continuously`: keep checking after the first success (default: latch).
     pub continuously: bool,
@@ -285,7 +289,8 @@ pub struct ReadyConfig {
 /// The *prometheus* directive: `prometheus [ADDRESS]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrometheusConfig {
-    /// Where `/metrics` listens (default `localhost:9153`).
+    /// Where `/metrics` listens (default `localhost:9153`, which is `127.0.0.1:9153`; kubeadm
+    /// writes `:9153`).
     pub addr: SocketAddr,
     /// Line of the directive.
     pub line: usize,
@@ -347,7 +352,8 @@ pub struct LogConfig {
     pub format: String,
     /// Which answers are logged.
     pub classes: LogClasses,
-    /// `minDuration`: also log answers slower than this, whatever their class.
+    /// `minDuration`: also log answers slower than this, whatever their class (100 ms when
+    /// given without a value; `None` when absent or 0).
     pub min_duration: Option<Duration>,
     /// Line of the directive.
     pub line: usize,
@@ -385,7 +391,8 @@ pub struct LoopConfig {
 pub struct ReloadConfig {
     /// How often the Corefile is checked (default 30 s, at least 2 s).
     pub interval: Duration,
-    /// Random spread added to each interval (default 15 s, at least 1 s, under `interval`).
+    /// Random spread (±) around each interval (default 15 s, at least 1 s; lowered to half the
+    /// interval when larger, as CoreDNS does).
     pub jitter: Duration,
     /// Line of the directive.
     pub line: usize,
