@@ -143,11 +143,15 @@ pub(crate) fn read_resolv_conf_in(
 /// rather than an error.
 pub(crate) fn read_text_lossy(path: &Path) -> std::io::Result<String> {
     use std::io::{Error as IoError, ErrorKind};
-    let file = std::fs::File::open(path)?;
-    let metadata = file.metadata()?;
+    // Checked before opening: opening a FIFO would block, and a device may never end.
+    let metadata = std::fs::metadata(path)?;
     if metadata.is_dir() {
         return Err(IoError::new(ErrorKind::InvalidInput, "is a directory"));
     }
+    if !metadata.is_file() {
+        return Err(IoError::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
     file.take(MAX_RESOLV_CONF_BYTES + 1)
         .read_to_end(&mut bytes)?;
@@ -552,5 +556,8 @@ mod tests {
 
         let error = read_resolv_conf(dir.path()).unwrap_err();
         assert!(error.to_string().contains("is a directory"), "{error}");
+
+        let error = read_resolv_conf(Path::new("/dev/null")).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
     }
 }
