@@ -1,18 +1,34 @@
 //! Corefile fixtures: every `tests/fixtures/corefiles/*.Corefile` parses (or, with a sibling
 //! `.err`, fails only because a CoreDNS plugin is not implemented yet, with that message);
 //! every `invalid/*.Corefile` fails with the message in its sibling `.err`; and a bogus option
-//! inserted into any kubernetes block is always reported as an unknown property.
+//! inserted into any directive's block is always reported as an unknown property of that
+//! directive. `/etc/resolv.conf` is fixed (see [`env`]) so that no test depends on the machine's.
 #![allow(clippy::unwrap_used)]
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clusterdns::config::{
-    Error, PodMode, TransferPeer, parse_corefile, read_corefile, shorthand, shorthand_corefile,
+    CacheClass, Config, Environment, Error, ForwardPolicy, LogClasses, LogLevel, PodMode,
+    ShorthandOptions, TransferPeer, parse_corefile_in, read_corefile_in, shorthand_corefile,
+    shorthand_with,
 };
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corefiles")
+}
+
+/// The `/etc/resolv.conf` the fixtures see.
+const RESOLV_CONF: &str = "nameserver 192.0.2.53\nnameserver 192.0.2.54\n";
+
+/// The machine's interfaces and variables, with a fixed `/etc/resolv.conf`.
+fn env() -> Environment {
+    Environment::system().with_file("/etc/resolv.conf", RESOLV_CONF)
+}
+
+fn read_corefile(path: &Path) -> Result<Config, Error> {
+    read_corefile_in(path, &env())
 }
 
 /// The `*.Corefile` files of `dir`, sorted.
@@ -65,13 +81,189 @@ fn valid_fixtures_parse() {
     }
 }
 
+/// kubeadm's Corefile, unchanged, parses into the typed configuration of each directive.
 #[test]
-fn kubeadm_fails_only_on_errors() {
-    let error = read_corefile(&fixtures().join("kubeadm.Corefile")).unwrap_err();
-    assert!(
-        matches!(&error, Error::Unsupported { directive, line: 2, .. } if directive == "errors"),
-        "{error}"
+fn kubeadm() {
+    let config = read_corefile(&fixtures().join("kubeadm.Corefile")).unwrap();
+    let [server] = config.servers.as_slice() else {
+        panic!("{config:?}")
+    };
+    assert!(server.errors.is_some());
+    let health = server.health.as_ref().unwrap();
+    assert_eq!(
+        (health.addr, health.lameduck),
+        (addr("0.0.0.0:8080"), Duration::from_secs(5))
     );
+    assert_eq!(server.ready.as_ref().unwrap().addr, addr("0.0.0.0:8181"));
+    assert_eq!(
+        server.prometheus.as_ref().unwrap().addr,
+        addr("0.0.0.0:9153")
+    );
+    let k = server.kubernetes.as_ref().unwrap();
+    assert_eq!((k.pods, k.ttl), (PodMode::Insecure, 30));
+    let upstreams: Vec<&str> = server.forward[0]
+        .to
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert_eq!(upstreams, ["192.0.2.53:53", "192.0.2.54:53"]);
+    assert_eq!(server.forward[0].max_concurrent, Some(1000));
+    let cache = server.cache.as_ref().unwrap();
+    assert_eq!((cache.success.max_ttl, cache.denial.max_ttl), (30, 30));
+    assert_eq!(names(&cache.disable_success), ["cluster.local."]);
+    assert_eq!(names(&cache.disable_denial), ["cluster.local."]);
+    assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
+    let reload = server.reload.as_ref().unwrap();
+    assert_eq!(
+        (reload.interval, reload.jitter),
+        (Duration::from_secs(30), Duration::from_secs(15))
+    );
+}
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+#[test]
+fn all_plugins() {
+    let config = read_corefile(&fixtures().join("all-plugins.Corefile")).unwrap();
+    let server = &config.servers[0];
+    let errors = server.errors.as_ref().unwrap();
+    assert!(errors.stacktrace);
+    let rules: Vec<(&str, LogLevel, bool)> = errors
+        .consolidate
+        .iter()
+        .map(|c| (c.pattern.as_str(), c.level, c.show_first))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            (".* i/o timeout$", LogLevel::Warning, true),
+            ("^Failed to .*", LogLevel::Info, false),
+            ("^x$", LogLevel::Error, false),
+        ]
+    );
+    assert_eq!(
+        server.health.as_ref().unwrap().addr,
+        addr("127.0.0.1:18080")
+    );
+    assert!(server.ready.as_ref().unwrap().continuously);
+    assert_eq!(
+        server.prometheus.as_ref().unwrap().addr,
+        addr("[::1]:19153")
+    );
+    assert_eq!(server.log.len(), 3);
+    assert_eq!(
+        names(&server.log[1].names),
+        ["example.org.", "shop.svc.cluster.local."]
+    );
+    assert!(server.log[1].format.ends_with("{duration} \"{>opcode}\""));
+    assert_eq!(server.log[1].classes, LogClasses::ALL);
+    assert_eq!(server.log[1].min_duration, Some(Duration::from_millis(250)));
+    assert_eq!(server.log[2].format, "{remote} {name} {rcode}");
+
+    let [special, default] = server.forward.as_slice() else {
+        panic!("two forwards")
+    };
+    assert_eq!(special.from.to_string(), "example.org.");
+    let upstreams: Vec<&str> = special.to.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(upstreams, ["10.0.0.1:53", "10.0.0.2:5353", "[fd00::1]:53"]);
+    assert_eq!(
+        names(&special.except),
+        ["internal.example.org.", "10.in-addr.arpa."]
+    );
+    assert!(special.force_tcp && special.prefer_udp && special.failfast_all_unhealthy_upstreams);
+    assert_eq!(
+        (special.expire, special.max_idle_conns, special.max_fails),
+        (Duration::from_secs(30), 20, 3)
+    );
+    assert_eq!(special.max_connect_attempts, 2);
+    assert_eq!(special.policy, ForwardPolicy::Sequential);
+    assert_eq!(special.health_check, Duration::from_secs(5));
+    assert!(special.health_check_no_rec);
+    assert_eq!(special.health_check_domain.to_string(), "example.org.");
+    assert_eq!(special.max_concurrent, Some(500));
+    assert_eq!(
+        (special.next.clone(), special.failover.clone()),
+        (vec![3], vec![2, 5])
+    );
+    let upstreams: Vec<(&str, Option<PathBuf>)> = default
+        .to
+        .iter()
+        .map(|u| (u.name.as_str(), u.from_file.clone()))
+        .collect();
+    let file = Some(fixtures().join("upstream-resolv.conf"));
+    assert_eq!(
+        upstreams,
+        [
+            ("192.0.2.10:53", file.clone()),
+            ("[2001:db8::10]:53", file),
+            ("10.0.0.53:53", None),
+        ]
+    );
+    assert_eq!(default.policy, ForwardPolicy::RoundRobin);
+
+    let cache = server.cache.as_ref().unwrap();
+    assert_eq!(names(&cache.zones), ["example.org.", "cluster.local."]);
+    assert_eq!(
+        (cache.success, cache.denial),
+        (
+            CacheClass {
+                capacity: 4864,
+                max_ttl: 300,
+                min_ttl: 10
+            },
+            CacheClass {
+                capacity: 2304,
+                max_ttl: 60,
+                min_ttl: 1
+            }
+        )
+    );
+    assert_eq!(names(&cache.disable_success), ["cluster.local."]);
+    assert_eq!(names(&cache.disable_denial), ["."]);
+    let prefetch = cache.prefetch.unwrap();
+    assert_eq!(
+        (prefetch.amount, prefetch.duration, prefetch.percentage),
+        (10, Duration::from_secs(60), 20)
+    );
+    let stale = cache.serve_stale.unwrap();
+    assert_eq!(
+        (stale.duration, stale.verified),
+        (Duration::from_secs(7200), true)
+    );
+    assert_eq!(cache.servfail, Duration::from_secs(10));
+    assert!(cache.keepttl);
+    let reload = server.reload.as_ref().unwrap();
+    assert_eq!(
+        (reload.interval, reload.jitter),
+        (Duration::from_secs(60), Duration::from_secs(10))
+    );
+    assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
+}
+
+/// NodeLocal DNSCache's Corefile: four blocks on port 53 bound to the same addresses, sharing
+/// one prometheus endpoint.
+#[test]
+fn nodelocaldns() {
+    let config = read_corefile(&fixtures().join("nodelocaldns.Corefile")).unwrap();
+    assert_eq!(config.servers.len(), 4);
+    for server in &config.servers {
+        assert_eq!(
+            server.prometheus.as_ref().unwrap().addr,
+            addr("0.0.0.0:9253")
+        );
+        assert!(server.reload.is_some() && server.loop_detect.is_some());
+    }
+    let cluster = &config.servers[0];
+    let cache = cluster.cache.as_ref().unwrap();
+    assert_eq!((cache.success.max_ttl, cache.denial.max_ttl), (30, 5));
+    assert!(cluster.forward[0].force_tcp);
+    assert_eq!(
+        cluster.health.as_ref().unwrap().addr,
+        addr("169.254.20.10:8080")
+    );
+    assert_eq!(config.servers[3].forward[0].to.len(), 2);
 }
 
 #[test]
@@ -94,32 +286,54 @@ fn invalid_fixtures_fail_with_their_message() {
     }
 }
 
-/// Inserting a bogus option line into the kubernetes block of every valid fixture must fail
-/// with `UnknownProperty` naming that line.
+/// The directives whose option blocks the mutation test edits.
+const BLOCK_DIRECTIVES: &[&str] = &[
+    "kubernetes",
+    "forward",
+    "cache",
+    "health",
+    "ready",
+    "errors",
+    "log",
+    "transfer",
+];
+
+/// Inserting a bogus option line into the block of any directive of any valid fixture must
+/// fail with `UnknownProperty` naming that directive and that line.
 #[test]
-fn bogus_option_in_any_kubernetes_block_is_unknown_property() {
-    let mut mutated = 0;
+fn bogus_option_in_any_block_is_unknown_property() {
+    let mut mutated: Vec<&str> = Vec::new();
     for file in corefiles(&fixtures()) {
+        if expected_error(&file).is_some() {
+            continue;
+        }
         let text = std::fs::read_to_string(&file).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         for (index, line) in lines.iter().enumerate() {
             let trimmed = line.trim();
-            if !(trimmed.starts_with("kubernetes") && trimmed.ends_with('{')) {
+            let Some(&directive) = BLOCK_DIRECTIVES
+                .iter()
+                .find(|d| trimmed.split_whitespace().next() == Some(**d))
+            else {
+                continue;
+            };
+            if !trimmed.ends_with('{') {
                 continue;
             }
             let mut edited: Vec<&str> = lines.clone();
             edited.insert(index + 1, "        bogus_option 1 2");
-            let error = parse_corefile(&edited.join("\n"), &file).unwrap_err();
+            let error = parse_corefile_in(&edited.join("\n"), &file, &env()).unwrap_err();
             match &error {
                 Error::UnknownProperty {
-                    directive,
+                    directive: got,
                     name,
                     file: at,
                     line,
                 } => {
                     assert_eq!(
-                        (directive.as_str(), name.as_str()),
-                        ("kubernetes", "bogus_option")
+                        (got.as_str(), name.as_str()),
+                        (directive, "bogus_option"),
+                        "{error}"
                     );
                     assert_eq!(
                         (at.as_path(), *line),
@@ -129,10 +343,16 @@ fn bogus_option_in_any_kubernetes_block_is_unknown_property() {
                 }
                 other => panic!("{} line {}: {other}", file.display(), index + 2),
             }
-            mutated += 1;
+            mutated.push(directive);
         }
     }
-    assert!(mutated >= 5, "only {mutated} kubernetes blocks mutated");
+    for directive in BLOCK_DIRECTIVES {
+        assert!(
+            mutated.contains(directive),
+            "no {directive} block mutated: {mutated:?}"
+        );
+    }
+    assert!(mutated.len() >= 20, "only {} blocks mutated", mutated.len());
 }
 
 #[test]
@@ -271,6 +491,7 @@ fn syntax_corners() {
     assert_eq!(config.servers[1].port, 1054);
 }
 
+/// The `--objects` shorthand is the fixture, and parses to the same configuration.
 #[test]
 fn shorthand_is_a_corefile() {
     let listen = "127.0.0.1:1053".parse().unwrap();
@@ -280,12 +501,24 @@ fn shorthand_is_a_corefile() {
         shorthand_corefile(&objects, listen),
         std::fs::read_to_string(&fixture).unwrap()
     );
-    let from_shorthand = shorthand(&objects, listen).unwrap();
+    // Forwarding to a resolv.conf with the fixtures' upstreams, wherever it is.
+    let dir = tempfile::tempdir().unwrap();
+    let resolv_conf = dir.path().join("resolv.conf");
+    std::fs::write(&resolv_conf, RESOLV_CONF).unwrap();
+    let options = ShorthandOptions {
+        resolv_conf: Some(resolv_conf.clone()),
+        ..ShorthandOptions::new(listen)
+    };
+    let from_shorthand = shorthand_with(&objects, &options).unwrap();
     let from_fixture = read_corefile(&fixture).unwrap();
     let mut expected = from_fixture.clone();
+    let server = &mut expected.servers[0];
     // The fixture's objects are relative to its directory; the shorthand's to the working one.
-    if let Some(k) = expected.servers[0].kubernetes.as_mut() {
+    if let Some(k) = server.kubernetes.as_mut() {
         k.objects = objects.to_vec();
+    }
+    for upstream in &mut server.forward[0].to {
+        upstream.from_file = Some(resolv_conf.clone());
     }
     assert_eq!(from_shorthand, expected);
 }

@@ -3,16 +3,24 @@
 //!
 //! Errors come in this order, so that the most actionable one is reported: syntax (while
 //! reading), then the first unknown directive of the file, then per server block the keys
-//! and the implemented directives, then zones defined twice, and last the first CoreDNS
-//! directive that is not implemented yet.
+//! and the implemented directives, then zones defined twice, then HTTP endpoints whose
+//! addresses collide, and last the first CoreDNS directive that is not implemented yet.
+//!
+//! HTTP endpoints (*health*, *ready*, *prometheus*): as in CoreDNS, server blocks may name the
+//! same address for the same endpoint (one listener serves them all) or different addresses
+//! (one listener each). Two listeners collide when they share a port (not 0, which picks a
+//! free one) and their addresses overlap: the same address, or a wildcard (`:PORT`, that is
+//! 0.0.0.0, covers the IPv4 addresses; `[::]` covers every address) and an address it covers.
+//! So `health :8080` with `ready :8080`, `health :8080` with `health 127.0.0.1:8080`, and
+//! `prometheus :53` with a DNS server on port 53 (its TCP listener) are errors.
 
 use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
 use hickory_proto::rr::Name;
 
-use super::directives::{self, Context, Directives};
+use super::directives::{self, Context, Directives, Endpoint};
 use super::env::Environment;
 use super::error::Error;
 use super::syntax::ServerBlockAst;
@@ -62,6 +70,25 @@ pub(crate) fn build(
 
     let mut servers: Vec<ServerBlock> = Vec::new();
     let mut served = Served::default();
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    let mut dns_listeners: Vec<DnsListener> = Vec::new();
+    for (keys, found) in &parsed {
+        endpoints.extend(found.endpoints.iter().cloned());
+        for key in keys {
+            let ips = if found.bind.is_empty() {
+                vec![IpAddr::V6(Ipv6Addr::UNSPECIFIED)]
+            } else {
+                found.bind.clone()
+            };
+            for ip in ips {
+                dns_listeners.push(DnsListener {
+                    addr: SocketAddr::new(ip, key.port),
+                    file: key.file.clone(),
+                    line: key.line,
+                });
+            }
+        }
+    }
     for (keys, found) in parsed {
         // One ServerBlock per port, in the order the ports first appear.
         let mut by_port: Vec<ServerBlock> = Vec::new();
@@ -77,22 +104,23 @@ pub(crate) fn build(
                     bind: found.bind.clone(),
                     kubernetes: found.kubernetes.clone(),
                     transfer: found.transfer.clone(),
-                    forward: Vec::new(),
-                    cache: None,
-                    health: None,
-                    ready: None,
-                    prometheus: None,
-                    errors: None,
-                    log: Vec::new(),
-                    loop_detect: None,
-                    reload: None,
-                    loadbalance: None,
+                    forward: found.forward.clone(),
+                    cache: found.cache.clone(),
+                    health: found.health.clone(),
+                    ready: found.ready.clone(),
+                    prometheus: found.prometheus.clone(),
+                    errors: found.errors.clone(),
+                    log: found.log.clone(),
+                    loop_detect: found.loop_detect.clone(),
+                    reload: found.reload.clone(),
+                    loadbalance: found.loadbalance.clone(),
                     line: key.line,
                 }),
             }
         }
         servers.extend(by_port);
     }
+    check_endpoints(&endpoints, &dns_listeners)?;
     if let Some(error) = unsupported {
         return Err(error);
     }
@@ -104,6 +132,70 @@ pub(crate) fn build(
         });
     }
     Ok(Config { servers })
+}
+
+/// Refuses HTTP endpoints whose listeners would collide with each other or with a DNS
+/// server's (see the module documentation).
+fn check_endpoints(endpoints: &[Endpoint], dns_listeners: &[DnsListener]) -> Result<(), Error> {
+    let describe = |endpoint: &Endpoint| {
+        format!(
+            "{} {} ({}:{})",
+            endpoint.directive,
+            endpoint.addr,
+            endpoint.file.display(),
+            endpoint.line
+        )
+    };
+    for (index, endpoint) in endpoints.iter().enumerate() {
+        let collide = |error: String| Error::Invalid {
+            directive: endpoint.directive.to_owned(),
+            message: error,
+            file: endpoint.file.clone(),
+            line: endpoint.line,
+        };
+        for earlier in &endpoints[..index] {
+            let shared = earlier.directive == endpoint.directive && earlier.addr == endpoint.addr;
+            if !shared && overlap(earlier.addr, endpoint.addr) {
+                return Err(collide(format!(
+                    "address {} collides with {}: two HTTP listeners cannot share a port on \
+                     overlapping addresses",
+                    endpoint.addr,
+                    describe(earlier)
+                )));
+            }
+        }
+        for listener in dns_listeners {
+            if overlap(listener.addr, endpoint.addr) {
+                return Err(collide(format!(
+                    "address {} collides with the DNS server on port {} ({}:{})",
+                    endpoint.addr,
+                    listener.addr.port(),
+                    listener.file.display(),
+                    listener.line
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a server block's DNS server listens (its TCP side can collide with HTTP).
+struct DnsListener {
+    /// The address (`[::]` for a block without `bind`).
+    addr: SocketAddr,
+    /// The file of the key.
+    file: std::path::PathBuf,
+    /// The line of the key.
+    line: usize,
+}
+
+/// Whether listeners on `a` and `b` would want the same socket.
+fn overlap(a: SocketAddr, b: SocketAddr) -> bool {
+    let covers =
+        |wide: IpAddr, other: IpAddr| wide.is_unspecified() && (wide.is_ipv6() || other.is_ipv4());
+    a.port() != 0
+        && a.port() == b.port()
+        && (a.ip() == b.ip() || covers(a.ip(), b.ip()) || covers(b.ip(), a.ip()))
 }
 
 /// One key of a server block, parsed.
@@ -197,5 +289,106 @@ impl Served {
             served.push(address);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{kind, parse};
+
+    #[test]
+    fn overlaps() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let cases = [
+            ("same", "10.0.0.1:80", "10.0.0.1:80", true),
+            ("other port", "10.0.0.1:80", "10.0.0.1:81", false),
+            ("other address", "10.0.0.1:80", "10.0.0.2:80", false),
+            ("v4 wildcard", "0.0.0.0:80", "10.0.0.1:80", true),
+            ("v4 wildcard, v6", "0.0.0.0:80", "[::1]:80", false),
+            ("v6 wildcard covers v4", "[::]:80", "127.0.0.1:80", true),
+            ("v6 wildcard covers v6", "[::1]:80", "[::]:80", true),
+            ("port zero", "127.0.0.1:0", "127.0.0.1:0", false),
+        ];
+        for (name, a, b, want) in cases {
+            assert_eq!(overlap(addr(a), addr(b)), want, "{name}");
+            assert_eq!(overlap(addr(b), addr(a)), want, "{name} (swapped)");
+        }
+    }
+
+    #[test]
+    fn shared_endpoints() {
+        let cases = [
+            (
+                "same health in two blocks",
+                "a.org {\n health :8080\n}\nb.org {\n health :8080\n}",
+            ),
+            (
+                "one block split by port",
+                "a.org, b.org:54 {\n prometheus :9153\n ready\n}",
+            ),
+            (
+                "different addresses",
+                "a.org {\n health :8080\n}\nb.org {\n health :8081\n}",
+            ),
+            (
+                "different interfaces",
+                "a.org {\n health 127.0.0.1:8080\n}\nb.org {\n health 127.0.0.2:8080\n}",
+            ),
+            (
+                "ephemeral ports",
+                ". {\n health 127.0.0.1:0\n ready 127.0.0.1:0\n prometheus 127.0.0.1:0\n}",
+            ),
+            (
+                "dns on another address",
+                ".:8080 {\n bind 127.0.0.1\n}\nexample.org {\n health 127.0.0.2:8080\n}",
+            ),
+            ("dns port zero", ".:0 {\n health 127.0.0.1:0\n}"),
+        ];
+        for (name, text) in cases {
+            parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn colliding_endpoints() {
+        let cases = [
+            (
+                "health and ready",
+                ". {\n health :8080\n ready :8080\n}",
+                3,
+                "ready: address 0.0.0.0:8080 collides with health 0.0.0.0:8080 (Corefile:2)",
+            ),
+            (
+                "wildcard and address",
+                "a.org {\n health :8080\n}\nb.org {\n health 127.0.0.1:8080\n}",
+                5,
+                "health: address 127.0.0.1:8080 collides with health 0.0.0.0:8080 (Corefile:2)",
+            ),
+            (
+                "prometheus on health's default",
+                ". {\n health\n prometheus :8080\n}",
+                3,
+                "collides with health",
+            ),
+            (
+                "dns port",
+                ". {\n prometheus :53\n}",
+                2,
+                "prometheus: address 0.0.0.0:53 collides with the DNS server on port 53 (Corefile:1)",
+            ),
+            (
+                "bound dns",
+                ".:1053 {\n bind 127.0.0.1\n}\nexample.org {\n ready 127.0.0.1:1053\n}",
+                5,
+                "collides with the DNS server on port 1053",
+            ),
+        ];
+        for (name, text, line, want) in cases {
+            let error = parse(text).unwrap_err();
+            assert!(error.to_string().contains(want), "{name}: {error}");
+            assert_eq!((kind(&error), error.line()), ("Invalid", line), "{name}");
+        }
     }
 }

@@ -1,19 +1,24 @@
-//! What parsing may ask of the host: environment variables (for `{$VAR}` and `{%VAR%}`) and
-//! network interfaces (for `bind IFACE`). Tests replace both with fixed values.
+//! What parsing may ask of the host: environment variables (for `{$VAR}` and `{%VAR%}`),
+//! network interfaces (for `bind IFACE`) and the resolv.conf files *forward* reads. Tests
+//! replace them with fixed values.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 
 /// The host facts a Corefile may refer to.
 ///
 /// [`Environment::system`] reads the process environment and the machine's interfaces;
 /// [`Environment::isolated`] knows no variable and no interface, and the `with_*` methods add
-/// fixed ones (a fixed set replaces the system's entirely).
+/// fixed ones (a fixed set replaces the system's entirely). Files are different: a file given
+/// with [`Environment::with_file`] shadows that one path, and every other path is read from
+/// the disk, whichever constructor was used.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environment {
     vars: Option<BTreeMap<String, String>>,
     interfaces: Option<Vec<(String, IpAddr)>>,
+    files: BTreeMap<PathBuf, String>,
 }
 
 impl Environment {
@@ -27,6 +32,7 @@ impl Environment {
         Self {
             vars: Some(BTreeMap::new()),
             interfaces: Some(Vec::new()),
+            files: BTreeMap::new(),
         }
     }
 
@@ -46,6 +52,23 @@ impl Environment {
             .get_or_insert_with(Vec::new)
             .push((name.into(), address));
         self
+    }
+
+    /// Makes reading `path` (a resolv.conf named by *forward*) return `text`, whatever is on
+    /// the disk.
+    #[must_use]
+    pub fn with_file(mut self, path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        self.files.insert(path.into(), text.into());
+        self
+    }
+
+    /// The text of the small file at `path` (bytes that are not UTF-8 replaced): the fixed
+    /// text when [`Environment::with_file`] gave one, else the disk's.
+    pub(crate) fn read_small_file(&self, path: &Path) -> io::Result<String> {
+        match self.files.get(path) {
+            Some(text) => Ok(text.clone()),
+            None => super::resolv_conf::read_text_lossy(path),
+        }
     }
 
     /// The value of an environment variable; unset (or not UTF-8) is `None`.
@@ -95,5 +118,19 @@ mod tests {
             Some(2)
         );
         assert_eq!(env.interface_addresses("eth1").unwrap(), None);
+    }
+
+    #[test]
+    fn fixed_files_shadow_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let on_disk = dir.path().join("on-disk");
+        std::fs::write(&on_disk, "disk").unwrap();
+        let env = Environment::isolated().with_file("/etc/resolv.conf", "fixed");
+        assert_eq!(
+            env.read_small_file(Path::new("/etc/resolv.conf")).unwrap(),
+            "fixed"
+        );
+        assert_eq!(env.read_small_file(&on_disk).unwrap(), "disk");
+        assert!(env.read_small_file(&dir.path().join("missing")).is_err());
     }
 }

@@ -1,15 +1,18 @@
 //! The Corefile, parsed into typed configuration.
 //!
 //! A leaf: nothing here depends on the rest of the crate except [`crate::selector`]. I/O is
-//! confined to [`read_corefile`] and to the files `import` names; everything else works on
-//! strings so it can be tested with inline Corefiles.
+//! confined to [`read_corefile`], to the files `import` names and to the resolv.conf files
+//! `forward` names (through [`Environment`], so tests can fix them); everything else works
+//! on strings so it can be tested with inline Corefiles.
 //!
 //! The syntax is CoreDNS's (Caddy v1): server blocks `ZONES[:PORT] { ... }`, directives with
 //! their arguments on their own line and an optional `{ ... }` block of options, `#`
-//! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. Of
-//! the directives, `bind`, `kubernetes` and `transfer` are implemented; every other CoreDNS
-//! plugin is refused with [`Error::Unsupported`] and any other name with
-//! [`Error::UnknownDirective`].
+//! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
+//! directives implemented are those of kubeadm's Corefile and a few more: `bind`, `cache`,
+//! `errors`, `forward`, `health`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
+//! `ready`, `reload` and `transfer`, each with CoreDNS's syntax, defaults and checks (the
+//! module of each directive lists where it differs). Every other CoreDNS plugin is refused
+//! with [`Error::Unsupported`] and any other name with [`Error::UnknownDirective`].
 //!
 //! ```
 //! use clusterdns::config::parse_corefile;
@@ -31,9 +34,12 @@ mod env;
 mod error;
 mod glob;
 mod lexer;
+mod resolv_conf;
 mod shorthand;
 mod stream;
 mod syntax;
+#[cfg(test)]
+mod test_support;
 mod zone;
 
 use std::net::{IpAddr, SocketAddr};
@@ -49,16 +55,28 @@ use crate::selector::LabelSelector;
 pub use directives::COREDNS_DIRECTIVES;
 pub use env::Environment;
 pub use error::Error;
-pub use shorthand::{SHORTHAND_FILE, shorthand, shorthand_corefile};
+pub use resolv_conf::{
+    GLIBC_MAXNS, MAX_NDOTS, ReadResolvConfError, ResolvConf, ResolvConfError,
+    Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,
+};
+pub use shorthand::{
+    DEFAULT_RESOLV_CONF, SHORTHAND_FILE, ShorthandOptions, shorthand, shorthand_corefile,
+    shorthand_corefile_with, shorthand_with,
+};
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
 pub fn read_corefile(path: &Path) -> Result<Config, Error> {
+    read_corefile_in(path, &Environment::system())
+}
+
+/// [`read_corefile`] with the environment variables, interfaces and fixed files of `env`.
+pub fn read_corefile_in(path: &Path, env: &Environment) -> Result<Config, Error> {
     let text = stream::read_text(path).map_err(|source| Error::Read {
         file: path.to_owned(),
         line: 0,
         error: source,
     })?;
-    parse_corefile(&text, path)
+    parse_corefile_in(&text, path, env)
 }
 
 /// Parses Corefile `text`; `file` names it in error messages and is the base directory of
@@ -150,7 +168,8 @@ pub struct ForwardConfig {
     pub health_check_no_rec: bool,
     /// `health_check ... domain FQDN` (default `.`).
     pub health_check_domain: Name,
-    /// `max_concurrent`: queries in flight above this are REFUSED.
+    /// `max_concurrent`: queries in flight above this are REFUSED (`max_concurrent 0`, like no
+    /// `max_concurrent`, is `None`: no limit).
     pub max_concurrent: Option<usize>,
     /// `next RCODE...`: upstream rcodes that hand the query to the next *forward*.
     pub next: Vec<u16>,
@@ -198,9 +217,10 @@ pub struct CacheConfig {
     pub disable_success: Vec<Name>,
     /// `disable denial ZONES...`.
     pub disable_denial: Vec<Name>,
-    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]`.
+    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]` (`None` also for an AMOUNT of 0, which
+    /// CoreDNS treats as off).
     pub prefetch: Option<Prefetch>,
-    /// `serve_stale [DURATION] [immediate|verified]`.
+    /// `serve_stale [DURATION] [immediate|verify]`.
     pub serve_stale: Option<ServeStale>,
     /// `servfail DURATION` (default 5 s; 0 disables; at most 5 min).
     pub servfail: Duration,
@@ -238,14 +258,16 @@ pub struct Prefetch {
 pub struct ServeStale {
     /// How long past expiry an entry may still be served (default 1 h).
     pub duration: Duration,
-    /// `verified`: ask the upstream first, serve stale only if it fails (default `immediate`).
+    /// `verify` (CoreDNS's spelling): ask the upstream first, serve stale only if it fails
+    /// (default `immediate`: serve stale at once and refresh in the background).
     pub verified: bool,
 }
 
 /// The *health* directive: `health [ADDRESS] { lameduck DURATION }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HealthConfig {
-    /// Where `/health` listens (default `:8080`, every address).
+    /// Where `/health` listens (default `:8080`, which is `0.0.0.0:8080`: every IPv4 address;
+    /// CoreDNS's Go listener would also take IPv6 there).
     pub addr: SocketAddr,
     /// `lameduck`: how long to keep serving after SIGTERM.
     pub lameduck: Duration,
@@ -256,7 +278,7 @@ pub struct HealthConfig {
 /// The *ready* directive: `ready [ADDRESS] { monitor until-ready|continuously }`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyConfig {
-    /// Where `/ready` listens (default `:8181`).
+    /// Where `/ready` listens (default `:8181`, which is `0.0.0.0:8181`).
     pub addr: SocketAddr,
     /// `monitor continuously`: keep checking after the first success (default: latch).
     pub continuously: bool,
@@ -267,7 +289,8 @@ pub struct ReadyConfig {
 /// The *prometheus* directive: `prometheus [ADDRESS]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrometheusConfig {
-    /// Where `/metrics` listens (default `localhost:9153`).
+    /// Where `/metrics` listens (default `localhost:9153`, which is `127.0.0.1:9153`; kubeadm
+    /// writes `:9153`).
     pub addr: SocketAddr,
     /// Line of the directive.
     pub line: usize,
@@ -329,7 +352,8 @@ pub struct LogConfig {
     pub format: String,
     /// Which answers are logged.
     pub classes: LogClasses,
-    /// `minDuration`: also log answers slower than this, whatever their class.
+    /// `minDuration`: also log answers slower than this, whatever their class (100 ms when
+    /// given without a value; `None` when absent or 0).
     pub min_duration: Option<Duration>,
     /// Line of the directive.
     pub line: usize,
@@ -367,7 +391,8 @@ pub struct LoopConfig {
 pub struct ReloadConfig {
     /// How often the Corefile is checked (default 30 s, at least 2 s).
     pub interval: Duration,
-    /// Random spread added to each interval (default 15 s, at least 1 s, under `interval`).
+    /// Random spread (±) around each interval (default 15 s, at least 1 s; lowered to half the
+    /// interval when larger, as CoreDNS does).
     pub jitter: Duration,
     /// Line of the directive.
     pub line: usize,
@@ -515,19 +540,7 @@ impl TransferPeer {
 mod tests {
     use super::*;
 
-    fn env() -> Environment {
-        Environment::isolated()
-            .with_var("ZONE", "cluster.local")
-            .with_var("PORT", "1053")
-            .with_interface("eth0", "10.1.1.1".parse().unwrap())
-            .with_interface("eth0", "fe80::1".parse().unwrap())
-            .with_interface("eth0", "fd00::5".parse().unwrap())
-            .with_interface("lo", "127.0.0.1".parse().unwrap())
-    }
-
-    fn parse(text: &str) -> Result<Config, Error> {
-        parse_corefile_in(text, Path::new("Corefile"), &env())
-    }
+    use test_support::{env, kind, parse};
 
     fn names(zones: &[Name]) -> Vec<String> {
         zones.iter().map(ToString::to_string).collect()
@@ -535,23 +548,6 @@ mod tests {
 
     fn ips(texts: &[&str]) -> Vec<IpAddr> {
         texts.iter().map(|t| t.parse().unwrap()).collect()
-    }
-
-    /// The variant's name, for tables.
-    fn kind(error: &Error) -> &'static str {
-        match error {
-            Error::Read { .. } => "Read",
-            Error::Syntax { .. } => "Syntax",
-            Error::Import { .. } => "Import",
-            Error::Key { .. } => "Key",
-            Error::Duplicate { .. } => "Duplicate",
-            Error::UnknownDirective { .. } => "UnknownDirective",
-            Error::Unsupported { .. } => "Unsupported",
-            Error::UnknownProperty { .. } => "UnknownProperty",
-            Error::UnsupportedProperty { .. } => "UnsupportedProperty",
-            Error::Invalid { .. } => "Invalid",
-            Error::Selector { .. } => "Selector",
-        }
     }
 
     /// `kubernetes cluster.local in-addr.arpa { OPTIONS }` in a `.:53` block; the options
@@ -1053,13 +1049,20 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
             ),
             (
                 "unsupported",
-                ". {\n kubernetes\n forward . /etc/resolv.conf {\n  max_concurrent 1000\n }\n}",
+                ". {\n kubernetes\n hosts /etc/hosts {\n  fallthrough\n }\n}",
                 3,
                 "Unsupported",
-                "Corefile:3: directive 'forward' is a CoreDNS plugin that clusterdns does not implement yet",
+                "Corefile:3: directive 'hosts' is a CoreDNS plugin that clusterdns does not implement yet",
             ),
             (
-                "unsupported after errors",
+                "unsupported after an implemented error",
+                ". {\n rewrite name a b\n cache 0\n}",
+                3,
+                "Invalid",
+                "cache: TTL '0' must be a positive number",
+            ),
+            (
+                "invalid after errors",
                 ". {\n errors\n kubernetes {\n  ttl x\n }\n}",
                 4,
                 "Invalid",
@@ -1400,8 +1403,10 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
         }
     }
 
+    /// kubeadm's Corefile (`coredns-behaviour.md` § 2a), exactly: every directive parses into
+    /// its typed configuration.
     #[test]
-    fn kubeadm_corefile_fails_only_on_unimplemented_plugins() {
+    fn kubeadm_corefile_parses() {
         let text = "\
 .:53 {
     errors
@@ -1427,17 +1432,101 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
     loadbalance
 }
 ";
-        let error = parse(text).unwrap_err();
-        assert!(
-            matches!(&error, Error::Unsupported { directive, line: 2, .. } if directive == "errors"),
-            "{error}"
+        let config = parse(text).unwrap();
+        let [server] = config.servers.as_slice() else {
+            panic!("one server block: {config:?}")
+        };
+        assert_eq!(
+            (names(&server.zones), server.port),
+            (vec![".".to_owned()], 53)
         );
+        let errors = server.errors.as_ref().unwrap();
+        assert!(errors.consolidate.is_empty() && !errors.stacktrace && errors.line == 2);
+        assert_eq!(
+            server.health,
+            Some(HealthConfig {
+                addr: "0.0.0.0:8080".parse().unwrap(),
+                lameduck: Duration::from_secs(5),
+                line: 3,
+            })
+        );
+        assert_eq!(
+            server.ready,
+            Some(ReadyConfig {
+                addr: "0.0.0.0:8181".parse().unwrap(),
+                continuously: false,
+                line: 6,
+            })
+        );
+        let k = server.kubernetes.as_ref().unwrap();
+        assert_eq!((k.pods, k.ttl, k.line), (PodMode::Insecure, 30, 7));
+        assert_eq!(
+            server.prometheus,
+            Some(PrometheusConfig {
+                addr: "0.0.0.0:9153".parse().unwrap(),
+                line: 12,
+            })
+        );
+        let [forward] = server.forward.as_slice() else {
+            panic!("one forward: {:?}", server.forward)
+        };
+        assert_eq!(forward.from, Name::root());
+        let upstreams: Vec<(String, Option<PathBuf>)> = forward
+            .to
+            .iter()
+            .map(|u| (u.name.clone(), u.from_file.clone()))
+            .collect();
+        let resolv_conf = Some(PathBuf::from("/etc/resolv.conf"));
+        assert_eq!(
+            upstreams,
+            [
+                ("192.0.2.53:53".to_owned(), resolv_conf.clone()),
+                ("[2001:db8::53]:53".to_owned(), resolv_conf),
+            ]
+        );
+        assert_eq!(forward.max_concurrent, Some(1000));
+        assert_eq!(
+            (forward.expire, forward.max_fails, forward.health_check),
+            (Duration::from_secs(10), 2, Duration::from_millis(500))
+        );
+        assert_eq!((forward.policy, forward.line), (ForwardPolicy::Random, 13));
+        let cache = server.cache.as_ref().unwrap();
+        assert_eq!(names(&cache.zones), ["."]);
+        assert_eq!(
+            (cache.success, cache.denial),
+            (
+                CacheClass {
+                    capacity: 9984,
+                    max_ttl: 30,
+                    min_ttl: 5
+                },
+                CacheClass {
+                    capacity: 9984,
+                    max_ttl: 30,
+                    min_ttl: 5
+                },
+            )
+        );
+        assert_eq!(names(&cache.disable_success), ["cluster.local."]);
+        assert_eq!(names(&cache.disable_denial), ["cluster.local."]);
+        assert_eq!((cache.servfail, cache.line), (Duration::from_secs(5), 16));
+        assert_eq!(server.loop_detect, Some(LoopConfig { line: 20 }));
+        assert_eq!(
+            server.reload,
+            Some(ReloadConfig {
+                interval: Duration::from_secs(30),
+                jitter: Duration::from_secs(15),
+                line: 21,
+            })
+        );
+        assert_eq!(server.loadbalance, Some(LoadBalanceConfig { line: 22 }));
+        assert!(server.log.is_empty() && server.transfer.is_empty() && server.bind.is_empty());
     }
 
     /// Random text and random edits of a real Corefile: any result, never a panic.
     #[test]
     fn garbage_never_panics() {
-        let seed_text = ".:53 {\n  bind 127.0.0.1\n  kubernetes cluster.local 10.0.0.0/23 {\n    pods insecure\n    labels a in (b, c)\n    startup_timeout 1m\n  }\n  transfer {\n    to * 10.0.0.0/8\n  }\n}\n(s) {\n  ttl 3\n}\n";
+        let seed_text = ".:53 {\n  bind 127.0.0.1\n  errors {\n    consolidate 1m ^a(b|c)$ warning show_first\n  }\n  health :8080 {\n    lameduck 5s\n  }\n  ready\n  kubernetes cluster.local 10.0.0.0/23 {\n    pods insecure\n    labels a in (b, c)\n    startup_timeout 1m\n  }\n  prometheus :9153\n  forward . 10.0.0.1:53 /etc/resolv.conf {\n    max_concurrent 1000\n    health_check 1s domain a.b\n    failover SERVFAIL\n  }\n  cache 30 {\n    success 5000 60 1\n    prefetch 2 1m 20%\n    disable denial cluster.local\n  }\n  log . {combined} {\n    class denial\n  }\n  loop\n  reload 10s\n  loadbalance\n  transfer {\n    to * 10.0.0.0/8\n  }\n}\n(s) {\n  ttl 3\n}\n";
         let pieces = [
             "{",
             "}",
@@ -1460,6 +1549,22 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
             "kubernetes",
             "bind",
             "transfer",
+            "forward",
+            "cache",
+            "health",
+            "log",
+            "errors",
+            "consolidate",
+            "reload",
+            ":8080",
+            "[::1]:53",
+            "fe80::1",
+            "%",
+            "{common}",
+            "(",
+            "99999999999999999999",
+            "-1",
+            "/etc/resolv.conf",
             "to",
             "*",
             "ttl",

@@ -2,24 +2,41 @@
 //! implements.
 //!
 //! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
-//! its typed struct (see [`bind`], [`kubernetes`], [`transfer`]). Every other CoreDNS plugin is
-//! accepted by the syntax and then refused with [`Error::Unsupported`].
+//! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`], ...).
+//! Every other CoreDNS plugin is accepted by the syntax and then refused with
+//! [`Error::Unsupported`].
 
 pub(crate) mod bind;
+pub(crate) mod cache;
+pub(crate) mod errors;
+pub(crate) mod forward;
+pub(crate) mod health;
 pub(crate) mod kubernetes;
+pub(crate) mod loadbalance;
+pub(crate) mod log;
+pub(crate) mod loop_detect;
+pub(crate) mod prometheus;
+pub(crate) mod ready;
+pub(crate) mod reload;
 pub(crate) mod transfer;
 
 use std::collections::HashSet;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::str::FromStr;
+use std::time::Duration;
 
 use hickory_proto::rr::Name;
 
+use super::duration::parse_go_duration;
 use super::env::Environment;
 use super::error::Error;
 use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
-use super::{KubernetesConfig, TransferConfig};
+use super::{
+    CacheConfig, ErrorsConfig, ForwardConfig, HealthConfig, KubernetesConfig, LoadBalanceConfig,
+    LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, TransferConfig,
+};
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
 /// query in (whatever the order in the Corefile). Taken from recent CoreDNS `plugin.cfg` files
@@ -112,8 +129,55 @@ pub(crate) struct Directives {
     pub(crate) kubernetes: Option<KubernetesConfig>,
     /// The `transfer` directives.
     pub(crate) transfer: Vec<TransferConfig>,
+    /// The `forward` directives, in file order.
+    pub(crate) forward: Vec<ForwardConfig>,
+    /// The `cache` directive.
+    pub(crate) cache: Option<CacheConfig>,
+    /// The `health` directive.
+    pub(crate) health: Option<HealthConfig>,
+    /// The `ready` directive.
+    pub(crate) ready: Option<ReadyConfig>,
+    /// The `prometheus` directive.
+    pub(crate) prometheus: Option<PrometheusConfig>,
+    /// The `errors` directive.
+    pub(crate) errors: Option<ErrorsConfig>,
+    /// The `log` directives, in file order.
+    pub(crate) log: Vec<LogConfig>,
+    /// The `loop` directive.
+    pub(crate) loop_detect: Option<LoopConfig>,
+    /// The `reload` directive.
+    pub(crate) reload: Option<ReloadConfig>,
+    /// The `loadbalance` directive.
+    pub(crate) loadbalance: Option<LoadBalanceConfig>,
+    /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
+    /// across server blocks.
+    pub(crate) endpoints: Vec<Endpoint>,
     /// The first CoreDNS directive that is not implemented yet.
     pub(crate) unsupported: Option<Error>,
+}
+
+/// An HTTP endpoint a directive asks for.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The directive.
+    pub(crate) directive: &'static str,
+    /// Where it listens.
+    pub(crate) addr: SocketAddr,
+    /// The file of the directive.
+    pub(crate) file: std::path::PathBuf,
+    /// Its line.
+    pub(crate) line: usize,
+}
+
+impl Endpoint {
+    fn new(directive: &'static str, addr: SocketAddr, line: &Line) -> Self {
+        Self {
+            directive,
+            addr,
+            file: line.name.file.to_path_buf(),
+            line: line.name.line,
+        }
+    }
 }
 
 /// Interprets one directive line of a server block.
@@ -127,19 +191,52 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
             }
         }
         "kubernetes" => {
-            if let Some(first) = &out.kubernetes {
-                return Err(invalid(
-                    &line.name,
-                    "kubernetes",
-                    format!(
-                        "may be used only once per server block (first at line {})",
-                        first.line
-                    ),
-                ));
-            }
+            once(line, out.kubernetes.as_ref().map(|first| first.line))?;
             out.kubernetes = Some(kubernetes::parse(line, context)?);
         }
         "transfer" => out.transfer.push(transfer::parse(line, context)?),
+        "forward" => out.forward.push(forward::parse(line, context)?),
+        "log" => out.log.push(log::parse(line, context)?),
+        "cache" => {
+            once(line, out.cache.as_ref().map(|first| first.line))?;
+            out.cache = Some(cache::parse(line, context)?);
+        }
+        "health" => {
+            once(line, out.health.as_ref().map(|first| first.line))?;
+            let health = health::parse(line, context)?;
+            out.endpoints
+                .push(Endpoint::new("health", health.addr, line));
+            out.health = Some(health);
+        }
+        "ready" => {
+            once(line, out.ready.as_ref().map(|first| first.line))?;
+            let ready = ready::parse(line, context)?;
+            out.endpoints.push(Endpoint::new("ready", ready.addr, line));
+            out.ready = Some(ready);
+        }
+        "prometheus" => {
+            once(line, out.prometheus.as_ref().map(|first| first.line))?;
+            let prometheus = prometheus::parse(line, context)?;
+            out.endpoints
+                .push(Endpoint::new("prometheus", prometheus.addr, line));
+            out.prometheus = Some(prometheus);
+        }
+        "errors" => {
+            once(line, out.errors.as_ref().map(|first| first.line))?;
+            out.errors = Some(errors::parse(line, context)?);
+        }
+        "loop" => {
+            once(line, out.loop_detect.as_ref().map(|first| first.line))?;
+            out.loop_detect = Some(loop_detect::parse(line, context)?);
+        }
+        "reload" => {
+            once(line, out.reload.as_ref().map(|first| first.line))?;
+            out.reload = Some(reload::parse(line, context)?);
+        }
+        "loadbalance" => {
+            once(line, out.loadbalance.as_ref().map(|first| first.line))?;
+            out.loadbalance = Some(loadbalance::parse(line, context)?);
+        }
         name if is_known(name) => {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {
                 directive: name.to_owned(),
@@ -237,6 +334,96 @@ pub(crate) fn no_block(directive: &str, line: &Line) -> Result<(), Error> {
             &line.name,
             directive,
             format!("{}takes no '{{ ... }}' block", prefix(directive, line)),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A bad value `arg` of `line` (the directive or one of its options).
+pub(crate) fn bad_value(directive: &str, line: &Line, arg: &Token, message: &str) -> Error {
+    invalid(
+        arg,
+        directive,
+        format!("{}{message}", prefix(directive, line)),
+    )
+}
+
+/// The one argument of `line`.
+pub(crate) fn one_argument<'l>(directive: &str, line: &'l Line) -> Result<&'l Token, Error> {
+    arguments(directive, line, 1, Some(1))?
+        .first()
+        .ok_or_else(|| invalid(&line.name, directive, "missing argument"))
+}
+
+/// A Go duration (`5s`, `1m30s`) in `arg`.
+pub(crate) fn duration(directive: &str, line: &Line, arg: &Token) -> Result<Duration, Error> {
+    parse_go_duration(&arg.text).map_err(|message| bad_value(directive, line, arg, &message))
+}
+
+/// A non-negative integer in `arg`.
+pub(crate) fn number<T: FromStr>(directive: &str, line: &Line, arg: &Token) -> Result<T, Error> {
+    arg.text.parse::<T>().map_err(|_| {
+        let why = if arg.text.starts_with('-') && arg.text[1..].bytes().all(|b| b.is_ascii_digit())
+        {
+            "must not be negative"
+        } else {
+            "is not a non-negative integer (or is too large)"
+        };
+        bad_value(directive, line, arg, &format!("'{}' {why}", arg.text))
+    })
+}
+
+/// The address an HTTP endpoint (*health*, *ready*, *prometheus*) listens on, as CoreDNS takes
+/// it: `:PORT` (every IPv4 address), `IP:PORT`, `[IPV6]:PORT` or `localhost:PORT`
+/// (127.0.0.1). Host names are refused: they would need a DNS lookup before the DNS server
+/// is up.
+pub(crate) fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<SocketAddr, Error> {
+    let bad = |why: String| bad_value(directive, line, arg, &why);
+    let text = arg.text.as_str();
+    let Some(colon) = text.rfind(':') else {
+        return Err(bad(format!(
+            "address '{text}' has no port (expected :PORT, IP:PORT, [IPV6]:PORT or \
+             localhost:PORT)"
+        )));
+    };
+    let (host, port) = (&text[..colon], &text[colon + 1..]);
+    let port: u16 = port.parse().map_err(|_| {
+        bad(format!(
+            "port '{port}' of '{text}' is not a number in 0..=65535"
+        ))
+    })?;
+    let ip: IpAddr = match host {
+        "" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        _ => match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(v6) => v6
+                .parse::<Ipv6Addr>()
+                .map(IpAddr::V6)
+                .map_err(|_| bad(format!("'{v6}' in '{text}' is not an IPv6 address")))?,
+            None => host.parse::<Ipv4Addr>().map(IpAddr::V4).map_err(|_| {
+                if host.contains(':') {
+                    bad(format!(
+                        "IPv6 address in '{text}' must be in brackets: [{host}]:{port}"
+                    ))
+                } else {
+                    bad(format!(
+                        "host '{host}' of '{text}' is not an IP address or localhost (host \
+                         names are not supported)"
+                    ))
+                }
+            })?,
+        },
+    };
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// Refuses a second `directive` in one server block (`first` is the line of the first).
+pub(crate) fn once(line: &Line, first: Option<usize>) -> Result<(), Error> {
+    match first {
+        Some(first) => Err(invalid(
+            &line.name,
+            line.name(),
+            format!("may be used only once per server block (first at line {first})"),
         )),
         None => Ok(()),
     }

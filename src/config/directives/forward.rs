@@ -1,0 +1,1122 @@
+//! `forward FROM TO... { ... }`
+//!
+//! As CoreDNS's *forward* (`plugin/forward/setup.go`):
+//!
+//! - **FROM** is a zone or a CIDR; a CIDR that stands for several reverse zones keeps the first,
+//!   as CoreDNS does (it logs a warning).
+//! - **TO** is `IP`, `IP:PORT`, `[IPV6]:PORT`, any of these after `dns://`, or the path of a
+//!   resolv.conf whose `nameserver`s (port 53) are the upstreams. A relative path is relative to
+//!   the Corefile's directory (CoreDNS: the working directory), like `import` and `objects`. At
+//!   most 15 upstreams in all. DNS over TLS (`tls://`, with `tls` and `tls_servername`) and the
+//!   transports CoreDNS's *forward* refuses too (`https://`, `grpc://`, `quic://`, ...) are
+//!   refused, and so are host names (CoreDNS reads them as file names and fails) and IPv6
+//!   link-local upstreams (they need an interface scope). A link-local `nameserver` of a
+//!   resolv.conf is skipped with a warning in the log, since its scope cannot be kept; the file
+//!   must still give at least one usable upstream.
+//! - Options: `except ZONES...`, `force_tcp`, `prefer_udp`, `expire DURATION` (10 s),
+//!   `max_idle_conns N`, `max_fails N` (2), `max_connect_attempts N`,
+//!   `policy random|round_robin|sequential`, `health_check DURATION [no_rec] [domain FQDN]`
+//!   (0.5 s, `.`), `max_concurrent N`, `next RCODE...`, `failover RCODE...` (not NOERROR),
+//!   `failfast_all_unhealthy_upstreams`. CoreDNS's `max_age` is refused as not supported.
+//! - A server block may have several `forward`s (kept in file order).
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hickory_proto::rr::Name;
+
+use super::{
+    Context, arguments, bad_value, duration, invalid, no_block, number, one_argument,
+    unknown_property, unsupported_property, zones,
+};
+use crate::config::error::Error;
+use crate::config::lexer::Token;
+use crate::config::resolv_conf::{ReadResolvConfError, read_resolv_conf_in};
+use crate::config::syntax::Line;
+use crate::config::zone;
+use crate::config::{ForwardConfig, ForwardPolicy, Upstream};
+
+const DIRECTIVE: &str = "forward";
+
+/// CoreDNS's limit on the upstreams of one `forward`.
+pub(crate) const MAX_UPSTREAMS: usize = 15;
+/// The default `expire`.
+pub(crate) const DEFAULT_EXPIRE: Duration = Duration::from_secs(10);
+/// The default `max_fails`.
+pub(crate) const DEFAULT_MAX_FAILS: u32 = 2;
+/// The default `health_check` interval.
+pub(crate) const DEFAULT_HEALTH_CHECK: Duration = Duration::from_millis(500);
+/// The port of a resolv.conf `nameserver`, and of an upstream given without one.
+const DNS_PORT: u16 = 53;
+
+/// Parses one `forward` line.
+pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<ForwardConfig, Error> {
+    let args = arguments(DIRECTIVE, line, 2, None)?;
+    let Some((from_arg, to_args)) = args.split_first() else {
+        return Err(invalid(&line.name, DIRECTIVE, "missing FROM"));
+    };
+    let from = zone::parse_zone_arg(&from_arg.text)
+        .map_err(|message| bad_value(DIRECTIVE, line, from_arg, &message))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| bad_value(DIRECTIVE, line, from_arg, "FROM stands for no zone"))?;
+    let mut to: Vec<Upstream> = Vec::new();
+    for arg in to_args {
+        upstreams(line, arg, context, &mut to)?;
+    }
+    if to.len() > MAX_UPSTREAMS {
+        return Err(invalid(
+            &line.name,
+            DIRECTIVE,
+            format!(
+                "more than {MAX_UPSTREAMS} TOs configured: {} (CoreDNS's limit)",
+                to.len()
+            ),
+        ));
+    }
+    let mut config = ForwardConfig {
+        from,
+        to,
+        except: Vec::new(),
+        force_tcp: false,
+        prefer_udp: false,
+        expire: DEFAULT_EXPIRE,
+        max_idle_conns: 0,
+        max_fails: DEFAULT_MAX_FAILS,
+        max_connect_attempts: 0,
+        policy: ForwardPolicy::Random,
+        health_check: DEFAULT_HEALTH_CHECK,
+        health_check_no_rec: false,
+        health_check_domain: Name::root(),
+        max_concurrent: None,
+        next: Vec::new(),
+        failover: Vec::new(),
+        failfast_all_unhealthy_upstreams: false,
+        line: line.name.line,
+    };
+    for option in line.options() {
+        option_line(option, &mut config)?;
+    }
+    Ok(config)
+}
+
+/// One line of the block.
+fn option_line(option: &Line, config: &mut ForwardConfig) -> Result<(), Error> {
+    let flag = |option: &Line| arguments(DIRECTIVE, option, 0, Some(0)).map(|_| true);
+    match option.name() {
+        "tls" | "tls_servername" => {
+            return Err(unsupported_property(
+                DIRECTIVE,
+                option,
+                "clusterdns forwards plain DNS (UDP and TCP), not DNS over TLS",
+            ));
+        }
+        "max_age" => {
+            return Err(unsupported_property(
+                DIRECTIVE,
+                option,
+                "connections are not given a maximum age (use expire for idle ones)",
+            ));
+        }
+        "doh_method" | "resolver" => {
+            return Err(unsupported_property(
+                DIRECTIVE,
+                option,
+                "clusterdns forwards plain DNS (UDP and TCP) to IP addresses only",
+            ));
+        }
+        _ => {}
+    }
+    no_block(DIRECTIVE, option)?;
+    match option.name() {
+        "except" => {
+            let args = arguments(DIRECTIVE, option, 1, None)?;
+            for name in zones(DIRECTIVE, option, args, &[])? {
+                if !config.except.contains(&name) {
+                    config.except.push(name);
+                }
+            }
+        }
+        "force_tcp" => config.force_tcp = flag(option)?,
+        "prefer_udp" => config.prefer_udp = flag(option)?,
+        "failfast_all_unhealthy_upstreams" => {
+            config.failfast_all_unhealthy_upstreams = flag(option)?;
+        }
+        "expire" => config.expire = duration(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?,
+        "max_idle_conns" => {
+            config.max_idle_conns = number(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?;
+        }
+        "max_fails" => {
+            config.max_fails = number(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?;
+        }
+        "max_connect_attempts" => {
+            config.max_connect_attempts =
+                number(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?;
+        }
+        "max_concurrent" => {
+            let limit: usize = number(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?;
+            config.max_concurrent = (limit > 0).then_some(limit);
+        }
+        "policy" => {
+            let arg = one_argument(DIRECTIVE, option)?;
+            config.policy = match arg.text.as_str() {
+                "random" => ForwardPolicy::Random,
+                "round_robin" => ForwardPolicy::RoundRobin,
+                "sequential" => ForwardPolicy::Sequential,
+                other => {
+                    return Err(bad_value(
+                        DIRECTIVE,
+                        option,
+                        arg,
+                        &format!(
+                            "unknown policy '{other}' (expected random, round_robin or sequential)"
+                        ),
+                    ));
+                }
+            };
+        }
+        "health_check" => health_check(option, config)?,
+        "next" => config.next = rcodes(option, true)?,
+        "failover" => config.failover = rcodes(option, false)?,
+        _ => return Err(unknown_property(DIRECTIVE, option)),
+    }
+    Ok(())
+}
+
+/// `health_check DURATION [no_rec] [domain FQDN]`. As in CoreDNS, each `health_check` line sets
+/// the domain back to `.` unless it names one.
+fn health_check(option: &Line, config: &mut ForwardConfig) -> Result<(), Error> {
+    let args = arguments(DIRECTIVE, option, 1, None)?;
+    let Some((interval, rest)) = args.split_first() else {
+        return Err(invalid(
+            &option.name,
+            DIRECTIVE,
+            "health_check: missing DURATION",
+        ));
+    };
+    config.health_check = duration(DIRECTIVE, option, interval)?;
+    config.health_check_domain = Name::root();
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        match arg.text.as_str() {
+            "no_rec" => config.health_check_no_rec = true,
+            "domain" => {
+                let Some(domain) = rest.next() else {
+                    return Err(bad_value(
+                        DIRECTIVE,
+                        option,
+                        arg,
+                        "'domain' needs a domain name after it",
+                    ));
+                };
+                config.health_check_domain = zone::parse_domain(&domain.text).map_err(|e| {
+                    bad_value(
+                        DIRECTIVE,
+                        option,
+                        domain,
+                        &format!("invalid domain name '{}': {e}", domain.text),
+                    )
+                })?;
+            }
+            other => {
+                return Err(bad_value(
+                    DIRECTIVE,
+                    option,
+                    arg,
+                    &format!("unknown option '{other}' (expected no_rec or domain FQDN)"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rcodes of `next` or `failover`, by their names (any case), as miekg/dns spells them.
+fn rcodes(option: &Line, allow_noerror: bool) -> Result<Vec<u16>, Error> {
+    let mut out = Vec::new();
+    for arg in arguments(DIRECTIVE, option, 1, None)? {
+        let Some(rcode) = rcode(&arg.text) else {
+            return Err(bad_value(
+                DIRECTIVE,
+                option,
+                arg,
+                &format!(
+                    "'{}' is not a valid rcode (such as SERVFAIL or REFUSED)",
+                    arg.text
+                ),
+            ));
+        };
+        if rcode == 0 && !allow_noerror {
+            return Err(bad_value(
+                DIRECTIVE,
+                option,
+                arg,
+                "NOERROR cannot be used in failover",
+            ));
+        }
+        if !out.contains(&rcode) {
+            out.push(rcode);
+        }
+    }
+    Ok(out)
+}
+
+/// An rcode by name (miekg/dns's `StringToRcode`, which CoreDNS uses).
+pub(crate) fn rcode(name: &str) -> Option<u16> {
+    const RCODES: &[(&str, u16)] = &[
+        ("NOERROR", 0),
+        ("FORMERR", 1),
+        ("SERVFAIL", 2),
+        ("NXDOMAIN", 3),
+        ("NOTIMP", 4),
+        ("NOTIMPL", 4),
+        ("REFUSED", 5),
+        ("YXDOMAIN", 6),
+        ("YXRRSET", 7),
+        ("NXRRSET", 8),
+        ("NOTAUTH", 9),
+        ("NOTZONE", 10),
+        ("DSOTYPENI", 11),
+        ("BADSIG", 16),
+        ("BADKEY", 17),
+        ("BADTIME", 18),
+        ("BADMODE", 19),
+        ("BADNAME", 20),
+        ("BADALG", 21),
+        ("BADTRUNC", 22),
+        ("BADCOOKIE", 23),
+    ];
+    RCODES
+        .iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(name))
+        .map(|(_, code)| *code)
+}
+
+/// The upstreams one **TO** argument stands for, appended to `out`.
+fn upstreams(
+    line: &Line,
+    arg: &Token,
+    context: &Context<'_>,
+    out: &mut Vec<Upstream>,
+) -> Result<(), Error> {
+    let bad = |message: String| bad_value(DIRECTIVE, line, arg, &message);
+    let text = arg.text.as_str();
+    let host = match text.split_once("://") {
+        Some((scheme, rest)) => match scheme.to_ascii_lowercase().as_str() {
+            "dns" => rest,
+            "tls" => {
+                return Err(bad(format!(
+                    "'{text}': DNS over TLS is not supported (clusterdns forwards plain DNS \
+                     over UDP and TCP)"
+                )));
+            }
+            "https" | "grpc" | "quic" | "h3" | "https3" | "unix" => {
+                return Err(bad(format!(
+                    "'{scheme}' is not supported as a destination protocol in forward: {text}"
+                )));
+            }
+            _ => {
+                return Err(bad(format!(
+                    "'{text}': unknown transport '{scheme}://' (expected an IP address, \
+                     IP:PORT or dns://)"
+                )));
+            }
+        },
+        None => text,
+    };
+    if host.is_empty() {
+        return Err(bad(format!("'{text}' names no upstream")));
+    }
+    if let Some(addr) = socket_address(host).map_err(|why| bad(format!("'{text}' {why}")))? {
+        out.push(upstream(addr, None));
+        return Ok(());
+    }
+    // Not an address: a resolv.conf, as for CoreDNS (which tries any other word as a file).
+    let base = arg.file.parent().unwrap_or(Path::new(""));
+    let path = base.join(host);
+    let conf = match read_resolv_conf_in(context.env, &path) {
+        Ok(conf) => conf,
+        Err(ReadResolvConfError::Read { error, .. })
+            if error.kind() == std::io::ErrorKind::NotFound && looks_like_host(host) =>
+        {
+            return Err(bad(format!(
+                "'{host}' is not an IP address, and host names are not supported (no file of \
+                 that name exists either; give the upstream's IP address)"
+            )));
+        }
+        Err(ReadResolvConfError::Read { error, .. }) => {
+            return Err(bad(format!(
+                "cannot read the resolv.conf {}: {error}",
+                path.display()
+            )));
+        }
+        Err(error) => return Err(bad(format!("bad resolv.conf: {error}"))),
+    };
+    let mut usable = 0;
+    for ip in conf.nameservers {
+        if is_link_local_v6(ip) {
+            tracing::warn!(
+                resolv_conf = %path.display(),
+                nameserver = %ip,
+                "forward (line {}): skipping an IPv6 link-local nameserver (it needs an \
+                 interface scope, which clusterdns does not keep)",
+                line.name.line
+            );
+            continue;
+        }
+        usable += 1;
+        out.push(upstream(SocketAddr::new(ip, DNS_PORT), Some(path.clone())));
+    }
+    if usable == 0 {
+        return Err(bad(format!(
+            "the resolv.conf {} has no usable nameserver line",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+fn upstream(addr: SocketAddr, from_file: Option<PathBuf>) -> Upstream {
+    Upstream {
+        addr,
+        name: addr.to_string(),
+        from_file,
+    }
+}
+
+/// `IP`, `IP:PORT`, `[IPV6]` or `[IPV6]:PORT` as an upstream address; `Ok(None)` when `text`
+/// is not written as an address at all (then it is a file name).
+fn socket_address(text: &str) -> Result<Option<SocketAddr>, String> {
+    let (ip, port) = if let Ok(ip) = text.parse::<IpAddr>() {
+        (ip, DNS_PORT)
+    } else if let Some(rest) = text.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return Err("has no closing ']'".into());
+        };
+        let ip = inside
+            .parse::<IpAddr>()
+            .ok()
+            .filter(IpAddr::is_ipv6)
+            .ok_or_else(|| {
+                format!("'{inside}' is not an IPv6 address (a scope is not supported)")
+            })?;
+        let port = match after {
+            "" => DNS_PORT,
+            _ => match after.strip_prefix(':') {
+                Some(port) => parse_port(port)?,
+                None => return Err("has text after ']' that is not ':PORT'".into()),
+            },
+        };
+        (ip, port)
+    } else if let Some((host, port)) = text.rsplit_once(':')
+        && let Ok(ip) = host.parse::<std::net::Ipv4Addr>()
+    {
+        (IpAddr::V4(ip), parse_port(port)?)
+    } else {
+        if text.contains('%')
+            && text
+                .split('%')
+                .next()
+                .is_some_and(|h| h.parse::<IpAddr>().is_ok())
+        {
+            return Err("has an interface scope, which is not supported".into());
+        }
+        return Ok(None);
+    };
+    if is_link_local_v6(ip) {
+        return Err(
+            "is an IPv6 link-local address, which needs an interface scope (not supported)".into(),
+        );
+    }
+    Ok(Some(SocketAddr::new(ip, port)))
+}
+
+fn parse_port(text: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(0) => Err("has port 0".into()),
+        Ok(port) => Ok(port),
+        Err(_) => Err(format!("has a bad port '{text}' (expected 1..=65535)")),
+    }
+}
+
+fn is_link_local_v6(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if v6.is_unicast_link_local())
+}
+
+/// Whether `text` reads as a host name, with or without a port (`dns.google`, `ns1:53`), rather
+/// than a path.
+fn looks_like_host(text: &str) -> bool {
+    let host = match text.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => text,
+    };
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::ServerBlock;
+    use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid};
+
+    /// The upstreams' names.
+    fn to(server: &ServerBlock) -> Vec<String> {
+        server.forward[0]
+            .to
+            .iter()
+            .map(|u| u.name.clone())
+            .collect()
+    }
+
+    fn first(server: &ServerBlock) -> &ForwardConfig {
+        &server.forward[0]
+    }
+
+    fn name(text: &str) -> Name {
+        Name::from_ascii(text).unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        let server = block(" forward . 10.0.0.1").unwrap();
+        let want = ForwardConfig {
+            from: Name::root(),
+            to: vec![Upstream {
+                addr: "10.0.0.1:53".parse().unwrap(),
+                name: "10.0.0.1:53".into(),
+                from_file: None,
+            }],
+            except: vec![],
+            force_tcp: false,
+            prefer_udp: false,
+            expire: Duration::from_secs(10),
+            max_idle_conns: 0,
+            max_fails: 2,
+            max_connect_attempts: 0,
+            policy: ForwardPolicy::Random,
+            health_check: Duration::from_millis(500),
+            health_check_no_rec: false,
+            health_check_domain: Name::root(),
+            max_concurrent: None,
+            next: vec![],
+            failover: vec![],
+            failfast_all_unhealthy_upstreams: false,
+            line: 2,
+        };
+        assert_eq!(server.forward, [want]);
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            // TO.
+            ("port", " forward . 10.0.0.1:5353", |s| {
+                to(s) == ["10.0.0.1:5353"]
+            }),
+            ("v6", " forward . fd00::1", |s| to(s) == ["[fd00::1]:53"]),
+            ("v6 port", " forward . [fd00::1]:5353", |s| {
+                to(s) == ["[fd00::1]:5353"]
+            }),
+            (
+                "dns prefix",
+                " forward . dns://10.0.0.1 DNS://[fd00::1]:5353",
+                |s| to(s) == ["10.0.0.1:53", "[fd00::1]:5353"],
+            ),
+            ("resolv.conf", " forward . /etc/resolv.conf", |s| {
+                to(s) == ["192.0.2.53:53", "[2001:db8::53]:53"]
+                    && s.forward[0]
+                        .to
+                        .iter()
+                        .all(|u| u.from_file.as_deref() == Some(Path::new("/etc/resolv.conf")))
+            }),
+            (
+                "mixed, in order",
+                " forward . 10.0.0.1 /etc/resolv.conf 10.0.0.2",
+                |s| {
+                    to(s)
+                        == [
+                            "10.0.0.1:53",
+                            "192.0.2.53:53",
+                            "[2001:db8::53]:53",
+                            "10.0.0.2:53",
+                        ]
+                        && s.forward[0].to[0].from_file.is_none()
+                },
+            ),
+            (
+                "link-local nameserver skipped",
+                " forward . /fixed/mixed-resolv.conf",
+                |s| to(s) == ["192.0.2.1:53"],
+            ),
+            ("duplicates kept", " forward . 10.0.0.1 10.0.0.1", |s| {
+                to(s).len() == 2
+            }),
+            (
+                "fifteen",
+                " forward . 10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.4 10.0.0.5 10.0.0.6 10.0.0.7 10.0.0.8 10.0.0.9 10.0.0.10 10.0.0.11 10.0.0.12 10.0.0.13 10.0.0.14 10.0.0.15",
+                |s| to(s).len() == 15,
+            ),
+            // FROM.
+            ("from zone", " forward Example.ORG. 10.0.0.1", |s| {
+                first(s).from == name("example.org.")
+            }),
+            ("from cidr", " forward 10.0.0.0/8 10.0.0.1", |s| {
+                first(s).from == name("10.in-addr.arpa.")
+            }),
+            (
+                "from cidr keeps the first zone",
+                " forward 10.0.0.0/23 10.0.0.1",
+                |s| first(s).from == name("0.0.10.in-addr.arpa."),
+            ),
+            (
+                "several",
+                " forward example.org 10.0.0.1\n forward . 10.0.0.2",
+                |s| {
+                    s.forward.len() == 2
+                        && s.forward[0].from == name("example.org.")
+                        && (s.forward[0].line, s.forward[1].line) == (2, 3)
+                },
+            ),
+            // Options.
+            (
+                "except",
+                " forward . 10.0.0.1 {\n  except a.org B.org.\n  except 10.0.0.0/8 a.org\n }",
+                |s| first(s).except == [name("a.org."), name("b.org."), name("10.in-addr.arpa.")],
+            ),
+            ("force_tcp", " forward . 10.0.0.1 {\n  force_tcp\n }", |s| {
+                first(s).force_tcp
+            }),
+            (
+                "prefer_udp",
+                " forward . 10.0.0.1 {\n  prefer_udp\n }",
+                |s| first(s).prefer_udp,
+            ),
+            ("expire", " forward . 10.0.0.1 {\n  expire 1m30s\n }", |s| {
+                first(s).expire == Duration::from_secs(90)
+            }),
+            (
+                "expire zero",
+                " forward . 10.0.0.1 {\n  expire 0\n }",
+                |s| first(s).expire.is_zero(),
+            ),
+            (
+                "max_idle_conns",
+                " forward . 10.0.0.1 {\n  max_idle_conns 20\n }",
+                |s| first(s).max_idle_conns == 20,
+            ),
+            (
+                "max_fails zero",
+                " forward . 10.0.0.1 {\n  max_fails 0\n }",
+                |s| first(s).max_fails == 0,
+            ),
+            (
+                "max_connect_attempts",
+                " forward . 10.0.0.1 {\n  max_connect_attempts 3\n }",
+                |s| first(s).max_connect_attempts == 3,
+            ),
+            (
+                "policy random",
+                " forward . 10.0.0.1 {\n  policy random\n }",
+                |s| first(s).policy == ForwardPolicy::Random,
+            ),
+            (
+                "policy round_robin",
+                " forward . 10.0.0.1 {\n  policy round_robin\n }",
+                |s| first(s).policy == ForwardPolicy::RoundRobin,
+            ),
+            (
+                "policy sequential",
+                " forward . 10.0.0.1 {\n  policy sequential\n }",
+                |s| first(s).policy == ForwardPolicy::Sequential,
+            ),
+            (
+                "health_check",
+                " forward . 10.0.0.1 {\n  health_check 5s\n }",
+                |s| {
+                    first(s).health_check == Duration::from_secs(5)
+                        && !first(s).health_check_no_rec
+                        && first(s).health_check_domain == Name::root()
+                },
+            ),
+            (
+                "health_check no_rec",
+                " forward . 10.0.0.1 {\n  health_check 1s no_rec\n }",
+                |s| first(s).health_check_no_rec,
+            ),
+            (
+                "health_check domain",
+                " forward . 10.0.0.1 {\n  health_check 1s domain Example.org no_rec\n }",
+                |s| {
+                    first(s).health_check_domain == name("example.org.")
+                        && first(s).health_check_no_rec
+                },
+            ),
+            (
+                "health_check resets the domain",
+                " forward . 10.0.0.1 {\n  health_check 1s domain example.org\n  health_check 2s\n }",
+                |s| first(s).health_check_domain == Name::root(),
+            ),
+            (
+                "health_check zero",
+                " forward . 10.0.0.1 {\n  health_check 0s\n }",
+                |s| first(s).health_check.is_zero(),
+            ),
+            (
+                "max_concurrent",
+                " forward . 10.0.0.1 {\n  max_concurrent 1000\n }",
+                |s| first(s).max_concurrent == Some(1000),
+            ),
+            (
+                "max_concurrent zero",
+                " forward . 10.0.0.1 {\n  max_concurrent 0\n }",
+                |s| first(s).max_concurrent.is_none(),
+            ),
+            (
+                "next",
+                " forward . 10.0.0.1 {\n  next NXDOMAIN servfail nxdomain\n }",
+                |s| first(s).next == [3, 2],
+            ),
+            (
+                "next noerror",
+                " forward . 10.0.0.1 {\n  next NOERROR\n }",
+                |s| first(s).next == [0],
+            ),
+            (
+                "failover",
+                " forward . 10.0.0.1 {\n  failover SERVFAIL REFUSED NOTIMPL\n }",
+                |s| first(s).failover == [2, 5, 4],
+            ),
+            (
+                "failfast",
+                " forward . 10.0.0.1 {\n  failfast_all_unhealthy_upstreams\n }",
+                |s| first(s).failfast_all_unhealthy_upstreams,
+            ),
+            (
+                "last value wins",
+                " forward . 10.0.0.1 {\n  max_fails 3\n  max_fails 4\n }",
+                |s| first(s).max_fails == 4,
+            ),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "nothing",
+                " forward",
+                2,
+                "Invalid",
+                "forward: expected at least 2 arguments, got 0",
+            ),
+            (
+                "no TO",
+                " forward .",
+                2,
+                "Invalid",
+                "expected at least 2 arguments, got 1",
+            ),
+            (
+                "bad FROM",
+                " forward ex%ample 10.0.0.1",
+                2,
+                "Invalid",
+                "forward: zone 'ex%ample' has an invalid character",
+            ),
+            (
+                "FROM with port",
+                " forward .:53 10.0.0.1",
+                2,
+                "Invalid",
+                "must not have a port",
+            ),
+            (
+                "tls",
+                " forward . tls://1.1.1.1",
+                2,
+                "Invalid",
+                "'tls://1.1.1.1': DNS over TLS is not supported",
+            ),
+            (
+                "https",
+                " forward . https://dns.google/dns-query",
+                2,
+                "Invalid",
+                "'https' is not supported as a destination protocol in forward",
+            ),
+            (
+                "grpc",
+                " forward . grpc://10.0.0.1",
+                2,
+                "Invalid",
+                "'grpc' is not supported",
+            ),
+            (
+                "unknown scheme",
+                " forward . foo://10.0.0.1",
+                2,
+                "Invalid",
+                "unknown transport 'foo://'",
+            ),
+            (
+                "empty after scheme",
+                " forward . dns://",
+                2,
+                "Invalid",
+                "names no upstream",
+            ),
+            (
+                "host name",
+                " forward . dns.google",
+                2,
+                "Invalid",
+                "'dns.google' is not an IP address, and host names are not supported",
+            ),
+            (
+                "host name and port",
+                " forward . dns.google:53",
+                2,
+                "Invalid",
+                "host names are not supported",
+            ),
+            (
+                "missing file",
+                " forward . /nonexistent/resolv.conf",
+                2,
+                "Invalid",
+                "cannot read the resolv.conf /nonexistent/resolv.conf",
+            ),
+            (
+                "directory",
+                " forward . /",
+                2,
+                "Invalid",
+                "cannot read the resolv.conf /",
+            ),
+            (
+                "bad resolv.conf",
+                " forward . /fixed/bad-resolv.conf",
+                2,
+                "Invalid",
+                "bad resolv.conf: /fixed/bad-resolv.conf:2: nameserver 'dns.google' is not an IP address",
+            ),
+            (
+                "no nameserver",
+                " forward . /fixed/empty-resolv.conf",
+                2,
+                "Invalid",
+                "the resolv.conf /fixed/empty-resolv.conf has no usable nameserver line",
+            ),
+            (
+                "only link-local",
+                " forward . /fixed/link-local-resolv.conf",
+                2,
+                "Invalid",
+                "no usable nameserver",
+            ),
+            (
+                "sixteen",
+                " forward . /fixed/sixteen-resolv.conf",
+                2,
+                "Invalid",
+                "forward: more than 15 TOs configured: 16",
+            ),
+            (
+                "sixteen across arguments",
+                " forward . /etc/resolv.conf /fixed/sixteen-resolv.conf",
+                2,
+                "Invalid",
+                "more than 15 TOs configured: 18",
+            ),
+            (
+                "port zero",
+                " forward . 10.0.0.1:0",
+                2,
+                "Invalid",
+                "'10.0.0.1:0' has port 0",
+            ),
+            (
+                "big port",
+                " forward . 10.0.0.1:65536",
+                2,
+                "Invalid",
+                "bad port '65536'",
+            ),
+            (
+                "link-local",
+                " forward . fe80::1",
+                2,
+                "Invalid",
+                "link-local",
+            ),
+            ("scope", " forward . fe80::1%eth0", 2, "Invalid", "scope"),
+            // Options.
+            (
+                "tls option",
+                " forward . 10.0.0.1 {\n  tls cert key ca\n }",
+                3,
+                "UnsupportedProperty",
+                "property 'tls' of forward is not supported: clusterdns forwards plain DNS",
+            ),
+            (
+                "tls_servername",
+                " forward . 10.0.0.1 {\n  tls_servername dns.google\n }",
+                3,
+                "UnsupportedProperty",
+                "'tls_servername'",
+            ),
+            (
+                "max_age",
+                " forward . 10.0.0.1 {\n  max_age 30s\n }",
+                3,
+                "UnsupportedProperty",
+                "'max_age'",
+            ),
+            (
+                "doh_method",
+                " forward . 10.0.0.1 {\n  doh_method GET\n }",
+                3,
+                "UnsupportedProperty",
+                "'doh_method'",
+            ),
+            (
+                "unknown",
+                " forward . 10.0.0.1 {\n  max_requests 5\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'max_requests' in forward",
+            ),
+            (
+                "option block",
+                " forward . 10.0.0.1 {\n  force_tcp {\n  }\n }",
+                3,
+                "Invalid",
+                "force_tcp: takes no '{ ... }' block",
+            ),
+            (
+                "flag argument",
+                " forward . 10.0.0.1 {\n  prefer_udp yes\n }",
+                3,
+                "Invalid",
+                "prefer_udp: expected exactly 0 arguments, got 1",
+            ),
+            (
+                "except nothing",
+                " forward . 10.0.0.1 {\n  except\n }",
+                3,
+                "Invalid",
+                "except: expected at least 1 argument",
+            ),
+            (
+                "except bad",
+                " forward . 10.0.0.1 {\n  except a..b\n }",
+                3,
+                "Invalid",
+                "except: zone 'a..b' has an empty label",
+            ),
+            (
+                "expire missing",
+                " forward . 10.0.0.1 {\n  expire\n }",
+                3,
+                "Invalid",
+                "expire: expected exactly 1 argument, got 0",
+            ),
+            (
+                "expire unit",
+                " forward . 10.0.0.1 {\n  expire 10\n }",
+                3,
+                "Invalid",
+                "expire: missing unit in duration '10'",
+            ),
+            (
+                "expire negative",
+                " forward . 10.0.0.1 {\n  expire -1s\n }",
+                3,
+                "Invalid",
+                "must not be negative",
+            ),
+            (
+                "max_fails negative",
+                " forward . 10.0.0.1 {\n  max_fails -1\n }",
+                3,
+                "Invalid",
+                "max_fails: '-1' must not be negative",
+            ),
+            (
+                "max_fails word",
+                " forward . 10.0.0.1 {\n  max_fails two\n }",
+                3,
+                "Invalid",
+                "'two' is not a non-negative integer",
+            ),
+            (
+                "max_fails too big",
+                " forward . 10.0.0.1 {\n  max_fails 4294967296\n }",
+                3,
+                "Invalid",
+                "too large",
+            ),
+            (
+                "max_idle_conns negative",
+                " forward . 10.0.0.1 {\n  max_idle_conns -2\n }",
+                3,
+                "Invalid",
+                "max_idle_conns: '-2' must not be negative",
+            ),
+            (
+                "max_concurrent negative",
+                " forward . 10.0.0.1 {\n  max_concurrent -1\n }",
+                3,
+                "Invalid",
+                "max_concurrent: '-1' must not be negative",
+            ),
+            (
+                "max_connect_attempts",
+                " forward . 10.0.0.1 {\n  max_connect_attempts 1 2\n }",
+                3,
+                "Invalid",
+                "expected exactly 1 argument, got 2",
+            ),
+            (
+                "policy",
+                " forward . 10.0.0.1 {\n  policy fastest\n }",
+                3,
+                "Invalid",
+                "policy: unknown policy 'fastest'",
+            ),
+            (
+                "health_check missing",
+                " forward . 10.0.0.1 {\n  health_check\n }",
+                3,
+                "Invalid",
+                "health_check: expected at least 1 argument",
+            ),
+            (
+                "health_check option",
+                " forward . 10.0.0.1 {\n  health_check 1s rec\n }",
+                3,
+                "Invalid",
+                "health_check: unknown option 'rec'",
+            ),
+            (
+                "health_check domain missing",
+                " forward . 10.0.0.1 {\n  health_check 1s domain\n }",
+                3,
+                "Invalid",
+                "'domain' needs a domain name",
+            ),
+            (
+                "health_check domain bad",
+                " forward . 10.0.0.1 {\n  health_check 1s domain a..b\n }",
+                3,
+                "Invalid",
+                "invalid domain name 'a..b'",
+            ),
+            (
+                "next nothing",
+                " forward . 10.0.0.1 {\n  next\n }",
+                3,
+                "Invalid",
+                "next: expected at least 1 argument",
+            ),
+            (
+                "next bad",
+                " forward . 10.0.0.1 {\n  next NXDOMAN\n }",
+                3,
+                "Invalid",
+                "next: 'NXDOMAN' is not a valid rcode",
+            ),
+            (
+                "failover noerror",
+                " forward . 10.0.0.1 {\n  failover SERVFAIL NoError\n }",
+                3,
+                "Invalid",
+                "failover: NOERROR cannot be used in failover",
+            ),
+            (
+                "failfast argument",
+                " forward . 10.0.0.1 {\n  failfast_all_unhealthy_upstreams 1\n }",
+                3,
+                "Invalid",
+                "expected exactly 0 arguments",
+            ),
+            (
+                "second line",
+                " forward . 10.0.0.1 {\n  force_tcp\n  expire x\n }",
+                4,
+                "Invalid",
+                "expire",
+            ),
+        ];
+        check_invalid(cases);
+    }
+
+    #[test]
+    fn relative_resolv_conf() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("upstreams.conf"), "nameserver 192.0.2.7\n").unwrap();
+        let corefile = dir.path().join("Corefile");
+        std::fs::write(&corefile, ". {\n forward . upstreams.conf\n}\n").unwrap();
+        let config = crate::config::read_corefile(&corefile).unwrap();
+        let upstream = &config.servers[0].forward[0].to[0];
+        assert_eq!(upstream.name, "192.0.2.7:53");
+        assert_eq!(upstream.from_file, Some(dir.path().join("upstreams.conf")));
+    }
+
+    #[test]
+    fn addresses() {
+        let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
+        let cases = [
+            ("v4", "10.0.0.1", addr("10.0.0.1:53")),
+            ("v4 port", "10.0.0.1:5353", addr("10.0.0.1:5353")),
+            ("v6", "fd00::53", addr("[fd00::53]:53")),
+            ("v6 brackets", "[fd00::53]", addr("[fd00::53]:53")),
+            ("v6 port", "[fd00::53]:5353", addr("[fd00::53]:5353")),
+            ("path", "/etc/resolv.conf", None),
+            ("relative path", "resolv.conf", None),
+            ("host", "dns.google", None),
+            ("host port", "dns.google:53", None),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(socket_address(text), Ok(want), "{name}");
+        }
+        let bad = [
+            ("port zero", "10.0.0.1:0", "port 0"),
+            ("port range", "10.0.0.1:65536", "bad port"),
+            ("empty port", "10.0.0.1:", "bad port"),
+            ("no bracket", "[fd00::1:53", "closing"),
+            ("v4 in brackets", "[10.0.0.1]:53", "not an IPv6"),
+            ("after bracket", "[fd00::1]53", "':PORT'"),
+            ("scope", "fe80::1%eth0", "scope"),
+            ("bracket scope", "[fe80::1%eth0]:53", "scope"),
+            ("link-local", "fe80::1", "link-local"),
+        ];
+        for (name, text, want) in bad {
+            let error = socket_address(text).unwrap_err();
+            assert!(error.contains(want), "{name}: {error}");
+        }
+    }
+
+    #[test]
+    fn rcode_names() {
+        assert_eq!(rcode("servfail"), Some(2));
+        assert_eq!(rcode("NOTIMPL"), Some(4));
+        assert_eq!(rcode("BADCOOKIE"), Some(23));
+        assert_eq!(rcode("BADVERS"), None);
+        assert_eq!(rcode("2"), None);
+    }
+
+    #[test]
+    fn hosts() {
+        assert!(looks_like_host("dns.google"));
+        assert!(looks_like_host("ns1:53"));
+        assert!(!looks_like_host("/etc/resolv.conf"));
+        assert!(!looks_like_host("a b"));
+    }
+}

@@ -1,0 +1,170 @@
+//! `health [ADDRESS] { lameduck DURATION }`
+//!
+//! As CoreDNS's *health*: the address defaults to `:8080` (every IPv4 address); `lameduck`
+//! (default 0) is how long DNS and `/health` keep answering after SIGTERM. Several server
+//! blocks may name the same address (one endpoint) or different ones (one each); see
+//! [`crate::config`] for the addresses that conflict. Once per server block (CoreDNS keeps the
+//! last of several).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use super::{Context, arguments, duration, http_address, no_block, one_argument, unknown_property};
+use crate::config::HealthConfig;
+use crate::config::error::Error;
+use crate::config::syntax::Line;
+
+const DIRECTIVE: &str = "health";
+
+/// `:8080`.
+pub(crate) const DEFAULT_ADDR: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8080);
+
+/// Parses the `health` line.
+pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<HealthConfig, Error> {
+    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
+        Some(arg) => http_address(DIRECTIVE, line, arg)?,
+        None => DEFAULT_ADDR,
+    };
+    let mut lameduck = Duration::ZERO;
+    for option in line.options() {
+        no_block(DIRECTIVE, option)?;
+        match option.name() {
+            "lameduck" => {
+                lameduck = duration(DIRECTIVE, option, one_argument(DIRECTIVE, option)?)?;
+            }
+            _ => return Err(unknown_property(DIRECTIVE, option)),
+        }
+    }
+    Ok(HealthConfig {
+        addr,
+        lameduck,
+        line: line.name.line,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    fn health(server: &crate::config::ServerBlock) -> (String, Duration) {
+        let health = server.health.as_ref().unwrap();
+        (health.addr.to_string(), health.lameduck)
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("default", " health", |s| {
+                health(s) == ("0.0.0.0:8080".into(), Duration::ZERO)
+                    && s.health.as_ref().is_some_and(|h| h.line == 2)
+            }),
+            ("port", " health :8091", |s| health(s).0 == "0.0.0.0:8091"),
+            ("ip", " health 10.0.0.1:8080", |s| {
+                health(s).0 == "10.0.0.1:8080"
+            }),
+            ("localhost", " health localhost:8092", |s| {
+                health(s).0 == "127.0.0.1:8092"
+            }),
+            ("v6", " health [::1]:8080", |s| health(s).0 == "[::1]:8080"),
+            ("port zero", " health 127.0.0.1:0", |s| {
+                health(s).0 == "127.0.0.1:0"
+            }),
+            ("lameduck", " health {\n  lameduck 5s\n }", |s| {
+                health(s) == ("0.0.0.0:8080".into(), Duration::from_secs(5))
+            }),
+            (
+                "address and lameduck",
+                " health :8081 {\n  lameduck 1s\n  lameduck 2s\n }",
+                |s| health(s) == ("0.0.0.0:8081".into(), Duration::from_secs(2)),
+            ),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "twice",
+                " health\n health :8081",
+                3,
+                "Invalid",
+                "health: may be used only once per server block (first at line 2)",
+            ),
+            (
+                "two addresses",
+                " health :8080 :8081",
+                2,
+                "Invalid",
+                "health: expected at most 1 argument, got 2",
+            ),
+            (
+                "no port",
+                " health 10.0.0.1",
+                2,
+                "Invalid",
+                "health: address '10.0.0.1' has no port",
+            ),
+            (
+                "bad port",
+                " health :http",
+                2,
+                "Invalid",
+                "port 'http' of ':http' is not a number",
+            ),
+            (
+                "empty port",
+                " health localhost:",
+                2,
+                "Invalid",
+                "port '' of 'localhost:'",
+            ),
+            (
+                "host name",
+                " health example.org:8080",
+                2,
+                "Invalid",
+                "host 'example.org' of 'example.org:8080' is not an IP address or localhost",
+            ),
+            (
+                "bare v6",
+                " health ::1:8080",
+                2,
+                "Invalid",
+                "must be in brackets",
+            ),
+            (
+                "bad v6",
+                " health [fd00:::1]:8080",
+                2,
+                "Invalid",
+                "'fd00:::1' in '[fd00:::1]:8080' is not an IPv6 address",
+            ),
+            (
+                "lameduck missing",
+                " health {\n  lameduck\n }",
+                3,
+                "Invalid",
+                "lameduck: expected exactly 1 argument, got 0",
+            ),
+            (
+                "lameduck unit",
+                " health {\n  lameduck 5\n }",
+                3,
+                "Invalid",
+                "lameduck: missing unit in duration '5'",
+            ),
+            (
+                "unknown",
+                " health {\n  path /healthz\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'path' in health",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}

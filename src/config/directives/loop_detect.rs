@@ -1,0 +1,62 @@
+//! `loop`
+//!
+//! As CoreDNS's *loop*: no arguments, no options, once per server block. (The probe's name is
+//! under the block's first zone; the server knows that from the block.)
+
+use super::{Context, arguments, no_block};
+use crate::config::LoopConfig;
+use crate::config::error::Error;
+use crate::config::syntax::Line;
+
+const DIRECTIVE: &str = "loop";
+
+/// Parses the `loop` line.
+pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<LoopConfig, Error> {
+    arguments(DIRECTIVE, line, 0, Some(0))?;
+    no_block(DIRECTIVE, line)?;
+    Ok(LoopConfig {
+        line: line.name.line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[("loop", " loop", |s| {
+            s.loop_detect == Some(LoopConfig { line: 2 })
+        })];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "argument",
+                " loop 1",
+                2,
+                "Invalid",
+                "loop: expected exactly 0 arguments, got 1",
+            ),
+            (
+                "block",
+                " loop {\n }",
+                2,
+                "Invalid",
+                "loop: takes no '{ ... }' block",
+            ),
+            (
+                "twice",
+                " loop\n loop",
+                3,
+                "Invalid",
+                "loop: may be used only once per server block (first at line 2)",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}

@@ -1,0 +1,150 @@
+//! `ready [ADDRESS] { monitor until-ready|continuously }`
+//!
+//! As CoreDNS's *ready*: the address defaults to `:8181` (every IPv4 address). `monitor
+//! until-ready` (the default) latches the first success; `monitor continuously` keeps checking.
+//! Once per server block; several blocks may share an address (one endpoint reporting for all
+//! of them).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use super::{
+    Context, arguments, bad_value, http_address, no_block, one_argument, unknown_property,
+};
+use crate::config::ReadyConfig;
+use crate::config::error::Error;
+use crate::config::syntax::Line;
+
+const DIRECTIVE: &str = "ready";
+
+/// `:8181`.
+pub(crate) const DEFAULT_ADDR: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 8181);
+
+/// Parses the `ready` line.
+pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ReadyConfig, Error> {
+    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
+        Some(arg) => http_address(DIRECTIVE, line, arg)?,
+        None => DEFAULT_ADDR,
+    };
+    let mut continuously = false;
+    for option in line.options() {
+        no_block(DIRECTIVE, option)?;
+        match option.name() {
+            "monitor" => {
+                let arg = one_argument(DIRECTIVE, option)?;
+                continuously = match arg.text.as_str() {
+                    "until-ready" => false,
+                    "continuously" => true,
+                    other => {
+                        return Err(bad_value(
+                            DIRECTIVE,
+                            option,
+                            arg,
+                            &format!("'{other}' must be until-ready or continuously"),
+                        ));
+                    }
+                };
+            }
+            _ => return Err(unknown_property(DIRECTIVE, option)),
+        }
+    }
+    Ok(ReadyConfig {
+        addr,
+        continuously,
+        line: line.name.line,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    fn ready(server: &crate::config::ServerBlock) -> (String, bool) {
+        let ready = server.ready.as_ref().unwrap();
+        (ready.addr.to_string(), ready.continuously)
+    }
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[
+            ("default", " ready", |s| {
+                ready(s) == ("0.0.0.0:8181".into(), false)
+                    && s.ready.as_ref().is_some_and(|r| r.line == 2)
+            }),
+            ("address", " ready localhost:1234", |s| {
+                ready(s).0 == "127.0.0.1:1234"
+            }),
+            ("until-ready", " ready {\n  monitor until-ready\n }", |s| {
+                !ready(s).1
+            }),
+            (
+                "continuously",
+                " ready localhost:1234 {\n  monitor continuously\n }",
+                |s| ready(s) == ("127.0.0.1:1234".into(), true),
+            ),
+            (
+                "last monitor wins",
+                " ready {\n  monitor continuously\n  monitor until-ready\n }",
+                |s| !ready(s).1,
+            ),
+        ];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "twice",
+                " ready\n ready",
+                3,
+                "Invalid",
+                "ready: may be used only once per server block",
+            ),
+            (
+                "two arguments",
+                " ready localhost:1234 b",
+                2,
+                "Invalid",
+                "expected at most 1 argument, got 2",
+            ),
+            (
+                "no port",
+                " ready bla",
+                2,
+                "Invalid",
+                "address 'bla' has no port",
+            ),
+            (
+                "monitor value",
+                " ready localhost:1234 {\n  monitor 404\n }",
+                3,
+                "Invalid",
+                "monitor: '404' must be until-ready or continuously",
+            ),
+            (
+                "monitor missing",
+                " ready {\n  monitor\n }",
+                3,
+                "Invalid",
+                "monitor: expected exactly 1 argument, got 0",
+            ),
+            (
+                "monitor extra",
+                " ready {\n  monitor continuously extra\n }",
+                3,
+                "Invalid",
+                "expected exactly 1 argument, got 2",
+            ),
+            (
+                "typo",
+                " ready {\n  monitro continuously\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'monitro' in ready",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}

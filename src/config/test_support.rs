@@ -1,0 +1,99 @@
+//! Helpers for the parser's unit tests: a fixed environment and table runners.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use super::{Config, Environment, Error, ServerBlock, parse_corefile_in};
+
+/// The `/etc/resolv.conf` every test sees.
+pub(crate) const RESOLV_CONF: &str =
+    "# fixed for the tests\nsearch example.test\nnameserver 192.0.2.53\nnameserver 2001:db8::53\n";
+
+/// Fixed variables, interfaces and `/etc/resolv.conf`.
+pub(crate) fn env() -> Environment {
+    Environment::isolated()
+        .with_var("ZONE", "cluster.local")
+        .with_var("PORT", "1053")
+        .with_interface("eth0", "10.1.1.1".parse().unwrap())
+        .with_interface("eth0", "fe80::1".parse().unwrap())
+        .with_interface("eth0", "fd00::5".parse().unwrap())
+        .with_interface("lo", "127.0.0.1".parse().unwrap())
+        .with_file("/etc/resolv.conf", RESOLV_CONF)
+        .with_file(
+            "/fixed/bad-resolv.conf",
+            "nameserver 192.0.2.1\nnameserver dns.google\n",
+        )
+        .with_file("/fixed/empty-resolv.conf", "# no nameserver\nsearch a\n")
+        .with_file("/fixed/link-local-resolv.conf", "nameserver fe80::1%eth0\n")
+        .with_file(
+            "/fixed/mixed-resolv.conf",
+            "nameserver fe80::1%eth0\nnameserver 192.0.2.1\n",
+        )
+        .with_file(
+            "/fixed/sixteen-resolv.conf",
+            (1..=16)
+                .map(|i| format!("nameserver 192.0.2.{i}\n"))
+                .collect::<String>(),
+        )
+}
+
+/// Parses `text` as the file `Corefile` in [`env`].
+pub(crate) fn parse(text: &str) -> Result<Config, Error> {
+    parse_corefile_in(text, Path::new("Corefile"), &env())
+}
+
+/// The one server block of `.:53 {\n DIRECTIVES\n}`: the directives start on line 2.
+pub(crate) fn block(directives: &str) -> Result<ServerBlock, Error> {
+    let mut config = parse(&format!(".:53 {{\n{directives}\n}}\n"))?;
+    Ok(config.servers.remove(0))
+}
+
+/// The variant's name, for tables.
+pub(crate) fn kind(error: &Error) -> &'static str {
+    match error {
+        Error::Read { .. } => "Read",
+        Error::Syntax { .. } => "Syntax",
+        Error::Import { .. } => "Import",
+        Error::Key { .. } => "Key",
+        Error::Duplicate { .. } => "Duplicate",
+        Error::UnknownDirective { .. } => "UnknownDirective",
+        Error::Unsupported { .. } => "Unsupported",
+        Error::UnknownProperty { .. } => "UnknownProperty",
+        Error::UnsupportedProperty { .. } => "UnsupportedProperty",
+        Error::Invalid { .. } => "Invalid",
+        Error::Selector { .. } => "Selector",
+    }
+}
+
+/// A valid case: a name, the directives of one block, and a check of the block.
+pub(crate) type Valid<'a> = (&'a str, &'a str, fn(&ServerBlock) -> bool);
+
+/// Runs valid cases through [`block`].
+pub(crate) fn check_valid(cases: &[Valid<'_>]) {
+    for (name, directives, check) in cases {
+        let server = block(directives).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(check(&server), "{name}: {server:#?}");
+    }
+}
+
+/// An invalid case: a name, the directives of one block (starting on line 2), the line and
+/// kind of the error, and a piece of its message.
+pub(crate) type Invalid<'a> = (&'a str, &'a str, usize, &'a str, &'a str);
+
+/// Runs invalid cases through [`block`].
+pub(crate) fn check_invalid(cases: &[Invalid<'_>]) {
+    for (name, directives, line, want_kind, want) in cases {
+        let error = match block(directives) {
+            Ok(server) => panic!("{name}: parsed: {server:#?}"),
+            Err(error) => error,
+        };
+        assert!(error.to_string().contains(want), "{name}: {error}");
+        assert_eq!(
+            (kind(&error), error.line()),
+            (*want_kind, *line),
+            "{name}: {error}"
+        );
+        assert_eq!(error.file(), Path::new("Corefile"), "{name}");
+    }
+}
