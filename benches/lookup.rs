@@ -158,7 +158,7 @@ fn rcode(reply: &[u8]) -> u8 {
 
 fn bench_queries(c: &mut Criterion, fixture: &Fixture) {
     let mut out = Vec::with_capacity(4096);
-    let client = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let client = std::net::SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 5353);
     for (category, query, packet) in &fixture.singles {
         // Sanity: the answer is the one the category promises.
         answer(&fixture.snapshot, packet, &mut out);

@@ -44,21 +44,25 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
         ("api.partner.example.com.shop.svc.cluster.local.", "A"),
         ("nope.shop.svc.cluster.local.", "AAAA"),
         ("cluster.local.", "SOA"),
-        ("www.example.com.", "A"),
     ];
     let mut out = Vec::with_capacity(4096);
     // Warm up: the first snapshot load on a thread registers it with arc-swap (once per
     // thread, not per query).
     handler.respond(
         &query("web.shop.svc.cluster.local.", RecordType::A),
-        [127, 0, 0, 1].into(),
+        ([127, 0, 0, 1], 5353).into(),
         Transport::Udp,
         &mut out,
     );
     for (name, qtype) in questions {
         let packet = query(name, RecordType::from_str(qtype).expect("type"));
         let before = allocations();
-        let outcome = handler.respond(&packet, [127, 0, 0, 1].into(), Transport::Udp, &mut out);
+        let outcome = handler.respond(
+            &packet,
+            ([127, 0, 0, 1], 5353).into(),
+            Transport::Udp,
+            &mut out,
+        );
         let allocated = allocations() - before;
         assert!(matches!(outcome, Outcome::Reply));
         assert_eq!(allocated, 0, "{name} {qtype} allocated {allocated} times");

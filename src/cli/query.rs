@@ -44,8 +44,21 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     let packet = query.to_vec()?;
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
     let mut out = Vec::new();
-    let reply = match handler.respond(&packet, [127, 0, 0, 1].into(), Transport::Tcp, &mut out) {
+    let reply = match handler.respond(
+        &packet,
+        ([127, 0, 0, 1], 0).into(),
+        Transport::Tcp,
+        &mut out,
+    ) {
         Outcome::Reply => Message::from_vec(&out)?,
+        Outcome::Forward(_) => {
+            println!(
+                "; {} is not in the cluster zone: the server forwards it upstream, which this \
+                 offline command does not do.",
+                args.name
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         Outcome::Drop | Outcome::Transfer(_) => anyhow::bail!("no reply"),
     };
     print!("{}", dig_text(&reply));

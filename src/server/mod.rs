@@ -6,6 +6,7 @@
 //! hickory-server ([`tcp`]), which owns connection handling and framing, and calls the same
 //! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
 
+mod handler;
 mod listen;
 mod loop_detect;
 mod reload;
@@ -16,19 +17,22 @@ mod udp;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Instant;
 
-use hickory_proto::rr::Record;
+use hickory_proto::rr::{Name, Record};
 
+pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
 pub use reload::{Check, CorefileWatch, ReloadMetrics, next_wait};
-pub use run::{LoadedBlock, Running, StartError, load, start};
+pub use run::{LoadedBlock, Running, StartError, load, server_label, start};
 
+use crate::cache::Cache;
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
+use crate::forward::Forwarder;
+use crate::querylog::{ErrorLog, QueryLog};
 use crate::store::Store;
-use crate::wire::{self, Malformed, Request, rcode};
 use crate::zone::name::{WireName, suffix_offset};
-use crate::zone::rrset::rtype;
 
 /// Which transport a query came over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,14 +52,35 @@ pub enum Outcome {
     Drop,
     /// A zone transfer: these records, in order, over as many messages as needed.
     Transfer(Vec<Record>),
+    /// The query goes upstream: finish it with [`Handler::complete`].
+    Forward(Box<Pending>),
 }
 
-/// One server block at run time.
+/// A query waiting for an upstream.
+#[derive(Debug)]
+pub struct Pending {
+    block: Arc<Block>,
+    /// The query as received.
+    packet: Vec<u8>,
+    client: SocketAddr,
+    transport: Transport,
+    started: Instant,
+    /// The first *forward* of the block that matches the name.
+    forwarder: usize,
+}
+
+/// One server block at run time: its plugins, in CoreDNS's order.
 #[derive(Debug)]
 pub struct Block {
     zones: Vec<WireName>,
     kubernetes: Option<Kubernetes>,
     transfer: Vec<Transfer>,
+    forward: Vec<Arc<Forwarder>>,
+    cache: Option<Arc<Cache>>,
+    logs: Vec<QueryLog>,
+    errors: Option<ErrorLog>,
+    loadbalance: bool,
+    loop_detect: Option<LoopDetect>,
 }
 
 /// The *kubernetes* plugin of a block: its options and its published snapshot.
@@ -66,7 +91,7 @@ pub struct Kubernetes {
     /// The current zone.
     pub store: Arc<Store>,
     fallthrough: Option<Vec<WireName>>,
-    /// Content hash of the objects files the store was built from.
+    /// On-disk fingerprint of the objects files the store was built from.
     fingerprint: u64,
 }
 
@@ -79,12 +104,7 @@ struct Transfer {
 impl Kubernetes {
     /// The plugin with its options and store.
     pub fn new(config: KubernetesConfig, store: Arc<Store>, fingerprint: u64) -> Self {
-        let fallthrough = config.fallthrough.as_ref().map(|zones| {
-            zones
-                .iter()
-                .filter_map(|zone| wire_zone(&zone.to_ascii()))
-                .collect()
-        });
+        let fallthrough = config.fallthrough.as_ref().map(|zones| wire_zones(zones));
         Self {
             config,
             store,
@@ -104,44 +124,54 @@ impl Kubernetes {
     }
 }
 
-fn wire_zone(text: &str) -> Option<WireName> {
-    WireName::from_dotted(text)
-        .ok()
+fn wire_zones(names: &[Name]) -> Vec<WireName> {
+    names
+        .iter()
+        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
         .map(|name| name.to_lowercase())
+        .collect()
+}
+
+/// The plugins of a block other than *kubernetes*, built by the caller (they need sockets,
+/// a runtime or the listen addresses).
+#[derive(Debug, Default)]
+pub struct Plugins {
+    /// The *forward* directives, in file order.
+    pub forward: Vec<Arc<Forwarder>>,
+    /// The *cache* directive.
+    pub cache: Option<Arc<Cache>>,
 }
 
 impl Block {
-    /// A block from its configuration and, when it has a *kubernetes* directive, its store.
-    pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>) -> Self {
-        let zones = config
-            .zones
-            .iter()
-            .filter_map(|z| wire_zone(&z.to_ascii()))
-            .collect();
+    /// A block from its configuration, its *kubernetes* plugin and its other plugins.
+    pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
+        let zones = wire_zones(&config.zones);
         let transfer = config
             .transfer
             .iter()
             .map(|transfer| Transfer {
                 zones: if transfer.zones.is_empty() {
-                    config
-                        .zones
-                        .iter()
-                        .filter_map(|z| wire_zone(&z.to_ascii()))
-                        .collect()
+                    zones.clone()
                 } else {
-                    transfer
-                        .zones
-                        .iter()
-                        .filter_map(|z| wire_zone(&z.to_ascii()))
-                        .collect()
+                    wire_zones(&transfer.zones)
                 },
                 config: transfer.clone(),
             })
             .collect();
+        let loop_detect = config
+            .loop_detect
+            .as_ref()
+            .map(|_| LoopDetect::new(zones.first().unwrap_or(&WireName::root())));
         Self {
             zones,
             kubernetes,
             transfer,
+            forward: plugins.forward,
+            cache: plugins.cache,
+            logs: config.log.iter().map(QueryLog::new).collect(),
+            errors: config.errors.as_ref().map(ErrorLog::new),
+            loadbalance: config.loadbalance.is_some(),
+            loop_detect,
         }
     }
 
@@ -149,91 +179,30 @@ impl Block {
     pub fn kubernetes(&self) -> Option<&Kubernetes> {
         self.kubernetes.as_ref()
     }
-}
 
-/// Answers messages for the blocks that share one listener.
-#[derive(Debug)]
-pub struct Handler {
-    blocks: Vec<Arc<Block>>,
-}
-
-impl Handler {
-    /// A handler over the blocks bound to one address and port.
-    pub fn new(blocks: Vec<Arc<Block>>) -> Self {
-        Self { blocks }
+    /// The block's *forward* plugins.
+    pub fn forwarders(&self) -> &[Arc<Forwarder>] {
+        &self.forward
     }
 
-    /// Answers one message, writing the reply into `out`.
-    pub fn respond(
-        &self,
-        packet: &[u8],
-        client: IpAddr,
-        transport: Transport,
-        out: &mut Vec<u8>,
-    ) -> Outcome {
-        let request = match Request::parse(packet) {
-            Ok(request) => request,
-            Err(Malformed::Ignore) => return Outcome::Drop,
-            Err(Malformed::Reply {
-                id, flags, rcode, ..
-            }) => {
-                wire::write_malformed(id, flags, rcode, out);
-                return Outcome::Reply;
-            }
-        };
-        if request.edns.is_some_and(|edns| edns.version != 0) {
-            wire::write_rcode(&request, rcode::BADVERS, out);
-            return Outcome::Reply;
-        }
-        let qname = request.question.name();
-        let Some(block) = self.block_for(qname) else {
-            wire::write_rcode(&request, rcode::REFUSED, out);
-            return Outcome::Reply;
-        };
-        if !wire::is_internet_class(request.question.qclass) {
-            wire::write_rcode(&request, rcode::REFUSED, out);
-            return Outcome::Reply;
-        }
-        let qtype = request.question.qtype;
-        if qtype == rtype::AXFR || qtype == rtype::IXFR {
-            return transfer::respond(block, &request, client, transport, out);
-        }
-        if let Some(kubernetes) = &block.kubernetes {
-            let snapshot = kubernetes.store.load();
-            if let Some(answer) = snapshot.lookup(qname, qtype) {
-                // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
-                let passes =
-                    answer.rcode == crate::zone::Rcode::NxDomain && kubernetes.falls_through(qname);
-                if !passes {
-                    let zone = &snapshot.zones()[answer.zone];
-                    let limit = match transport {
-                        Transport::Udp => request.udp_limit(),
-                        Transport::Tcp => usize::from(u16::MAX),
-                    };
-                    wire::write_answer(&request, &answer, zone, limit, false, out);
-                    return Outcome::Reply;
-                }
-            }
-        }
-        // The end of the chain: nothing in the block serves the name, nothing forwards it.
-        wire::write_rcode(&request, rcode::REFUSED, out);
-        Outcome::Reply
+    /// The block's *cache*.
+    pub fn cache(&self) -> Option<&Arc<Cache>> {
+        self.cache.as_ref()
     }
 
-    /// The block whose zones hold `qname` most specifically (CoreDNS's server-block match).
-    fn block_for(&self, qname: &[u8]) -> Option<&Block> {
-        let mut best: Option<(&Block, usize)> = None;
-        for block in &self.blocks {
-            for zone in &block.zones {
-                let len = zone.as_bytes().len();
-                if suffix_offset(qname, zone.as_bytes()).is_some()
-                    && best.is_none_or(|(_, best_len)| len > best_len)
-                {
-                    best = Some((block, len));
-                }
-            }
-        }
-        best.map(|(block, _)| block)
+    /// The block's *loop* probe.
+    pub fn loop_detect(&self) -> Option<&LoopDetect> {
+        self.loop_detect.as_ref()
+    }
+
+    /// The block's *errors* plugin.
+    pub fn errors(&self) -> Option<&ErrorLog> {
+        self.errors.as_ref()
+    }
+
+    /// The zones of the block's keys.
+    pub fn zones(&self) -> &[WireName] {
+        &self.zones
     }
 }
 

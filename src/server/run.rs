@@ -3,14 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
 use super::tcp::TcpHandler;
-use super::{Block, Handler, Kubernetes, bind_all, block_addresses, local_ips, udp};
+use super::{Block, Handler, Kubernetes, Plugins, bind_all, block_addresses, local_ips, udp};
+use crate::cache::Cache;
 use crate::config::Config;
+use crate::forward::Forwarder;
 use crate::source::{file, watcher};
 use crate::store::Store;
 
@@ -106,8 +109,23 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
                 Some(Kubernetes::new(k8s.clone(), store, fingerprint))
             }
         };
+        let forward: Vec<Arc<Forwarder>> = server_block
+            .forward
+            .iter()
+            .map(|config| Arc::new(Forwarder::new(config, &addrs)))
+            .collect();
+        for warning in forward.iter().flat_map(|f| f.warnings()) {
+            tracing::error!("{warning}");
+        }
+        let plugins = Plugins {
+            forward,
+            cache: server_block
+                .cache
+                .as_ref()
+                .map(|config| Arc::new(Cache::new(config, &server_label(server_block)))),
+        };
         blocks.push(LoadedBlock {
-            block: Arc::new(Block::new(server_block, kubernetes)),
+            block: Arc::new(Block::new(server_block, kubernetes, plugins)),
             addrs,
         });
     }
@@ -120,6 +138,12 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
     let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
     let mut blocks = Vec::new();
     for LoadedBlock { block, addrs } in load(config)? {
+        for forwarder in block.forwarders() {
+            forwarder.start(shutdown.clone());
+        }
+        if block.errors().is_some() {
+            tokio::spawn(consolidate(Arc::clone(&block), shutdown.clone()));
+        }
         if let Some(k8s) = block.kubernetes() {
             watcher::watch(
                 k8s.config.objects.clone(),
@@ -148,7 +172,14 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
         udp: Vec::new(),
     };
     for (listener, blocks) in listeners.into_iter().zip(by_addr.into_values()) {
-        let handler = Arc::new(Handler::new(blocks));
+        for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
+            tokio::spawn(probe_for_loops(
+                Arc::clone(block),
+                listener.addr,
+                shutdown.clone(),
+            ));
+        }
+        let handler = Arc::new(Handler::bound(blocks, listener.addr));
         let udp_socket = Arc::new(listener.udp);
         for _ in 0..workers {
             running.udp.push(tokio::spawn(udp::serve(
@@ -167,6 +198,67 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
     Ok(running)
 }
 
+/// Flushes the *errors* plugin's consolidation periods once a second.
+async fn consolidate(block: Arc<Block>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = shutdown.cancelled() => return,
+        }
+        if let Some(errors) = block.errors() {
+            errors.tick(Instant::now());
+        }
+    }
+}
+
+/// The *loop* plugin's probe: ask this server `HINFO <random>.<random>.<zone>` until some
+/// answer comes back (then there is no loop) or the handler sees the probe come round three
+/// times, for at most 30 s (CoreDNS's schedule).
+async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: CancellationToken) {
+    let Some(probe) = block.loop_detect() else {
+        return;
+    };
+    let target = match listener.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => {
+            SocketAddr::from((Ipv4Addr::LOCALHOST, listener.port()))
+        }
+        ip if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, listener.port())),
+        _ => listener,
+    };
+    let bind = if target.is_ipv4() {
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+    } else {
+        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+    };
+    let Ok(socket) = tokio::net::UdpSocket::bind(bind).await else {
+        return;
+    };
+    let query = probe_query(probe.probe());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = [0u8; 512];
+    while probe.probing() && Instant::now() < deadline && !shutdown.is_cancelled() {
+        if socket.send_to(&query, target).await.is_err() {
+            return;
+        }
+        if let Ok(Ok((_, from))) =
+            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buf)).await
+            && from == target
+        {
+            probe.answered();
+            return;
+        }
+    }
+}
+
+fn probe_query(name: &crate::zone::name::WireName) -> Vec<u8> {
+    let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    query.extend_from_slice(name.as_bytes());
+    query.extend_from_slice(&crate::zone::rrset::rtype::HINFO.to_be_bytes());
+    query.extend_from_slice(&crate::zone::rrset::CLASS_IN.to_be_bytes());
+    query
+}
+
 impl Running {
     /// Stops serving: listeners close, in-flight queries finish.
     pub async fn stop(mut self) {
@@ -179,5 +271,15 @@ impl Running {
                 tracing::debug!(%error, "tcp shutdown");
             }
         }
+    }
+}
+
+/// The `server` label CoreDNS's metrics carry: `dns://:53`, or `dns://127.0.0.1:1053` for a
+/// block bound to one address.
+pub fn server_label(block: &crate::config::ServerBlock) -> String {
+    match block.bind.first() {
+        None => format!("dns://:{}", block.port),
+        Some(std::net::IpAddr::V6(v6)) => format!("dns://[{v6}]:{}", block.port),
+        Some(ip) => format!("dns://{ip}:{}", block.port),
     }
 }

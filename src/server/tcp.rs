@@ -26,14 +26,15 @@ impl RequestHandler for TcpHandler {
         mut response: R,
     ) -> ResponseInfo {
         let mut out = Vec::new();
-        let outcome = self.0.respond(
-            request.as_slice(),
-            request.src().ip(),
-            Transport::Tcp,
-            &mut out,
-        );
+        let outcome = self
+            .0
+            .respond(request.as_slice(), request.src(), Transport::Tcp, &mut out);
         let sent = match outcome {
             Outcome::Reply => send_bytes(request, &out, &mut response).await,
+            Outcome::Forward(pending) => {
+                self.0.complete(pending, &mut out).await;
+                send_bytes(request, &out, &mut response).await
+            }
             Outcome::Transfer(records) => send_transfer(request, &records, &mut response).await,
             Outcome::Drop => None,
         };

@@ -11,7 +11,8 @@ use super::{Handler, Outcome, Transport};
 const MAX_DATAGRAM: usize = 65535;
 
 /// Serves queries on `socket` until `shutdown`: receive, answer from the current snapshot,
-/// send. Buffers are reused, so a query costs two system calls and no allocation.
+/// send. Buffers are reused, so a query the cluster zone answers costs two system calls and
+/// no allocation; one that goes upstream continues in a task of its own.
 pub(crate) async fn serve(
     socket: Arc<UdpSocket>,
     handler: Arc<Handler>,
@@ -32,11 +33,23 @@ pub(crate) async fn serve(
                 continue;
             }
         };
-        match handler.respond(&packet[..len], peer.ip(), Transport::Udp, &mut out) {
+        match handler.respond(&packet[..len], peer, Transport::Udp, &mut out) {
             Outcome::Reply => {
                 if let Err(error) = socket.send_to(&out, peer).await {
                     tracing::debug!(%error, %peer, "udp send");
                 }
+            }
+            Outcome::Forward(pending) => {
+                let (socket, handler) = (Arc::clone(&socket), Arc::clone(&handler));
+                tokio::spawn(async move {
+                    let mut out = Vec::new();
+                    handler.complete(pending, &mut out).await;
+                    if !out.is_empty()
+                        && let Err(error) = socket.send_to(&out, peer).await
+                    {
+                        tracing::debug!(%error, %peer, "udp send");
+                    }
+                });
             }
             Outcome::Drop | Outcome::Transfer(_) => {}
         }

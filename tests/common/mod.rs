@@ -70,7 +70,7 @@ impl Offline {
         let mut out = Vec::new();
         match self
             .handler
-            .respond(packet, [127, 0, 0, 1].into(), transport, &mut out)
+            .respond(packet, ([127, 0, 0, 1], 5353).into(), transport, &mut out)
         {
             Outcome::Reply => Reply::decode(&out),
             other => panic!("no reply: {other:?}"),
@@ -82,7 +82,7 @@ impl Offline {
         let mut out = Vec::new();
         match self
             .handler
-            .respond(packet, [127, 0, 0, 1].into(), transport, &mut out)
+            .respond(packet, ([127, 0, 0, 1], 5353).into(), transport, &mut out)
         {
             Outcome::Reply => Some(out),
             _ => None,

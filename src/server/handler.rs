@@ -1,0 +1,312 @@
+//! The request path: one query through a block's plugins, in CoreDNS's order — *loop*'s
+//! probe check, *transfer*, *kubernetes*, then *cache* and *forward* for what the cluster
+//! zone does not answer — with *log*, *errors* and *loadbalance* around them.
+//!
+//! [`Handler::respond`] is synchronous and answers everything that needs no upstream (the
+//! cluster zone, cache hits, errors) on the spot; a query that must go upstream comes back as
+//! [`Outcome::Forward`] for [`Handler::complete`] to finish asynchronously.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Block, Outcome, Pending, Transport, transfer};
+use crate::cache::Hit;
+use crate::forward::Forwarded;
+use crate::querylog::Entry;
+use crate::wire::{self, Malformed, Request, rcode, reply};
+use crate::zone::Rcode;
+use crate::zone::name::suffix_offset;
+use crate::zone::rrset::rtype;
+
+/// Answers messages for the blocks that share one listener.
+#[derive(Debug)]
+pub struct Handler {
+    blocks: Vec<Arc<Block>>,
+    /// The address the listener is bound to (`{local}` in query logs).
+    local: SocketAddr,
+}
+
+impl Handler {
+    /// A handler over the blocks bound to one address and port.
+    pub fn new(blocks: Vec<Arc<Block>>) -> Self {
+        Self::bound(blocks, SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// A handler over the blocks bound to `local`.
+    pub fn bound(blocks: Vec<Arc<Block>>, local: SocketAddr) -> Self {
+        Self { blocks, local }
+    }
+
+    /// Answers one message, writing the reply into `out`; a query for upstream comes back as
+    /// [`Outcome::Forward`].
+    pub fn respond(
+        &self,
+        packet: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        let started = Instant::now();
+        let request = match Request::parse(packet) {
+            Ok(request) => request,
+            Err(Malformed::Ignore) => return Outcome::Drop,
+            Err(Malformed::Reply {
+                id, flags, rcode, ..
+            }) => {
+                wire::write_malformed(id, flags, rcode, out);
+                return Outcome::Reply;
+            }
+        };
+        if request.edns.is_some_and(|edns| edns.version != 0) {
+            wire::write_rcode(&request, rcode::BADVERS, out);
+            return Outcome::Reply;
+        }
+        let qname = request.question.name();
+        let Some(block) = self.block_for(qname) else {
+            wire::write_rcode(&request, rcode::REFUSED, out);
+            return Outcome::Reply;
+        };
+        if !wire::is_internet_class(request.question.qclass) {
+            wire::write_rcode(&request, rcode::REFUSED, out);
+            return Outcome::Reply;
+        }
+        let qtype = request.question.qtype;
+        if let Some(probe) = &block.loop_detect
+            && probe.observe(qname, qtype)
+        {
+            tracing::error!(
+                "loop detected for zone {}: a query this server sent to itself came back through \
+                 forward three times; the upstream forwards back to this server. Forwarding is \
+                 off for this block (SERVFAIL for names it would forward); the cluster zone is \
+                 still answered. Point forward at resolvers that do not send cluster queries back.",
+                block
+                    .zones
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
+        }
+        if qtype == rtype::AXFR || qtype == rtype::IXFR {
+            return transfer::respond(block, &request, client.ip(), transport, out);
+        }
+        let limit = limit(&request, transport);
+        if let Some(kubernetes) = &block.kubernetes {
+            let snapshot = kubernetes.store.load();
+            if let Some(answer) = snapshot.lookup(qname, qtype) {
+                // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
+                let passes = answer.rcode == Rcode::NxDomain && kubernetes.falls_through(qname);
+                if !passes {
+                    let zone = &snapshot.zones()[answer.zone];
+                    wire::write_answer(&request, &answer, zone, limit, block.loadbalance, out);
+                    self.finish(block, &request, out, client, transport, started);
+                    return Outcome::Reply;
+                }
+            }
+        }
+        let Some(forwarder) = block.forward.iter().position(|f| f.matches(qname)) else {
+            // The end of the chain: nothing in the block serves the name, nothing forwards it.
+            wire::write_rcode(&request, rcode::REFUSED, out);
+            self.finish(block, &request, out, client, transport, started);
+            return Outcome::Reply;
+        };
+        if block
+            .loop_detect
+            .as_ref()
+            .is_some_and(|probe| probe.looping())
+        {
+            wire::write_rcode(&request, rcode::SERVFAIL, out);
+            self.finish(block, &request, out, client, transport, started);
+            return Outcome::Reply;
+        }
+        if let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) {
+            let hit = cache.get(&request, started, limit, out);
+            let refresh = match hit {
+                Some(Hit::Fresh) => false,
+                Some(Hit::Prefetch) => true,
+                Some(Hit::Stale) if !cache.stale_is_verified() => true,
+                Some(Hit::Stale) | None => {
+                    return Outcome::Forward(Box::new(Pending {
+                        block: Arc::clone(block),
+                        packet: packet.to_vec(),
+                        client,
+                        transport,
+                        started,
+                        forwarder,
+                    }));
+                }
+            };
+            if block.loadbalance
+                && let Some(shuffled) = reply::shuffle(out)
+            {
+                *out = shuffled;
+            }
+            self.finish(block, &request, out, client, transport, started);
+            if refresh {
+                refresh_in_background(Arc::clone(block), packet.to_vec(), forwarder);
+            }
+            return Outcome::Reply;
+        }
+        Outcome::Forward(Box::new(Pending {
+            block: Arc::clone(block),
+            packet: packet.to_vec(),
+            client,
+            transport,
+            started,
+            forwarder,
+        }))
+    }
+
+    /// Finishes a query [`respond`](Self::respond) sent upstream, writing the reply into `out`.
+    pub async fn complete(&self, pending: Box<Pending>, out: &mut Vec<u8>) {
+        let Pending {
+            block,
+            packet,
+            client,
+            transport,
+            started,
+            forwarder,
+        } = *pending;
+        let Ok(request) = Request::parse(&packet) else {
+            return;
+        };
+        let limit = limit(&request, transport);
+        let qname = request.question.name();
+        let mut last = None;
+        let mut failure = None;
+        for forwarder in block.forward[forwarder..]
+            .iter()
+            .filter(|f| f.matches(qname))
+        {
+            match forwarder.forward(&packet, transport).await {
+                Forwarded::Reply(bytes) => {
+                    last = Some(bytes);
+                    break;
+                }
+                // `next`: this forward's answer stands only if no other forward follows.
+                Forwarded::Next(bytes) => last = Some(bytes),
+                Forwarded::Refused => {
+                    wire::write_rcode(&request, rcode::REFUSED, out);
+                    self.finish(&block, &request, out, client, transport, started);
+                    return;
+                }
+                Forwarded::Failed(error) => {
+                    failure = Some(error.to_string());
+                    break;
+                }
+            }
+        }
+        let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
+        match last {
+            Some(bytes) => {
+                if let Some(cache) = cache {
+                    cache.put(&request, &bytes, Instant::now());
+                }
+                let bytes = if block.loadbalance {
+                    reply::shuffle(&bytes).unwrap_or(bytes)
+                } else {
+                    bytes
+                };
+                if reply::fit_for_client(&bytes, request.id, request.edns.as_ref(), limit, out)
+                    .is_err()
+                {
+                    wire::write_rcode(&request, rcode::SERVFAIL, out);
+                }
+            }
+            None => {
+                let error = failure.unwrap_or_else(|| "no forward matched".to_owned());
+                if let Some(errors) = &block.errors {
+                    errors.report(&request, rcode::SERVFAIL, &error, Instant::now());
+                }
+                // `serve_stale verified`: the upstream failed, an expired answer is better.
+                let stale = cache.is_some_and(|cache| {
+                    cache.stale_is_verified()
+                        && cache.get(&request, Instant::now(), limit, out) == Some(Hit::Stale)
+                });
+                if !stale {
+                    wire::write_rcode(&request, rcode::SERVFAIL, out);
+                }
+            }
+        }
+        self.finish(&block, &request, out, client, transport, started);
+    }
+
+    /// What every answered query goes through last: the query log.
+    fn finish(
+        &self,
+        block: &Block,
+        request: &Request<'_>,
+        reply: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+        started: Instant,
+    ) {
+        if block.logs.is_empty() {
+            return;
+        }
+        let entry = Entry {
+            remote: client,
+            local: self.local,
+            proto: match transport {
+                Transport::Udp => "udp",
+                Transport::Tcp => "tcp",
+            },
+            request,
+            reply,
+            duration: started.elapsed(),
+        };
+        for log in &block.logs {
+            log.log(&entry);
+        }
+    }
+
+    /// The block whose zones hold `qname` most specifically (CoreDNS's server-block match).
+    fn block_for(&self, qname: &[u8]) -> Option<&Arc<Block>> {
+        let mut best: Option<(&Arc<Block>, usize)> = None;
+        for block in &self.blocks {
+            for zone in &block.zones {
+                let len = zone.as_bytes().len();
+                if suffix_offset(qname, zone.as_bytes()).is_some()
+                    && best.is_none_or(|(_, best_len)| len > best_len)
+                {
+                    best = Some((block, len));
+                }
+            }
+        }
+        best.map(|(block, _)| block)
+    }
+
+    /// The blocks this handler serves.
+    pub fn blocks(&self) -> &[Arc<Block>] {
+        &self.blocks
+    }
+}
+
+/// The largest reply the client takes.
+fn limit(request: &Request<'_>, transport: Transport) -> usize {
+    match transport {
+        Transport::Udp => request.udp_limit(),
+        Transport::Tcp => usize::from(u16::MAX),
+    }
+}
+
+/// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
+/// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
+fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let Ok(request) = Request::parse(&packet) else {
+            return;
+        };
+        let Some(forward) = block.forward.get(forwarder) else {
+            return;
+        };
+        if let Forwarded::Reply(bytes) = forward.forward(&packet, Transport::Udp).await
+            && let Some(cache) = &block.cache
+        {
+            cache.put(&request, &bytes, Instant::now());
+        }
+    });
+}
