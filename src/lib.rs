@@ -22,10 +22,13 @@
 //! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.
+//! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
+//! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck.
 //! - [`cli`]: the command line.
 
 pub mod cli;
 pub mod config;
+pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod selector;

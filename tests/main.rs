@@ -6,6 +6,7 @@ mod common;
 mod corefile;
 mod e2e;
 mod loader;
+mod observe;
 mod protocol;
 mod readme;
 mod zone;
