@@ -261,25 +261,77 @@ pub fn server_label(bind: Option<IpAddr>, port: u16) -> String {
 }
 
 /// The `coredns_dns_*` metrics of one (server, zone, view).
+///
+/// The counters are kept in [`SHARDS`] cache-line-aligned copies, one picked per thread,
+/// and summed at scrape time: threads answering queries side by side do not fight over the
+/// same cache lines.
 #[derive(Debug)]
 pub struct ServerMetrics {
     server: String,
     zone: String,
     view: String,
+    shards: Box<[Shard]>,
+    /// `responses_total` for rcodes above 23: (rcode, plugin, count).
+    rare_responses: Mutex<Vec<(u16, Plugin, u64)>>,
+}
+
+/// Copies of the counters kept apart so that threads do not share cache lines.
+pub const SHARDS: usize = 8;
+
+/// One copy of the counters.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Shard {
     /// `requests_total`, by [family][proto][type].
     requests: [[[Counter; TYPES]; 2]; 2],
     /// `do_requests_total`.
     do_requests: Counter,
     /// `responses_total`, by [plugin][rcode] for rcodes below [`RCODES`].
     responses: [[Counter; RCODES]; Plugin::ALL.len()],
-    /// `responses_total` for larger rcodes: (rcode, plugin, count).
-    rare_responses: Mutex<Vec<(u16, Plugin, u64)>>,
     /// `request_duration_seconds`.
     duration: Histogram,
     /// `request_size_bytes`, by proto.
     request_size: [Histogram; 2],
     /// `response_size_bytes`, by proto.
     response_size: [Histogram; 2],
+}
+
+impl Shard {
+    fn new() -> Self {
+        Self {
+            requests: [const { [const { [const { Counter::new() }; TYPES] }; 2] }; 2],
+            do_requests: Counter::new(),
+            responses: [const { [const { Counter::new() }; RCODES] }; Plugin::ALL.len()],
+            duration: Histogram::new(&DURATION_BUCKETS),
+            request_size: [
+                Histogram::integral(&SIZE_BUCKETS),
+                Histogram::integral(&SIZE_BUCKETS),
+            ],
+            response_size: [
+                Histogram::integral(&SIZE_BUCKETS),
+                Histogram::integral(&SIZE_BUCKETS),
+            ],
+        }
+    }
+}
+
+/// This thread's shard index: threads take indexes in turn on first use.
+fn shard_index() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|index| {
+        let mut value = index.get();
+        if value == usize::MAX {
+            value = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+            index.set(value);
+        }
+        value
+    })
 }
 
 impl ServerMetrics {
@@ -290,19 +342,8 @@ impl ServerMetrics {
             server: server.to_owned(),
             zone: zone.to_owned(),
             view: view.to_owned(),
-            requests: [const { [const { [const { Counter::new() }; TYPES] }; 2] }; 2],
-            do_requests: Counter::new(),
-            responses: [const { [const { Counter::new() }; RCODES] }; Plugin::ALL.len()],
+            shards: (0..SHARDS).map(|_| Shard::new()).collect(),
             rare_responses: Mutex::new(Vec::new()),
-            duration: Histogram::new(&DURATION_BUCKETS),
-            request_size: [
-                Histogram::integral(&SIZE_BUCKETS),
-                Histogram::integral(&SIZE_BUCKETS),
-            ],
-            response_size: [
-                Histogram::integral(&SIZE_BUCKETS),
-                Histogram::integral(&SIZE_BUCKETS),
-            ],
         }
     }
 
@@ -321,18 +362,19 @@ impl ServerMetrics {
         &self.view
     }
 
-    /// Counts one answered (or dropped) query: ten or eleven relaxed atomic adds, no lock
-    /// and no allocation (an rcode above 23 takes a lock).
+    /// Counts one answered (or dropped) query: eight or nine relaxed atomic adds on this
+    /// thread's shard, no lock and no allocation (an rcode above 23 takes a lock).
     pub fn record(&self, observation: &Observation) {
+        let shard = &self.shards[shard_index()];
         let proto = observation.proto as usize;
-        self.requests[observation.family as usize][proto][type_index(observation.qtype)].inc();
+        shard.requests[observation.family as usize][proto][type_index(observation.qtype)].inc();
         if observation.dnssec_ok {
-            self.do_requests.inc();
+            shard.do_requests.inc();
         }
-        self.duration.observe(observation.duration.as_secs_f64());
-        self.request_size[proto].observe(observation.request_size as f64);
-        self.response_size[proto].observe(observation.response_size as f64);
-        match self.responses[observation.plugin as usize].get(usize::from(observation.rcode)) {
+        shard.duration.observe(observation.duration.as_secs_f64());
+        shard.request_size[proto].observe(observation.request_size as f64);
+        shard.response_size[proto].observe(observation.response_size as f64);
+        match shard.responses[observation.plugin as usize].get(usize::from(observation.rcode)) {
             Some(counter) => counter.inc(),
             None => self.record_rare(observation.rcode, observation.plugin),
         }
@@ -353,23 +395,38 @@ impl ServerMetrics {
         }
     }
 
+    /// The sum over shards of the counter `pick` selects.
+    fn total(&self, pick: impl Fn(&Shard) -> &Counter) -> u64 {
+        self.shards.iter().map(|shard| pick(shard).get()).sum()
+    }
+
+    /// The shards' histograms that `pick` selects, merged.
+    fn merged(&self, pick: impl Fn(&Shard) -> &Histogram) -> Histogram {
+        let merged = pick(&self.shards[0]).empty_like();
+        for shard in self.shards.iter() {
+            merged.absorb(pick(shard));
+        }
+        merged
+    }
+
     /// Requests counted so far with this proto, family and query type.
     pub fn requests(&self, proto: Proto, family: Family, qtype: u16) -> u64 {
-        self.requests[family as usize][proto as usize][type_index(qtype)].get()
+        let (proto, family, qtype) = (proto as usize, family as usize, type_index(qtype));
+        self.total(|shard| &shard.requests[family][proto][qtype])
     }
 
     /// Replies counted so far with this rcode, written by `plugin`.
     pub fn responses(&self, rcode: u16, plugin: Plugin) -> u64 {
-        match self.responses[plugin as usize].get(usize::from(rcode)) {
-            Some(counter) => counter.get(),
-            None => self
-                .rare_responses
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .find(|(code, by, _)| *code == rcode && *by == plugin)
-                .map_or(0, |(_, _, count)| *count),
+        let index = usize::from(rcode);
+        if index < RCODES {
+            return self.total(|shard| &shard.responses[plugin as usize][index]);
         }
+        self.rare_responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(code, by, _)| *code == rcode && *by == plugin)
+            .map_or(0, |(_, _, count)| *count)
     }
 }
 
@@ -380,9 +437,9 @@ impl Collect for ServerMetrics {
         let (server, zone, view) = (self.server.as_str(), self.zone.as_str(), self.view.as_str());
         for family in Family::ALL {
             for proto in Proto::ALL {
-                let counters = &self.requests[family as usize][proto as usize];
-                for (counter, qtype) in counters.iter().zip(TYPE_LABELS) {
-                    let value = counter.get();
+                for (index, qtype) in TYPE_LABELS.iter().enumerate() {
+                    let value =
+                        self.total(|shard| &shard.requests[family as usize][proto as usize][index]);
                     if value == 0 {
                         continue;
                     }
@@ -405,7 +462,7 @@ impl Collect for ServerMetrics {
             }
         }
 
-        let do_requests = self.do_requests.get();
+        let do_requests = self.total(|shard| &shard.do_requests);
         if do_requests > 0 {
             let labels = [("server", server), ("view", view), ("zone", zone)];
             out.sample(
@@ -417,17 +474,25 @@ impl Collect for ServerMetrics {
             );
         }
 
-        if self.duration.count() > 0 {
+        let duration = self.merged(|shard| &shard.duration);
+        if duration.count() > 0 {
             let labels = [("server", server), ("view", view), ("zone", zone)];
-            out.histogram(DURATION, DURATION_HELP, &labels, &self.duration);
+            out.histogram(DURATION, DURATION_HELP, &labels, &duration);
         }
 
-        for (name, help, histograms) in [
-            (REQUEST_SIZE, REQUEST_SIZE_HELP, &self.request_size),
-            (RESPONSE_SIZE, RESPONSE_SIZE_HELP, &self.response_size),
+        for (name, help, request) in [
+            (REQUEST_SIZE, REQUEST_SIZE_HELP, true),
+            (RESPONSE_SIZE, RESPONSE_SIZE_HELP, false),
         ] {
             for proto in Proto::ALL {
-                let histogram = &histograms[proto as usize];
+                let p = proto as usize;
+                let histogram = self.merged(|shard| {
+                    if request {
+                        &shard.request_size[p]
+                    } else {
+                        &shard.response_size[p]
+                    }
+                });
                 if histogram.count() == 0 {
                     continue;
                 }
@@ -437,7 +502,7 @@ impl Collect for ServerMetrics {
                     ("view", view),
                     ("zone", zone),
                 ];
-                out.histogram(name, help, &labels, histogram);
+                out.histogram(name, help, &labels, &histogram);
             }
         }
 
@@ -447,8 +512,10 @@ impl Collect for ServerMetrics {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         for plugin in Plugin::ALL {
-            let counters = self.responses[plugin as usize].iter().enumerate();
-            let common = counters.map(|(rcode, counter)| (rcode as u16, counter.get()));
+            let common = (0..RCODES).map(|rcode| {
+                let count = self.total(|shard| &shard.responses[plugin as usize][rcode]);
+                (rcode as u16, count)
+            });
             let uncommon = rare
                 .iter()
                 .filter(|(_, by, _)| *by == plugin)
@@ -809,6 +876,33 @@ coredns_dns_responses_total{plugin=\"kubernetes\",rcode=\"NOERROR\",server=\"dns
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn counts_from_many_threads_add_up() {
+        let metrics = ServerMetrics::new("dns://:53", ".", "");
+        std::thread::scope(|scope| {
+            for _ in 0..(SHARDS + 3) {
+                scope.spawn(|| {
+                    for _ in 0..1000 {
+                        metrics.record(&observation());
+                    }
+                });
+            }
+        });
+        let total = (SHARDS as u64 + 3) * 1000;
+        assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), total);
+        assert_eq!(metrics.responses(0, Plugin::Kubernetes), total);
+        let mut out = Exposition::new();
+        metrics.collect(&mut out);
+        let text = out.finish();
+        assert!(text.contains(&format!(
+            "coredns_dns_request_duration_seconds_count{{server=\"dns://:53\",view=\"\",zone=\".\"}} {total}\n"
+        )));
+        assert!(text.contains(&format!(
+            "coredns_dns_request_size_bytes_sum{{proto=\"udp\",server=\"dns://:53\",view=\"\",zone=\".\"}} {}\n",
+            total * 57
+        )));
     }
 
     #[test]

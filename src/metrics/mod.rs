@@ -165,6 +165,30 @@ impl Histogram {
     pub fn bounds(&self) -> &'static [f64] {
         self.bounds
     }
+
+    /// A zeroed histogram with the same bounds and resolution.
+    pub fn empty_like(&self) -> Self {
+        Self {
+            bounds: self.bounds,
+            buckets: (0..self.buckets.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum: AtomicU64::new(0),
+            scale: self.scale,
+        }
+    }
+
+    /// Adds `other`'s observations to this histogram's (merging shards at scrape time).
+    /// Both must have the same bounds; buckets beyond the shorter are ignored.
+    pub fn absorb(&self, other: &Histogram) {
+        for (mine, theirs) in self.buckets.iter().zip(other.buckets.iter()) {
+            mine.fetch_add(theirs.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        let units = if self.scale == other.scale {
+            other.sum.load(Ordering::Relaxed)
+        } else {
+            (other.sum() * self.scale).round() as u64
+        };
+        self.sum.fetch_add(units, Ordering::Relaxed);
+    }
 }
 
 /// Something that writes metrics at scrape time.
@@ -424,6 +448,21 @@ mod tests {
         assert_eq!(durations.sum(), 0.29);
         durations.observe(f64::NAN);
         assert_eq!(durations.count(), 3);
+    }
+
+    #[test]
+    fn absorbing_merges_buckets_and_sums() {
+        let total = Histogram::new(&DURATION_BUCKETS);
+        let shard = Histogram::new(&DURATION_BUCKETS);
+        shard.observe(0.001);
+        shard.observe(10.0);
+        total.observe(0.5);
+        total.absorb(&shard);
+        assert_eq!(total.count(), 3);
+        assert_eq!(total.sum(), 10.501);
+        let coarse = Histogram::integral(&DURATION_BUCKETS);
+        coarse.absorb(&shard);
+        assert_eq!(coarse.sum(), 10.0);
     }
 
     #[test]
