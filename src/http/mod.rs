@@ -192,11 +192,7 @@ impl Endpoints {
     /// [`io::ErrorKind`]), having bound nothing. An unspecified IPv4 address (`:8080` in a
     /// Corefile) listens on IPv6 too where the host has it, as Go's `net.Listen` does.
     pub fn start(spec: &[(SocketAddr, Route)], shared: Shared) -> io::Result<Self> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(io::Error::other(
-                "the HTTP endpoints must be started inside a tokio runtime",
-            ));
-        }
+        in_runtime()?;
         let mut endpoints = Self {
             shared,
             listeners: Vec::new(),
@@ -215,16 +211,31 @@ impl Endpoints {
     /// Serves `spec` from now on (a configuration was reloaded): listeners whose address
     /// stays keep running, with their routes updated; new addresses are bound; listeners
     /// no longer wanted close. If a new address cannot be bound nothing changes.
+    ///
+    /// Must be called inside a tokio runtime (an error otherwise).
     pub fn apply(&mut self, spec: &[(SocketAddr, Route)]) -> io::Result<()> {
+        in_runtime()?;
         let wanted = group(spec);
-        // Bind what is new first, so that a failure leaves everything as it was.
-        let mut fresh = Vec::new();
+        // Bind and start what is new first, so that a failure leaves everything as it was.
+        let mut bound = Vec::new();
         for &(addr, routes) in &wanted {
             if self.listeners.iter().any(|l| l.requested == addr) {
                 continue;
             }
             let listener = bind(addr).map_err(|error| bind_error(addr, routes, &error))?;
-            fresh.push((addr, routes, listener));
+            bound.push((addr, routes, listener));
+        }
+        let mut fresh = Vec::with_capacity(bound.len());
+        for (requested, routes, std_listener) in bound {
+            match self.serve(requested, routes, std_listener) {
+                Ok(listener) => fresh.push(listener),
+                Err(error) => {
+                    for listener in fresh {
+                        listener.stop.cancel();
+                    }
+                    return Err(bind_error(requested, routes, &error));
+                }
+            }
         }
 
         let mut kept = Vec::with_capacity(wanted.len());
@@ -237,9 +248,7 @@ impl Endpoints {
                 None => listener.stop.cancel(),
             }
         }
-        for (requested, routes, std_listener) in fresh {
-            kept.push(self.serve(requested, routes, std_listener)?);
-        }
+        kept.extend(fresh);
         // Keep the configuration's order.
         kept.sort_by_key(|listener| {
             wanted
@@ -252,7 +261,14 @@ impl Endpoints {
             .listeners
             .iter()
             .find(|l| Routes(l.routes.load(Ordering::Relaxed)).contains(Route::Health))
-            .map(|l| Arc::new(probe::reachable(l.bound)));
+            // The family asked for: `0.0.0.0` is probed on 127.0.0.1 even when `[::]` was
+            // bound in its place.
+            .map(|l| {
+                Arc::new(probe::reachable(SocketAddr::new(
+                    l.requested.ip(),
+                    l.bound.port(),
+                )))
+            });
         self.probe_target.store(target);
         Ok(())
     }
@@ -319,6 +335,16 @@ impl Endpoints {
         if let Some(probe) = self.probe {
             let _ = probe.await;
         }
+    }
+}
+
+/// An error unless called inside a tokio runtime (where listeners can be registered).
+fn in_runtime() -> io::Result<()> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(io::Error::other(
+            "the HTTP endpoints must be started inside a tokio runtime",
+        )),
     }
 }
 
@@ -425,6 +451,8 @@ async fn connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
+        // A client that shuts its side after sending still gets its answers.
+        .half_close(true)
         .keep_alive(true);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
