@@ -612,6 +612,45 @@ fn malformed_requests_get_400_and_the_listener_keeps_serving() {
 }
 
 #[test]
+fn random_bytes_never_take_the_listener_down() {
+    let harness = Harness::start(
+        &[(any_port(), Route::Health), (any_port(), Route::Metrics)],
+        Readiness::always_ready(),
+    );
+    let addr = harness.addr(Route::Health);
+    // A fixed-seed xorshift: the same inputs every run.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let prefixes: [&[u8]; 4] = [
+        b"",
+        b"GET /",
+        b"GET /metrics HTTP/1.1\r\n",
+        b"POST /ready HTTP/1.0\r\n",
+    ];
+    for round in 0..200 {
+        let mut bytes = prefixes[round % prefixes.len()].to_vec();
+        let len = (next() % 300) as usize;
+        bytes.extend((0..len).map(|_| next() as u8));
+        if round % 3 == 0 {
+            bytes.extend_from_slice(b"\r\n\r\n");
+        }
+        let reply = raw(addr, &bytes);
+        assert!(
+            reply.is_empty() || reply.starts_with("HTTP/1.1 "),
+            "{reply:?}"
+        );
+    }
+    let reply = get(addr, "/health");
+    assert_eq!((reply.status, reply.body.as_str()), (200, "OK"));
+    assert_eq!(get(addr, "/metrics").status, 200);
+}
+
+#[test]
 fn a_reload_keeps_listeners_and_the_ready_latch() {
     let ready = Arc::new(AtomicBool::new(true));
     let mut harness = Harness::start(
