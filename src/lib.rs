@@ -23,12 +23,18 @@
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.
 //! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
+//! - [`cache`]: the *cache* plugin, for upstream answers.
+//! - [`querylog`]: the *log* and *errors* plugins.
+//! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
+//! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck.
+//! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
 //! - [`cli`]: the command line.
 
 pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod forward;
+pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod querylog;

@@ -1,10 +1,13 @@
 //! The UDP request path allocates nothing for names that exist and for misses: answers are
-//! prepared when the zone is built. Measured with a counting allocator, so this is its own
-//! test binary.
+//! prepared when the zone is built; nor does counting a query in the metrics. Measured with
+//! a counting allocator, so this is its own test binary.
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
 
+use clusterdns::metrics::{DnsMetrics, Family, Observation, Plugin, Proto};
 use clusterdns::server::{self, Handler, Outcome, Transport};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
@@ -15,6 +18,10 @@ static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 fn allocations() -> u64 {
     dhat::HeapStats::get().total_blocks
 }
+
+/// The allocation counts are process-wide and dhat profiles one test at a time: the tests
+/// take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn query(name: &str, qtype: RecordType) -> Vec<u8> {
     let mut message = Message::new(1, MessageType::Query, OpCode::Query);
@@ -27,6 +34,9 @@ fn query(name: &str, qtype: RecordType) -> Vec<u8> {
 
 #[test]
 fn answering_from_the_prepared_zone_does_not_allocate() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let _profiler = dhat::Profiler::builder().testing().build();
     let shop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
     let config = clusterdns::config::shorthand(&[shop], "127.0.0.1:1053".parse().expect("addr"))
@@ -67,4 +77,64 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
         assert!(matches!(outcome, Outcome::Reply));
         assert_eq!(allocated, 0, "{name} {qtype} allocated {allocated} times");
     }
+}
+
+#[test]
+fn counting_a_query_in_the_metrics_does_not_allocate() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let set = DnsMetrics::new();
+    let metrics = set.server_zone("dns://:53", ".", "");
+    let dropped = set.dropped("dns://:53");
+    let base = Observation {
+        proto: Proto::Udp,
+        family: Family::V4,
+        qtype: 1,
+        rcode: 0,
+        plugin: Plugin::Kubernetes,
+        request_size: 57,
+        response_size: 120,
+        duration: Duration::from_micros(250),
+        dnssec_ok: false,
+    };
+    let observations = [
+        base,
+        Observation {
+            qtype: 28,
+            rcode: 3,
+            ..base
+        },
+        Observation {
+            proto: Proto::Tcp,
+            family: Family::V6,
+            qtype: 65280,
+            rcode: 2,
+            plugin: Plugin::Forward,
+            request_size: 70_000,
+            response_size: 0,
+            duration: Duration::from_secs(30),
+            dnssec_ok: true,
+        },
+        Observation {
+            rcode: 23,
+            plugin: Plugin::Cache,
+            ..base
+        },
+    ];
+    let before = allocations();
+    for _ in 0..1000 {
+        for observation in &observations {
+            metrics.record(observation);
+        }
+        dropped.record(&Observation {
+            rcode: 5,
+            plugin: Plugin::Server,
+            ..base
+        });
+    }
+    let allocated = allocations() - before;
+    assert_eq!(allocated, 0, "recording allocated {allocated} times");
+    assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), 2000);
 }

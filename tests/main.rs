@@ -7,6 +7,7 @@ mod corefile;
 mod e2e;
 mod forward;
 mod loader;
+mod observe;
 mod protocol;
 mod readme;
 mod zone;
