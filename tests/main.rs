@@ -8,6 +8,7 @@ mod e2e;
 mod forward;
 mod loader;
 mod observe;
+mod plugins;
 mod protocol;
 mod readme;
 mod zone;

@@ -50,6 +50,19 @@ struct Source {
     /// Where the `--objects` shorthand listens.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, conflicts_with = "corefile")]
     listen: SocketAddr,
+    /// With `--objects`: serve `/health` here (the *health* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    health: Option<SocketAddr>,
+    /// With `--objects`: serve `/ready` here (the *ready* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    ready: Option<SocketAddr>,
+    /// With `--objects`: serve `/metrics` here (the *prometheus* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    metrics: Option<SocketAddr>,
+    /// With `--objects`: the resolv.conf whose nameservers *forward* sends other names to
+    /// (default /etc/resolv.conf); `none` forwards nothing.
+    #[arg(long, value_name = "FILE", conflicts_with = "corefile")]
+    upstream: Option<PathBuf>,
 }
 
 impl Source {
@@ -57,8 +70,18 @@ impl Source {
         match &self.corefile {
             Some(path) => config::read_corefile(path)
                 .with_context(|| format!("reading Corefile {}", path.display())),
-            None => config::shorthand(&self.objects, self.listen)
-                .context("building the --objects configuration"),
+            None => {
+                let mut options = config::ShorthandOptions::new(self.listen);
+                options.health = self.health;
+                options.ready = self.ready;
+                options.metrics = self.metrics;
+                if let Some(upstream) = &self.upstream {
+                    options.resolv_conf =
+                        (upstream.as_os_str() != "none").then(|| upstream.clone());
+                }
+                config::shorthand_with(&self.objects, &options)
+                    .context("building the --objects configuration")
+            }
         }
     }
 }

@@ -1,11 +1,16 @@
 //! `clusterdns serve`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
+use tokio::sync::mpsc;
 
 use super::Source;
-use crate::server;
+use crate::config::Config;
+use crate::metrics::reload::ReloadMetrics;
+use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
@@ -14,32 +19,99 @@ pub(super) struct ServeArgs {
     source: Source,
 }
 
-/// Runs the server until SIGINT or SIGTERM.
+/// Runs the server until SIGINT or SIGTERM, then leaves through lameduck.
 pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let config = args.source.config()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let running = server::start(&config).await?;
-        wait_for_signal().await;
-        tracing::info!("shutting down");
-        running.stop().await;
-        anyhow::Ok(ExitCode::SUCCESS)
-    })
+    runtime.block_on(serve(config, args.source.corefile.clone()))
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+async fn serve(config: Config, corefile: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut running = server::start(&config).await?;
+    let (reloads, mut reloaded) = mpsc::channel::<Box<Config>>(1);
+    let (results, results_in) = mpsc::channel::<bool>(1);
+    if let Some(path) = &corefile {
+        // The schedule is the one the Corefile had at start.
+        spawn_reloader(
+            path,
+            running.reload_metrics(),
+            running.reload_schedule(),
+            reloads,
+            results_in,
+        );
+    }
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => break,
+            _ = tokio::signal::ctrl_c() => break,
+            Some(config) = reloaded.recv() => {
+                let applied = apply(&mut running, &config).await;
+                let _ = results.send(applied).await;
             }
         }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down");
+    running.shut_down().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn apply(running: &mut Running, config: &Config) -> bool {
+    match running.apply(config).await {
+        Ok(()) => {
+            tracing::info!("Corefile reloaded");
+            true
+        }
+        Err(error) => {
+            tracing::error!("Corefile reload failed, the running configuration stays: {error}");
+            false
         }
     }
+}
+
+/// The *reload* plugin: checks the Corefile on its schedule and sends changed configurations
+/// to the serving loop, which applies them and says whether that worked.
+fn spawn_reloader(
+    path: &Path,
+    metrics: Arc<ReloadMetrics>,
+    schedule: Option<(std::time::Duration, std::time::Duration)>,
+    reloads: mpsc::Sender<Box<Config>>,
+    mut results: mpsc::Receiver<bool>,
+) {
+    let Some((interval, jitter)) = schedule else {
+        return;
+    };
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(error) => {
+            tracing::error!("reload: {}: {error}", path.display());
+            return;
+        }
+    };
+    let mut watch = CorefileWatch::new(path, &text, metrics);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(next_wait(interval, jitter)).await;
+            match watch.check() {
+                Check::Unchanged => {}
+                Check::Failed(message) => {
+                    tracing::error!(
+                        "Corefile reload failed, the running configuration stays: {message}"
+                    );
+                }
+                Check::Changed(config) => {
+                    if reloads.send(config).await.is_err() {
+                        return;
+                    }
+                    match results.recv().await {
+                        Some(true) => watch.applied(),
+                        Some(false) => watch.apply_failed(),
+                        None => return,
+                    }
+                }
+            }
+        }
+    });
 }

@@ -1,6 +1,6 @@
 //! The request path: one query through a block's plugins, in CoreDNS's order — *loop*'s
 //! probe check, *transfer*, *kubernetes*, then *cache* and *forward* for what the cluster
-//! zone does not answer — with *log*, *errors* and *loadbalance* around them.
+//! zone does not answer — with *prometheus*, *log*, *errors* and *loadbalance* around them.
 //!
 //! [`Handler::respond`] is synchronous and answers everything that needs no upstream (the
 //! cluster zone, cache hits, errors) on the spot; a query that must go upstream comes back as
@@ -8,11 +8,12 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Block, Outcome, Pending, Transport, transfer};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
+use crate::metrics::dns::{Family, Observation, Plugin, Proto, ServerMetrics};
 use crate::querylog::Entry;
 use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::Rcode;
@@ -25,6 +26,18 @@ pub struct Handler {
     blocks: Vec<Arc<Block>>,
     /// The address the listener is bound to (`{local}` in query logs).
     local: SocketAddr,
+    /// Queries no block takes (zone `dropped`), when metrics are on.
+    dropped: Option<Arc<ServerMetrics>>,
+}
+
+/// Where a query got to: its block and zone, and what metrics and logs need.
+struct Reached<'b> {
+    block: &'b Block,
+    /// Index of the block zone the name fell in.
+    zone: usize,
+    client: SocketAddr,
+    transport: Transport,
+    started: Instant,
 }
 
 impl Handler {
@@ -35,7 +48,22 @@ impl Handler {
 
     /// A handler over the blocks bound to `local`.
     pub fn bound(blocks: Vec<Arc<Block>>, local: SocketAddr) -> Self {
-        Self { blocks, local }
+        Self {
+            blocks,
+            local,
+            dropped: None,
+        }
+    }
+
+    /// With `dropped` counting the queries no block takes.
+    pub fn with_dropped(mut self, dropped: Arc<ServerMetrics>) -> Self {
+        self.dropped = Some(dropped);
+        self
+    }
+
+    /// The blocks this handler serves.
+    pub fn blocks(&self) -> &[Arc<Block>] {
+        &self.blocks
     }
 
     /// Answers one message, writing the reply into `out`; a query for upstream comes back as
@@ -63,12 +91,30 @@ impl Handler {
             return Outcome::Reply;
         }
         let qname = request.question.name();
-        let Some(block) = self.block_for(qname) else {
+        let Some((block, zone)) = self.block_for(qname) else {
             wire::write_rcode(&request, rcode::REFUSED, out);
+            if let Some(dropped) = &self.dropped {
+                dropped.record(&observation(
+                    &request,
+                    out,
+                    client,
+                    transport,
+                    Plugin::Server,
+                    Duration::ZERO,
+                ));
+            }
             return Outcome::Reply;
+        };
+        let at = Reached {
+            block,
+            zone,
+            client,
+            transport,
+            started,
         };
         if !wire::is_internet_class(request.question.qclass) {
             wire::write_rcode(&request, rcode::REFUSED, out);
+            self.finish(&at, &request, out, Plugin::Server);
             return Outcome::Reply;
         }
         let qtype = request.question.qtype;
@@ -79,7 +125,7 @@ impl Handler {
                 "loop detected for zone {}: a query this server sent to itself came back through \
                  forward three times; the upstream forwards back to this server. Forwarding is \
                  off for this block (SERVFAIL for names it would forward); the cluster zone is \
-                 still answered. Point forward at resolvers that do not send cluster queries back.",
+                 still answered. Point forward at resolvers that do not send queries back here.",
                 block
                     .zones
                     .first()
@@ -88,7 +134,11 @@ impl Handler {
             );
         }
         if qtype == rtype::AXFR || qtype == rtype::IXFR {
-            return transfer::respond(block, &request, client.ip(), transport, out);
+            let outcome = transfer::respond(block, &request, client.ip(), transport, out);
+            if matches!(outcome, Outcome::Reply) {
+                self.finish(&at, &request, out, Plugin::Transfer);
+            }
+            return outcome;
         }
         let limit = limit(&request, transport);
         if let Some(kubernetes) = &block.kubernetes {
@@ -99,7 +149,7 @@ impl Handler {
                 if !passes {
                     let zone = &snapshot.zones()[answer.zone];
                     wire::write_answer(&request, &answer, zone, limit, block.loadbalance, out);
-                    self.finish(block, &request, out, client, transport, started);
+                    self.finish(&at, &request, out, Plugin::Kubernetes);
                     return Outcome::Reply;
                 }
             }
@@ -107,7 +157,7 @@ impl Handler {
         let Some(forwarder) = block.forward.iter().position(|f| f.matches(qname)) else {
             // The end of the chain: nothing in the block serves the name, nothing forwards it.
             wire::write_rcode(&request, rcode::REFUSED, out);
-            self.finish(block, &request, out, client, transport, started);
+            self.finish(&at, &request, out, Plugin::Server);
             return Outcome::Reply;
         };
         if block
@@ -116,51 +166,46 @@ impl Handler {
             .is_some_and(|probe| probe.looping())
         {
             wire::write_rcode(&request, rcode::SERVFAIL, out);
-            self.finish(block, &request, out, client, transport, started);
+            self.finish(&at, &request, out, Plugin::Loop);
             return Outcome::Reply;
         }
-        if let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) {
-            let hit = cache.get(&request, started, limit, out);
-            let refresh = match hit {
-                Some(Hit::Fresh) => false,
-                Some(Hit::Prefetch) => true,
-                Some(Hit::Stale) if !cache.stale_is_verified() => true,
-                Some(Hit::Stale) | None => {
-                    return Outcome::Forward(Box::new(Pending {
-                        block: Arc::clone(block),
-                        packet: packet.to_vec(),
-                        client,
-                        transport,
-                        started,
-                        forwarder,
-                    }));
-                }
-            };
-            if block.loadbalance
-                && let Some(shuffled) = reply::shuffle(out)
-            {
-                *out = shuffled;
-            }
-            self.finish(block, &request, out, client, transport, started);
-            if refresh {
-                refresh_in_background(Arc::clone(block), packet.to_vec(), forwarder);
-            }
-            return Outcome::Reply;
+        let pending = |packet: &[u8]| {
+            Outcome::Forward(Box::new(Pending {
+                block: Arc::clone(block),
+                zone,
+                packet: packet.to_vec(),
+                client,
+                transport,
+                started,
+                forwarder,
+            }))
+        };
+        let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
+            return pending(packet);
+        };
+        let refresh = match cache.get(&request, started, limit, out) {
+            Some(Hit::Fresh) => false,
+            Some(Hit::Prefetch) => true,
+            Some(Hit::Stale) if !cache.stale_is_verified() => true,
+            Some(Hit::Stale) | None => return pending(packet),
+        };
+        if block.loadbalance
+            && let Some(shuffled) = reply::shuffle(out)
+        {
+            *out = shuffled;
         }
-        Outcome::Forward(Box::new(Pending {
-            block: Arc::clone(block),
-            packet: packet.to_vec(),
-            client,
-            transport,
-            started,
-            forwarder,
-        }))
+        self.finish(&at, &request, out, Plugin::Cache);
+        if refresh {
+            refresh_in_background(Arc::clone(block), packet.to_vec(), forwarder);
+        }
+        Outcome::Reply
     }
 
     /// Finishes a query [`respond`](Self::respond) sent upstream, writing the reply into `out`.
     pub async fn complete(&self, pending: Box<Pending>, out: &mut Vec<u8>) {
         let Pending {
             block,
+            zone,
             packet,
             client,
             transport,
@@ -169,6 +214,13 @@ impl Handler {
         } = *pending;
         let Ok(request) = Request::parse(&packet) else {
             return;
+        };
+        let at = Reached {
+            block: &block,
+            zone,
+            client,
+            transport,
+            started,
         };
         let limit = limit(&request, transport);
         let qname = request.question.name();
@@ -187,7 +239,7 @@ impl Handler {
                 Forwarded::Next(bytes) => last = Some(bytes),
                 Forwarded::Refused => {
                     wire::write_rcode(&request, rcode::REFUSED, out);
-                    self.finish(&block, &request, out, client, transport, started);
+                    self.finish(&at, &request, out, Plugin::Forward);
                     return;
                 }
                 Forwarded::Failed(error) => {
@@ -197,6 +249,7 @@ impl Handler {
             }
         }
         let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
+        let mut plugin = Plugin::Forward;
         match last {
             Some(bytes) => {
                 if let Some(cache) = cache {
@@ -218,67 +271,97 @@ impl Handler {
                 if let Some(errors) = &block.errors {
                     errors.report(&request, rcode::SERVFAIL, &error, Instant::now());
                 }
-                // `serve_stale verified`: the upstream failed, an expired answer is better.
+                // `serve_stale verify`: the upstream failed, an expired answer is better.
                 let stale = cache.is_some_and(|cache| {
                     cache.stale_is_verified()
                         && cache.get(&request, Instant::now(), limit, out) == Some(Hit::Stale)
                 });
-                if !stale {
+                if stale {
+                    plugin = Plugin::Cache;
+                } else {
                     wire::write_rcode(&request, rcode::SERVFAIL, out);
                 }
             }
         }
-        self.finish(&block, &request, out, client, transport, started);
+        self.finish(&at, &request, out, plugin);
     }
 
-    /// What every answered query goes through last: the query log.
-    fn finish(
-        &self,
-        block: &Block,
-        request: &Request<'_>,
-        reply: &[u8],
-        client: SocketAddr,
-        transport: Transport,
-        started: Instant,
-    ) {
+    /// What every answered query goes through last: *prometheus* and *log*.
+    fn finish(&self, at: &Reached<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
+        let block = at.block;
+        if block.metrics.is_empty() && block.logs.is_empty() {
+            return;
+        }
+        let duration = at.started.elapsed();
+        if let Some(metrics) = block.metrics.get(at.zone) {
+            metrics.record(&observation(
+                request,
+                reply,
+                at.client,
+                at.transport,
+                plugin,
+                duration,
+            ));
+        }
         if block.logs.is_empty() {
             return;
         }
         let entry = Entry {
-            remote: client,
+            remote: at.client,
             local: self.local,
-            proto: match transport {
+            proto: match at.transport {
                 Transport::Udp => "udp",
                 Transport::Tcp => "tcp",
             },
             request,
             reply,
-            duration: started.elapsed(),
+            duration,
         };
         for log in &block.logs {
             log.log(&entry);
         }
     }
 
-    /// The block whose zones hold `qname` most specifically (CoreDNS's server-block match).
-    fn block_for(&self, qname: &[u8]) -> Option<&Arc<Block>> {
-        let mut best: Option<(&Arc<Block>, usize)> = None;
+    /// The block whose zones hold `qname` most specifically (CoreDNS's server-block match),
+    /// and which of its zones that is.
+    fn block_for(&self, qname: &[u8]) -> Option<(&Arc<Block>, usize)> {
+        let mut best: Option<(&Arc<Block>, usize, usize)> = None;
         for block in &self.blocks {
-            for zone in &block.zones {
+            for (index, zone) in block.zones.iter().enumerate() {
                 let len = zone.as_bytes().len();
                 if suffix_offset(qname, zone.as_bytes()).is_some()
-                    && best.is_none_or(|(_, best_len)| len > best_len)
+                    && best.is_none_or(|(_, _, best_len)| len > best_len)
                 {
-                    best = Some((block, len));
+                    best = Some((block, index, len));
                 }
             }
         }
-        best.map(|(block, _)| block)
+        best.map(|(block, index, _)| (block, index))
     }
+}
 
-    /// The blocks this handler serves.
-    pub fn blocks(&self) -> &[Arc<Block>] {
-        &self.blocks
+/// CoreDNS's `vars.Report` arguments for one reply.
+fn observation(
+    request: &Request<'_>,
+    reply: &[u8],
+    client: SocketAddr,
+    transport: Transport,
+    plugin: Plugin,
+    duration: Duration,
+) -> Observation {
+    Observation {
+        proto: match transport {
+            Transport::Udp => Proto::Udp,
+            Transport::Tcp => Proto::Tcp,
+        },
+        family: Family::of(client.ip()),
+        qtype: request.question.qtype,
+        rcode: reply::rcode(reply).unwrap_or(rcode::SERVFAIL),
+        plugin,
+        request_size: request.bytes.len(),
+        response_size: reply.len(),
+        duration,
+        dnssec_ok: request.edns.is_some_and(|edns| edns.dnssec_ok),
     }
 }
 

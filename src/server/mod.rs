@@ -24,12 +24,13 @@ use hickory_proto::rr::{Name, Record};
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
-pub use reload::{Check, CorefileWatch, ReloadMetrics, next_wait};
-pub use run::{LoadedBlock, Running, StartError, load, server_label, start};
+pub use reload::{Check, CorefileWatch, next_wait};
+pub use run::{LoadedBlock, Observability, Running, StartError, load, server_label, start};
 
 use crate::cache::Cache;
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
 use crate::forward::Forwarder;
+use crate::metrics::dns::ServerMetrics;
 use crate::querylog::{ErrorLog, QueryLog};
 use crate::store::Store;
 use crate::zone::name::{WireName, suffix_offset};
@@ -60,6 +61,8 @@ pub enum Outcome {
 #[derive(Debug)]
 pub struct Pending {
     block: Arc<Block>,
+    /// Index of the block zone the name fell in.
+    zone: usize,
     /// The query as received.
     packet: Vec<u8>,
     client: SocketAddr,
@@ -81,6 +84,8 @@ pub struct Block {
     errors: Option<ErrorLog>,
     loadbalance: bool,
     loop_detect: Option<LoopDetect>,
+    /// One set per block zone, when the block has *prometheus*.
+    metrics: Vec<Arc<ServerMetrics>>,
 }
 
 /// The *kubernetes* plugin of a block: its options and its published snapshot.
@@ -140,6 +145,8 @@ pub struct Plugins {
     pub forward: Vec<Arc<Forwarder>>,
     /// The *cache* directive.
     pub cache: Option<Arc<Cache>>,
+    /// The block's DNS metrics, one per zone (empty without *prometheus*).
+    pub metrics: Vec<Arc<ServerMetrics>>,
 }
 
 impl Block {
@@ -172,6 +179,7 @@ impl Block {
             errors: config.errors.as_ref().map(ErrorLog::new),
             loadbalance: config.loadbalance.is_some(),
             loop_detect,
+            metrics: plugins.metrics,
         }
     }
 

@@ -3,13 +3,13 @@
 //! the new one is bad.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha512};
 
 use crate::config::{self, Config};
-use crate::metrics::{Collect, Counter, Exposition, Kind};
+use crate::metrics::reload::ReloadMetrics;
 
 /// What one check of the Corefile found.
 #[derive(Debug)]
@@ -27,24 +27,14 @@ pub enum Check {
 pub struct CorefileWatch {
     path: PathBuf,
     hash: String,
-    metrics: ReloadMetrics,
-}
-
-/// `coredns_reload_failed_total` and `coredns_reload_version_info`.
-#[derive(Debug, Default)]
-pub struct ReloadMetrics {
-    failed: Counter,
-    version: Mutex<String>,
+    metrics: Arc<ReloadMetrics>,
 }
 
 impl CorefileWatch {
     /// Watches `path`, whose running configuration was read from `text`.
-    pub fn new(path: &Path, text: &[u8]) -> Self {
+    pub fn new(path: &Path, text: &[u8], metrics: Arc<ReloadMetrics>) -> Self {
         let hash = sha512(text);
-        let metrics = ReloadMetrics::default();
-        if let Ok(mut version) = metrics.version.lock() {
-            version.clone_from(&hash);
-        }
+        metrics.loaded(&hash);
         Self {
             path: path.to_owned(),
             hash,
@@ -73,44 +63,17 @@ impl CorefileWatch {
 
     /// Records that the configuration read last is now running.
     pub fn applied(&self) {
-        if let Ok(mut version) = self.metrics.version.lock() {
-            version.clone_from(&self.hash);
-        }
+        self.metrics.loaded(&self.hash);
     }
 
     /// Records that applying the configuration read last failed.
     pub fn apply_failed(&self) {
-        self.metrics.failed.inc();
+        self.metrics.failed();
     }
 
     fn failed(&self, message: String) -> Check {
-        self.metrics.failed.inc();
+        self.metrics.failed();
         Check::Failed(message)
-    }
-
-    /// The metrics, to register.
-    pub fn metrics(&self) -> &ReloadMetrics {
-        &self.metrics
-    }
-}
-
-impl Collect for ReloadMetrics {
-    fn collect(&self, out: &mut Exposition) {
-        out.sample(
-            "coredns_reload_failed_total",
-            "Counter of the number of failed reload attempts.",
-            Kind::Counter,
-            &[],
-            self.failed.get() as f64,
-        );
-        let version = self.version.lock().map(|v| v.clone()).unwrap_or_default();
-        out.sample(
-            "coredns_reload_version_info",
-            "A metric with a constant '1' value labeled by hash, and value which type of hash generated.",
-            Kind::Gauge,
-            &[("hash", "sha512"), ("value", &version)],
-            1.0,
-        );
     }
 }
 
@@ -142,7 +105,8 @@ mod tests {
         let path = dir.path().join("Corefile");
         let good = b".:53 {\n bind 127.0.0.1\n}\n";
         std::fs::write(&path, good).unwrap();
-        let mut watch = CorefileWatch::new(&path, good);
+        let metrics = Arc::new(ReloadMetrics::new());
+        let mut watch = CorefileWatch::new(&path, good, Arc::clone(&metrics));
         assert!(matches!(watch.check(), Check::Unchanged));
         std::fs::write(&path, ".:53 {\n bind 127.0.0.2\n}\n").unwrap();
         assert!(matches!(watch.check(), Check::Changed(_)));
@@ -154,8 +118,8 @@ mod tests {
             matches!(watch.check(), Check::Unchanged),
             "a bad file is reported once"
         );
-        let mut out = Exposition::new();
-        watch.metrics().collect(&mut out);
+        let mut out = crate::metrics::Exposition::new();
+        crate::metrics::Collect::collect(&*metrics, &mut out);
         let text = out.finish();
         assert!(text.contains("coredns_reload_failed_total 1"), "{text}");
         assert!(

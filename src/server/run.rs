@@ -1,19 +1,32 @@
-//! Starting a server from a configuration: load every *kubernetes* block's objects, bind
-//! the listeners, serve, watch for changes.
+//! Running a configuration: load every block (zones, forwarders, caches), bind the DNS
+//! listeners and the HTTP endpoints, serve; apply a reloaded Corefile without dropping a
+//! query; shut down through lameduck.
+//!
+//! A loaded configuration is a *generation*: its blocks and everything that runs for them
+//! (objects watchers, forwarders' health checks, loop probes) under one cancellation token.
+//! Listeners outlive generations: a reload swaps the handler behind an unchanged address, so
+//! a query in flight finishes on the old blocks and the next one sees the new.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
 use super::tcp::TcpHandler;
 use super::{Block, Handler, Kubernetes, Plugins, bind_all, block_addresses, local_ips, udp};
 use crate::cache::Cache;
 use crate::config::Config;
-use crate::forward::Forwarder;
+use crate::forward::{Forwarder, forward_metrics};
+use crate::http::{Endpoints, Lifecycle, Monitor, Readiness, ReadinessCheck, Route, Shared};
+use crate::metrics::dns::DnsMetrics;
+use crate::metrics::health::HealthMetrics;
+use crate::metrics::process::{EnabledPlugin, PluginEnabled, ProcessMetrics, StoreMetrics};
+use crate::metrics::registry::{Registration, Registry};
+use crate::metrics::reload::ReloadMetrics;
+use crate::metrics::{Collect, Exposition};
 use crate::source::{file, watcher};
 use crate::store::Store;
 
@@ -50,17 +63,6 @@ pub enum StartError {
     Watch(notify::Error),
 }
 
-/// A running server.
-pub struct Running {
-    /// Every address served (UDP and TCP), with real ports.
-    pub addrs: Vec<SocketAddr>,
-    /// The blocks, for inspection (their stores are live).
-    pub blocks: Vec<Arc<Block>>,
-    shutdown: CancellationToken,
-    tcp: Vec<hickory_server::Server<TcpHandler>>,
-    udp: Vec<tokio::task::JoinHandle<()>>,
-}
-
 /// A server block ready to serve, and the addresses it listens on.
 #[derive(Debug)]
 pub struct LoadedBlock {
@@ -68,15 +70,86 @@ pub struct LoadedBlock {
     pub block: Arc<Block>,
     /// Where it listens (as configured: port 0 stays 0 until bound).
     pub addrs: Vec<SocketAddr>,
+    /// The block's store metrics, when it has a *kubernetes* plugin and metrics are on.
+    store_metrics: Option<Arc<StoreMetrics>>,
+}
+
+/// The process's metrics: one registry for its whole life, so counters carry on across
+/// reloads as CoreDNS's do.
+#[derive(Debug)]
+pub struct Observability {
+    /// What `/metrics` renders.
+    pub registry: Registry,
+    /// `coredns_dns_*`.
+    pub dns: Arc<DnsMetrics>,
+    /// The *health* self-probe's metrics.
+    pub health: Arc<HealthMetrics>,
+    /// The *reload* plugin's metrics.
+    pub reload: Arc<ReloadMetrics>,
+    /// `coredns_plugin_enabled`.
+    pub plugins: Arc<PluginEnabled>,
+    _registrations: Vec<Registration>,
+}
+
+/// The forwarders' process-wide metrics, as a collector.
+struct ForwardCollector;
+
+impl Collect for ForwardCollector {
+    fn collect(&self, out: &mut Exposition) {
+        forward_metrics().collect(out);
+    }
+}
+
+impl Observability {
+    /// The registry with the process-wide collectors in it.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let dns = Arc::new(DnsMetrics::new());
+        let health = Arc::new(HealthMetrics::new());
+        let reload = Arc::new(ReloadMetrics::new());
+        let plugins = Arc::new(PluginEnabled::new());
+        let registrations = vec![
+            registry.register(Arc::clone(&dns) as Arc<dyn Collect>),
+            registry.register(Arc::new(ProcessMetrics::new())),
+            registry.register(Arc::clone(&health) as Arc<dyn Collect>),
+            registry.register(Arc::clone(&reload) as Arc<dyn Collect>),
+            registry.register(Arc::clone(&plugins) as Arc<dyn Collect>),
+            registry.register(Arc::new(ForwardCollector)),
+        ];
+        Self {
+            registry,
+            dns,
+            health,
+            reload,
+            plugins,
+            _registrations: registrations,
+        }
+    }
+}
+
+impl Default for Observability {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The blocks of `config` with their zones loaded from their objects files, and the
-/// addresses each listens on. Nothing is bound or watched: this is also the offline path of
-/// `records` and `query`.
+/// addresses each listens on. Nothing is bound or started: this is also the offline path of
+/// `records` and `query` (`metrics` is `None` there).
 pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
+    load_with(config, None)
+}
+
+fn load_with(
+    config: &Config,
+    metrics: Option<&Observability>,
+) -> Result<Vec<LoadedBlock>, StartError> {
     let mut blocks = Vec::with_capacity(config.servers.len());
     for server_block in &config.servers {
         let addrs = block_addresses(server_block);
+        let server = server_label(server_block);
+        let measured = metrics.filter(|_| server_block.prometheus.is_some());
+        let mut store_metrics = None;
         let kubernetes = match &server_block.kubernetes {
             None => None,
             Some(k8s) if k8s.objects.is_empty() => {
@@ -104,6 +177,20 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
                     build_ms = loaded.build_time.as_millis(),
                     "zone loaded"
                 );
+                if measured.is_some() {
+                    let primary = k8s
+                        .zones
+                        .get(k8s.primary_zone)
+                        .map(ToString::to_string)
+                        .unwrap_or_default();
+                    let store = Arc::new(StoreMetrics::new(&primary));
+                    store.published(
+                        loaded.snapshot.serial(),
+                        loaded.counts,
+                        std::time::SystemTime::now(),
+                    );
+                    store_metrics = Some(store);
+                }
                 let fingerprint = loaded.fingerprint();
                 let store = Arc::new(Store::new(loaded.snapshot));
                 Some(Kubernetes::new(k8s.clone(), store, fingerprint))
@@ -122,80 +209,464 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
             cache: server_block
                 .cache
                 .as_ref()
-                .map(|config| Arc::new(Cache::new(config, &server_label(server_block)))),
+                .map(|config| Arc::new(Cache::new(config, &server))),
+            metrics: measured.map_or_else(Vec::new, |observability| {
+                server_block
+                    .zones
+                    .iter()
+                    .map(|zone| {
+                        observability
+                            .dns
+                            .server_zone(&server, &zone.to_string(), "")
+                    })
+                    .collect()
+            }),
         };
         blocks.push(LoadedBlock {
             block: Arc::new(Block::new(server_block, kubernetes, plugins)),
             addrs,
+            store_metrics,
         });
     }
     Ok(blocks)
 }
 
+/// One loaded configuration and what runs for it.
+struct Generation {
+    token: CancellationToken,
+    blocks: Vec<LoadedBlock>,
+    /// Configured DNS address -> the blocks listening there.
+    by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>>,
+    http: Vec<(SocketAddr, Route)>,
+    monitor: Monitor,
+    lameduck: Duration,
+    reload: Option<(Duration, Duration)>,
+    _registrations: Vec<Registration>,
+}
+
+impl Generation {
+    fn load(config: &Config, observability: &Observability) -> Result<Self, StartError> {
+        let blocks = load_with(config, Some(observability))?;
+        let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
+        let mut registrations = Vec::new();
+        for loaded in &blocks {
+            for addr in &loaded.addrs {
+                by_addr
+                    .entry(*addr)
+                    .or_default()
+                    .push(Arc::clone(&loaded.block));
+            }
+            if let Some(cache) = loaded
+                .block
+                .cache()
+                .filter(|_| !loaded.block.metrics.is_empty())
+            {
+                registrations.push(
+                    observability
+                        .registry
+                        .register(Arc::clone(cache) as Arc<dyn Collect>),
+                );
+            }
+            if let Some(store) = &loaded.store_metrics {
+                registrations.push(
+                    observability
+                        .registry
+                        .register(Arc::clone(store) as Arc<dyn Collect>),
+                );
+            }
+        }
+        let mut http: Vec<(SocketAddr, Route)> = Vec::new();
+        for block in &config.servers {
+            let routes = [
+                block.health.as_ref().map(|h| (h.addr, Route::Health)),
+                block.ready.as_ref().map(|r| (r.addr, Route::Ready)),
+                block.prometheus.as_ref().map(|p| (p.addr, Route::Metrics)),
+            ];
+            for route in routes.into_iter().flatten() {
+                if !http.contains(&route) {
+                    http.push(route);
+                }
+            }
+        }
+        let continuously = config
+            .servers
+            .iter()
+            .any(|b| b.ready.as_ref().is_some_and(|r| r.continuously));
+        observability.plugins.set(enabled_plugins(config));
+        Ok(Self {
+            token: CancellationToken::new(),
+            blocks,
+            by_addr,
+            http,
+            monitor: Monitor::from_continuously(continuously),
+            lameduck: config
+                .servers
+                .iter()
+                .filter_map(|b| b.health.as_ref().map(|h| h.lameduck))
+                .max()
+                .unwrap_or_default(),
+            reload: config
+                .servers
+                .iter()
+                .find_map(|b| b.reload.as_ref().map(|r| (r.interval, r.jitter))),
+            _registrations: registrations,
+        })
+    }
+
+    /// Starts what runs for the blocks: forwarders' health checks, objects watchers, the
+    /// *errors* consolidation tick.
+    fn start(&self) -> Result<(), StartError> {
+        for loaded in &self.blocks {
+            let block = &loaded.block;
+            for forwarder in block.forwarders() {
+                forwarder.start(self.token.clone());
+            }
+            if block.errors().is_some() {
+                tokio::spawn(consolidate(Arc::clone(block), self.token.clone()));
+            }
+            if let Some(k8s) = block.kubernetes() {
+                watcher::watch(
+                    k8s.config.objects.clone(),
+                    k8s.config.clone(),
+                    local_ips(&loaded.addrs),
+                    Arc::clone(&k8s.store),
+                    k8s.fingerprint,
+                    loaded.store_metrics.clone(),
+                    self.token.clone(),
+                )
+                .map_err(StartError::Watch)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What `/ready` asks: every *kubernetes* plugin has its zone.
+    fn readiness(&self) -> ReadinessCheck {
+        let stores: Vec<Arc<Store>> = self
+            .blocks
+            .iter()
+            .filter_map(|loaded| loaded.block.kubernetes().map(|k8s| Arc::clone(&k8s.store)))
+            .collect();
+        Arc::new(move || {
+            // Static objects are loaded before the server starts; the API watch (a later
+            // step) reports `kubernetes` here until its first sync.
+            let _ = &stores;
+            Ok(())
+        })
+    }
+}
+
+/// `coredns_plugin_enabled` for `config`.
+fn enabled_plugins(config: &Config) -> Vec<EnabledPlugin> {
+    let mut plugins = Vec::new();
+    for block in &config.servers {
+        let server = server_label(block);
+        let names = [
+            ("kubernetes", block.kubernetes.is_some()),
+            ("forward", !block.forward.is_empty()),
+            ("cache", block.cache.is_some()),
+            ("health", block.health.is_some()),
+            ("ready", block.ready.is_some()),
+            ("prometheus", block.prometheus.is_some()),
+            ("errors", block.errors.is_some()),
+            ("log", !block.log.is_empty()),
+            ("loop", block.loop_detect.is_some()),
+            ("reload", block.reload.is_some()),
+            ("loadbalance", block.loadbalance.is_some()),
+            ("transfer", !block.transfer.is_empty()),
+            ("bind", !block.bind.is_empty()),
+        ];
+        for zone in &block.zones {
+            for (name, on) in names {
+                if on {
+                    plugins.push(EnabledPlugin {
+                        server: server.clone(),
+                        zone: zone.to_string(),
+                        view: String::new(),
+                        name: name.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+    plugins
+}
+
+/// One DNS listener: UDP and TCP on one address, serving whatever handler is current.
+struct Listener {
+    bound: SocketAddr,
+    handler: Arc<ArcSwap<Handler>>,
+    stop: CancellationToken,
+    udp: Vec<tokio::task::JoinHandle<()>>,
+    tcp: hickory_server::Server<TcpHandler>,
+}
+
+/// A running server.
+pub struct Running {
+    /// Every DNS address served (UDP and TCP), with real ports, in configured order.
+    pub addrs: Vec<SocketAddr>,
+    listeners: BTreeMap<SocketAddr, Listener>,
+    generation: Generation,
+    endpoints: Option<Endpoints>,
+    observability: Arc<Observability>,
+    lifecycle: Arc<Lifecycle>,
+    readiness: Arc<Readiness>,
+}
+
 /// Loads, binds and starts serving `config`; objects files are watched for changes.
 pub async fn start(config: &Config) -> Result<Running, StartError> {
-    let shutdown = CancellationToken::new();
-    let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
-    let mut blocks = Vec::new();
-    for LoadedBlock { block, addrs } in load(config)? {
-        for forwarder in block.forwarders() {
-            forwarder.start(shutdown.clone());
-        }
-        if block.errors().is_some() {
-            tokio::spawn(consolidate(Arc::clone(&block), shutdown.clone()));
-        }
-        if let Some(k8s) = block.kubernetes() {
-            watcher::watch(
-                k8s.config.objects.clone(),
-                k8s.config.clone(),
-                local_ips(&addrs),
-                Arc::clone(&k8s.store),
-                k8s.fingerprint,
-                shutdown.clone(),
-            )
-            .map_err(StartError::Watch)?;
-        }
-        blocks.push(Arc::clone(&block));
-        for addr in addrs {
-            by_addr.entry(addr).or_default().push(Arc::clone(&block));
+    let observability = Arc::new(Observability::new());
+    let generation = Generation::load(config, &observability)?;
+    let lifecycle = Arc::new(Lifecycle::new());
+    let readiness = Arc::new(Readiness::new(generation.readiness(), generation.monitor));
+    let mut running = Running {
+        addrs: Vec::new(),
+        listeners: BTreeMap::new(),
+        generation,
+        endpoints: None,
+        observability,
+        lifecycle,
+        readiness,
+    };
+    running.bind_new().await?;
+    running.swap_handlers();
+    running.generation.start()?;
+    running.start_probes();
+    if !running.generation.http.is_empty() {
+        running.endpoints = Some(Endpoints::start(
+            &running.generation.http,
+            running.shared(),
+        )?);
+        running.log_endpoints();
+    }
+    Ok(running)
+}
+
+impl Running {
+    fn shared(&self) -> Shared {
+        Shared {
+            registry: self.observability.registry.clone(),
+            readiness: Arc::clone(&self.readiness),
+            lifecycle: Arc::clone(&self.lifecycle),
+            health: Arc::clone(&self.observability.health),
         }
     }
 
-    let configured: Vec<SocketAddr> = by_addr.keys().copied().collect();
-    let listeners = bind_all(&configured).await?;
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut running = Running {
-        addrs: Vec::new(),
-        blocks,
-        shutdown: shutdown.clone(),
-        tcp: Vec::new(),
-        udp: Vec::new(),
-    };
-    for (listener, blocks) in listeners.into_iter().zip(by_addr.into_values()) {
-        for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
-            tokio::spawn(probe_for_loops(
-                Arc::clone(block),
-                listener.addr,
-                shutdown.clone(),
+    /// Binds the generation's addresses that have no listener yet.
+    async fn bind_new(&mut self) -> Result<(), StartError> {
+        let missing: Vec<SocketAddr> = self
+            .generation
+            .by_addr
+            .keys()
+            .filter(|addr| !self.listeners.contains_key(addr))
+            .copied()
+            .collect();
+        let bound = bind_all(&missing).await?;
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        for (configured, listener) in missing.into_iter().zip(bound) {
+            // The handler is in place before the first packet can arrive.
+            let handler = Arc::new(ArcSwap::from_pointee(
+                self.handler_for(&configured, listener.addr),
             ));
+            let stop = CancellationToken::new();
+            let socket = Arc::new(listener.udp);
+            let udp = (0..workers)
+                .map(|_| {
+                    tokio::spawn(udp::serve(
+                        Arc::clone(&socket),
+                        Arc::clone(&handler),
+                        stop.clone(),
+                    ))
+                })
+                .collect();
+            let mut tcp = hickory_server::Server::new(TcpHandler(Arc::clone(&handler)));
+            tcp.register_listener(listener.tcp, TCP_IDLE_TIMEOUT, TCP_RESPONSE_BUFFER);
+            tracing::info!("listening on udp {}", listener.addr);
+            tracing::info!("listening on tcp {}", listener.addr);
+            self.listeners.insert(
+                configured,
+                Listener {
+                    bound: listener.addr,
+                    handler,
+                    stop,
+                    udp,
+                    tcp,
+                },
+            );
         }
-        let handler = Arc::new(Handler::bound(blocks, listener.addr));
-        let udp_socket = Arc::new(listener.udp);
-        for _ in 0..workers {
-            running.udp.push(tokio::spawn(udp::serve(
-                Arc::clone(&udp_socket),
-                Arc::clone(&handler),
-                shutdown.clone(),
-            )));
-        }
-        let mut tcp = hickory_server::Server::new(TcpHandler(Arc::clone(&handler)));
-        tcp.register_listener(listener.tcp, TCP_IDLE_TIMEOUT, TCP_RESPONSE_BUFFER);
-        running.tcp.push(tcp);
-        tracing::info!("listening on udp {}", listener.addr);
-        tracing::info!("listening on tcp {}", listener.addr);
-        running.addrs.push(listener.addr);
+        self.addrs = self
+            .generation
+            .by_addr
+            .keys()
+            .filter_map(|a| self.listeners.get(a).map(|l| l.bound))
+            .collect();
+        Ok(())
     }
-    Ok(running)
+
+    /// Points every listener of the generation at a handler over its blocks.
+    fn swap_handlers(&self) {
+        for addr in self.generation.by_addr.keys() {
+            if let Some(listener) = self.listeners.get(addr) {
+                listener
+                    .handler
+                    .store(Arc::new(self.handler_for(addr, listener.bound)));
+            }
+        }
+    }
+
+    /// The handler over the generation's blocks that listen on `configured`.
+    fn handler_for(&self, configured: &SocketAddr, bound: SocketAddr) -> Handler {
+        let blocks = self
+            .generation
+            .by_addr
+            .get(configured)
+            .cloned()
+            .unwrap_or_default();
+        let measured = blocks.iter().any(|block| !block.metrics.is_empty());
+        let handler = Handler::bound(blocks, bound);
+        if measured {
+            let server = format!("dns://{}", display_addr(*configured));
+            handler.with_dropped(self.observability.dns.dropped(&server))
+        } else {
+            handler
+        }
+    }
+
+    /// Starts the *loop* plugin's probes of the generation.
+    fn start_probes(&self) {
+        for (addr, blocks) in &self.generation.by_addr {
+            let Some(listener) = self.listeners.get(addr) else {
+                continue;
+            };
+            for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
+                tokio::spawn(probe_for_loops(
+                    Arc::clone(block),
+                    listener.bound,
+                    self.generation.token.clone(),
+                ));
+            }
+        }
+    }
+
+    /// Applies a reloaded configuration: new blocks behind the listeners that stay, new
+    /// listeners bound, gone ones closed, HTTP endpoints moved, readiness swapped (never
+    /// blinking). On error the running configuration is left as it was.
+    pub async fn apply(&mut self, config: &Config) -> Result<(), StartError> {
+        let generation = Generation::load(config, &self.observability)?;
+        let old = std::mem::replace(&mut self.generation, generation);
+        if let Err(error) = self.bind_new().await {
+            self.generation = old;
+            return Err(error);
+        }
+        if let Some(endpoints) = &mut self.endpoints {
+            if let Err(error) = endpoints.apply(&self.generation.http) {
+                self.generation = old;
+                return Err(error.into());
+            }
+        } else if !self.generation.http.is_empty() {
+            match Endpoints::start(&self.generation.http, self.shared()) {
+                Ok(endpoints) => self.endpoints = Some(endpoints),
+                Err(error) => {
+                    self.generation = old;
+                    return Err(error.into());
+                }
+            }
+        }
+        if let Err(error) = self.generation.start() {
+            self.generation.token.cancel();
+            self.generation = old;
+            return Err(error);
+        }
+        self.swap_handlers();
+        self.readiness
+            .set(self.generation.readiness(), self.generation.monitor);
+        let gone: Vec<SocketAddr> = self
+            .listeners
+            .keys()
+            .filter(|addr| !self.generation.by_addr.contains_key(addr))
+            .copied()
+            .collect();
+        for addr in gone {
+            if let Some(listener) = self.listeners.remove(&addr) {
+                tracing::info!("no longer listening on {}", listener.bound);
+                close(listener).await;
+            }
+        }
+        self.start_probes();
+        self.log_endpoints();
+        old.token.cancel();
+        self.addrs = self
+            .generation
+            .by_addr
+            .keys()
+            .filter_map(|a| self.listeners.get(a).map(|l| l.bound))
+            .collect();
+        Ok(())
+    }
+
+    fn log_endpoints(&self) {
+        for route in Route::ALL {
+            if let Some(addr) = self.http_addr(route) {
+                tracing::info!("listening for {route} on http://{addr}{}", route.path());
+            }
+        }
+    }
+
+    /// Where an HTTP route listens (its real port).
+    pub fn http_addr(&self, route: Route) -> Option<SocketAddr> {
+        self.endpoints.as_ref().and_then(|e| e.local_addr(route))
+    }
+
+    /// The *reload* plugin's schedule in the running configuration: (interval, jitter).
+    pub fn reload_schedule(&self) -> Option<(Duration, Duration)> {
+        self.generation.reload
+    }
+
+    /// The *reload* plugin's metrics.
+    pub fn reload_metrics(&self) -> Arc<ReloadMetrics> {
+        Arc::clone(&self.observability.reload)
+    }
+
+    /// Shuts down as CoreDNS's *health* `lameduck` asks: `/ready` fails at once, DNS and
+    /// `/health` keep answering for the lameduck duration, then everything stops.
+    pub async fn shut_down(self) {
+        let lameduck = self.generation.lameduck;
+        if !lameduck.is_zero() {
+            tracing::info!("lameduck: still serving for {} s", lameduck.as_secs_f64());
+        }
+        self.lifecycle.shut_down(lameduck).await;
+        self.stop().await;
+    }
+
+    /// Stops serving now: listeners close, in-flight queries finish.
+    pub async fn stop(mut self) {
+        self.lifecycle.stop();
+        self.generation.token.cancel();
+        for (_, listener) in std::mem::take(&mut self.listeners) {
+            close(listener).await;
+        }
+        if let Some(endpoints) = self.endpoints.take() {
+            endpoints.join().await;
+        }
+    }
+}
+
+async fn close(mut listener: Listener) {
+    listener.stop.cancel();
+    for task in listener.udp.drain(..) {
+        let _ = task.await;
+    }
+    if let Err(error) = listener.tcp.shutdown_gracefully().await {
+        tracing::debug!(%error, "tcp shutdown");
+    }
+}
+
+fn display_addr(addr: SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        format!(":{}", addr.port())
+    } else {
+        addr.to_string()
+    }
 }
 
 /// Flushes the *errors* plugin's consolidation periods once a second.
@@ -257,21 +728,6 @@ fn probe_query(name: &crate::zone::name::WireName) -> Vec<u8> {
     query.extend_from_slice(&crate::zone::rrset::rtype::HINFO.to_be_bytes());
     query.extend_from_slice(&crate::zone::rrset::CLASS_IN.to_be_bytes());
     query
-}
-
-impl Running {
-    /// Stops serving: listeners close, in-flight queries finish.
-    pub async fn stop(mut self) {
-        self.shutdown.cancel();
-        for task in self.udp.drain(..) {
-            let _ = task.await;
-        }
-        for mut tcp in self.tcp.drain(..) {
-            if let Err(error) = tcp.shutdown_gracefully().await {
-                tracing::debug!(%error, "tcp shutdown");
-            }
-        }
-    }
 }
 
 /// The `server` label CoreDNS's metrics carry: `dns://:53`, or `dns://127.0.0.1:1053` for a

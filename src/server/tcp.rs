@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
+
 use hickory_proto::op::{Header, HeaderCounts, Message, MessageType, Metadata, ResponseCode};
 use hickory_proto::rr::Record;
 use hickory_server::net::runtime::Time;
@@ -16,7 +18,7 @@ const TRANSFER_CHUNK: usize = 500;
 
 /// Adapts [`Handler`] to hickory-server's request handler.
 #[derive(Debug, Clone)]
-pub(crate) struct TcpHandler(pub(crate) Arc<Handler>);
+pub(crate) struct TcpHandler(pub(crate) Arc<ArcSwap<Handler>>);
 
 #[async_trait::async_trait]
 impl RequestHandler for TcpHandler {
@@ -26,13 +28,13 @@ impl RequestHandler for TcpHandler {
         mut response: R,
     ) -> ResponseInfo {
         let mut out = Vec::new();
-        let outcome = self
-            .0
-            .respond(request.as_slice(), request.src(), Transport::Tcp, &mut out);
+        // The handler of the running configuration; a reload swaps it between two queries.
+        let handler = self.0.load_full();
+        let outcome = handler.respond(request.as_slice(), request.src(), Transport::Tcp, &mut out);
         let sent = match outcome {
             Outcome::Reply => send_bytes(request, &out, &mut response).await,
             Outcome::Forward(pending) => {
-                self.0.complete(pending, &mut out).await;
+                handler.complete(pending, &mut out).await;
                 send_bytes(request, &out, &mut response).await
             }
             Outcome::Transfer(records) => send_transfer(request, &records, &mut response).await,

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +16,7 @@ const MAX_DATAGRAM: usize = 65535;
 /// no allocation; one that goes upstream continues in a task of its own.
 pub(crate) async fn serve(
     socket: Arc<UdpSocket>,
-    handler: Arc<Handler>,
+    current: Arc<ArcSwap<Handler>>,
     shutdown: CancellationToken,
 ) {
     let mut packet = vec![0u8; MAX_DATAGRAM];
@@ -33,6 +34,8 @@ pub(crate) async fn serve(
                 continue;
             }
         };
+        // The handler of the running configuration; a reload swaps it between two queries.
+        let handler = current.load();
         match handler.respond(&packet[..len], peer, Transport::Udp, &mut out) {
             Outcome::Reply => {
                 if let Err(error) = socket.send_to(&out, peer).await {
@@ -40,7 +43,8 @@ pub(crate) async fn serve(
                 }
             }
             Outcome::Forward(pending) => {
-                let (socket, handler) = (Arc::clone(&socket), Arc::clone(&handler));
+                let socket = Arc::clone(&socket);
+                let handler = arc_swap::Guard::into_inner(handler);
                 tokio::spawn(async move {
                     let mut out = Vec::new();
                     handler.complete(pending, &mut out).await;

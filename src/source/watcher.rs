@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::file::{self, Loaded};
 use crate::config::KubernetesConfig;
+use crate::metrics::process::{ObjectCounts, StoreMetrics};
 use crate::store::Store;
 use crate::zone::{self, BuildContext, Snapshot};
 
@@ -29,6 +30,8 @@ pub struct LoadedZone {
     pub read_time: Duration,
     /// How long building the zone took.
     pub build_time: Duration,
+    /// The objects the zone was built from, by kind.
+    pub counts: ObjectCounts,
     fingerprint: u64,
 }
 
@@ -63,6 +66,12 @@ pub fn load(
         serial,
     };
     let read_time = started.elapsed();
+    let counts = ObjectCounts {
+        namespaces: cluster.namespaces.len() as u64,
+        services: cluster.services.len() as u64,
+        endpoint_slices: cluster.endpoint_slices.len() as u64,
+        pods: cluster.pods.len() as u64,
+    };
     let started = Instant::now();
     let snapshot = zone::build(&cluster, config, &ctx);
     let build_time = started.elapsed();
@@ -73,6 +82,7 @@ pub fn load(
         ignored,
         read_time,
         build_time,
+        counts,
         fingerprint,
     })
 }
@@ -110,6 +120,7 @@ pub fn watch(
     local_ips: Vec<std::net::IpAddr>,
     store: Arc<Store>,
     initial_fingerprint: u64,
+    metrics: Option<Arc<StoreMetrics>>,
     shutdown: CancellationToken,
 ) -> notify::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -164,6 +175,13 @@ pub fn watch(
                         build_ms = loaded.build_time.as_millis(),
                         "objects changed; new zone published"
                     );
+                    if let Some(metrics) = &metrics {
+                        metrics.published(
+                            loaded.snapshot.serial(),
+                            loaded.counts,
+                            SystemTime::now(),
+                        );
+                    }
                     store.publish(loaded.snapshot);
                 }
                 Ok(Err(error)) => {

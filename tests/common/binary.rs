@@ -14,6 +14,7 @@ pub struct TestServer {
     child: Child,
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
 }
 
 impl TestServer {
@@ -22,11 +23,22 @@ impl TestServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
             .args(args)
             .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start clusterdns");
         let stderr = child.stderr.take().unwrap();
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let out_sink = Arc::clone(&stdout);
+        let child_stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(child_stdout).lines() {
+                let Ok(line) = line else { break };
+                let mut out = out_sink.lock().unwrap();
+                out.push_str(&line);
+                out.push('\n');
+            }
+        });
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = mpsc::channel();
         let sink = Arc::clone(&log);
@@ -52,7 +64,69 @@ impl TestServer {
         while TcpStream::connect(addr).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, addr, log }
+        Self {
+            child,
+            addr,
+            log,
+            stdout,
+        }
+    }
+
+    /// What the server wrote to stdout so far (the *log* and *errors* plugins).
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    /// The address an HTTP route was logged at (`listening for health on http://A/health`).
+    pub fn http_addr(&self, route: &str) -> SocketAddr {
+        let needle = format!("listening for {route} on http://");
+        self.wait_log(&needle, Duration::from_secs(10));
+        let log = self.log();
+        let line = log
+            .lines()
+            .find(|l| l.contains(&needle))
+            .unwrap_or_else(|| panic!("no {route} endpoint in:\n{log}"));
+        let rest = line.split(&needle).nth(1).unwrap();
+        rest.split('/').next().unwrap().parse().unwrap()
+    }
+
+    /// `GET path` on the route's address: (status, body).
+    pub fn http_get(&self, route: &str, path: &str) -> (u16, String) {
+        http_get(self.http_addr(route), path)
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits up to `timeout` for the process to exit; its status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Waits until the log contains `text`.
+    pub fn wait_log(&self, text: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.log().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "no {text:?} in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn log(&self) -> String {
@@ -122,6 +196,28 @@ impl TestServer {
         let messages = self.tcp_messages(&super::query(name, qtype, Some(1232)), |m| !m.is_empty());
         Reply::decode(&messages[0])
     }
+}
+
+/// A minimal HTTP/1.1 GET: (status, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
 }
 
 impl Drop for TestServer {
