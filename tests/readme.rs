@@ -55,7 +55,7 @@ fn the_second_command_is_what_ci_runs() {
 }
 
 #[test]
-fn corefile_examples_parse() {
+fn corefile_examples_parse_and_load() {
     let readme = read("README.md");
     let blocks: Vec<&str> = readme
         .split("```corefile\n")
@@ -63,10 +63,33 @@ fn corefile_examples_parse() {
         .filter_map(|block| block.split("```").next())
         .collect();
     assert!(!blocks.is_empty());
-    for block in blocks {
-        let file = TempCorefile::new(&block.replace("fixtures/", "{FIXTURES}/"));
-        clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let example = read("Corefile.example");
+    for text in blocks.into_iter().chain([example.as_str()]) {
+        // Parsed, and loaded: objects read, zones built, forwarders and caches made — all but
+        // the sockets (the examples use the real ports).
+        let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
+        let config =
+            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
     }
-    let example = TempCorefile::new(&read("Corefile.example").replace("fixtures/", "{FIXTURES}/"));
-    clusterdns::config::read_corefile(&example.path).unwrap();
+}
+
+#[test]
+fn the_shorthand_corefile_is_what_the_readme_shows() {
+    let readme = read("README.md");
+    let section = readme.split("What `serve --objects` runs").nth(1).unwrap();
+    let shown = section
+        .split("```corefile\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let options = clusterdns::config::ShorthandOptions {
+        resolv_conf: Some("/etc/resolv.conf".into()),
+        ..clusterdns::config::ShorthandOptions::new("127.0.0.1:1053".parse().unwrap())
+    };
+    let generated =
+        clusterdns::config::shorthand_corefile_with(&["fixtures/shop.json".into()], &options);
+    assert_eq!(shown.trim(), generated.trim());
 }
