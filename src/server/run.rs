@@ -428,9 +428,14 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
         lifecycle,
         readiness,
     };
-    running.bind_new().await?;
-    running.swap_handlers();
+    // Watchers first: a change to the objects after they were read and before the first
+    // query is answered is not missed.
     running.generation.start()?;
+    if let Err(error) = running.bind_new().await {
+        running.generation.token.cancel();
+        return Err(error);
+    }
+    running.swap_handlers();
     running.start_probes();
     if !running.generation.http.is_empty() {
         running.endpoints = Some(Endpoints::start(

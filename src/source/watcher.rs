@@ -124,6 +124,9 @@ pub fn watch(
     shutdown: CancellationToken,
 ) -> notify::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    // One look at the files as soon as the watch is in place: a change made after they were
+    // read and before the directories were watched would otherwise wait for the next event.
+    let _ = tx.send(());
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if event.is_ok_and(|event| !event.kind.is_access()) {
             let _ = tx.send(());

@@ -65,6 +65,8 @@ struct State {
     open: AtomicUsize,
     /// The last query that was not a health check, as received.
     last: Mutex<Option<Vec<u8>>>,
+    /// The question names of every query that was not a health check, lowercased.
+    names: Mutex<Vec<String>>,
 }
 
 impl TestUpstream {
@@ -84,6 +86,7 @@ impl TestUpstream {
             connections: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
             last: Mutex::new(None),
+            names: Mutex::new(Vec::new()),
         });
         let tasks = vec![
             tokio::spawn(serve_udp(Arc::new(udp), Arc::clone(&state))),
@@ -145,6 +148,14 @@ impl TestUpstream {
     /// TCP connections open now (closed by either side are not).
     pub fn open_connections(&self) -> usize {
         self.state.open.load(Ordering::SeqCst)
+    }
+
+    /// Queries for `name` (any case, any type, either transport). Unlike `queries`, this
+    /// ignores the loop plugin's probe, which arrives whenever the server gets to it.
+    pub fn queries_for(&self, name: &str) -> usize {
+        let name = name.to_ascii_lowercase();
+        let names = self.state.names.lock().unwrap();
+        names.iter().filter(|asked| **asked == name).count()
     }
 
     /// The last query (not a health check) as received.
@@ -250,6 +261,8 @@ async fn respond(state: &State, bytes: &[u8], via: Via) -> Vec<Vec<u8>> {
             Via::Tcp => state.tcp.fetch_add(1, Ordering::SeqCst),
         };
         *state.last.lock().unwrap() = Some(bytes.to_vec());
+        let name = question.name().to_ascii().to_ascii_lowercase();
+        state.names.lock().unwrap().push(name);
     }
     let behaviour = *state.behaviour.lock().unwrap();
     let answer = *state.answer.lock().unwrap();
