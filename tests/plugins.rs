@@ -272,6 +272,7 @@ fn health_ready_and_metrics_over_http() {
         "process_resident_memory_bytes".to_owned(),
         "process_cpu_seconds_total".to_owned(),
         "clusterdns_store_serial{zone=\"cluster.local.\"}".to_owned(),
+        "# TYPE coredns_kubernetes_dns_programming_duration_seconds histogram".to_owned(),
     ] {
         assert!(metrics.contains(&needle), "missing {needle} in:\n{metrics}");
     }
@@ -453,4 +454,118 @@ fn kubeadms_corefile_runs_with_only_its_ports_moved() {
     );
     assert_eq!(server.http_get("ready", "/ready").0, 200);
     assert_eq!(server.http_get("health", "/health").0, 200);
+}
+
+/// Three Services, one of each kind, with one ready endpoint each in a slice stamped
+/// `stamp` (RFC 3339); `last` is the last octet of every endpoint address.
+fn stamped_objects(stamp: &str, last: u8) -> String {
+    let service = |name: &str, cluster_ip: &str, selector: bool| {
+        let selector = if selector {
+            format!(r#","selector":{{"app":"{name}"}}"#)
+        } else {
+            String::new()
+        };
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Service","metadata":{{"name":"{name}","namespace":"shop"}},
+               "spec":{{"clusterIP":"{cluster_ip}","ports":[{{"name":"http","port":80}}]{selector}}}}}"#
+        )
+    };
+    let slice = |name: &str, third: u8| {
+        format!(
+            r#"{{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+               "metadata":{{"name":"{name}-abcde","namespace":"shop",
+                 "labels":{{"kubernetes.io/service-name":"{name}"}},
+                 "annotations":{{"endpoints.kubernetes.io/last-change-trigger-time":"{stamp}"}}}},
+               "addressType":"IPv4",
+               "endpoints":[{{"addresses":["10.244.{third}.{last}"],"conditions":{{"ready":true}}}}],
+               "ports":[{{"name":"http","port":8080,"protocol":"TCP"}}]}}"#
+        )
+    };
+    format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{},{},{},{},{},{}]}}"#,
+        service("web", "10.96.0.20", true),
+        service("db", "None", true),
+        service("ext", "None", false),
+        slice("web", 1),
+        slice("db", 2),
+        slice("ext", 3),
+    )
+}
+
+/// The `_count` and `_sum` of `coredns_kubernetes_dns_programming_duration_seconds` for
+/// `kind`, from a scrape.
+fn programming(metrics: &str, kind: &str) -> (u64, f64) {
+    let value = |suffix: &str| {
+        let prefix = format!(
+            "coredns_kubernetes_dns_programming_duration_seconds_{suffix}{{service_kind=\"{kind}\"}} "
+        );
+        let line = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{metrics}"));
+        line.parse::<f64>().unwrap()
+    };
+    (value("count") as u64, value("sum"))
+}
+
+#[test]
+fn programming_latency_is_measured_for_every_service_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects.json");
+    // Stamped long before the start: the first listing is not programming latency.
+    std::fs::write(&objects, stamped_objects("2020-01-01T00:00:00Z", 10)).unwrap();
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{
+    bind 127.0.0.1
+    kubernetes cluster.local {{
+       objects {}
+    }}
+    prometheus 127.0.0.1:0
+}}
+",
+        objects.display()
+    ));
+    let server = serve(&corefile);
+    let (_, metrics) = server.http_get("metrics", "/metrics");
+    for kind in [
+        "cluster_ip",
+        "headless_with_selector",
+        "headless_without_selector",
+    ] {
+        assert_eq!(programming(&metrics, kind), (0, 0.0), "{kind}");
+    }
+
+    // The controller stamped a change half a second ago (after the start); the file lands
+    // now.
+    std::thread::sleep(Duration::from_millis(1000));
+    let stamp = jiff::Timestamp::now() - jiff::SignedDuration::from_millis(500);
+    let staged = dir.path().join(".objects.json.tmp");
+    std::fs::write(&staged, stamped_objects(&stamp.to_string(), 11)).unwrap();
+    std::fs::rename(&staged, &objects).unwrap();
+    let want = expect(&["db.shop.svc.cluster.local. 5 IN A 10.244.2.11"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.ask_udp("db.shop.svc.cluster.local.", "A").answer != want {
+        assert!(
+            Instant::now() < deadline,
+            "never reloaded:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, metrics) = server.http_get("metrics", "/metrics");
+    for kind in [
+        "cluster_ip",
+        "headless_with_selector",
+        "headless_without_selector",
+    ] {
+        let (count, sum) = programming(&metrics, kind);
+        assert_eq!(count, 1, "{kind}");
+        assert!((0.5..60.0).contains(&sum), "{kind}: {sum} s");
+    }
+    assert!(
+        metrics.contains(
+            "coredns_kubernetes_dns_programming_duration_seconds_bucket{service_kind=\"cluster_ip\",le=\"0.256\"} 0\n"
+        ),
+        "{metrics}"
+    );
 }

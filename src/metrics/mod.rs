@@ -15,12 +15,14 @@
 
 pub mod dns;
 pub mod health;
+pub mod kubernetes;
 pub mod process;
 pub mod registry;
 pub mod reload;
 
 pub use dns::{DnsMetrics, Family, Observation, Plugin, Proto, ServerMetrics};
 pub use health::HealthMetrics;
+pub use kubernetes::ProgrammingMetrics;
 pub use process::{
     BuildInfo, EnabledPlugin, ObjectCounts, PANICS, PluginEnabled, ProcessMetrics, StoreMetrics,
 };

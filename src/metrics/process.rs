@@ -6,11 +6,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 
-use super::{Collect, Counter, Exposition, Gauge, Kind};
+use super::{Collect, Counter, Exposition, Gauge, Kind, ProgrammingMetrics};
+use crate::source::programming::ServiceKind;
 
 /// Panics caught on the query path (`coredns_panics_total`): the server adds one wherever
 /// it catches an unwind; [`ProcessMetrics`] writes it.
@@ -342,6 +343,8 @@ pub struct StoreMetrics {
     serial: AtomicU64,
     objects: [AtomicU64; 4],
     last_update: Gauge,
+    /// Where the store's programming latencies go, if anywhere.
+    programming: Option<Arc<ProgrammingMetrics>>,
 }
 
 const KINDS: [&str; 4] = ["EndpointSlice", "Namespace", "Pod", "Service"];
@@ -355,6 +358,23 @@ impl StoreMetrics {
             serial: AtomicU64::new(0),
             objects: [const { AtomicU64::new(0) }; 4],
             last_update: Gauge::new(),
+            programming: None,
+        }
+    }
+
+    /// The same, reporting programming latencies to `programming` (which it enables).
+    pub fn reporting_programming(mut self, programming: Arc<ProgrammingMetrics>) -> Self {
+        programming.enable();
+        self.programming = Some(programming);
+        self
+    }
+
+    /// A publication reflected changes `latencies` after they happened.
+    pub fn programmed(&self, latencies: &[(ServiceKind, Duration)]) {
+        if let Some(programming) = &self.programming {
+            for (kind, latency) in latencies {
+                programming.observe(*kind, *latency);
+            }
         }
     }
 

@@ -10,8 +10,12 @@
 //! `""`) is the port itself, a missing service type is ClusterIP, a missing traffic policy is
 //! Cluster, a missing `sessionAffinityConfig.clientIP.timeoutSeconds` is 10800, a missing
 //! `metadata.namespace` is `default`.
+//!
+//! Annotations are free-form to the API server: one this module reads
+//! ([`ANNOTATION_TRIGGER_TIME`]) is ignored, not an error, when it does not parse.
 
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1 as core;
@@ -20,9 +24,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    AddressType, ContainerPort, Endpoint, EndpointConditions, EndpointPort, EndpointSlice,
-    LABEL_SERVICE_NAME, Labels, Namespace, ObjectKey, Pod, PodPhase, Protocol, Service,
-    ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
+    ANNOTATION_TRIGGER_TIME, AddressType, ContainerPort, Endpoint, EndpointConditions,
+    EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels, Namespace, ObjectKey, Pod, PodPhase,
+    Protocol, Service, ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
 };
 
 /// The namespace of an object whose `metadata.namespace` is unset (what `kubectl apply` uses).
@@ -463,7 +467,19 @@ pub fn endpoint_slice(object: &discovery::EndpointSlice) -> Result<EndpointSlice
         address_type,
         endpoints,
         ports,
+        trigger_time: trigger_time(&object.metadata),
     })
+}
+
+/// The [`ANNOTATION_TRIGGER_TIME`] annotation, an RFC 3339 timestamp; `None` when it is
+/// absent or does not parse (the API server does not validate annotations, so neither
+/// should a reader refuse a whole object over one).
+fn trigger_time(metadata: &ObjectMeta) -> Option<SystemTime> {
+    let value = metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_TRIGGER_TIME)?;
+    value.parse::<jiff::Timestamp>().ok().map(SystemTime::from)
 }
 
 fn slice_endpoint(
@@ -577,6 +593,7 @@ fn parse_ip(value: &str, path: &str) -> Result<IpAddr> {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use std::time::Duration;
 
     fn svc(spec: Value) -> std::result::Result<Service, String> {
         let object: core::Service = serde_json::from_value(json!({
@@ -1110,6 +1127,38 @@ mod tests {
         }))
         .expect("test");
         assert_eq!(endpoint_slice(&object).expect("valid").service_name, None);
+    }
+
+    #[test]
+    fn endpoint_slice_trigger_time_annotation() {
+        let stamped = |stamp: &str| {
+            let object: discovery::EndpointSlice = serde_json::from_value(json!({
+                "metadata": {
+                    "name": "web-abcde", "namespace": "shop",
+                    "annotations": {ANNOTATION_TRIGGER_TIME: stamp},
+                },
+                "addressType": "IPv4",
+            }))
+            .expect("test");
+            endpoint_slice(&object).expect("valid").trigger_time
+        };
+        let epoch = |nanos: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_nanos(nanos));
+        assert_eq!(
+            stamped("2024-01-01T00:00:00Z"),
+            epoch(1_704_067_200_000_000_000)
+        );
+        assert_eq!(
+            stamped("2024-01-01T01:00:00.5+01:00"),
+            epoch(1_704_067_200_500_000_000)
+        );
+        // Free-form to the API server: a value that does not parse is no stamp, not an error.
+        assert_eq!(stamped("yesterday"), None);
+        assert_eq!(
+            slice_of(json!({"addressType": "IPv4"}))
+                .expect("valid")
+                .trigger_time,
+            None
+        );
     }
 
     #[test]

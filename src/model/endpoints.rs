@@ -1,6 +1,7 @@
 //! EndpointSlices, and the EndpointSlice controller that computes them from Pods.
 
 use std::net::IpAddr;
+use std::time::SystemTime;
 
 use super::{
     Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service, ServicePort,
@@ -22,6 +23,10 @@ pub struct EndpointSlice {
     pub endpoints: Vec<Endpoint>,
     /// `ports`, in slice order. Empty means the slice carries no port.
     pub ports: Vec<EndpointPort>,
+    /// The `endpoints.kubernetes.io/last-change-trigger-time` annotation: when the change
+    /// (to a Pod or the Service) that this version of the slice reflects happened. Set by
+    /// the EndpointSlice controller; what DNS programming latency is measured from.
+    pub trigger_time: Option<SystemTime>,
 }
 
 /// `addressType`.
@@ -228,6 +233,7 @@ pub fn reconcile_slices<'a>(
                 address_type,
                 endpoints,
                 ports,
+                trigger_time: None,
             };
 
         let mut count = 0;

@@ -30,6 +30,10 @@ pub type Labels = BTreeMap<String, String>;
 /// The label that ties an EndpointSlice to its Service.
 pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
 
+/// The annotation the EndpointSlice controller stamps with the time of the change a slice
+/// reflects.
+pub const ANNOTATION_TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+
 /// A Namespace object (or one synthesized from the objects that live in it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
@@ -23,10 +23,12 @@ use crate::forward::{Forwarder, forward_metrics};
 use crate::http::{Endpoints, Lifecycle, Monitor, Readiness, ReadinessCheck, Route, Shared};
 use crate::metrics::dns::DnsMetrics;
 use crate::metrics::health::HealthMetrics;
+use crate::metrics::kubernetes::ProgrammingMetrics;
 use crate::metrics::process::{EnabledPlugin, PluginEnabled, ProcessMetrics, StoreMetrics};
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
+use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::{file, watcher};
 use crate::store::Store;
 
@@ -72,6 +74,8 @@ pub struct LoadedBlock {
     pub addrs: Vec<SocketAddr>,
     /// The block's store metrics, when it has a *kubernetes* plugin and metrics are on.
     store_metrics: Option<Arc<StoreMetrics>>,
+    /// The change stamps of the slices the zone was loaded from.
+    triggers: Vec<SliceTrigger>,
 }
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
@@ -88,6 +92,10 @@ pub struct Observability {
     pub reload: Arc<ReloadMetrics>,
     /// `coredns_plugin_enabled`.
     pub plugins: Arc<PluginEnabled>,
+    /// `coredns_kubernetes_dns_programming_duration_seconds`.
+    pub programming: Arc<ProgrammingMetrics>,
+    /// When the process started: older change stamps are not programming latency.
+    pub started: SystemTime,
     _registrations: Vec<Registration>,
 }
 
@@ -108,7 +116,9 @@ impl Observability {
         let health = Arc::new(HealthMetrics::new());
         let reload = Arc::new(ReloadMetrics::new());
         let plugins = Arc::new(PluginEnabled::new());
+        let programming = Arc::new(ProgrammingMetrics::new());
         let registrations = vec![
+            registry.register(Arc::clone(&programming) as Arc<dyn Collect>),
             registry.register(Arc::clone(&dns) as Arc<dyn Collect>),
             registry.register(Arc::new(ProcessMetrics::new())),
             registry.register(Arc::clone(&health) as Arc<dyn Collect>),
@@ -122,6 +132,8 @@ impl Observability {
             health,
             reload,
             plugins,
+            programming,
+            started: SystemTime::now(),
             _registrations: registrations,
         }
     }
@@ -150,18 +162,18 @@ fn load_with(
         let server = server_label(server_block);
         let measured = metrics.filter(|_| server_block.prometheus.is_some());
         let mut store_metrics = None;
+        let mut triggers = Vec::new();
         let kubernetes = match &server_block.kubernetes {
             None => None,
             Some(k8s) if k8s.objects.is_empty() => {
                 return Err(StartError::NoObjects { line: k8s.line });
             }
             Some(k8s) => {
-                let loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None).map_err(
-                    |source| StartError::Objects {
+                let mut loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None)
+                    .map_err(|source| StartError::Objects {
                         line: k8s.line,
                         error: Box::new(source),
-                    },
-                )?;
+                    })?;
                 for (kind, count) in &loaded.ignored {
                     tracing::info!(
                         kind,
@@ -177,18 +189,18 @@ fn load_with(
                     build_ms = loaded.build_time.as_millis(),
                     "zone loaded"
                 );
-                if measured.is_some() {
+                triggers = std::mem::take(&mut loaded.triggers);
+                if let Some(observability) = measured {
                     let primary = k8s
                         .zones
                         .get(k8s.primary_zone)
                         .map(ToString::to_string)
                         .unwrap_or_default();
-                    let store = Arc::new(StoreMetrics::new(&primary));
-                    store.published(
-                        loaded.snapshot.serial(),
-                        loaded.counts,
-                        std::time::SystemTime::now(),
+                    let store = Arc::new(
+                        StoreMetrics::new(&primary)
+                            .reporting_programming(Arc::clone(&observability.programming)),
                     );
+                    store.published(loaded.snapshot.serial(), loaded.counts, SystemTime::now());
                     store_metrics = Some(store);
                 }
                 let fingerprint = loaded.fingerprint();
@@ -226,6 +238,7 @@ fn load_with(
             block: Arc::new(Block::new(server_block, kubernetes, plugins)),
             addrs,
             store_metrics,
+            triggers,
         });
     }
     Ok(blocks)
@@ -241,6 +254,8 @@ struct Generation {
     monitor: Monitor,
     lameduck: Duration,
     reload: Option<(Duration, Duration)>,
+    /// When the process started (see [`Observability::started`]).
+    started: SystemTime,
     _registrations: Vec<Registration>,
 }
 
@@ -309,6 +324,7 @@ impl Generation {
                 .servers
                 .iter()
                 .find_map(|b| b.reload.as_ref().map(|r| (r.interval, r.jitter))),
+            started: observability.started,
             _registrations: registrations,
         })
     }
@@ -326,11 +342,11 @@ impl Generation {
             }
             if let Some(k8s) = block.kubernetes() {
                 watcher::watch(
-                    k8s.config.objects.clone(),
                     k8s.config.clone(),
                     local_ips(&loaded.addrs),
                     Arc::clone(&k8s.store),
                     k8s.fingerprint,
+                    Tracker::new(self.started, &loaded.triggers),
                     loaded.store_metrics.clone(),
                     self.token.clone(),
                 )

@@ -3,8 +3,10 @@
 //! - [`file`]: `kubectl get -o json` files, read whole (the `objects` store and every offline
 //!   command).
 //! - [`watcher`]: a store kept current with its objects files.
+//! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
 pub mod file;
+pub mod programming;
 pub mod watcher;
 
 pub use file::{Error, Loaded, Loader, parse_objects, read_objects};

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::file::{self, Loaded};
+use super::programming::{self, SliceTrigger, Tracker};
 use crate::config::KubernetesConfig;
 use crate::metrics::process::{ObjectCounts, StoreMetrics};
 use crate::store::Store;
@@ -32,6 +33,8 @@ pub struct LoadedZone {
     pub build_time: Duration,
     /// The objects the zone was built from, by kind.
     pub counts: ObjectCounts,
+    /// The change stamps of its EndpointSlices, for programming latency.
+    pub triggers: Vec<SliceTrigger>,
     fingerprint: u64,
 }
 
@@ -75,6 +78,7 @@ pub fn load(
     let started = Instant::now();
     let snapshot = zone::build(&cluster, config, &ctx);
     let build_time = started.elapsed();
+    let triggers = programming::triggers(&cluster);
     // The objects are dropped here, before the snapshot is published: only the zone stays.
     drop(cluster);
     Ok(LoadedZone {
@@ -83,6 +87,7 @@ pub fn load(
         read_time,
         build_time,
         counts,
+        triggers,
         fingerprint,
     })
 }
@@ -111,18 +116,19 @@ fn fingerprint(paths: &[PathBuf]) -> u64 {
     hasher.finish()
 }
 
-/// Watches `paths` and republishes `store` whenever their content changes, until
-/// `shutdown`. Directories are watched rather than files, so that replacing a file by
-/// rename (editors, Kubernetes ConfigMap volumes) is seen too.
+/// Watches the objects files of `config` and republishes `store` whenever their content
+/// changes, until `shutdown`. Directories are watched rather than files, so that replacing a
+/// file by rename (editors, Kubernetes ConfigMap volumes) is seen too.
 pub fn watch(
-    paths: Vec<PathBuf>,
     config: KubernetesConfig,
     local_ips: Vec<std::net::IpAddr>,
     store: Arc<Store>,
     initial_fingerprint: u64,
+    mut programming: Tracker,
     metrics: Option<Arc<StoreMetrics>>,
     shutdown: CancellationToken,
 ) -> notify::Result<()> {
+    let paths = config.objects.clone();
     let (tx, mut rx) = mpsc::unbounded_channel();
     // One look at the files as soon as the watch is in place: a change made after they were
     // read and before the directories were watched would otherwise wait for the next event.
@@ -171,6 +177,7 @@ pub fn watch(
                     .await;
             match loaded {
                 Ok(Ok(loaded)) => {
+                    let serial = loaded.snapshot.serial();
                     tracing::info!(
                         serial = loaded.snapshot.serial(),
                         names = loaded.snapshot.name_count(),
@@ -178,12 +185,12 @@ pub fn watch(
                         build_ms = loaded.build_time.as_millis(),
                         "objects changed; new zone published"
                     );
+                    // Metrics first: whoever sees the new answers finds them counted.
+                    let now = SystemTime::now();
+                    let latencies = programming.published(&loaded.triggers, now);
                     if let Some(metrics) = &metrics {
-                        metrics.published(
-                            loaded.snapshot.serial(),
-                            loaded.counts,
-                            SystemTime::now(),
-                        );
+                        metrics.published(serial, loaded.counts, now);
+                        metrics.programmed(&latencies);
                     }
                     store.publish(loaded.snapshot);
                 }
