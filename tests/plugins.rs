@@ -389,6 +389,15 @@ fn reload_applies_a_changed_corefile_and_keeps_the_running_one_on_error() {
         metrics.contains("coredns_reload_failed_total 1"),
         "{metrics}"
     );
+    // A Corefile without `reload` is applied, and then no longer checked, as in CoreDNS.
+    let unreloaded = text.replace("ttl 30", "ttl 9").replace("reload 2s 1s", "");
+    std::fs::write(&corefile.path, &unreloaded).unwrap();
+    server.wait_log("no longer in the Corefile", Duration::from_secs(10));
+    assert_eq!(ttl(&server), 9);
+    std::fs::write(&corefile.path, unreloaded.replace("ttl 9", "ttl 11")).unwrap();
+    // Past the longest wait of the old schedule (2 s + 1 s of jitter).
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(ttl(&server), 9, "not checked any more");
 }
 
 /// A resolver that sends every query back to clusterdns: a forwarding loop.

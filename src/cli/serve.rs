@@ -31,9 +31,8 @@ pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 async fn serve(config: Config, corefile: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let mut running = server::start(&config).await?;
     let (reloads, mut reloaded) = mpsc::channel::<Box<Config>>(1);
-    let (results, results_in) = mpsc::channel::<bool>(1);
+    let (results, results_in) = mpsc::channel::<Applied>(1);
     if let Some(path) = &corefile {
-        // The schedule is the one the Corefile had at start.
         spawn_reloader(
             path,
             running.reload_metrics(),
@@ -48,7 +47,9 @@ async fn serve(config: Config, corefile: Option<PathBuf>) -> anyhow::Result<Exit
             _ = terminate.recv() => break,
             _ = tokio::signal::ctrl_c() => break,
             Some(config) = reloaded.recv() => {
-                let applied = apply(&mut running, &config).await;
+                let applied = apply(&mut running, &config)
+                    .await
+                    .then(|| running.reload_schedule());
                 let _ = results.send(applied).await;
             }
         }
@@ -71,16 +72,25 @@ async fn apply(running: &mut Running, config: &Config) -> bool {
     }
 }
 
+/// The *reload* schedule (interval, jitter), if the Corefile has one.
+type Schedule = Option<(std::time::Duration, std::time::Duration)>;
+
+/// What became of a reloaded configuration: `None` if it was not applied, else the schedule
+/// of the configuration now running.
+type Applied = Option<Schedule>;
+
 /// The *reload* plugin: checks the Corefile on its schedule and sends changed configurations
-/// to the serving loop, which applies them and says whether that worked.
+/// to the serving loop, which applies them and answers with the schedule now in force — a
+/// reloaded `reload` directive takes effect from the next check, and a Corefile without one
+/// stops the checks, as in CoreDNS.
 fn spawn_reloader(
     path: &Path,
     metrics: Arc<ReloadMetrics>,
-    schedule: Option<(std::time::Duration, std::time::Duration)>,
+    schedule: Schedule,
     reloads: mpsc::Sender<Box<Config>>,
-    mut results: mpsc::Receiver<bool>,
+    mut results: mpsc::Receiver<Applied>,
 ) {
-    let Some((interval, jitter)) = schedule else {
+    let Some((mut interval, mut jitter)) = schedule else {
         return;
     };
     let text = match std::fs::read(path) {
@@ -106,8 +116,17 @@ fn spawn_reloader(
                         return;
                     }
                     match results.recv().await {
-                        Some(true) => watch.applied(),
-                        Some(false) => watch.apply_failed(),
+                        Some(Some(schedule)) => {
+                            watch.applied();
+                            let Some(next) = schedule else {
+                                tracing::info!(
+                                    "reload: no longer in the Corefile; not checking it"
+                                );
+                                return;
+                            };
+                            (interval, jitter) = next;
+                        }
+                        Some(None) => watch.apply_failed(),
                         None => return,
                     }
                 }
