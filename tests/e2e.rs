@@ -383,3 +383,47 @@ fn query_prints_like_dig() {
         "{text}"
     );
 }
+
+#[test]
+fn a_block_without_bind_answers_both_families() {
+    let corefile = TempCorefile::new(
+        ".:0 {\n log\n kubernetes cluster.local {\n  objects {FIXTURES}/shop.json\n }\n}\n",
+    );
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    let want = expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"]);
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        want
+    );
+    // The IPv4 client is logged as one, not as `::ffff:127.0.0.1`.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.stdout().contains("[INFO] 127.0.0.1:") {
+        assert!(
+            Instant::now() < deadline,
+            "no log line: {}",
+            server.stdout()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!server.stdout().contains("::ffff:"), "{}", server.stdout());
+    // Where the host has IPv6, the same block answers on it too, UDP and TCP.
+    let Ok(socket) = std::net::UdpSocket::bind("[::1]:0") else {
+        return;
+    };
+    assert!(
+        server.log().contains("listening on udp [::]:"),
+        "{}",
+        server.log()
+    );
+    let v6 = std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, server.addr.port()));
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    socket
+        .send_to(&query("web.shop.svc.cluster.local.", "A", None), v6)
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let (len, _) = socket.recv_from(&mut buf).expect("an answer over IPv6");
+    assert_eq!(crate::common::Reply::decode(&buf[..len]).answer, want);
+    assert!(std::net::TcpStream::connect(v6).is_ok(), "TCP on IPv6");
+}

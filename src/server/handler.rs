@@ -76,6 +76,9 @@ impl Handler {
         out: &mut Vec<u8>,
     ) -> Outcome {
         let started = Instant::now();
+        // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
+        // metrics and logs it is the IPv4 client it is.
+        let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         let request = match Request::parse(packet) {
             Ok(request) => request,
             Err(Malformed::Ignore) => return Outcome::Drop,

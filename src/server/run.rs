@@ -560,9 +560,10 @@ impl Running {
                 continue;
             };
             for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
+                // The family configured (a `0.0.0.0` bound as `[::]` is probed on 127.0.0.1).
                 tokio::spawn(probe_for_loops(
                     Arc::clone(block),
-                    listener.bound,
+                    SocketAddr::new(addr.ip(), listener.bound.port()),
                     self.generation.token.clone(),
                 ));
             }

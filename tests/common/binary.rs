@@ -53,7 +53,15 @@ impl TestServer {
             }
         });
         let addr = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(addr) => addr.parse().expect("listen address"),
+            Ok(addr) => {
+                let addr: SocketAddr = addr.parse().expect("listen address");
+                // A wildcard (`[::]` takes IPv4 too) is asked on IPv4 loopback.
+                if addr.ip().is_unspecified() {
+                    SocketAddr::from(([127, 0, 0, 1], addr.port()))
+                } else {
+                    addr
+                }
+            }
             Err(_) => {
                 let _ = child.kill();
                 panic!("server did not start:\n{}", log.lock().unwrap());
