@@ -435,6 +435,9 @@ pub struct KubernetesConfig {
     pub objects: Vec<PathBuf>,
     /// How to reach the API server when `objects` is not given.
     pub api: ApiConfig,
+    /// `snapshot FILE` (clusterdns extension, API watch only): the last known objects are
+    /// persisted here and served at start-up before the API server answers.
+    pub snapshot: Option<PathBuf>,
     /// `startup_timeout` (default 5 s).
     pub startup_timeout: Duration,
     /// Line of the directive, for messages.
@@ -459,6 +462,7 @@ impl KubernetesConfig {
             fallthrough: None,
             objects: Vec::new(),
             api: ApiConfig::default(),
+            snapshot: None,
             startup_timeout: directives::kubernetes::DEFAULT_STARTUP_TIMEOUT,
             line,
         }
@@ -1278,6 +1282,20 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 4,
                 "Invalid",
                 "objects (static files) cannot be combined with endpoint (line 3)",
+            ),
+            (
+                "snapshot and objects",
+                ". {\n kubernetes {\n  objects a.json\n  snapshot s.json\n }\n}",
+                4,
+                "Invalid",
+                "snapshot persists what the API watch saw; it cannot be combined with objects (line 3)",
+            ),
+            (
+                "snapshot twice the argument",
+                ". {\n kubernetes {\n  snapshot a b\n }\n}",
+                3,
+                "Invalid",
+                "snapshot: expected",
             ),
             (
                 "option block",

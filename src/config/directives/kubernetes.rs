@@ -48,6 +48,7 @@ const OPTIONS: &[&str] = &[
     "multicluster",
     "zonal",
     "objects",
+    "snapshot",
 ];
 
 /// Parses the `kubernetes` directive.
@@ -63,6 +64,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
     let mut config = KubernetesConfig::new(served, primary_zone, line.name.line);
     let mut connection_option: Option<&Token> = None;
     let mut objects_option: Option<&Token> = None;
+    let mut snapshot_option: Option<&Token> = None;
     for option in line.options() {
         if !OPTIONS.contains(&option.name()) {
             return Err(unknown_property(DIRECTIVE, option));
@@ -209,6 +211,15 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
                 }
                 objects_option.get_or_insert(&option.name);
             }
+            "snapshot" => {
+                let arg = one()?;
+                if arg.text.is_empty() {
+                    return Err(bad(arg, "empty file name".into()));
+                }
+                let base = arg.file.parent().unwrap_or(Path::new(""));
+                config.snapshot = Some(base.join(&arg.text));
+                snapshot_option.get_or_insert(&option.name);
+            }
             "multicluster" => {
                 return Err(unsupported_property(
                     DIRECTIVE,
@@ -241,6 +252,17 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
                 "objects (static files) cannot be combined with {} (line {}), which configures \
                  the API server connection",
                 connection.text, connection.line
+            ),
+        ));
+    }
+    if let (Some(objects), Some(snapshot)) = (objects_option, snapshot_option) {
+        return Err(invalid(
+            snapshot,
+            DIRECTIVE,
+            format!(
+                "snapshot persists what the API watch saw; it cannot be combined with objects \
+                 (line {}), which are static files",
+                objects.line
             ),
         ));
     }
