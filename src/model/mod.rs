@@ -8,6 +8,7 @@
 
 pub mod convert;
 pub mod endpoints;
+pub mod export;
 mod key;
 mod pod;
 mod service;

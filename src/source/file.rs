@@ -239,6 +239,17 @@ impl Loader {
         }
     }
 
+    /// The objects exactly as read: no Namespace synthesized, no EndpointSlice computed. This
+    /// is how a `snapshot` of the API watch is read back: the API server's view, complete.
+    pub fn finish_as_given(self) -> Loaded {
+        Loaded {
+            cluster: self.cluster,
+            ignored: self.ignored,
+            synthesized_namespaces: Vec::new(),
+            computed_slices: Vec::new(),
+        }
+    }
+
     /// Completes the objects (synthesized Namespaces, computed EndpointSlices).
     pub fn finish(self) -> Loaded {
         let Self {

@@ -1,0 +1,362 @@
+//! The model written back out as Kubernetes objects: the inverse of [`super::convert`].
+//!
+//! A [`Cluster`] becomes a `kubectl get -o json` style `List` holding only the fields the
+//! model keeps, so that reading it back with the objects loader gives the same `Cluster`.
+//! This is the format of the `snapshot` file (the API watch's last known state, persisted),
+//! which is therefore also a valid `objects` file and `--objects` input.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::{Value, json};
+
+use super::{
+    ANNOTATION_TRIGGER_TIME, AddressType, Cluster, EndpointSlice, LABEL_SERVICE_NAME, Labels,
+    Namespace, ObjectKey, Pod, PodPhase, Service, ServiceType, SessionAffinity, TargetPort,
+    TrafficPolicy,
+};
+
+/// `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices and Pods, in that
+/// order and in key order within each kind. `now` stamps the deletion time of terminating
+/// pods (the model keeps only that they are terminating).
+pub fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
+    let mut items = Vec::with_capacity(
+        cluster.namespaces.len()
+            + cluster.services.len()
+            + cluster.endpoint_slices.len()
+            + cluster.pods.len(),
+    );
+    items.extend(cluster.namespaces.values().map(|ns| item(&namespace(ns))));
+    items.extend(cluster.services.values().map(|svc| item(&service(svc))));
+    items.extend(
+        cluster
+            .endpoint_slices
+            .values()
+            .map(|slice| item(&endpoint_slice(slice))),
+    );
+    items.extend(cluster.pods.values().map(|p| item(&pod(p, now))));
+    json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+        "items": items,
+    })
+}
+
+/// One object as JSON with its `apiVersion` and `kind` (k8s-openapi writes both).
+fn item<K: serde::Serialize>(object: &K) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+fn meta(key: Option<&ObjectKey>, name: &str, labels: &Labels) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: key.map(|key| key.namespace.clone()),
+        labels: (!labels.is_empty()).then(|| labels.clone()),
+        ..ObjectMeta::default()
+    }
+}
+
+fn namespace(ns: &Namespace) -> core::Namespace {
+    core::Namespace {
+        metadata: meta(None, &ns.name, &ns.labels),
+        ..core::Namespace::default()
+    }
+}
+
+fn service(svc: &Service) -> core::Service {
+    let (cluster_ip, cluster_ips) = if svc.headless {
+        (Some("None".to_owned()), Some(vec!["None".to_owned()]))
+    } else if svc.cluster_ips.is_empty() {
+        (None, None)
+    } else {
+        let ips: Vec<String> = svc.cluster_ips.iter().map(ToString::to_string).collect();
+        (ips.first().cloned(), Some(ips))
+    };
+    let ports: Vec<core::ServicePort> = svc
+        .ports
+        .iter()
+        .map(|port| core::ServicePort {
+            name: (!port.name.is_empty()).then(|| port.name.clone()),
+            protocol: Some(port.protocol.as_str().to_owned()),
+            port: i32::from(port.port),
+            target_port: Some(match &port.target_port {
+                TargetPort::Number(number) => IntOrString::Int(i32::from(*number)),
+                TargetPort::Name(name) => IntOrString::String(name.clone()),
+            }),
+            node_port: port.node_port.map(i32::from),
+            ..core::ServicePort::default()
+        })
+        .collect();
+    let type_ = match svc.service_type {
+        ServiceType::ClusterIp => "ClusterIP",
+        ServiceType::NodePort => "NodePort",
+        ServiceType::LoadBalancer => "LoadBalancer",
+        ServiceType::ExternalName => "ExternalName",
+    };
+    let policy = |policy: TrafficPolicy| match policy {
+        TrafficPolicy::Cluster => "Cluster".to_owned(),
+        TrafficPolicy::Local => "Local".to_owned(),
+    };
+    let (session_affinity, session_affinity_config) = match svc.session_affinity {
+        SessionAffinity::None => ("None", None),
+        SessionAffinity::ClientIp { timeout_seconds } => (
+            "ClientIP",
+            Some(core::SessionAffinityConfig {
+                client_ip: Some(core::ClientIPConfig {
+                    timeout_seconds: i32::try_from(timeout_seconds).ok(),
+                }),
+            }),
+        ),
+    };
+    let strings = |ips: &[std::net::IpAddr]| {
+        (!ips.is_empty()).then(|| ips.iter().map(ToString::to_string).collect::<Vec<_>>())
+    };
+    let status = (!svc.load_balancer_ips.is_empty()).then(|| core::ServiceStatus {
+        load_balancer: Some(core::LoadBalancerStatus {
+            ingress: Some(
+                svc.load_balancer_ips
+                    .iter()
+                    .map(|ip| core::LoadBalancerIngress {
+                        ip: Some(ip.to_string()),
+                        ..core::LoadBalancerIngress::default()
+                    })
+                    .collect(),
+            ),
+        }),
+        ..core::ServiceStatus::default()
+    });
+    core::Service {
+        metadata: meta(Some(&svc.key), &svc.key.name, &svc.labels),
+        spec: Some(core::ServiceSpec {
+            type_: Some(type_.to_owned()),
+            selector: svc.selector.clone(),
+            cluster_ip,
+            cluster_ips,
+            external_name: svc.external_name.clone(),
+            ports: (!ports.is_empty()).then_some(ports),
+            publish_not_ready_addresses: svc.publish_not_ready_addresses.then_some(true),
+            ip_families: (!svc.ip_families.is_empty()).then(|| {
+                svc.ip_families
+                    .iter()
+                    .map(|family| family_name(*family).to_owned())
+                    .collect()
+            }),
+            external_traffic_policy: Some(policy(svc.external_traffic_policy)),
+            internal_traffic_policy: Some(policy(svc.internal_traffic_policy)),
+            session_affinity: Some(session_affinity.to_owned()),
+            session_affinity_config,
+            external_ips: strings(&svc.external_ips),
+            load_balancer_source_ranges: (!svc.load_balancer_source_ranges.is_empty()).then(
+                || {
+                    svc.load_balancer_source_ranges
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect()
+                },
+            ),
+            ..core::ServiceSpec::default()
+        }),
+        status,
+    }
+}
+
+fn family_name(family: AddressType) -> &'static str {
+    match family {
+        AddressType::IPv4 => "IPv4",
+        AddressType::IPv6 => "IPv6",
+        AddressType::Fqdn => "FQDN",
+    }
+}
+
+fn endpoint_slice(slice: &EndpointSlice) -> discovery::EndpointSlice {
+    let mut labels = slice.labels.clone();
+    if let Some(service) = &slice.service_name {
+        labels.insert(LABEL_SERVICE_NAME.to_owned(), service.clone());
+    }
+    let mut metadata = meta(Some(&slice.key), &slice.key.name, &labels);
+    if let Some(time) = slice.trigger_time
+        && let Ok(stamp) = jiff::Timestamp::try_from(time)
+    {
+        metadata.annotations = Some(BTreeMap::from([(
+            ANNOTATION_TRIGGER_TIME.to_owned(),
+            stamp.to_string(),
+        )]));
+    }
+    let endpoints = slice
+        .endpoints
+        .iter()
+        .map(|endpoint| discovery::Endpoint {
+            addresses: endpoint.addresses.iter().map(ToString::to_string).collect(),
+            conditions: Some(discovery::EndpointConditions {
+                ready: endpoint.conditions.ready,
+                serving: endpoint.conditions.serving,
+                terminating: endpoint.conditions.terminating,
+            }),
+            hostname: endpoint.hostname.clone(),
+            node_name: endpoint.node_name.clone(),
+            zone: endpoint.zone.clone(),
+            target_ref: endpoint
+                .target_pod
+                .as_ref()
+                .map(|pod| core::ObjectReference {
+                    kind: Some("Pod".to_owned()),
+                    name: Some(pod.clone()),
+                    namespace: Some(slice.key.namespace.clone()),
+                    ..core::ObjectReference::default()
+                }),
+            ..discovery::Endpoint::default()
+        })
+        .collect::<Vec<_>>();
+    let ports = slice
+        .ports
+        .iter()
+        .map(|port| discovery::EndpointPort {
+            name: Some(port.name.clone()),
+            protocol: Some(port.protocol.as_str().to_owned()),
+            port: port.port.map(i32::from),
+            ..discovery::EndpointPort::default()
+        })
+        .collect::<Vec<_>>();
+    discovery::EndpointSlice {
+        metadata,
+        address_type: family_name(slice.address_type).to_owned(),
+        endpoints: Some(endpoints),
+        ports: Some(ports),
+    }
+}
+
+fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
+    let mut metadata = meta(Some(&pod.key), &pod.key.name, &pod.labels);
+    if pod.terminating {
+        metadata.deletion_timestamp = jiff::Timestamp::try_from(now).ok().map(Time);
+    }
+    let phase = match pod.phase {
+        PodPhase::Pending => "Pending",
+        PodPhase::Running => "Running",
+        PodPhase::Succeeded => "Succeeded",
+        PodPhase::Failed => "Failed",
+        PodPhase::Unknown => "Unknown",
+    };
+    let ports: Vec<core::ContainerPort> = pod
+        .container_ports
+        .iter()
+        .map(|port| core::ContainerPort {
+            name: (!port.name.is_empty()).then(|| port.name.clone()),
+            container_port: i32::from(port.port),
+            protocol: Some(port.protocol.as_str().to_owned()),
+            ..core::ContainerPort::default()
+        })
+        .collect();
+    core::Pod {
+        metadata,
+        spec: Some(core::PodSpec {
+            containers: vec![core::Container {
+                name: "main".to_owned(),
+                ports: (!ports.is_empty()).then_some(ports),
+                ..core::Container::default()
+            }],
+            hostname: pod.hostname.clone(),
+            subdomain: pod.subdomain.clone(),
+            node_name: pod.node_name.clone(),
+            host_network: pod.host_network.then_some(true),
+            ..core::PodSpec::default()
+        }),
+        status: Some(core::PodStatus {
+            phase: Some(phase.to_owned()),
+            pod_ip: pod.ips.first().map(ToString::to_string),
+            pod_ips: (!pod.ips.is_empty()).then(|| {
+                pod.ips
+                    .iter()
+                    .map(|ip| core::PodIP { ip: ip.to_string() })
+                    .collect()
+            }),
+            conditions: Some(vec![core::PodCondition {
+                type_: "Ready".to_owned(),
+                status: if pod.ready { "True" } else { "False" }.to_owned(),
+                ..core::PodCondition::default()
+            }]),
+            ..core::PodStatus::default()
+        }),
+        ..core::Pod::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::source::file::{Loader, parse_objects};
+
+    /// Reads `text` as the objects loader does, without computing slices, so that the
+    /// round trip compares what was written with what is read back.
+    fn read(text: &str) -> Cluster {
+        let mut loader = Loader::new();
+        loader.add_text(text, Path::new("test.json")).expect("parses");
+        loader.finish_as_given().cluster
+    }
+
+    #[test]
+    fn every_fixture_survives_the_round_trip() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&fixtures).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|ext| ext != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("fixture");
+            // The loader's view, with computed slices: the state a snapshot persists.
+            let Ok(loaded) = parse_objects(&text, &path) else {
+                continue;
+            };
+            let cluster = loaded.cluster;
+            let written = to_list(&cluster, SystemTime::now());
+            let back = read(&written.to_string());
+            assert_eq!(back, cluster, "{} changed in the round trip", path.display());
+            checked += 1;
+        }
+        assert!(checked > 0, "no fixture was checked");
+    }
+
+    #[test]
+    fn every_field_of_the_model_is_written() {
+        let text = r#"{"apiVersion":"v1","kind":"List","items":[
+          {"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","labels":{"team":"a"}}},
+          {"apiVersion":"v1","kind":"Service","metadata":{"name":"lb","namespace":"shop","labels":{"app":"lb"}},
+           "spec":{"type":"LoadBalancer","selector":{"app":"lb"},"clusterIPs":["10.96.0.9","fd00::9"],
+             "ipFamilies":["IPv4","IPv6"],"externalTrafficPolicy":"Local","internalTrafficPolicy":"Local",
+             "sessionAffinity":"ClientIP","sessionAffinityConfig":{"clientIP":{"timeoutSeconds":60}},
+             "externalIPs":["192.0.2.1"],"loadBalancerSourceRanges":["203.0.113.0/24"],
+             "publishNotReadyAddresses":true,
+             "ports":[{"name":"http","port":80,"targetPort":"web","nodePort":30080,"protocol":"TCP"}]},
+           "status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.7"}]}}},
+          {"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"},
+           "spec":{"clusterIP":"None","ports":[{"port":5432,"protocol":"UDP"}]}},
+          {"apiVersion":"v1","kind":"Service","metadata":{"name":"ext","namespace":"shop"},
+           "spec":{"type":"ExternalName","externalName":"db.example.com"}},
+          {"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+           "metadata":{"name":"lb-1","namespace":"shop","labels":{"kubernetes.io/service-name":"lb"},
+             "annotations":{"endpoints.kubernetes.io/last-change-trigger-time":"2026-11-29T10:00:00Z"}},
+           "addressType":"IPv4",
+           "endpoints":[{"addresses":["10.244.1.5"],"conditions":{"ready":false,"serving":true,"terminating":true},
+             "hostname":"h","nodeName":"n1","zone":"z","targetRef":{"kind":"Pod","name":"lb-0","namespace":"shop"}}],
+           "ports":[{"name":"http","port":8080,"protocol":"TCP"}]},
+          {"apiVersion":"v1","kind":"Pod","metadata":{"name":"lb-0","namespace":"shop","labels":{"app":"lb"},
+             "deletionTimestamp":"2026-11-29T10:00:00Z"},
+           "spec":{"hostname":"h","subdomain":"lb","nodeName":"n1","hostNetwork":true,
+             "containers":[{"name":"c","ports":[{"name":"web","containerPort":8080}]}]},
+           "status":{"phase":"Running","podIPs":[{"ip":"10.244.1.5"},{"ip":"fd00::5"}],
+             "conditions":[{"type":"Ready","status":"True"}]}}
+        ]}"#;
+        let cluster = read(text);
+        assert_eq!(cluster.services.len(), 3);
+        let written = to_list(&cluster, SystemTime::now());
+        assert_eq!(read(&written.to_string()), cluster);
+    }
+}
