@@ -51,6 +51,33 @@ impl LabelSelector {
     }
 }
 
+/// The selector in the API's query syntax (`labelSelector=`), as client-go's
+/// `Selector.String()` writes it: requirements joined by `,`, set values sorted.
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (index, requirement) in self.requirements.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            let set = |values: &[String]| {
+                let mut values = values.to_vec();
+                values.sort();
+                values.dedup();
+                values.join(",")
+            };
+            match requirement {
+                Requirement::Equals(key, value) => write!(f, "{key}={value}")?,
+                Requirement::NotEquals(key, value) => write!(f, "{key}!={value}")?,
+                Requirement::In(key, values) => write!(f, "{key} in ({})", set(values))?,
+                Requirement::NotIn(key, values) => write!(f, "{key} notin ({})", set(values))?,
+                Requirement::Exists(key) => f.write_str(key)?,
+                Requirement::DoesNotExist(key) => write!(f, "!{key}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Requirement {
     fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         match self {
@@ -617,6 +644,21 @@ mod tests {
                 text.push(alphabet[(state % alphabet.len() as u64) as usize]);
             }
             let _ = LabelSelector::parse(&text);
+        }
+    }
+
+    #[test]
+    fn selectors_print_in_the_query_syntax_and_read_back() {
+        for (input, printed) in [
+            ("a=b", "a=b"),
+            ("a==b, c!=d", "a=b,c!=d"),
+            ("env in (prod, dev),tier notin (web)", "env in (dev,prod),tier notin (web)"),
+            ("k8s.io/app,!legacy", "k8s.io/app,!legacy"),
+        ] {
+            let selector = LabelSelector::parse(input).expect(input);
+            assert_eq!(selector.to_string(), printed, "{input}");
+            let back = LabelSelector::parse(printed).expect(printed);
+            assert_eq!(back.to_string(), printed, "{input} read back");
         }
     }
 }
