@@ -652,7 +652,10 @@ mod tests {
         for (input, printed) in [
             ("a=b", "a=b"),
             ("a==b, c!=d", "a=b,c!=d"),
-            ("env in (prod, dev),tier notin (web)", "env in (dev,prod),tier notin (web)"),
+            (
+                "env in (prod, dev),tier notin (web)",
+                "env in (dev,prod),tier notin (web)",
+            ),
             ("k8s.io/app,!legacy", "k8s.io/app,!legacy"),
         ] {
             let selector = LabelSelector::parse(input).expect(input);

@@ -25,6 +25,13 @@ impl Store {
         }
     }
 
+    /// A store holding a snapshot already shared (another store's, carried over a reload).
+    pub fn from_shared(snapshot: Arc<Snapshot>) -> Self {
+        Self {
+            current: ArcSwap::new(snapshot),
+        }
+    }
+
     /// The current snapshot, for the duration of one query.
     pub fn load(&self) -> Guard<Arc<Snapshot>> {
         self.current.load()

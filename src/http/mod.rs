@@ -23,7 +23,7 @@ mod probe;
 mod readiness;
 
 pub use lifecycle::Lifecycle;
-pub use readiness::{Monitor, Readiness, ReadinessCheck};
+pub use readiness::{Monitor, Readiness, ReadinessCheck, ReadinessNotes};
 
 use std::convert::Infallible;
 use std::fmt;
@@ -479,12 +479,20 @@ fn respond(request: &Request<Incoming>, routes: Routes, shared: &Shared) -> Resp
             if shared.lifecycle.is_lameduck() {
                 return text(StatusCode::SERVICE_UNAVAILABLE, "Shutting down");
             }
+            // CoreDNS's body ("OK", or the plugins not ready), then a line per note.
+            let notes = shared.readiness.notes();
+            let with_notes = |verdict: &str| {
+                std::iter::once(verdict)
+                    .chain(notes.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
             match shared.readiness.check() {
-                Ok(()) => text(StatusCode::OK, "OK"),
+                Ok(()) => text(StatusCode::OK, &with_notes("OK")),
                 Err(not_ready) => {
                     let names = not_ready.join(",");
                     tracing::info!("plugins not ready: {names:?}");
-                    text(StatusCode::SERVICE_UNAVAILABLE, &names)
+                    text(StatusCode::SERVICE_UNAVAILABLE, &with_notes(&names))
                 }
             }
         }

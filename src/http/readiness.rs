@@ -12,6 +12,9 @@ use crate::metrics::PANICS;
 /// else the names of those that are not (`kubernetes` until its store is loaded).
 pub type ReadinessCheck = Arc<dyn Fn() -> Result<(), Vec<String>> + Send + Sync>;
 
+/// What `/ready` says beside its verdict (how the API watch is doing): one line each.
+pub type ReadinessNotes = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
 /// *ready*'s `monitor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Monitor {
@@ -38,8 +41,11 @@ impl Monitor {
 /// (the first success) outlives reloads, so a reload never makes `/ready` blink.
 pub struct Readiness {
     current: ArcSwap<Current>,
+    notes: ArcSwap<Notes>,
     latched: AtomicBool,
 }
+
+struct Notes(Option<ReadinessNotes>);
 
 struct Current {
     check: ReadinessCheck,
@@ -66,6 +72,7 @@ impl Readiness {
     pub fn new(check: ReadinessCheck, monitor: Monitor) -> Self {
         Self {
             current: ArcSwap::from_pointee(Current { check, monitor }),
+            notes: ArcSwap::from_pointee(Notes(None)),
             latched: AtomicBool::new(false),
         }
     }
@@ -79,6 +86,19 @@ impl Readiness {
     /// stays latched: with `until-ready`, `/ready` stays 200 across the reload.
     pub fn set(&self, check: ReadinessCheck, monitor: Monitor) {
         self.current.store(Arc::new(Current { check, monitor }));
+    }
+
+    /// Replaces what `/ready` says beside its verdict.
+    pub fn set_notes(&self, notes: ReadinessNotes) {
+        self.notes.store(Arc::new(Notes(Some(notes))));
+    }
+
+    /// What `/ready` says beside its verdict, now. A note provider that panics says nothing.
+    pub fn notes(&self) -> Vec<String> {
+        let notes = self.notes.load();
+        notes.0.as_ref().map_or_else(Vec::new, |notes| {
+            catch_unwind(AssertUnwindSafe(|| notes())).unwrap_or_default()
+        })
     }
 
     /// The mode in force.

@@ -151,14 +151,12 @@ fn service(svc: &Service) -> core::Service {
             session_affinity: Some(session_affinity.to_owned()),
             session_affinity_config,
             external_ips: strings(&svc.external_ips),
-            load_balancer_source_ranges: (!svc.load_balancer_source_ranges.is_empty()).then(
-                || {
-                    svc.load_balancer_source_ranges
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect()
-                },
-            ),
+            load_balancer_source_ranges: (!svc.load_balancer_source_ranges.is_empty()).then(|| {
+                svc.load_balancer_source_ranges
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect()
+            }),
             ..core::ServiceSpec::default()
         }),
         status,
@@ -282,7 +280,6 @@ fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
             }]),
             ..core::PodStatus::default()
         }),
-        ..core::Pod::default()
     }
 }
 
@@ -297,7 +294,9 @@ mod tests {
     /// round trip compares what was written with what is read back.
     fn read(text: &str) -> Cluster {
         let mut loader = Loader::new();
-        loader.add_text(text, Path::new("test.json")).expect("parses");
+        loader
+            .add_text(text, Path::new("test.json"))
+            .expect("parses");
         loader.finish_as_given().cluster
     }
 
@@ -318,7 +317,12 @@ mod tests {
             let cluster = loaded.cluster;
             let written = to_list(&cluster, SystemTime::now());
             let back = read(&written.to_string());
-            assert_eq!(back, cluster, "{} changed in the round trip", path.display());
+            assert_eq!(
+                back,
+                cluster,
+                "{} changed in the round trip",
+                path.display()
+            );
             checked += 1;
         }
         assert!(checked > 0, "no fixture was checked");

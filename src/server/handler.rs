@@ -148,7 +148,13 @@ impl Handler {
             let snapshot = kubernetes.store.load();
             if let Some(answer) = snapshot.lookup(qname, qtype) {
                 // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
-                let passes = answer.rcode == Rcode::NxDomain && kubernetes.falls_through(qname);
+                let nxdomain = answer.rcode == Rcode::NxDomain;
+                let passes = nxdomain && kubernetes.falls_through(qname);
+                if nxdomain && !passes && kubernetes.provisional() {
+                    wire::write_rcode(&request, rcode::SERVFAIL, out);
+                    self.finish(&at, &request, out, Plugin::Kubernetes);
+                    return Outcome::Reply;
+                }
                 if !passes {
                     let zone = &snapshot.zones()[answer.zone];
                     wire::write_answer(&request, &answer, zone, limit, block.loadbalance, out);

@@ -32,6 +32,7 @@ use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
 use crate::forward::Forwarder;
 use crate::metrics::dns::ServerMetrics;
 use crate::querylog::{ErrorLog, QueryLog};
+use crate::source::api::ApiWatch;
 use crate::store::Store;
 use crate::zone::name::{WireName, suffix_offset};
 
@@ -98,6 +99,8 @@ pub struct Kubernetes {
     fallthrough: Option<Vec<WireName>>,
     /// On-disk fingerprint of the objects files the store was built from.
     fingerprint: u64,
+    /// The API watch feeding the store (a block without `objects`).
+    api: Option<Arc<ApiWatch>>,
 }
 
 #[derive(Debug)]
@@ -115,7 +118,27 @@ impl Kubernetes {
             store,
             fallthrough,
             fingerprint,
+            api: None,
         }
+    }
+
+    /// The plugin fed by the API watch `api`.
+    pub fn watching(config: KubernetesConfig, api: Arc<ApiWatch>) -> Self {
+        let mut plugin = Self::new(config, Arc::clone(&api.store), 0);
+        plugin.api = Some(api);
+        plugin
+    }
+
+    /// The API watch, for a block without `objects`.
+    pub fn api(&self) -> Option<&Arc<ApiWatch>> {
+        self.api.as_ref()
+    }
+
+    /// Whether the zone is not yet the API server's (not synced): an NXDOMAIN is then a
+    /// SERVFAIL, as CoreDNS answers before its informers have synced — the name may well
+    /// exist.
+    fn provisional(&self) -> bool {
+        self.api.as_ref().is_some_and(|api| !api.status.is_synced())
     }
 
     /// Whether an NXDOMAIN for `qname` passes to the next plugin (`fallthrough [ZONES]`).

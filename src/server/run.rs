@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::tcp::TcpHandler;
 use super::{Block, Handler, Kubernetes, Plugins, bind_all, block_addresses, local_ips, udp};
 use crate::cache::Cache;
-use crate::config::Config;
+use crate::config::{Config, KubernetesConfig};
 use crate::forward::{Forwarder, forward_metrics};
 use crate::http::{Endpoints, Lifecycle, Monitor, Readiness, ReadinessCheck, Route, Shared};
 use crate::metrics::dns::DnsMetrics;
@@ -28,9 +28,11 @@ use crate::metrics::process::{EnabledPlugin, PluginEnabled, ProcessMetrics, Stor
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
+use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
-use crate::source::{file, watcher};
+use crate::source::{file, programming, watcher};
 use crate::store::Store;
+use crate::zone::BuildContext;
 
 /// How long an idle TCP connection stays open (CoreDNS: 10 s read timeout).
 const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,14 +50,22 @@ pub enum StartError {
         /// What went wrong.
         error: Box<file::Error>,
     },
-    /// A *kubernetes* block without `objects` needs the API watch.
+    /// An offline command met a *kubernetes* block without `objects`.
     #[error(
-        "kubernetes (line {line}): watching the API server is not available in this build; \
-         give the objects with `objects FILE...`"
+        "kubernetes (line {line}): the block watches the API server; offline commands need \
+         its objects as files (`objects FILE...`, or --objects)"
     )]
     NoObjects {
         /// Line of the directive.
         line: usize,
+    },
+    /// The API server connection is misconfigured.
+    #[error("kubernetes (line {line}): {error}")]
+    Api {
+        /// Line of the directive.
+        line: usize,
+        /// What is wrong.
+        error: api::ConnectError,
     },
     /// A listener could not be bound.
     #[error(transparent)]
@@ -76,6 +86,8 @@ pub struct LoadedBlock {
     store_metrics: Option<Arc<StoreMetrics>>,
     /// The change stamps of the slices the zone was loaded from.
     triggers: Vec<SliceTrigger>,
+    /// The API watch's status, when metrics are on and the block watches the API.
+    api_status: Option<Arc<ApiStatus>>,
 }
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
@@ -149,12 +161,15 @@ impl Default for Observability {
 /// addresses each listens on. Nothing is bound or started: this is also the offline path of
 /// `records` and `query` (`metrics` is `None` there).
 pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
-    load_with(config, None)
+    load_with(config, None, &[])
 }
 
+/// `previous`: the API watches of the running configuration, kept by the blocks that
+/// watch the same way, and serving the others until they have synced.
 fn load_with(
     config: &Config,
     metrics: Option<&Observability>,
+    previous: &[Arc<ApiWatch>],
 ) -> Result<Vec<LoadedBlock>, StartError> {
     let mut blocks = Vec::with_capacity(config.servers.len());
     for server_block in &config.servers {
@@ -163,10 +178,27 @@ fn load_with(
         let measured = metrics.filter(|_| server_block.prometheus.is_some());
         let mut store_metrics = None;
         let mut triggers = Vec::new();
+        let mut api_status = None;
         let kubernetes = match &server_block.kubernetes {
             None => None,
             Some(k8s) if k8s.objects.is_empty() => {
-                return Err(StartError::NoObjects { line: k8s.line });
+                let Some(observability) = metrics else {
+                    return Err(StartError::NoObjects { line: k8s.line });
+                };
+                let watch = match previous.iter().find(|watch| watch.serves(k8s)) {
+                    Some(watch) => Arc::clone(watch),
+                    None => {
+                        let (watch, restored) =
+                            new_api_watch(k8s, &local_ips(&addrs), previous, observability);
+                        triggers = restored;
+                        Arc::new(watch)
+                    }
+                };
+                if measured.is_some() {
+                    store_metrics = Some(Arc::clone(&watch.metrics));
+                    api_status = Some(Arc::clone(&watch.status));
+                }
+                Some(Kubernetes::watching(k8s.clone(), watch))
             }
             Some(k8s) => {
                 let mut loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None)
@@ -239,9 +271,89 @@ fn load_with(
             addrs,
             store_metrics,
             triggers,
+            api_status,
         });
     }
     Ok(blocks)
+}
+
+/// A new API watch for `k8s`, not started, and the change stamps of what it serves until it
+/// syncs: the zone of a watch it replaces (a reloaded Corefile changed the block), else the
+/// `snapshot` file, else an empty zone — where every NXDOMAIN is a SERVFAIL until the sync.
+fn new_api_watch(
+    k8s: &KubernetesConfig,
+    local_ips: &[std::net::IpAddr],
+    previous: &[Arc<ApiWatch>],
+    observability: &Observability,
+) -> (ApiWatch, Vec<SliceTrigger>) {
+    let zone = k8s
+        .zones
+        .get(k8s.primary_zone)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let status = Arc::new(ApiStatus::new(&zone));
+    let metrics = Arc::new(
+        StoreMetrics::new(&zone).reporting_programming(Arc::clone(&observability.programming)),
+    );
+    let mut triggers = Vec::new();
+    let build = |cluster: &crate::model::Cluster, serial: u32| {
+        let ctx = BuildContext {
+            local_ips: local_ips.to_vec(),
+            serial,
+        };
+        crate::zone::build(cluster, k8s, &ctx)
+    };
+    let unix = |at: SystemTime| {
+        at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
+            u32::try_from(since.as_secs()).unwrap_or(u32::MAX)
+        })
+    };
+    let store = if let Some(before) = previous.iter().find(|w| w.config().zones == k8s.zones) {
+        status.inherited();
+        Store::from_shared(before.store.snapshot())
+    } else if let Some(path) = &k8s.snapshot
+        && path.exists()
+    {
+        match api::read_snapshot(path) {
+            Ok((cluster, written)) => {
+                let snapshot = build(&cluster, unix(written));
+                let age = SystemTime::now()
+                    .duration_since(written)
+                    .unwrap_or_default();
+                tracing::info!(
+                    zone,
+                    names = snapshot.name_count(),
+                    services = cluster.services.len(),
+                    "serving the snapshot {} (age {} s) until the API server is synced",
+                    path.display(),
+                    age.as_secs()
+                );
+                status.restored(written);
+                triggers = programming::triggers(&cluster);
+                Store::new(snapshot)
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "snapshot {}: {error}; starting without it (SERVFAIL for unknown names until \
+                     the API server is synced)",
+                    path.display()
+                );
+                Store::new(build(
+                    &crate::model::Cluster::default(),
+                    unix(SystemTime::now()),
+                ))
+            }
+        }
+    } else {
+        Store::new(build(
+            &crate::model::Cluster::default(),
+            unix(SystemTime::now()),
+        ))
+    };
+    (
+        ApiWatch::new(k8s.clone(), Arc::new(store), status, metrics),
+        triggers,
+    )
 }
 
 /// One loaded configuration and what runs for it.
@@ -260,8 +372,13 @@ struct Generation {
 }
 
 impl Generation {
-    fn load(config: &Config, observability: &Observability) -> Result<Self, StartError> {
-        let blocks = load_with(config, Some(observability))?;
+    fn load(
+        config: &Config,
+        observability: &Observability,
+        previous: Option<&Generation>,
+    ) -> Result<Self, StartError> {
+        let watches = previous.map(Generation::api_watches).unwrap_or_default();
+        let blocks = load_with(config, Some(observability), &watches)?;
         let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
         let mut registrations = Vec::new();
         for loaded in &blocks {
@@ -287,6 +404,13 @@ impl Generation {
                     observability
                         .registry
                         .register(Arc::clone(store) as Arc<dyn Collect>),
+                );
+            }
+            if let Some(status) = &loaded.api_status {
+                registrations.push(
+                    observability
+                        .registry
+                        .register(Arc::clone(status) as Arc<dyn Collect>),
                 );
             }
         }
@@ -329,9 +453,18 @@ impl Generation {
         })
     }
 
-    /// Starts what runs for the blocks: forwarders' health checks, objects watchers, the
+    /// The API watches of the blocks.
+    fn api_watches(&self) -> Vec<Arc<ApiWatch>> {
+        self.blocks
+            .iter()
+            .filter_map(|loaded| loaded.block.kubernetes()?.api().cloned())
+            .collect()
+    }
+
+    /// Starts what runs for the blocks: forwarders' health checks, objects watchers, API
+    /// watches (connecting; a watch kept from the previous generation runs on), the
     /// *errors* consolidation tick.
-    fn start(&self) -> Result<(), StartError> {
+    async fn start(&self) -> Result<(), StartError> {
         for loaded in &self.blocks {
             let block = &loaded.block;
             for forwarder in block.forwarders() {
@@ -340,7 +473,19 @@ impl Generation {
             if block.errors().is_some() {
                 tokio::spawn(consolidate(Arc::clone(block), self.token.clone()));
             }
-            if let Some(k8s) = block.kubernetes() {
+            if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
+                let context = WatchContext {
+                    local_ips: local_ips(&loaded.addrs),
+                    tracker: Tracker::new(self.started, &loaded.triggers),
+                };
+                watch
+                    .start(context)
+                    .await
+                    .map_err(|error| StartError::Api {
+                        line: watch.config().line,
+                        error,
+                    })?;
+            } else if let Some(k8s) = block.kubernetes() {
                 watcher::watch(
                     k8s.config.clone(),
                     local_ips(&loaded.addrs),
@@ -363,12 +508,48 @@ impl Generation {
             .iter()
             .filter_map(|loaded| loaded.block.kubernetes().map(|k8s| Arc::clone(&k8s.store)))
             .collect();
+        let watches = self.api_watches();
         Arc::new(move || {
-            // Static objects are loaded before the server starts; the API watch (a later
-            // step) reports `kubernetes` here until its first sync.
+            // Static objects are loaded before the server starts; an API watch is ready once
+            // synced (or serving its snapshot file).
             let _ = &stores;
-            Ok(())
+            if watches.iter().all(|watch| watch.status.is_ready()) {
+                Ok(())
+            } else {
+                Err(vec!["kubernetes".to_owned()])
+            }
         })
+    }
+
+    /// What `/ready` says beside its verdict: how the API watches are doing.
+    fn readiness_notes(&self) -> crate::http::ReadinessNotes {
+        let watches = self.api_watches();
+        Arc::new(move || {
+            let now = SystemTime::now();
+            watches
+                .iter()
+                .flat_map(|watch| watch.status.notes(now))
+                .collect()
+        })
+    }
+
+    /// Waits (up to each block's `startup_timeout`) for API watches that have nothing to
+    /// serve yet to sync, as CoreDNS holds its server back; then serves regardless.
+    async fn wait_for_sync(&self) {
+        for watch in self.api_watches() {
+            if watch.status.is_ready() {
+                continue;
+            }
+            let timeout = watch.config().startup_timeout;
+            tracing::info!("waiting for Kubernetes API before starting server");
+            if !watch.status.wait_synced(timeout).await {
+                tracing::warn!(
+                    "starting server with unsynced Kubernetes API (startup_timeout {} s): \
+                     names not known yet are answered SERVFAIL until it syncs",
+                    timeout.as_secs_f64()
+                );
+            }
+        }
     }
 }
 
@@ -432,9 +613,10 @@ pub struct Running {
 /// Loads, binds and starts serving `config`; objects files are watched for changes.
 pub async fn start(config: &Config) -> Result<Running, StartError> {
     let observability = Arc::new(Observability::new());
-    let generation = Generation::load(config, &observability)?;
+    let generation = Generation::load(config, &observability, None)?;
     let lifecycle = Arc::new(Lifecycle::new());
     let readiness = Arc::new(Readiness::new(generation.readiness(), generation.monitor));
+    readiness.set_notes(generation.readiness_notes());
     let mut running = Running {
         addrs: Vec::new(),
         listeners: BTreeMap::new(),
@@ -446,7 +628,8 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
     };
     // Watchers first: a change to the objects after they were read and before the first
     // query is answered is not missed.
-    running.generation.start()?;
+    running.generation.start().await?;
+    running.generation.wait_for_sync().await;
     if let Err(error) = running.bind_new().await {
         running.generation.token.cancel();
         return Err(error);
@@ -574,7 +757,7 @@ impl Running {
     /// listeners bound, gone ones closed, HTTP endpoints moved, readiness swapped (never
     /// blinking). On error the running configuration is left as it was.
     pub async fn apply(&mut self, config: &Config) -> Result<(), StartError> {
-        let generation = Generation::load(config, &self.observability)?;
+        let generation = Generation::load(config, &self.observability, Some(&self.generation))?;
         let old = std::mem::replace(&mut self.generation, generation);
         if let Err(error) = self.bind_new().await {
             self.generation = old;
@@ -594,7 +777,7 @@ impl Running {
                 }
             }
         }
-        if let Err(error) = self.generation.start() {
+        if let Err(error) = self.generation.start().await {
             self.generation.token.cancel();
             self.generation = old;
             return Err(error);
@@ -602,6 +785,7 @@ impl Running {
         self.swap_handlers();
         self.readiness
             .set(self.generation.readiness(), self.generation.monitor);
+        self.readiness.set_notes(self.generation.readiness_notes());
         let gone: Vec<SocketAddr> = self
             .listeners
             .keys()

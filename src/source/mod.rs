@@ -2,9 +2,11 @@
 //!
 //! - [`file`]: `kubectl get -o json` files, read whole (the `objects` store and every offline
 //!   command).
+//! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
 //! - [`watcher`]: a store kept current with its objects files.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
+pub mod api;
 pub mod file;
 pub mod programming;
 pub mod watcher;
