@@ -11,5 +11,6 @@ mod observe;
 mod plugins;
 mod protocol;
 mod readme;
+mod watch;
 mod zone;
 mod zonefile;
