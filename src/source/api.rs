@@ -767,113 +767,95 @@ fn spawn_resource(
             }
         };
     }
+    let feed = Feed {
+        config: watch_config,
+        resource,
+        namespaces: filter,
+        tx,
+        stop,
+    };
     match resource {
-        Resource::Namespaces => {
-            let api = Api::<core::Namespace>::all(client.clone());
-            let convert = |ns: &core::Namespace| convert::namespace(ns).map(Object::Namespace);
-            tokio::spawn(watch_resource(
-                api,
-                watch_config,
-                resource,
-                convert,
-                None,
-                tx,
-                stop,
-            ));
-        }
-        Resource::Services => {
-            let convert = |svc: &core::Service| convert::service(svc).map(Object::Service);
-            let api = api!(core::Service);
-            tokio::spawn(watch_resource(
-                api,
-                watch_config,
-                resource,
-                convert,
-                filter,
-                tx,
-                stop,
-            ));
-        }
-        Resource::EndpointSlices => {
-            let convert = |slice: &discovery::EndpointSlice| {
+        Resource::Namespaces => tokio::spawn(feed.run(
+            Api::<core::Namespace>::all(client.clone()),
+            |ns: &core::Namespace| convert::namespace(ns).map(Object::Namespace),
+        )),
+        Resource::Services => tokio::spawn(feed.run(api!(core::Service), |svc: &core::Service| {
+            convert::service(svc).map(Object::Service)
+        })),
+        Resource::EndpointSlices => tokio::spawn(feed.run(
+            api!(discovery::EndpointSlice),
+            |slice: &discovery::EndpointSlice| {
                 convert::endpoint_slice(slice).map(Object::EndpointSlice)
-            };
-            let api = api!(discovery::EndpointSlice);
-            tokio::spawn(watch_resource(
-                api,
-                watch_config,
-                resource,
-                convert,
-                filter,
-                tx,
-                stop,
-            ));
-        }
-        Resource::Pods => {
-            let convert = |pod: &core::Pod| convert::pod(pod).map(Object::Pod);
-            let api = api!(core::Pod);
-            tokio::spawn(watch_resource(
-                api,
-                watch_config,
-                resource,
-                convert,
-                filter,
-                tx,
-                stop,
-            ));
-        }
-    }
+            },
+        )),
+        Resource::Pods => tokio::spawn(feed.run(api!(core::Pod), |pod: &core::Pod| {
+            convert::pod(pod).map(Object::Pod)
+        })),
+    };
 }
 
-/// Runs kube-rs's watcher on `api` (with its default backoff on errors) until `stop`.
-async fn watch_resource<K, F>(
-    api: Api<K>,
+/// One resource's watch and where its changes go.
+struct Feed {
     config: watcher::Config,
     resource: Resource,
-    convert: F,
+    /// Namespaces whose objects are kept (`None`: all).
     namespaces: Option<Arc<HashSet<String>>>,
     tx: mpsc::UnboundedSender<Change>,
     stop: CancellationToken,
-) where
-    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
-    F: Fn(&K) -> Result<Object, convert::ConvertError> + Send + 'static,
-{
-    let stream = watcher::watcher(api, config).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    loop {
-        let item = tokio::select! {
-            item = stream.next() => item,
-            () = stop.cancelled() => return,
-        };
-        let Some(item) = item else { return };
-        let change = match item {
-            Ok(Event::Init) => Change::Init(resource),
-            Ok(Event::InitDone) => Change::InitDone(resource),
-            Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                let key = key_of(&object, resource);
-                if namespaces
-                    .as_ref()
-                    .is_some_and(|keep| !keep.contains(&key.namespace))
-                {
-                    continue;
-                }
-                match convert(&object) {
-                    Ok(object) => Change::Upsert(Box::new(object)),
-                    Err(error) => {
-                        tracing::warn!(
-                            resource = resource.as_str(),
-                            "{}: {error}; left out of the zone",
-                            display_key(&key)
-                        );
-                        Change::Delete(resource, key)
+}
+
+impl Feed {
+    /// Runs kube-rs's watcher on `api` (with its default backoff on errors) until `stop`,
+    /// converting each object with `convert`.
+    async fn run<K, F>(self, api: Api<K>, convert: F)
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+        F: Fn(&K) -> Result<Object, convert::ConvertError> + Send + 'static,
+    {
+        let Self {
+            config,
+            resource,
+            namespaces,
+            tx,
+            stop,
+        } = self;
+        let stream = watcher::watcher(api, config).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                () = stop.cancelled() => return,
+            };
+            let Some(item) = item else { return };
+            let change = match item {
+                Ok(Event::Init) => Change::Init(resource),
+                Ok(Event::InitDone) => Change::InitDone(resource),
+                Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                    let key = key_of(&object, resource);
+                    if namespaces
+                        .as_ref()
+                        .is_some_and(|keep| !keep.contains(&key.namespace))
+                    {
+                        continue;
+                    }
+                    match convert(&object) {
+                        Ok(object) => Change::Upsert(Box::new(object)),
+                        Err(error) => {
+                            tracing::warn!(
+                                resource = resource.as_str(),
+                                "{}: {error}; left out of the zone",
+                                display_key(&key)
+                            );
+                            Change::Delete(resource, key)
+                        }
                     }
                 }
+                Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
+                Err(error) => Change::Failed(resource, error.to_string()),
+            };
+            if tx.send(change).is_err() {
+                return;
             }
-            Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
-            Err(error) => Change::Failed(resource, error.to_string()),
-        };
-        if tx.send(change).is_err() {
-            return;
         }
     }
 }
