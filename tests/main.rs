@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
+mod apiserver;
 mod common;
 mod corefile;
 mod e2e;

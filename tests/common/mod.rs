@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
+pub mod apiserver;
 pub mod binary;
 pub mod upstream;
 
