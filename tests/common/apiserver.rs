@@ -29,6 +29,26 @@
 //! quick) call that works from `#[test]` and `#[tokio::test]` alike, and the server keeps
 //! answering while a test blocks (on a child process, a DNS query...). Waiting helpers
 //! come in a blocking and an `_async` flavour.
+//!
+//! ```ignore
+//! let api = ApiServer::start();
+//! api.apply_file(fixture("shop.json"));
+//! let corefile = format!("cluster.local {{\n kubernetes {{\n endpoint {}\n }}\n}}", api.url());
+//! // ... start clusterdns on it ...
+//! api.wait_for_watches(3);                  // services, endpointslices, namespaces
+//! api.delete(Kind::Service, "shop", "web"); // a DELETED event to the services watch
+//! api.set_down(Down::Refuse);               // an outage; set_up() ends it
+//! ```
+//!
+//! What kube's client does with it (kube 5, default `Config`), worth knowing when writing
+//! tests on it: it retries `429`, `503` and `504` answers by itself (15 times, backoff from
+//! 5 ms doubling, `Retry-After` honoured), so [`Down::Unavailable`] or an injected 503 look
+//! to the watcher like a slow server, not an error; connection errors
+//! ([`Down::Refuse`]), `500`, `401` and `403` reach the watcher at once. The watcher lists
+//! with `limit=500` and no `resourceVersion` (most recent), then watches from the list's
+//! resourceVersion with `allowWatchBookmarks=true&timeoutSeconds=290`; after a stream ends
+//! or breaks it watches again from the last resourceVersion it saw (an event's or a
+//! bookmark's); only a `410` makes it list again.
 
 pub mod selector;
 mod serve;

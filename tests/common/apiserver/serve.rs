@@ -720,7 +720,7 @@ fn watch(
         Ok(start) => start,
         Err((status, body)) => return Outcome::Json(status, body),
     };
-    let (tx, rx) = mpsc::channel(64);
+    let (tx, rx) = mpsc::unbounded_channel();
     shared
         .handle
         .spawn(run_watch(Arc::clone(shared), kind, start, tx));
@@ -762,7 +762,7 @@ async fn run_watch(
     shared: Arc<Shared>,
     kind: Kind,
     mut watch: WatchStart,
-    out: mpsc::Sender<BodyItem>,
+    out: mpsc::UnboundedSender<BodyItem>,
 ) {
     let _guard = WatchGuard {
         shared: Arc::clone(&shared),
@@ -770,7 +770,7 @@ async fn run_watch(
     };
     drop(shared);
     for line in std::mem::take(&mut watch.initial) {
-        if out.send(BodyItem::Data(line)).await.is_err() {
+        if out.send(BodyItem::Data(line)).is_err() {
             return;
         }
     }
@@ -785,7 +785,7 @@ async fn run_watch(
             () = &mut deadline => {
                 if watch.bookmarks {
                     let line = bookmark_line(kind, watch.last_rv, false);
-                    let _ = out.send(BodyItem::Data(line)).await;
+                    let _ = out.send(BodyItem::Data(line));
                 }
                 return;
             }
@@ -800,7 +800,7 @@ async fn run_watch(
                     continue;
                 };
                 if armed {
-                    let _ = out.send(BodyItem::Cut(half(&line))).await;
+                    let _ = out.send(BodyItem::Cut(half(&line)));
                     return;
                 }
                 BodyItem::Data(line)
@@ -823,17 +823,17 @@ async fn run_watch(
                     ),
                     None,
                 );
-                let _ = out.send(BodyItem::Data(event_line("ERROR", &status))).await;
+                let _ = out.send(BodyItem::Data(event_line("ERROR", &status)));
                 return;
             }
             WatchMsg::Close(Cut::Clean) => return,
             WatchMsg::Close(Cut::Abort) => {
-                let _ = out.send(BodyItem::Abort).await;
+                let _ = out.send(BodyItem::Abort);
                 return;
             }
             WatchMsg::Close(Cut::MidLine) => {
                 let line = bookmark_line(kind, watch.last_rv, false);
-                let _ = out.send(BodyItem::Cut(half(&line))).await;
+                let _ = out.send(BodyItem::Cut(half(&line)));
                 return;
             }
             WatchMsg::Close(Cut::NextEvent) => {
@@ -841,7 +841,7 @@ async fn run_watch(
                 continue;
             }
         };
-        if out.send(item).await.is_err() {
+        if out.send(item).is_err() {
             return;
         }
     }
@@ -850,7 +850,7 @@ async fn run_watch(
 /// A watch response body: each line one chunk; ends cleanly when the watch task ends,
 /// or fails (so hyper closes the connection without the last chunk).
 struct WatchBody {
-    rx: mpsc::Receiver<BodyItem>,
+    rx: mpsc::UnboundedReceiver<BodyItem>,
     flushes: Arc<Flushes>,
     /// After a cut: fail once the flush count passes this.
     cut_after: Option<u64>,
