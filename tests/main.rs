@@ -4,6 +4,7 @@
 
 mod common;
 mod corefile;
+mod deploy;
 mod e2e;
 mod forward;
 mod loader;
