@@ -37,7 +37,7 @@ enum Object {
     RoleBinding(RoleBinding),
     ConfigMap(ConfigMap),
     Deployment(Box<Deployment>),
-    Service(Service),
+    Service(Box<Service>),
 }
 
 /// An object and the file it came from.
@@ -135,7 +135,10 @@ fn parse_manifests(file: &str, text: &str) -> Result<Vec<Manifest>, String> {
 
 /// A document as the k8s-openapi type its apiVersion and kind name.
 fn object(at: &str, document: Value) -> Result<Object, String> {
-    let api_version = document["apiVersion"].as_str().unwrap_or_default().to_owned();
+    let api_version = document["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let kind = document["kind"].as_str().unwrap_or_default().to_owned();
     let is = |(version, name): (&str, &str)| api_version == version && kind == name;
     Ok(if is(type_of::<ServiceAccount>()) {
@@ -153,7 +156,7 @@ fn object(at: &str, document: Value) -> Result<Object, String> {
     } else if is(type_of::<Deployment>()) {
         Object::Deployment(Box::new(strict(at, document)?))
     } else if is(type_of::<Service>()) {
-        Object::Service(strict(at, document)?)
+        Object::Service(Box::new(strict(at, document)?))
     } else {
         return Err(format!(
             "{at}: unexpected object: apiVersion {api_version:?}, kind {kind:?}"
@@ -244,12 +247,7 @@ fn coredns_deployment(manifests: &[Manifest]) -> &Deployment {
 }
 
 fn pod_spec(deployment: &Deployment) -> &PodSpec {
-    deployment
-        .spec
-        .template
-        .spec
-        .as_ref()
-        .unwrap()
+    deployment.spec.template.spec.as_ref().unwrap()
 }
 
 fn container(deployment: &Deployment) -> &Container {
@@ -429,7 +427,10 @@ fn container_ports_are_the_corefiles() {
     let server = corefile_server(&manifests);
     let deployment = coredns_deployment(&manifests);
     let container = container(deployment);
-    assert_eq!(container.name, "coredns", "kubeadm's name: updated in place");
+    assert_eq!(
+        container.name, "coredns",
+        "kubeadm's name: updated in place"
+    );
     let ports: BTreeSet<(String, i32, String)> = container
         .ports
         .as_deref()
@@ -576,7 +577,10 @@ fn security_context_is_non_root_read_only_and_net_bind_only() {
         }),
         ..Default::default()
     };
-    assert_eq!(container(deployment).security_context.as_ref(), Some(&expected));
+    assert_eq!(
+        container(deployment).security_context.as_ref(),
+        Some(&expected)
+    );
 }
 
 /// The Dockerfile's last stage: its entrypoint, user, and what it copies in; and the path
@@ -627,7 +631,12 @@ fn image() -> Image {
         setcap: joined
             .split("setcap ")
             .skip(1)
-            .map(|rest| rest.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+            .map(|rest| {
+                rest.split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
             .collect(),
         rust,
     }
@@ -674,7 +683,10 @@ fn the_binary_takes_the_deployments_args() {
     // The entrypoint and the Deployment's args, with the Corefile path pointing at a file
     // that does not parse: the binary must read it as `serve --corefile` and report it.
     let manifests = applied();
-    let args = container(coredns_deployment(&manifests)).args.clone().unwrap();
+    let args = container(coredns_deployment(&manifests))
+        .args
+        .clone()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let corefile = dir.path().join("Corefile");
     std::fs::write(&corefile, ".:53 {\n    no_such_plugin\n}\n").unwrap();
@@ -703,7 +715,10 @@ fn deployment_keeps_kubeadms_shape() {
     let manifests = applied();
     let deployment = coredns_deployment(&manifests);
     let labels = BTreeMap::from([("k8s-app".to_owned(), "kube-dns".to_owned())]);
-    assert_eq!(deployment.metadata.namespace.as_deref(), Some("kube-system"));
+    assert_eq!(
+        deployment.metadata.namespace.as_deref(),
+        Some("kube-system")
+    );
     assert_eq!(deployment.metadata.labels.as_ref(), Some(&labels));
     let spec = &deployment.spec;
     assert_eq!(spec.replicas, Some(2));
@@ -754,13 +769,19 @@ fn deployment_keeps_kubeadms_shape() {
         .affinity
         .as_ref()
         .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|a| {
+            a.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
         .expect("preferred pod anti-affinity");
     let [term] = anti.as_slice() else {
         panic!("{anti:?}")
     };
     assert_eq!(term.weight, 100);
-    assert_eq!(term.pod_affinity_term.topology_key, "kubernetes.io/hostname");
+    assert_eq!(
+        term.pod_affinity_term.topology_key,
+        "kubernetes.io/hostname"
+    );
     let selector = term.pod_affinity_term.label_selector.as_ref().unwrap();
     let [expression] = selector.match_expressions.as_deref().unwrap() else {
         panic!("{selector:?}")
@@ -795,7 +816,11 @@ fn resources_are_the_readmes_sizing() {
         m.keys().cloned().collect::<Vec<_>>()
     };
     assert_eq!(keys(&requests), ["cpu", "memory"]);
-    assert_eq!(keys(&limits), ["memory"], "no CPU limit: throttling adds latency");
+    assert_eq!(
+        keys(&limits),
+        ["memory"],
+        "no CPU limit: throttling adds latency"
+    );
     let sizing = kind_section()
         .split("### Sizing")
         .nth(1)
@@ -807,7 +832,10 @@ fn resources_are_the_readmes_sizing() {
         ("limits.memory", &limits["memory"]),
     ] {
         let shown = format!("`{what}: {}`", quantity.0);
-        assert!(sizing.contains(&shown), "the Sizing paragraph shows {shown}");
+        assert!(
+            sizing.contains(&shown),
+            "the Sizing paragraph shows {shown}"
+        );
     }
 }
 
@@ -837,7 +865,10 @@ fn readme_builds_loads_and_applies_what_the_manifests_use() {
         format!("kubectl apply --server-side -f deploy/{AUTOSCALER}"),
         "nslookup kubernetes.default".to_owned(),
     ] {
-        assert!(section.contains(&command), "the kind section runs `{command}`");
+        assert!(
+            section.contains(&command),
+            "the kind section runs `{command}`"
+        );
     }
 }
 
@@ -881,7 +912,11 @@ fn cluster_role_grants_exactly_list_and_watch_on_four_kinds() {
             binding.role_ref.kind.as_str(),
             binding.role_ref.name.as_str()
         ),
-        (Some("rbac.authorization.k8s.io"), "ClusterRole", "system:coredns")
+        (
+            Some("rbac.authorization.k8s.io"),
+            "ClusterRole",
+            "system:coredns"
+        )
     );
     let account = pod_spec(coredns_deployment(&manifests))
         .service_account_name
@@ -911,7 +946,7 @@ fn service_selects_the_pods_and_exposes_dns_and_metrics() {
     let manifests = applied();
     let deployment = coredns_deployment(&manifests);
     let service = find(&manifests, "kube-dns", |o| match o {
-        Object::Service(s) => Some(s),
+        Object::Service(s) => Some(&**s),
         _ => None,
     });
     assert_eq!(service.metadata.namespace, deployment.metadata.namespace);
@@ -1022,6 +1057,17 @@ fn autoscaler_scales_the_coredns_deployment() {
     let data = map.data.clone().unwrap();
     assert_eq!(data.keys().collect::<Vec<_>>(), ["linear"]);
     let linear: Linear = serde_json::from_str(&data["linear"]).unwrap();
+    // The README shows (and reasons about) the parameters the ConfigMap has.
+    let shown = kind_section()
+        .split("```json\n")
+        .nth(1)
+        .and_then(|block| block.split("```").next())
+        .map(|block| serde_json::from_str::<Value>(block).unwrap())
+        .expect("the kind section shows the autoscaler's parameters");
+    assert_eq!(
+        shown,
+        serde_json::from_str::<Value>(&data["linear"]).unwrap()
+    );
     assert!(linear.cores_per_replica.is_some() || linear.nodes_per_replica.is_some());
     assert!(linear.min.unwrap_or(1) >= 2 || linear.prevent_single_point_failure == Some(true));
     assert!(linear.max.is_none_or(|max| max >= linear.min.unwrap_or(1)));
@@ -1041,8 +1087,16 @@ fn autoscaler_scales_the_coredns_deployment() {
     let rules = role.rules.clone().unwrap();
     let allows = |group: &str, resource: &str, name: &str, verb: &str| {
         rules.iter().any(|r| {
-            r.api_groups.as_deref().unwrap_or_default().iter().any(|g| g == group)
-                && r.resources.as_deref().unwrap_or_default().iter().any(|x| x == resource)
+            r.api_groups
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|g| g == group)
+                && r.resources
+                    .as_deref()
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|x| x == resource)
                 && r.resource_names
                     .as_deref()
                     .is_none_or(|names| names.iter().any(|n| n == name))
