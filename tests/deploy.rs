@@ -23,8 +23,9 @@ use serde_json::Value;
 
 use crate::common::{read, root};
 
-/// The files `kubectl apply -k deploy/` applies; the autoscaler is optional and separate.
+/// The optional autoscaler: applied on its own, not listed in the kustomization.
 const AUTOSCALER: &str = "autoscaler.yaml";
+/// What `kubectl apply -k deploy/` reads; not a Kubernetes object.
 const KUSTOMIZATION: &str = "kustomization.yaml";
 
 /// One object of `deploy/`, typed.
@@ -1007,8 +1008,10 @@ fn service_selects_the_pods_and_exposes_dns_and_metrics() {
     );
 }
 
-/// `linear` parameters of cluster-proportional-autoscaler.
+/// `linear` parameters of cluster-proportional-autoscaler (every field it knows, so that a
+/// misspelt one fails).
 #[derive(Debug, Deserialize)]
+#[allow(dead_code)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Linear {
     cores_per_replica: Option<f64>,
@@ -1071,7 +1074,6 @@ fn autoscaler_scales_the_coredns_deployment() {
     assert!(linear.cores_per_replica.is_some() || linear.nodes_per_replica.is_some());
     assert!(linear.min.unwrap_or(1) >= 2 || linear.prevent_single_point_failure == Some(true));
     assert!(linear.max.is_none_or(|max| max >= linear.min.unwrap_or(1)));
-    let _ = linear.include_unschedulable_nodes;
 
     let account = pod_spec(deployment).service_account_name.clone().unwrap();
     let subject = Subject {
