@@ -5,6 +5,7 @@
 mod apiserver;
 mod common;
 mod corefile;
+mod deploy;
 mod e2e;
 mod forward;
 mod loader;

@@ -1,0 +1,31 @@
+# clusterdns as a drop-in for the CoreDNS image: `clusterdns -conf /etc/coredns/Corefile`
+# (kubeadm's Deployment args) runs `clusterdns serve --corefile /etc/coredns/Corefile`.
+#
+#   docker build -t clusterdns:dev .
+#
+# Build: the release binary with the Rust version the crate asks for (rust-version 1.95).
+FROM rust:1.95-bookworm AS build
+# The git revision for coredns_build_info (the build context has no .git):
+#   docker build --build-arg CLUSTERDNS_REVISION=$(git rev-parse --short HEAD) ...
+ARG CLUSTERDNS_REVISION=""
+ENV CLUSTERDNS_REVISION=${CLUSTERDNS_REVISION} \
+    CARGO_PROFILE_RELEASE_DEBUG=0
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libcap2-bin \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# Port 53 as a non-root user: the Deployment adds NET_BIND_SERVICE to the container's
+# capabilities, and this file capability makes the binary's process have it at exec (with
+# allowPrivilegeEscalation false it can never exceed what the container was given).
+RUN cargo build --release --locked --bin clusterdns \
+    && install -m 0755 target/release/clusterdns /usr/local/bin/clusterdns \
+    && setcap cap_net_bind_service=+ep /usr/local/bin/clusterdns
+
+# Run: glibc and libgcc only, no shell, user nonroot (65532).
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /usr/local/bin/clusterdns /usr/local/bin/clusterdns
+USER 65532:65532
+EXPOSE 53/udp 53/tcp 8080/tcp 8181/tcp 9153/tcp
+ENTRYPOINT ["/usr/local/bin/clusterdns"]
+CMD ["-conf", "/etc/coredns/Corefile"]
