@@ -8,6 +8,7 @@ mod corefile;
 mod deploy;
 mod e2e;
 mod forward;
+mod live;
 mod loader;
 mod observe;
 mod plugins;
