@@ -554,10 +554,16 @@ fn programming_latency_is_measured_from_the_watch() {
 }
 
 #[test]
-fn slow_api_responses_still_sync() {
+fn slow_api_responses_and_tight_client_limits_still_sync() {
     let api = shop();
     api.set_latency(Duration::from_millis(400));
-    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
+    // One request at a time, two per second: three long-lived watches must not hold the
+    // only slot (a watch counts until its response headers arrive).
+    let corefile = corefile(
+        &format!("endpoint {}", api.url()),
+        "apiserver_qps 2\n        apiserver_burst 1\n        apiserver_max_inflight 1",
+        "",
+    );
     let server = serve(&corefile);
     assert!(
         server.log().contains("synced with the API server"),
@@ -568,6 +574,11 @@ fn slow_api_responses_still_sync() {
         server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
         "NOERROR"
     );
+    api.wait_for_watches(3);
+    api.delete(Kind::Service, "shop", "web");
+    until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
+        reply.rcode == "NXDOMAIN"
+    });
 }
 
 #[test]
@@ -595,4 +606,69 @@ fn a_reload_that_keeps_the_block_keeps_the_watch() {
         api.requests()
     );
     assert_eq!(api.open_watches(), 3);
+}
+
+/// `VmHWM` and `VmRSS` of a process, in MB.
+fn memory_mb(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// Memory of the watch at scale: `bench/watch-memory.sh` runs it (release build) on a
+/// cluster from `examples/gencluster`, named by `CLUSTERDNS_SCALE_FILE`; with
+/// `CLUSTERDNS_SCALE_PODS=verified` the pods are watched too. Prints the figures.
+#[test]
+#[ignore = "a measurement, run by bench/watch-memory.sh"]
+fn watch_memory_at_scale() {
+    let file = std::env::var("CLUSTERDNS_SCALE_FILE").expect("CLUSTERDNS_SCALE_FILE");
+    let pods = std::env::var("CLUSTERDNS_SCALE_PODS").unwrap_or_else(|_| "disabled".into());
+    let api = ApiServer::start();
+    let started = Instant::now();
+    api.apply_file(&file);
+    eprintln!(
+        "stand-in loaded {file} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let corefile = corefile(
+        &format!("endpoint {}", api.url()),
+        &format!("pods {pods}\n        startup_timeout 600s"),
+        "",
+    );
+    let started = Instant::now();
+    let server = serve(&corefile);
+    let synced = started.elapsed();
+    assert!(
+        server.log().contains("synced with the API server"),
+        "{}",
+        server.log()
+    );
+    let (peak, after_sync) = memory_mb(server.pid());
+    // Let the allocator return what the lists used.
+    std::thread::sleep(Duration::from_secs(10));
+    let (_, steady) = memory_mb(server.pid());
+    // One re-list of everything (410 Gone): in place, never a second copy.
+    api.send_gone();
+    server.wait_log("re-listing", PATIENCE);
+    std::thread::sleep(Duration::from_secs(10));
+    let (peak_after_relist, after_relist) = memory_mb(server.pid());
+    let line = server
+        .log()
+        .lines()
+        .find(|l| l.contains("synced with the API server"))
+        .unwrap_or_default()
+        .to_owned();
+    eprintln!(
+        "pods {pods}: synced in {:.1} s; RSS peak {peak:.0} MB, after sync {after_sync:.0} MB, \
+         steady {steady:.0} MB; after a full re-list: peak {peak_after_relist:.0} MB, RSS \
+         {after_relist:.0} MB\n{line}",
+        synced.as_secs_f64()
+    );
 }

@@ -21,20 +21,31 @@ pub(super) struct ServeArgs {
 
 /// Runs the server until SIGINT or SIGTERM, then leaves through lameduck.
 pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    // What the reload plugin compares with: the Corefile as it was read now, not once the
+    // server is up (the start can wait for the API server for startup_timeout, and a change
+    // made meanwhile must not become the baseline unapplied).
+    let baseline = args
+        .source
+        .corefile
+        .as_ref()
+        .map(|path| std::fs::read(path).unwrap_or_default());
     let config = args.source.config()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(serve(config, args.source.corefile.clone()))
+    let corefile = args.source.corefile.clone().zip(baseline);
+    runtime.block_on(serve(config, corefile))
 }
 
-async fn serve(config: Config, corefile: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+/// `corefile`: the Corefile's path and the text the configuration was read from.
+async fn serve(config: Config, corefile: Option<(PathBuf, Vec<u8>)>) -> anyhow::Result<ExitCode> {
     let mut running = server::start(&config).await?;
     let (reloads, mut reloaded) = mpsc::channel::<Box<Config>>(1);
     let (results, results_in) = mpsc::channel::<Applied>(1);
-    if let Some(path) = &corefile {
+    if let Some((path, text)) = &corefile {
         spawn_reloader(
             path,
+            text,
             running.reload_metrics(),
             running.reload_schedule(),
             reloads,
@@ -85,6 +96,7 @@ type Applied = Option<Schedule>;
 /// stops the checks, as in CoreDNS.
 fn spawn_reloader(
     path: &Path,
+    text: &[u8],
     metrics: Arc<ReloadMetrics>,
     schedule: Schedule,
     reloads: mpsc::Sender<Box<Config>>,
@@ -93,14 +105,7 @@ fn spawn_reloader(
     let Some((mut interval, mut jitter)) = schedule else {
         return;
     };
-    let text = match std::fs::read(path) {
-        Ok(text) => text,
-        Err(error) => {
-            tracing::error!("reload: {}: {error}", path.display());
-            return;
-        }
-    };
-    let mut watch = CorefileWatch::new(path, &text, metrics);
+    let mut watch = CorefileWatch::new(path, text, metrics);
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(next_wait(interval, jitter)).await;

@@ -141,6 +141,11 @@ impl TestServer {
         self.log.lock().unwrap().clone()
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends `packet` over UDP and returns the reply bytes.
     pub fn udp(&self, packet: &[u8]) -> Vec<u8> {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
