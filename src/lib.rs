@@ -12,6 +12,7 @@
 //!    -> store (immutable Snapshot, published whole)
 //!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
 //!    -> server (sockets: the UDP fast path, TCP through hickory-server, AXFR)
+//!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)
 //!  cli (clap; the only place that prints or picks an exit code)
 //! ```
 //!
@@ -25,6 +26,8 @@
 //! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
 //! - [`cache`]: the *cache* plugin, for upstream answers.
 //! - [`querylog`]: the *log* and *errors* plugins.
+//! - [`proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
+//!   tracer.
 //! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
 //! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck.
 //! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
@@ -37,6 +40,7 @@ pub mod forward;
 pub mod http;
 pub mod metrics;
 pub mod model;
+pub mod proxy;
 pub mod querylog;
 pub mod selector;
 pub mod server;

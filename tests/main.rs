@@ -13,6 +13,7 @@ mod loader;
 mod observe;
 mod plugins;
 mod protocol;
+mod proxy;
 mod readme;
 mod watch;
 mod zone;

@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout)]
 
+mod endpoints;
 mod query;
 mod records;
 mod serve;
@@ -36,6 +37,8 @@ enum Command {
     Records(records::RecordsArgs),
     /// Answer one question offline and print it like dig.
     Query(query::QueryArgs),
+    /// EndpointSlices as the controller computes them, and the endpoints kube-proxy uses.
+    Endpoints(endpoints::EndpointsArgs),
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -95,6 +98,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Records(args) => records::run(&args),
         Command::Query(args) => query::run(&args),
+        Command::Endpoints(args) => endpoints::run(&args),
     };
     match result {
         Ok(code) => code,

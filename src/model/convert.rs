@@ -199,6 +199,11 @@ pub fn service(object: &core::Service) -> Result<Service> {
         })
         .collect::<Result<Vec<_>>>()?;
 
+    let health_check_node_port = match spec.health_check_node_port {
+        None | Some(0) => None,
+        Some(value) => Some(port_number(i64::from(value), "spec.healthCheckNodePort")?),
+    };
+
     let external_name = if service_type == ServiceType::ExternalName {
         spec.external_name.clone().filter(|name| !name.is_empty())
     } else {
@@ -231,6 +236,7 @@ pub fn service(object: &core::Service) -> Result<Service> {
         external_ips,
         load_balancer_ips,
         load_balancer_source_ranges,
+        health_check_node_port,
     })
 }
 
@@ -862,6 +868,27 @@ mod tests {
         assert_eq!(stale.external_name, None);
         let lb = svc(json!({"type": "LoadBalancer"})).expect("LoadBalancer");
         assert_eq!(lb.service_type, ServiceType::LoadBalancer);
+    }
+
+    #[test]
+    fn service_health_check_node_port() {
+        let lb = svc(
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                            "healthCheckNodePort": 32123}),
+        )
+        .expect("valid");
+        assert_eq!(lb.health_check_node_port, Some(32123));
+        assert_eq!(svc(json!({})).expect("valid").health_check_node_port, None);
+        assert_eq!(
+            svc(json!({"healthCheckNodePort": 0}))
+                .expect("valid")
+                .health_check_node_port,
+            None
+        );
+        assert_eq!(
+            svc(json!({"healthCheckNodePort": 70000})).err().as_deref(),
+            Some("spec.healthCheckNodePort: expected a port number 1-65535, found 70000")
+        );
     }
 
     #[test]

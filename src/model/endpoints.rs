@@ -413,6 +413,7 @@ mod tests {
             external_ips: Vec::new(),
             load_balancer_ips: Vec::new(),
             load_balancer_source_ranges: Vec::new(),
+            health_check_node_port: None,
         }
     }
 

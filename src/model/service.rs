@@ -40,6 +40,9 @@ pub struct Service {
     pub load_balancer_ips: Vec<IpAddr>,
     /// `spec.loadBalancerSourceRanges`.
     pub load_balancer_source_ranges: Vec<IpNet>,
+    /// `spec.healthCheckNodePort`: the node port kube-proxy answers health checks on, set by
+    /// the API server for a LoadBalancer Service with `externalTrafficPolicy: Local`.
+    pub health_check_node_port: Option<u16>,
 }
 
 impl Service {

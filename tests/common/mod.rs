@@ -5,6 +5,7 @@
 
 pub mod apiserver;
 pub mod binary;
+pub mod golden;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

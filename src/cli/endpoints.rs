@@ -1,0 +1,74 @@
+//! `clusterdns endpoints`: the EndpointSlice controller's view and kube-proxy's choice.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
+use crate::source::file::read_objects;
+
+/// Arguments of `endpoints`.
+#[derive(Debug, Args)]
+pub(super) struct EndpointsArgs {
+    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output).
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    objects: Vec<PathBuf>,
+    /// `input`: the slices in the files (computed for a Service that has none there);
+    /// `computed`: the EndpointSlice controller's, from the pods.
+    #[arg(long, value_enum, default_value_t = Slices::Input)]
+    slices: Slices,
+    /// The node kube-proxy runs on: its endpoints make the node-local sets of Services with
+    /// a Local traffic policy.
+    #[arg(long, value_name = "NODE")]
+    node: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+/// `--slices`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum Slices {
+    /// The slices in the input.
+    Input,
+    /// Computed by the EndpointSlice controller from the pods.
+    Computed,
+}
+
+impl From<Slices> for SliceSource {
+    fn from(slices: Slices) -> Self {
+        match slices {
+            Slices::Input => Self::Input,
+            Slices::Computed => Self::Computed,
+        }
+    }
+}
+
+/// `--output`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum Output {
+    /// For people.
+    Text,
+    /// For programs.
+    Json,
+}
+
+pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
+    let loaded = read_objects(&args.objects)?;
+    let source = SliceSource::from(args.slices);
+    let cluster = with_slices(&loaded.cluster, source);
+    match args.output {
+        Output::Text => print!("{}", report_text(&cluster, args.node.as_deref(), &[])),
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&report_json(
+                &cluster,
+                source,
+                args.node.as_deref(),
+                &[]
+            ))?
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,14 @@
+//! kube-proxy in the toolbox: the endpoints it chooses, the rules it writes (iptables and
+//! nftables, as a node prints them), and a tracer that walks a real node's ruleset.
+//!
+//! - [`plan`]: kube-proxy's view of the objects: Service ports, their endpoints (ready, else
+//!   serving-and-terminating; matched by port name and protocol), node-local sets.
+//! - [`endpoints`]: the `endpoints` report (the EndpointSlice controller's view and
+//!   kube-proxy's choice).
+//! - [`names`]: chain names, kube-proxy's (base32 of SHA-256) or clusterdns's hex ones.
+//! - [`cascade`]: the statistic-match probability cascade and the share each rule really gets.
+
+pub mod cascade;
+pub mod endpoints;
+pub mod names;
+pub mod plan;

@@ -1,0 +1,826 @@
+//! kube-proxy's view of the objects: which Service ports it programs, which endpoints each
+//! one uses, and the per-port decisions the iptables and nftables renderers turn into rules.
+//!
+//! Everything here follows `pkg/proxy` of kube-proxy, one proxier per IP family:
+//!
+//! - **Services** (`ServiceChangeTracker`): headless and ExternalName Services get nothing;
+//!   a Service without a ClusterIP of the family is left out of that family's rules;
+//!   externalIPs, load-balancer ingress IPs and `loadBalancerSourceRanges` keep only the
+//!   family's addresses. A port is identified by its [`ServicePortName`]: the Service, the
+//!   port's name and its protocol.
+//! - **Endpoints** (`EndpointSliceCache`): the Service's slices (by the
+//!   `kubernetes.io/service-name` label) of the family's address type; a slice port without a
+//!   number is ignored; an endpoint is its first address and the slice port's number, matched
+//!   to the Service port by **name and protocol**; the same `ip:port` in two slices is one
+//!   endpoint (the local copy wins); the list is sorted by its `ip:port` text, which is the
+//!   order of the probability cascade.
+//! - **Choice** (`CategorizeEndpoints`): Cluster policy uses the ready endpoints, and only if
+//!   there are none the serving-and-terminating ones (the terminating fallback); Local policy
+//!   does the same with this node's endpoints, independently. Topology hints are not modelled
+//!   (the model keeps no hints), so every ready endpoint is a Cluster endpoint.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::names::join_host_port;
+use crate::model::{
+    AddressType, Cluster, ObjectKey, Protocol, Service, ServiceType, SessionAffinity, TrafficPolicy,
+};
+
+/// The IP family a proxier programs (kube-proxy runs one per family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum IpFamily {
+    /// IPv4 (`iptables`, `table ip kube-proxy`).
+    #[default]
+    V4,
+    /// IPv6 (`ip6tables`, `table ip6 kube-proxy`).
+    V6,
+}
+
+impl IpFamily {
+    /// The family of `ip`.
+    pub fn of(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(_) => Self::V4,
+            IpAddr::V6(_) => Self::V6,
+        }
+    }
+
+    /// Whether `ip` is of this family.
+    pub fn contains(self, ip: IpAddr) -> bool {
+        Self::of(ip) == self
+    }
+
+    /// The EndpointSlice address type of the family.
+    pub fn address_type(self) -> AddressType {
+        match self {
+            Self::V4 => AddressType::IPv4,
+            Self::V6 => AddressType::IPv6,
+        }
+    }
+
+    /// `IPv4` / `IPv6`.
+    pub fn as_str(self) -> &'static str {
+        self.address_type().as_str()
+    }
+}
+
+/// A Service port as kube-proxy keys it: namespace, Service name, port name, protocol. Its
+/// text (`Display`) is `namespace/name:port`, or `namespace/name` for an unnamed port: what
+/// kube-proxy's rule comments and chain-name hashes use.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServicePortName {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// The Service's name.
+    pub name: String,
+    /// The port's name (empty for an unnamed port).
+    pub port: String,
+    /// The port's protocol.
+    pub protocol: Protocol,
+}
+
+impl ServicePortName {
+    /// The Service this port belongs to.
+    pub fn service(&self) -> ObjectKey {
+        ObjectKey::new(self.namespace.clone(), self.name.clone())
+    }
+}
+
+impl fmt::Display for ServicePortName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)?;
+        if !self.port.is_empty() {
+            write!(f, ":{}", self.port)?;
+        }
+        Ok(())
+    }
+}
+
+/// One endpoint of a Service port, as kube-proxy holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyEndpoint {
+    /// The endpoint's first address.
+    pub ip: IpAddr,
+    /// The slice port's number.
+    pub port: u16,
+    /// `nodeName`.
+    pub node: Option<String>,
+    /// The pod (`targetRef`), for reports.
+    pub pod: Option<String>,
+    /// `conditions.ready` (missing = true).
+    pub ready: bool,
+    /// `conditions.serving` (missing = ready).
+    pub serving: bool,
+    /// `conditions.terminating` (missing = false).
+    pub terminating: bool,
+    /// On the node the rules are for.
+    pub local: bool,
+}
+
+impl ProxyEndpoint {
+    /// `ip:port` (`[ip]:port` for IPv6): the endpoint's identity and sort key.
+    pub fn addr_port(&self) -> String {
+        join_host_port(self.ip, self.port)
+    }
+}
+
+/// What the renders are asked for.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// The family (one proxier's rules).
+    pub family: IpFamily,
+    /// This node's name (`--hostname-override`): its endpoints are local. With `None`, no
+    /// endpoint is local, as for a kube-proxy that does not know its node.
+    pub node: Option<String>,
+    /// The cluster's pod CIDRs (`--cluster-cidr`); the one of the family makes the "not a pod"
+    /// test. Without one, off-cluster sources are not told apart (no masquerade rule), as
+    /// kube-proxy does when local-traffic detection is off.
+    pub cluster_cidrs: Vec<IpNet>,
+}
+
+impl PlanOptions {
+    /// The cluster CIDR of the family, if given.
+    pub fn cluster_cidr(&self) -> Option<IpNet> {
+        self.cluster_cidrs
+            .iter()
+            .copied()
+            .find(|net| self.family.contains(net.addr()))
+    }
+}
+
+/// One Service port's rules, decided.
+#[derive(Debug, Clone)]
+pub struct PortPlan {
+    /// The port's identity.
+    pub name: ServicePortName,
+    /// The ClusterIP of the family.
+    pub cluster_ip: IpAddr,
+    /// `port`.
+    pub port: u16,
+    /// `nodePort`.
+    pub node_port: Option<u16>,
+    /// `healthCheckNodePort` (LoadBalancer with externalTrafficPolicy Local).
+    pub health_check_node_port: Option<u16>,
+    /// `externalIPs` of the family.
+    pub external_ips: Vec<IpAddr>,
+    /// `status.loadBalancer.ingress[].ip` of the family.
+    pub load_balancer_ips: Vec<IpAddr>,
+    /// `loadBalancerSourceRanges` of the family.
+    pub source_ranges: Vec<IpNet>,
+    /// internalTrafficPolicy is Local.
+    pub internal_local: bool,
+    /// externalTrafficPolicy is Local (and the Service is NodePort, LoadBalancer or has
+    /// externalIPs, the only cases the field means anything).
+    pub external_local: bool,
+    /// `sessionAffinity: ClientIP` timeout, in seconds.
+    pub affinity_timeout: Option<u32>,
+    /// Every endpoint from the slices, sorted by `ip:port`.
+    pub endpoints: Vec<ProxyEndpoint>,
+    /// The Cluster-policy endpoints (empty when the port never uses Cluster policy).
+    pub cluster_endpoints: Vec<ProxyEndpoint>,
+    /// The Local-policy endpoints (empty when the port never uses Local policy).
+    pub local_endpoints: Vec<ProxyEndpoint>,
+    /// The endpoints this node can send to: the union of the two, sorted.
+    pub reachable: Vec<ProxyEndpoint>,
+    /// The Cluster endpoints are serving-and-terminating ones (no endpoint is ready).
+    pub cluster_fallback: bool,
+    /// The Local endpoints are serving-and-terminating ones.
+    pub local_fallback: bool,
+    /// Some endpoint anywhere in the cluster can take traffic.
+    pub has_endpoints: bool,
+}
+
+impl PortPlan {
+    /// NodePort, load-balancer IPs or externalIPs: traffic can arrive "from outside".
+    pub fn externally_accessible(&self) -> bool {
+        self.node_port.is_some()
+            || !self.load_balancer_ips.is_empty()
+            || !self.external_ips.is_empty()
+    }
+
+    /// The port ever sends traffic by Cluster policy.
+    pub fn uses_cluster_endpoints(&self) -> bool {
+        !self.internal_local || (self.externally_accessible() && !self.external_local)
+    }
+
+    /// The port ever sends traffic by Local policy.
+    pub fn uses_local_endpoints(&self) -> bool {
+        self.internal_local || (self.external_local && self.externally_accessible())
+    }
+
+    /// ClusterIP traffic has somewhere to go.
+    pub fn has_internal_endpoints(&self) -> bool {
+        if self.internal_local {
+            self.has_endpoints && !self.local_endpoints.is_empty()
+        } else {
+            self.has_endpoints
+        }
+    }
+
+    /// External traffic has somewhere to go.
+    pub fn has_external_endpoints(&self) -> bool {
+        if self.external_local {
+            self.has_endpoints && !self.local_endpoints.is_empty()
+        } else {
+            self.has_endpoints
+        }
+    }
+
+    /// The Cluster-policy chain exists.
+    pub fn uses_cluster_chain(&self) -> bool {
+        !self.cluster_endpoints.is_empty() && self.uses_cluster_endpoints()
+    }
+
+    /// The Local-policy chain exists.
+    pub fn uses_local_chain(&self) -> bool {
+        !self.local_endpoints.is_empty() && self.uses_local_endpoints()
+    }
+
+    /// The external chain exists (even without external endpoints, for the short-circuit
+    /// rules of traffic from the node and its pods).
+    pub fn uses_external_chain(&self) -> bool {
+        self.has_endpoints && self.externally_accessible()
+    }
+}
+
+/// Every Service port kube-proxy programs for one family, in a stable order (by port name,
+/// then protocol; kube-proxy itself walks a Go map).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// What was asked.
+    pub options: PlanOptions,
+    /// The ports.
+    pub ports: Vec<PortPlan>,
+}
+
+/// Why a Service has no rules at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skipped {
+    /// `clusterIP: None`.
+    Headless,
+    /// `type: ExternalName`.
+    ExternalName,
+    /// No ClusterIP of the family.
+    OtherFamily,
+}
+
+/// Why kube-proxy leaves `service` out of `family`'s rules, if it does.
+pub fn skipped(service: &Service, family: IpFamily) -> Option<Skipped> {
+    if service.service_type == ServiceType::ExternalName {
+        Some(Skipped::ExternalName)
+    } else if service.headless || service.cluster_ips.is_empty() {
+        Some(Skipped::Headless)
+    } else if !service.cluster_ips.iter().any(|ip| family.contains(*ip)) {
+        Some(Skipped::OtherFamily)
+    } else {
+        None
+    }
+}
+
+/// kube-proxy's endpoints of `service` for `family`, keyed by port name and protocol, each
+/// list sorted by `ip:port` (`EndpointSliceCache`).
+pub fn endpoints_map(
+    cluster: &Cluster,
+    service: &ObjectKey,
+    family: IpFamily,
+    node: Option<&str>,
+) -> BTreeMap<(String, Protocol), Vec<ProxyEndpoint>> {
+    let mut by_port: BTreeMap<(String, Protocol), BTreeMap<String, ProxyEndpoint>> =
+        BTreeMap::new();
+    for slice in cluster.slices_of(service) {
+        if slice.address_type != family.address_type() {
+            continue;
+        }
+        for port in &slice.ports {
+            let Some(number) = port.port else {
+                continue;
+            };
+            let set = by_port
+                .entry((port.name.clone(), port.protocol))
+                .or_default();
+            for endpoint in &slice.endpoints {
+                let Some(ip) = endpoint.addresses.first().copied() else {
+                    continue;
+                };
+                if !family.contains(ip) {
+                    continue;
+                }
+                let local = node.is_some() && endpoint.node_name.as_deref() == node;
+                let info = ProxyEndpoint {
+                    ip,
+                    port: number,
+                    node: endpoint.node_name.clone(),
+                    pod: endpoint.target_pod.clone(),
+                    ready: endpoint.conditions.ready(),
+                    serving: endpoint.conditions.serving(),
+                    terminating: endpoint.conditions.terminating(),
+                    local,
+                };
+                let key = info.addr_port();
+                if !set.contains_key(&key) || local {
+                    set.insert(key, info);
+                }
+            }
+        }
+    }
+    by_port
+        .into_iter()
+        .map(|(key, set)| (key, set.into_values().collect()))
+        .collect()
+}
+
+/// The plan of one Service port from its Service and its endpoints.
+fn port_plan(
+    service: &Service,
+    index: usize,
+    family: IpFamily,
+    endpoints: Vec<ProxyEndpoint>,
+) -> Option<PortPlan> {
+    let port = service.ports.get(index)?;
+    let cluster_ip = service
+        .cluster_ips
+        .iter()
+        .copied()
+        .find(|ip| family.contains(*ip))?;
+    let external_accessible_type = matches!(
+        service.service_type,
+        ServiceType::NodePort | ServiceType::LoadBalancer
+    );
+    let external_local = service.external_traffic_policy == TrafficPolicy::Local
+        && (external_accessible_type || !service.external_ips.is_empty());
+    let health_check_node_port =
+        if service.service_type == ServiceType::LoadBalancer && external_local {
+            service.health_check_node_port
+        } else {
+            None
+        };
+    let mut plan = PortPlan {
+        name: ServicePortName {
+            namespace: service.key.namespace.clone(),
+            name: service.key.name.clone(),
+            port: port.name.clone(),
+            protocol: port.protocol,
+        },
+        cluster_ip,
+        port: port.port,
+        node_port: port.node_port,
+        health_check_node_port,
+        external_ips: family_only(&service.external_ips, family),
+        load_balancer_ips: family_only(&service.load_balancer_ips, family),
+        source_ranges: service
+            .load_balancer_source_ranges
+            .iter()
+            .copied()
+            .filter(|net| family.contains(net.addr()))
+            .collect(),
+        internal_local: service.internal_traffic_policy == TrafficPolicy::Local,
+        external_local,
+        affinity_timeout: match service.session_affinity {
+            SessionAffinity::None => None,
+            SessionAffinity::ClientIp { timeout_seconds } => Some(timeout_seconds),
+        },
+        endpoints,
+        cluster_endpoints: Vec::new(),
+        local_endpoints: Vec::new(),
+        reachable: Vec::new(),
+        cluster_fallback: false,
+        local_fallback: false,
+        has_endpoints: false,
+    };
+    categorize(&mut plan);
+    Some(plan)
+}
+
+fn family_only(ips: &[IpAddr], family: IpFamily) -> Vec<IpAddr> {
+    ips.iter()
+        .copied()
+        .filter(|ip| family.contains(*ip))
+        .collect()
+}
+
+/// `CategorizeEndpoints`, without topology hints.
+fn categorize(plan: &mut PortPlan) {
+    let usable = |endpoint: &ProxyEndpoint| endpoint.ready;
+    let fallback = |endpoint: &ProxyEndpoint| endpoint.serving && endpoint.terminating;
+
+    if plan.uses_cluster_endpoints() {
+        plan.cluster_endpoints = plan
+            .endpoints
+            .iter()
+            .filter(|e| usable(e))
+            .cloned()
+            .collect();
+        if plan.cluster_endpoints.is_empty() {
+            plan.cluster_endpoints = plan
+                .endpoints
+                .iter()
+                .filter(|e| fallback(e))
+                .cloned()
+                .collect();
+            plan.cluster_fallback = !plan.cluster_endpoints.is_empty();
+        }
+        plan.has_endpoints = !plan.cluster_endpoints.is_empty();
+    }
+    if !plan.uses_local_endpoints() {
+        plan.reachable = plan.cluster_endpoints.clone();
+        return;
+    }
+    if plan.endpoints.iter().any(|e| usable(e) || fallback(e)) {
+        plan.has_endpoints = true;
+    }
+    let local_ready: Vec<ProxyEndpoint> = plan
+        .endpoints
+        .iter()
+        .filter(|e| e.local && usable(e))
+        .cloned()
+        .collect();
+    if local_ready.is_empty() {
+        plan.local_endpoints = plan
+            .endpoints
+            .iter()
+            .filter(|e| e.local && fallback(e))
+            .cloned()
+            .collect();
+        plan.local_fallback = !plan.local_endpoints.is_empty();
+    } else {
+        plan.local_endpoints = local_ready;
+    }
+    if !plan.uses_cluster_endpoints() {
+        plan.reachable = plan.local_endpoints.clone();
+        return;
+    }
+    let mut union: BTreeMap<String, ProxyEndpoint> = BTreeMap::new();
+    for endpoint in plan.cluster_endpoints.iter().chain(&plan.local_endpoints) {
+        union.insert(endpoint.addr_port(), endpoint.clone());
+    }
+    plan.reachable = union.into_values().collect();
+}
+
+/// The plan of every port of `service` (empty when kube-proxy skips it).
+pub fn service_plans(cluster: &Cluster, service: &Service, options: &PlanOptions) -> Vec<PortPlan> {
+    if skipped(service, options.family).is_some() {
+        return Vec::new();
+    }
+    let mut map = endpoints_map(
+        cluster,
+        &service.key,
+        options.family,
+        options.node.as_deref(),
+    );
+    (0..service.ports.len())
+        .filter_map(|index| {
+            let port = &service.ports[index];
+            let endpoints = map
+                .remove(&(port.name.clone(), port.protocol))
+                .unwrap_or_default();
+            port_plan(service, index, options.family, endpoints)
+        })
+        .collect()
+}
+
+/// The whole plan: every Service port of `cluster` kube-proxy programs for the family.
+pub fn plan(cluster: &Cluster, options: &PlanOptions) -> Plan {
+    let mut ports: Vec<PortPlan> = cluster
+        .services
+        .values()
+        .flat_map(|service| service_plans(cluster, service, options))
+        .collect();
+    ports.sort_by(|a, b| {
+        (a.name.to_string(), a.name.protocol).cmp(&(b.name.to_string(), b.name.protocol))
+    });
+    Plan {
+        options: options.clone(),
+        ports,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        Endpoint, EndpointConditions, EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels,
+        ServicePort, TargetPort,
+    };
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("test IP")
+    }
+
+    fn service(name: &str) -> Service {
+        Service {
+            key: ObjectKey::new("shop", name),
+            labels: Labels::new(),
+            selector: None,
+            service_type: ServiceType::ClusterIp,
+            cluster_ips: vec![ip("10.96.0.20")],
+            headless: false,
+            external_name: None,
+            ports: vec![ServicePort {
+                name: "http".to_owned(),
+                protocol: Protocol::Tcp,
+                port: 80,
+                target_port: TargetPort::Number(8080),
+                node_port: None,
+            }],
+            publish_not_ready_addresses: false,
+            ip_families: vec![AddressType::IPv4],
+            external_traffic_policy: TrafficPolicy::Cluster,
+            internal_traffic_policy: TrafficPolicy::Cluster,
+            session_affinity: SessionAffinity::None,
+            external_ips: Vec::new(),
+            load_balancer_ips: Vec::new(),
+            load_balancer_source_ranges: Vec::new(),
+            health_check_node_port: None,
+        }
+    }
+
+    /// (address, node, ready, serving, terminating)
+    type Row<'a> = (&'a str, &'a str, bool, bool, bool);
+
+    fn slice(
+        name: &str,
+        service: &str,
+        ports: &[(&str, Protocol, u16)],
+        rows: &[Row<'_>],
+    ) -> EndpointSlice {
+        let family = if rows.first().is_some_and(|row| row.0.contains(':')) {
+            AddressType::IPv6
+        } else {
+            AddressType::IPv4
+        };
+        EndpointSlice {
+            key: ObjectKey::new("shop", name),
+            service_name: Some(service.to_owned()),
+            labels: Labels::from([(LABEL_SERVICE_NAME.to_owned(), service.to_owned())]),
+            address_type: family,
+            endpoints: rows
+                .iter()
+                .map(|(address, node, ready, serving, terminating)| Endpoint {
+                    addresses: vec![ip(address)],
+                    conditions: EndpointConditions {
+                        ready: Some(*ready),
+                        serving: Some(*serving),
+                        terminating: Some(*terminating),
+                    },
+                    hostname: None,
+                    node_name: Some((*node).to_owned()),
+                    zone: None,
+                    target_pod: None,
+                })
+                .collect(),
+            ports: ports
+                .iter()
+                .map(|(name, protocol, port)| EndpointPort {
+                    name: (*name).to_owned(),
+                    protocol: *protocol,
+                    port: Some(*port),
+                })
+                .collect(),
+            trigger_time: None,
+        }
+    }
+
+    fn cluster(services: Vec<Service>, slices: Vec<EndpointSlice>) -> Cluster {
+        let mut cluster = Cluster::default();
+        for service in services {
+            cluster.services.insert(service.key.clone(), service);
+        }
+        for slice in slices {
+            cluster.endpoint_slices.insert(slice.key.clone(), slice);
+        }
+        cluster
+    }
+
+    fn addrs(endpoints: &[ProxyEndpoint]) -> Vec<String> {
+        endpoints.iter().map(ProxyEndpoint::addr_port).collect()
+    }
+
+    fn options(node: Option<&str>) -> PlanOptions {
+        PlanOptions {
+            family: IpFamily::V4,
+            node: node.map(str::to_owned),
+            cluster_cidrs: vec!["10.244.0.0/16".parse().expect("net")],
+        }
+    }
+
+    const HTTP: &[(&str, Protocol, u16)] = &[("http", Protocol::Tcp, 8080)];
+
+    #[test]
+    fn ready_endpoints_sorted_by_text_like_kube_proxy() {
+        let cluster = cluster(
+            vec![service("web")],
+            vec![slice(
+                "web-a",
+                "web",
+                HTTP,
+                &[
+                    ("10.244.1.9", "w1", true, true, false),
+                    ("10.244.1.10", "w1", true, true, false),
+                    ("10.244.2.8", "w2", false, false, false),
+                ],
+            )],
+        );
+        let plan = plan(&cluster, &options(None));
+        let [web] = plan.ports.as_slice() else {
+            panic!("one port: {:?}", plan.ports);
+        };
+        assert_eq!(web.name.to_string(), "shop/web:http");
+        // "10.244.1.10:8080" < "10.244.1.9:8080" as text: kube-proxy's byEndpoint order.
+        assert_eq!(
+            addrs(&web.cluster_endpoints),
+            ["10.244.1.10:8080", "10.244.1.9:8080"]
+        );
+        assert!(web.has_endpoints && !web.cluster_fallback);
+        assert_eq!(addrs(&web.reachable), addrs(&web.cluster_endpoints));
+        assert_eq!(web.endpoints.len(), 3);
+    }
+
+    #[test]
+    fn terminating_fallback_only_without_ready_endpoints() {
+        let rows: &[Row<'_>] = &[
+            ("10.244.1.5", "w1", false, true, true),
+            ("10.244.1.6", "w1", false, false, true),
+            ("10.244.1.7", "w1", false, false, false),
+        ];
+        let cluster = cluster(
+            vec![service("web")],
+            vec![slice("web-a", "web", HTTP, rows)],
+        );
+        let web = &plan(&cluster, &options(None)).ports[0];
+        assert!(web.cluster_fallback && web.has_endpoints);
+        assert_eq!(addrs(&web.cluster_endpoints), ["10.244.1.5:8080"]);
+
+        let mut with_ready = rows.to_vec();
+        with_ready.push(("10.244.1.8", "w1", true, true, false));
+        let cluster = self::cluster(
+            vec![service("web")],
+            vec![slice("web-a", "web", HTTP, &with_ready)],
+        );
+        let web = &plan(&cluster, &options(None)).ports[0];
+        assert!(!web.cluster_fallback);
+        assert_eq!(addrs(&web.cluster_endpoints), ["10.244.1.8:8080"]);
+    }
+
+    #[test]
+    fn slices_match_by_port_name_and_protocol() {
+        let mut svc = service("dns");
+        svc.ports = vec![
+            ServicePort {
+                name: "dns".to_owned(),
+                protocol: Protocol::Udp,
+                port: 53,
+                target_port: TargetPort::Number(53),
+                node_port: None,
+            },
+            ServicePort {
+                name: "dns-tcp".to_owned(),
+                protocol: Protocol::Tcp,
+                port: 53,
+                target_port: TargetPort::Number(53),
+                node_port: None,
+            },
+        ];
+        let cluster = cluster(
+            vec![svc],
+            vec![
+                // A slice whose port has the right name but the wrong protocol, and one
+                // without the port at all (the payments shape).
+                slice(
+                    "dns-a",
+                    "dns",
+                    &[("dns", Protocol::Tcp, 53), ("dns-tcp", Protocol::Tcp, 53)],
+                    &[("10.244.0.2", "cp", true, true, false)],
+                ),
+                slice(
+                    "dns-b",
+                    "dns",
+                    &[],
+                    &[("10.244.0.3", "cp", true, true, false)],
+                ),
+            ],
+        );
+        let ports = plan(&cluster, &options(None)).ports;
+        let by_name: BTreeMap<String, Vec<String>> = ports
+            .iter()
+            .map(|p| {
+                (
+                    format!("{}/{}", p.name, p.name.protocol),
+                    addrs(&p.cluster_endpoints),
+                )
+            })
+            .collect();
+        assert_eq!(by_name["shop/dns:dns/UDP"], Vec::<String>::new());
+        assert_eq!(by_name["shop/dns:dns-tcp/TCP"], ["10.244.0.2:53"]);
+    }
+
+    #[test]
+    fn external_local_uses_only_this_nodes_endpoints() {
+        let mut svc = service("checkout");
+        svc.service_type = ServiceType::NodePort;
+        svc.ports[0].node_port = Some(30080);
+        svc.external_traffic_policy = TrafficPolicy::Local;
+        let rows: &[Row<'_>] = &[
+            ("10.244.1.9", "kind-worker", true, true, false),
+            ("10.244.2.9", "kind-worker2", true, true, false),
+        ];
+        let cluster = cluster(vec![svc], vec![slice("c", "checkout", HTTP, rows)]);
+
+        let on_worker = &plan(&cluster, &options(Some("kind-worker"))).ports[0];
+        assert!(on_worker.external_local && on_worker.uses_external_chain());
+        assert_eq!(addrs(&on_worker.local_endpoints), ["10.244.1.9:8080"]);
+        assert_eq!(addrs(&on_worker.cluster_endpoints).len(), 2);
+        assert!(on_worker.has_external_endpoints());
+
+        let elsewhere = &plan(&cluster, &options(Some("kind-control-plane"))).ports[0];
+        assert!(elsewhere.local_endpoints.is_empty());
+        assert!(elsewhere.has_internal_endpoints() && !elsewhere.has_external_endpoints());
+        assert!(elsewhere.uses_external_chain(), "short-circuit rules stay");
+    }
+
+    #[test]
+    fn internal_local_without_local_endpoints_has_no_internal_endpoints() {
+        let mut svc = service("web");
+        svc.internal_traffic_policy = TrafficPolicy::Local;
+        let rows: &[Row<'_>] = &[("10.244.1.5", "kind-worker", true, true, false)];
+        let cluster = cluster(vec![svc], vec![slice("w", "web", HTTP, rows)]);
+        let worker = &plan(&cluster, &options(Some("kind-worker"))).ports[0];
+        assert!(worker.has_internal_endpoints() && worker.uses_local_chain());
+        assert!(
+            !worker.uses_cluster_chain(),
+            "iTP Local never uses Cluster policy"
+        );
+        let control = &plan(&cluster, &options(Some("kind-control-plane"))).ports[0];
+        assert!(control.has_endpoints && !control.has_internal_endpoints());
+        assert!(control.reachable.is_empty());
+    }
+
+    #[test]
+    fn skipped_services_and_families() {
+        let mut headless = service("db");
+        headless.headless = true;
+        headless.cluster_ips.clear();
+        assert_eq!(skipped(&headless, IpFamily::V4), Some(Skipped::Headless));
+        let mut external = service("ext");
+        external.service_type = ServiceType::ExternalName;
+        assert_eq!(
+            skipped(&external, IpFamily::V4),
+            Some(Skipped::ExternalName)
+        );
+        assert_eq!(
+            skipped(&service("web"), IpFamily::V6),
+            Some(Skipped::OtherFamily)
+        );
+
+        let mut dual = service("web");
+        dual.cluster_ips.push(ip("fd00:10:96::20"));
+        dual.external_ips = vec![ip("192.0.2.10"), ip("2001:db8::10")];
+        let cluster = cluster(
+            vec![dual],
+            vec![
+                slice(
+                    "web-4",
+                    "web",
+                    HTTP,
+                    &[("10.244.1.5", "w", true, true, false)],
+                ),
+                slice(
+                    "web-6",
+                    "web",
+                    HTTP,
+                    &[("fd00:10:244:1::5", "w", true, true, false)],
+                ),
+            ],
+        );
+        let v6 = plan(
+            &cluster,
+            &PlanOptions {
+                family: IpFamily::V6,
+                ..options(None)
+            },
+        );
+        assert_eq!(v6.ports[0].cluster_ip, ip("fd00:10:96::20"));
+        assert_eq!(v6.ports[0].external_ips, [ip("2001:db8::10")]);
+        assert_eq!(
+            addrs(&v6.ports[0].cluster_endpoints),
+            ["[fd00:10:244:1::5]:8080"]
+        );
+        assert_eq!(
+            options(None).cluster_cidr(),
+            Some("10.244.0.0/16".parse().expect("net"))
+        );
+    }
+
+    #[test]
+    fn duplicate_endpoints_across_slices_are_one() {
+        let rows: &[Row<'_>] = &[("10.244.1.5", "w1", true, true, false)];
+        let cluster = cluster(
+            vec![service("web")],
+            vec![slice("a", "web", HTTP, rows), slice("b", "web", HTTP, rows)],
+        );
+        assert_eq!(plan(&cluster, &options(None)).ports[0].endpoints.len(), 1);
+    }
+}
