@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod endpoints;
+mod proxy;
 mod query;
 mod records;
 mod serve;
@@ -39,6 +40,8 @@ enum Command {
     Query(query::QueryArgs),
     /// EndpointSlices as the controller computes them, and the endpoints kube-proxy uses.
     Endpoints(endpoints::EndpointsArgs),
+    /// kube-proxy's rules for the objects, and a tracer for a node's ruleset.
+    Proxy(proxy::ProxyArgs),
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -99,6 +102,7 @@ pub fn main() -> ExitCode {
         Command::Records(args) => records::run(&args),
         Command::Query(args) => query::run(&args),
         Command::Endpoints(args) => endpoints::run(&args),
+        Command::Proxy(args) => proxy::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -5,10 +5,12 @@
 //!   serving-and-terminating; matched by port name and protocol), node-local sets.
 //! - [`endpoints`]: the `endpoints` report (the EndpointSlice controller's view and
 //!   kube-proxy's choice).
+//! - [`iptables`]: the rules as `iptables-save` prints them.
 //! - [`names`]: chain names, kube-proxy's (base32 of SHA-256) or clusterdns's hex ones.
 //! - [`cascade`]: the statistic-match probability cascade and the share each rule really gets.
 
 pub mod cascade;
 pub mod endpoints;
+pub mod iptables;
 pub mod names;
 pub mod plan;
