@@ -3,14 +3,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::net::{IpAddr, SocketAddr};
+
+use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use ipnet::IpNet;
 
 use super::endpoints::Slices;
+use crate::model::Protocol;
 use crate::proxy::endpoints::{SliceSource, with_slices};
 use crate::proxy::iptables;
 use crate::proxy::names::NameScheme;
 use crate::proxy::plan::{IpFamily, PlanOptions, plan};
+use crate::proxy::ruleset;
+use crate::proxy::trace::{self, TraceOptions, TraceVerdict};
 use crate::source::file::read_objects;
 
 /// Arguments of `proxy`.
@@ -24,6 +30,61 @@ pub(super) struct ProxyArgs {
 enum ProxyCommand {
     /// kube-proxy's rules for the objects, as a node prints them.
     Render(RenderArgs),
+    /// Where a new connection goes through a node's ruleset (exit 1 on reject, drop or no
+    /// match).
+    Trace(TraceArgs),
+}
+
+/// Arguments of `proxy trace`.
+#[derive(Debug, Args)]
+struct TraceArgs {
+    /// The ruleset: `iptables-save` (or `iptables -S`) output, `nft list table ip
+    /// kube-proxy` output, or an `nft -f` transaction.
+    #[arg(long, value_name = "FILE")]
+    ruleset: PathBuf,
+    /// The destination: `IP:PORT` (`[IPv6]:PORT`).
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_to)]
+    to: SocketAddr,
+    /// The protocol.
+    #[arg(long, value_enum, default_value_t = Proto::Tcp)]
+    proto: Proto,
+    /// The packet's source address: rules that test the source are then decided instead of
+    /// reported as conditions.
+    #[arg(long, value_name = "IP")]
+    from: Option<IpAddr>,
+    /// The packet is sent by a process on the node (OUTPUT) instead of arriving from the
+    /// network (PREROUTING).
+    #[arg(long)]
+    local: bool,
+    /// The destination is one of the node's own addresses (a NodePort):
+    /// `--dst-type LOCAL` and `fib daddr type local` match it.
+    #[arg(long)]
+    node_local: bool,
+    /// Draw N new connections with a seeded generator and print the observed shares.
+    #[arg(long, value_name = "N")]
+    simulate: Option<u64>,
+    /// The generator's seed for `--simulate`.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    seed: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::endpoints::Output::Text)]
+    output: super::endpoints::Output,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Proto {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+/// `IP:PORT` or `[IPv6]:PORT`.
+fn parse_to(text: &str) -> Result<SocketAddr, String> {
+    text.parse::<SocketAddr>()
+        .map_err(|_| format!("expected IP:PORT (or [IPv6]:PORT), found {text:?}"))
 }
 
 /// Arguments of `proxy render`.
@@ -81,7 +142,62 @@ impl From<Family> for IpFamily {
 pub(super) fn run(args: &ProxyArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         ProxyCommand::Render(args) => render(args),
+        ProxyCommand::Trace(args) => run_trace(args),
     }
+}
+
+fn run_trace(args: &TraceArgs) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.ruleset)
+        .with_context(|| format!("{}", args.ruleset.display()))?;
+    let ruleset = ruleset::parse(&text).map_err(|error| {
+        anyhow::anyhow!(
+            "{}:{}: {}",
+            args.ruleset.display(),
+            error.line,
+            error.message
+        )
+    })?;
+    let options = TraceOptions {
+        to: args.to.ip(),
+        port: args.to.port(),
+        protocol: match args.proto {
+            Proto::Tcp => Protocol::Tcp,
+            Proto::Udp => Protocol::Udp,
+            Proto::Sctp => Protocol::Sctp,
+        },
+        from: args.from,
+        local: args.local,
+        node_local: args.node_local,
+    };
+    if let Some(from) = args.from
+        && IpFamily::of(from) != IpFamily::of(options.to)
+    {
+        anyhow::bail!(
+            "--from {from} and --to {} are of different families",
+            args.to
+        );
+    }
+    let report = trace::trace(&ruleset, &options);
+    let simulation = args
+        .simulate
+        .map(|n| trace::simulate(&ruleset, &options, n, args.seed));
+    match args.output {
+        super::endpoints::Output::Text => {
+            print!("{}", trace::report_text(&report, simulation.as_ref()));
+        }
+        super::endpoints::Output::Json => {
+            let mut json = serde_json::to_value(&report)?;
+            if let (Some(simulation), Some(object)) = (&simulation, json.as_object_mut()) {
+                object.insert("simulation".to_owned(), serde_json::to_value(simulation)?);
+            }
+            println!("{}", serde_json::to_string_pretty(&json)?);
+        }
+    }
+    Ok(if report.verdict == TraceVerdict::Dnat {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {

@@ -7,6 +7,8 @@
 //!   kube-proxy's choice).
 //! - [`iptables`]: the rules as `iptables-save` prints them.
 //! - [`names`]: chain names, kube-proxy's (base32 of SHA-256) or clusterdns's hex ones.
+//! - [`ruleset`]: `iptables-save`, `nft list` and `nft -f` text read into one model.
+//! - [`trace`]: the tracer: a new connection walked through a ruleset as the kernel would.
 //! - [`cascade`]: the statistic-match probability cascade and the share each rule really gets.
 
 pub mod cascade;
@@ -14,3 +16,5 @@ pub mod endpoints;
 pub mod iptables;
 pub mod names;
 pub mod plan;
+pub mod ruleset;
+pub mod trace;
