@@ -14,6 +14,7 @@ use crate::model::Protocol;
 use crate::proxy::endpoints::{SliceSource, with_slices};
 use crate::proxy::iptables;
 use crate::proxy::names::NameScheme;
+use crate::proxy::nftables::{self, NftOptions};
 use crate::proxy::plan::{IpFamily, PlanOptions, plan};
 use crate::proxy::ruleset;
 use crate::proxy::trace::{self, TraceOptions, TraceVerdict};
@@ -114,12 +115,33 @@ struct RenderArgs {
     /// The IP family (kube-proxy runs one proxier per family).
     #[arg(long, value_enum, default_value_t = Family::Ipv4)]
     family: Family,
+    /// nftables: `list` prints the table as `nft list table` does; `transaction` as the
+    /// `nft -f` input kube-proxy writes.
+    #[arg(long, value_enum, default_value_t = NftFormat::List)]
+    nft_format: NftFormat,
+    /// nftables: the node's addresses that accept NodePorts (kube-proxy's default
+    /// `--nodeport-addresses primary`); without it, every local address does.
+    #[arg(long, value_name = "IP", value_delimiter = ',')]
+    node_ip: Vec<IpAddr>,
+    /// nftables: the Service CIDRs; traffic to an unallocated ClusterIP in them is dropped.
+    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    service_cidr: Vec<IpNet>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum NftFormat {
+    /// `nft list table ip kube-proxy` output.
+    List,
+    /// An `nft -f` transaction.
+    Transaction,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Mode {
     /// iptables, as `iptables-save` prints it.
     Iptables,
+    /// nftables, as `nft list table ip kube-proxy` prints it.
+    Nftables,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -232,6 +254,16 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     };
     let text = match args.mode {
         Mode::Iptables => iptables::render(&plan, names),
+        Mode::Nftables => {
+            let options = NftOptions {
+                node_ips: args.node_ip.clone(),
+                service_cidrs: args.service_cidr.clone(),
+            };
+            match args.nft_format {
+                NftFormat::List => nftables::render_list(&plan, names, &options),
+                NftFormat::Transaction => nftables::render_transaction(&plan, names, &options),
+            }
+        }
     };
     print!("{text}");
     Ok(ExitCode::SUCCESS)
