@@ -93,3 +93,68 @@ fn the_shorthand_corefile_is_what_the_readme_shows() {
         clusterdns::config::shorthand_corefile_with(&["fixtures/shop.json".into()], &options);
     assert_eq!(shown.trim(), generated.trim());
 }
+
+/// The ```console blocks: each `$ clusterdns ARGS [| grep WORD]` line, with the output it
+/// shows.
+fn console_examples() -> Vec<(String, String)> {
+    let readme = read("README.md");
+    let mut examples = Vec::new();
+    for block in readme.split("```console\n").skip(1) {
+        let block = block.split("```").next().unwrap();
+        let mut current: Option<(String, String)> = None;
+        for line in block.lines() {
+            if let Some(command) = line.strip_prefix("$ ") {
+                examples.extend(current.take());
+                current = Some((command.to_owned(), String::new()));
+            } else if let Some((_, output)) = current.as_mut() {
+                output.push_str(line);
+                output.push('\n');
+            }
+        }
+        examples.extend(current);
+    }
+    examples
+}
+
+/// Every console example runs, from the repository root, and prints what the README shows.
+#[test]
+fn console_examples_print_what_the_readme_shows() {
+    let examples = console_examples();
+    assert!(examples.len() >= 7, "{examples:?}");
+    for (command, shown) in examples {
+        let (command, grep) = match command.split_once(" | grep ") {
+            Some((command, word)) => (command, Some(word.trim_matches('\'').to_owned())),
+            None => (command.as_str(), None),
+        };
+        let args: Vec<&str> = command
+            .strip_prefix("clusterdns ")
+            .unwrap_or_else(|| panic!("not a clusterdns command: {command}"))
+            .split_whitespace()
+            .collect();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(&args)
+            .current_dir(crate::common::root())
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        // 0, or 1 for a trace that does not DNAT and an explain that finds drift.
+        assert!(
+            output.status.code() == Some(0) || output.status.code() == Some(1),
+            "{command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let got: String = match &grep {
+            Some(word) => stdout
+                .lines()
+                .filter(|line| line.contains(word.as_str()))
+                .map(|line| format!("{line}\n"))
+                .collect(),
+            None => stdout,
+        };
+        assert_eq!(
+            got, shown,
+            "README example `{command}` prints something else"
+        );
+    }
+}

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use crate::model::ObjectKey;
 use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 use crate::source::file::read_objects;
 
@@ -22,6 +23,9 @@ pub(super) struct EndpointsArgs {
     /// a Local traffic policy.
     #[arg(long, value_name = "NODE")]
     node: Option<String>,
+    /// Only these Services (NAMESPACE/NAME, repeatable or comma-separated).
+    #[arg(long, value_name = "NS/NAME", value_delimiter = ',')]
+    service: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
@@ -57,7 +61,21 @@ pub(super) enum Output {
 pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     let loaded = read_objects(&args.objects)?;
     let source = SliceSource::from(args.slices);
-    let cluster = with_slices(&loaded.cluster, source);
+    let mut cluster = with_slices(&loaded.cluster, source);
+    if !args.service.is_empty() {
+        let mut wanted = Vec::new();
+        for text in &args.service {
+            let Some((namespace, name)) = text.split_once('/') else {
+                anyhow::bail!("--service: expected NAMESPACE/NAME, found {text:?}");
+            };
+            let key = ObjectKey::new(namespace, name);
+            if !cluster.services.contains_key(&key) {
+                anyhow::bail!("--service {text}: no such Service in the objects");
+            }
+            wanted.push(key);
+        }
+        cluster.services.retain(|key, _| wanted.contains(key));
+    }
     match args.output {
         Output::Text => print!("{}", report_text(&cluster, args.node.as_deref(), &[])),
         Output::Json => println!(

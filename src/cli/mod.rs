@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout)]
 
 mod endpoints;
+mod explain;
 mod proxy;
 mod query;
 mod records;
@@ -42,6 +43,9 @@ enum Command {
     Endpoints(endpoints::EndpointsArgs),
     /// kube-proxy's rules for the objects, and a tracer for a node's ruleset.
     Proxy(proxy::ProxyArgs),
+    /// One Service across pods, slices, kube-proxy, a node's rules and DNS, with the drift
+    /// between them (exit 1 when there is any).
+    Explain(explain::ExplainArgs),
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -103,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Query(args) => query::run(&args),
         Command::Endpoints(args) => endpoints::run(&args),
         Command::Proxy(args) => proxy::run(&args),
+        Command::Explain(args) => explain::run(&args),
     };
     match result {
         Ok(code) => code,

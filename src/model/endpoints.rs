@@ -263,7 +263,7 @@ pub fn compute_slices(cluster: &Cluster) -> Vec<EndpointSlice> {
 }
 
 /// Every selector label is present on the pod with the same value (`labels.SelectorFromSet`).
-fn selects(selector: &Labels, labels: &Labels) -> bool {
+pub fn selects(selector: &Labels, labels: &Labels) -> bool {
     selector
         .iter()
         .all(|(key, value)| labels.get(key) == Some(value))

@@ -8,6 +8,8 @@
 //! - [`iptables`]: the rules as `iptables-save` prints them.
 //! - [`nftables`]: the rules as `nft list table ip kube-proxy` prints them, or as the
 //!   `nft -f` transaction kube-proxy writes.
+//! - [`explain`]: one Service joined across pods, slices, kube-proxy, a node's rules and DNS,
+//!   with the drift between them.
 //! - [`names`]: chain names, kube-proxy's (base32 of SHA-256) or clusterdns's hex ones.
 //! - [`ruleset`]: `iptables-save`, `nft list` and `nft -f` text read into one model.
 //! - [`trace`]: the tracer: a new connection walked through a ruleset as the kernel would.
@@ -15,6 +17,7 @@
 
 pub mod cascade;
 pub mod endpoints;
+pub mod explain;
 pub mod iptables;
 pub mod names;
 pub mod nftables;

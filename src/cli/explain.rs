@@ -1,0 +1,128 @@
+//! `clusterdns explain NS/NAME`: one Service across pods, slices, kube-proxy, a node's rules
+//! and DNS, with the drift between them (exit 1 when there is any).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use anyhow::Context as _;
+use clap::Args;
+use hickory_proto::op::{Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RData, RecordType};
+use ipnet::IpNet;
+
+use super::endpoints::Output;
+use crate::config::{self, ShorthandOptions};
+use crate::model::ObjectKey;
+use crate::proxy::explain::{DnsAnswer, ExplainInput, explain, report_text};
+use crate::proxy::ruleset;
+use crate::server::{self, Handler, Outcome, Transport};
+use crate::source::file::read_objects;
+
+/// Arguments of `explain`.
+#[derive(Debug, Args)]
+pub(super) struct ExplainArgs {
+    /// The Service, as NAMESPACE/NAME.
+    #[arg(value_name = "NS/NAME")]
+    service: String,
+    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output).
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    objects: Vec<PathBuf>,
+    /// A node's ruleset (`iptables-save`, `nft list table ip kube-proxy`, or an `nft -f`
+    /// transaction) to compare with the endpoints.
+    #[arg(long, value_name = "FILE")]
+    ruleset: Option<PathBuf>,
+    /// The node the ruleset is from (for Services with a Local traffic policy).
+    #[arg(long, value_name = "NODE")]
+    node: Option<String>,
+    /// The cluster's pod CIDRs (comma-separated).
+    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    cluster_cidr: Vec<IpNet>,
+    /// The cluster zone DNS answers for.
+    #[arg(long, value_name = "ZONE", default_value = "cluster.local")]
+    zone: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+/// What the cluster's DNS (the server's own request path, over the same objects) answers for
+/// `name`, A and AAAA.
+fn lookup(objects: &[PathBuf], name: &str) -> anyhow::Result<Vec<IpAddr>> {
+    let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
+    options.resolv_conf = None;
+    let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
+    let blocks = server::load(&config)?;
+    let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
+    let qname = Name::from_str(name).with_context(|| format!("not a domain name: {name}"))?;
+    let mut addresses = Vec::new();
+    for qtype in [RecordType::A, RecordType::AAAA] {
+        let mut query = Message::new(1, MessageType::Query, OpCode::Query);
+        query.add_query(Query::query(qname.clone(), qtype));
+        let mut out = Vec::new();
+        if let Outcome::Reply = handler.respond(
+            &query.to_vec()?,
+            ([127, 0, 0, 1], 0).into(),
+            Transport::Tcp,
+            &mut out,
+        ) {
+            for record in Message::from_vec(&out)?.answers {
+                match record.data {
+                    RData::A(a) => addresses.push(IpAddr::V4(a.0)),
+                    RData::AAAA(aaaa) => addresses.push(IpAddr::V6(aaaa.0)),
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(addresses)
+}
+
+pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let Some((namespace, name)) = args.service.split_once('/') else {
+        anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.service);
+    };
+    let loaded = read_objects(&args.objects)?;
+    let key = ObjectKey::new(namespace, name);
+    let ruleset = match &args.ruleset {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+            let parsed = ruleset::parse(&text).map_err(|error| {
+                anyhow::anyhow!("{}:{}: {}", path.display(), error.line, error.message)
+            })?;
+            Some((parsed, path.display().to_string()))
+        }
+    };
+    let dns_name = format!(
+        "{name}.{namespace}.svc.{}.",
+        args.zone.trim_end_matches('.')
+    );
+    let dns = DnsAnswer {
+        addresses: lookup(&args.objects, &dns_name)?,
+        name: dns_name,
+    };
+    let slices_computed = loaded.computed_slices.contains(&key);
+    let input = ExplainInput {
+        cluster: &loaded.cluster,
+        slices_computed,
+        service: key,
+        node: args.node.clone(),
+        cluster_cidrs: args.cluster_cidr.clone(),
+        ruleset: ruleset.as_ref().map(|(r, n)| (r, n.clone())),
+        dns: Some(dns),
+    };
+    let Some(explanation) = explain(&input) else {
+        anyhow::bail!("no Service {} in the objects", args.service);
+    };
+    match args.output {
+        Output::Text => print!("{}", report_text(&explanation)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&explanation)?),
+    }
+    Ok(if explanation.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
