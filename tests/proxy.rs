@@ -381,9 +381,36 @@ fn iptables_features_of_the_proxy_fixture() {
     assert!(worker.contains("--to-destination 10.244.1.20:8080"));
     assert!(!worker.contains("10.244.1.21"));
 
+    // The lesson's Easy exercise: internalTrafficPolicy Local on a two-node fixture.
+    let node_cache = |rules: &str| -> (usize, usize) {
+        let lines: Vec<&str> = rules
+            .lines()
+            .filter(|l| l.contains("\"edge/node-cache:dns"))
+            .collect();
+        (
+            lines
+                .iter()
+                .filter(|l| l.starts_with("-A KUBE-SEP-") && l.contains("DNAT"))
+                .count(),
+            lines
+                .iter()
+                .filter(|l| l.starts_with("-A KUBE-SVC-"))
+                .count(),
+        )
+    };
+    assert_eq!(
+        node_cache(&worker),
+        (1, 0),
+        "kind-worker: one KUBE-SEP-, no KUBE-SVC-"
+    );
     let control = render(
         "fixtures/proxy.json",
         &["--node", "kind-control-plane", "--kube-proxy-names"],
+    );
+    assert_eq!(
+        node_cache(&control),
+        (0, 0),
+        "kind-control-plane: no chain at all"
     );
     // No local endpoint: ClusterIP traffic to node-cache is dropped, and no KUBE-SVL/SEP.
     assert!(control.contains("-A KUBE-SERVICES -d 10.96.2.50/32 -p udp -m comment --comment \"edge/node-cache:dns has no local endpoints\" -m udp --dport 53 -j DROP"));

@@ -1035,6 +1035,19 @@ fn common_prefix(paths: &[&[Step]]) -> usize {
 /// Traces a new connection through `ruleset`.
 pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
     let mut tracer = Tracer::new(ruleset, options, Mode::Explore);
+    if !ruleset
+        .tables
+        .iter()
+        .any(|table| table.family.covers(tracer.family))
+    {
+        tracer.conditions.insert((
+            0,
+            format!(
+                "no table of the ruleset applies to {} packets",
+                tracer.family.as_str()
+            ),
+        ));
+    }
     let start = tracer.start();
     let walks = tracer.traverse(start);
 
@@ -1612,5 +1625,35 @@ mod tests {
         for (_, count) in counts(7) {
             assert!((850..=1150).contains(&count), "{count}");
         }
+    }
+}
+
+#[cfg(test)]
+mod family_tests {
+    use super::*;
+    use crate::proxy::ruleset::parse;
+
+    #[test]
+    fn a_ruleset_of_the_other_family_says_so() {
+        let ruleset = parse(
+            "*nat\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -d 10.0.0.1/32 -j ACCEPT\nCOMMIT\n",
+        )
+        .expect("parses");
+        let report = trace(
+            &ruleset,
+            &TraceOptions {
+                to: "fd00::1".parse().expect("ip"),
+                port: 80,
+                protocol: Protocol::Tcp,
+                from: None,
+                local: false,
+                node_local: false,
+            },
+        );
+        assert_eq!(report.verdict, TraceVerdict::NoMatch);
+        assert_eq!(
+            report.conditions,
+            ["no table of the ruleset applies to IPv6 packets"]
+        );
     }
 }

@@ -644,13 +644,7 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
                     format!("expected *TABLE, found {line:?}"),
                 ));
             }
-            tables.push(Table {
-                family: TableFamily::Ip,
-                name: name.to_owned(),
-                line: number,
-                chains: Vec::new(),
-                sets: Default::default(),
-            });
+            tables.push(Table::new(TableFamily::Ip, name, number));
             open = true;
             continue;
         }
@@ -665,13 +659,7 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
             if tables.is_empty() || headerless {
                 // `iptables -S` output: one table without a header.
                 if tables.is_empty() {
-                    tables.push(Table {
-                        family: TableFamily::Ip,
-                        name: String::new(),
-                        line: number,
-                        chains: Vec::new(),
-                        sets: Default::default(),
-                    });
+                    tables.push(Table::new(TableFamily::Ip, String::new(), number));
                     headerless = true;
                 }
             } else {
@@ -832,7 +820,7 @@ fn declare(table: &mut Table, name: &str, policy: &str, line: usize) -> Result<(
             format!("chain {name} is declared twice"),
         ));
     }
-    table.chains.push(Chain {
+    table.add_chain(Chain {
         name: name.to_owned(),
         line,
         base,

@@ -14,7 +14,7 @@
 pub mod iptables_save;
 pub mod nft;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -109,16 +109,53 @@ pub struct Table {
     pub chains: Vec<Chain>,
     /// Its named sets and maps (nft), by name.
     pub sets: BTreeMap<String, NamedSet>,
+    /// Chain name to index in `chains` (a node has tens of thousands of chains).
+    index: HashMap<String, usize>,
 }
 
 impl Table {
+    /// An empty table.
+    pub fn new(family: TableFamily, name: impl Into<String>, line: usize) -> Self {
+        Self {
+            family,
+            name: name.into(),
+            line,
+            chains: Vec::new(),
+            sets: BTreeMap::new(),
+            index: HashMap::new(),
+        }
+    }
+
     /// The chain called `name`.
     pub fn chain(&self, name: &str) -> Option<&Chain> {
-        self.chains.iter().find(|chain| chain.name == name)
+        self.index.get(name).and_then(|at| self.chains.get(*at))
     }
 
     pub(crate) fn chain_mut(&mut self, name: &str) -> Option<&mut Chain> {
-        self.chains.iter_mut().find(|chain| chain.name == name)
+        let at = *self.index.get(name)?;
+        self.chains.get_mut(at)
+    }
+
+    /// Adds a chain (replacing one of the same name).
+    pub fn add_chain(&mut self, chain: Chain) {
+        match self.index.get(&chain.name) {
+            Some(at) => self.chains[*at] = chain,
+            None => {
+                self.index.insert(chain.name.clone(), self.chains.len());
+                self.chains.push(chain);
+            }
+        }
+    }
+
+    /// Removes the chain called `name`.
+    pub fn remove_chain(&mut self, name: &str) {
+        self.chains.retain(|chain| chain.name != name);
+        self.index = self
+            .chains
+            .iter()
+            .enumerate()
+            .map(|(at, chain)| (chain.name.clone(), at))
+            .collect();
     }
 }
 

@@ -11,7 +11,6 @@
 //! Anything else in a rule is kept as an unsupported part and reported by the tracer when
 //! reached. Text that does not have nft's structure is an error with its line.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -1081,11 +1080,11 @@ fn parse_rule(tokens: &[Token], line: usize, text: String) -> Result<Rule, Parse
     .parse()
 }
 
-/// The text of `line`, without a trailing `# handle N`.
-fn line_text(text: &str, line: usize) -> String {
-    let raw = text
-        .lines()
-        .nth(line.saturating_sub(1))
+/// The text of `line` (1-based, in `lines`), without a trailing `# handle N`.
+fn line_text(lines: &[&str], line: usize) -> String {
+    let raw = lines
+        .get(line.saturating_sub(1))
+        .copied()
         .unwrap_or("")
         .trim();
     match raw.rfind(" # handle ") {
@@ -1153,6 +1152,7 @@ fn new_set(name: &str, line: usize, map: bool) -> NamedSet {
 
 /// Reads `nft list` output.
 fn parse_list(text: &str, tokens: &[Token]) -> Result<Vec<Table>, ParseError> {
+    let source_lines: Vec<&str> = text.lines().collect();
     let mut cursor = Cursor { tokens, at: 0 };
     let mut tables = Vec::new();
     loop {
@@ -1176,13 +1176,7 @@ fn parse_list(text: &str, tokens: &[Token]) -> Result<Vec<Table>, ParseError> {
             }
             None => TableFamily::Ip,
         };
-        let mut table = Table {
-            family,
-            name: family_word.to_owned(),
-            line,
-            chains: Vec::new(),
-            sets: BTreeMap::new(),
-        };
+        let mut table = Table::new(family, family_word, line);
         cursor.expect(&Tok::Open, "\"{\" after the table name")?;
         loop {
             cursor.skip_newlines();
@@ -1285,12 +1279,12 @@ fn parse_list(text: &str, tokens: &[Token]) -> Result<Vec<Table>, ParseError> {
                                     chain.rules.push(parse_rule(
                                         &statement,
                                         rule_line,
-                                        line_text(text, rule_line),
+                                        line_text(&source_lines, rule_line),
                                     )?);
                                 }
                             }
                         }
-                        table.chains.push(chain);
+                        table.add_chain(chain);
                     }
                     other => {
                         return Err(ParseError::new(
@@ -1401,13 +1395,7 @@ fn transaction_command(
         match verb {
             "add" | "create" => {
                 if find(tables).is_none() {
-                    tables.push(Table {
-                        family,
-                        name: table_name.to_owned(),
-                        line,
-                        chains: Vec::new(),
-                        sets: BTreeMap::new(),
-                    });
+                    tables.push(Table::new(family, table_name, line));
                 }
             }
             "delete" | "destroy" => {
@@ -1451,7 +1439,7 @@ fn transaction_command(
             let name =
                 name.ok_or_else(|| ParseError::new(line, "add chain: expected a chain name"))?;
             if table.chain(name).is_none() {
-                table.chains.push(Chain {
+                table.add_chain(Chain {
                     name: name.to_owned(),
                     line,
                     base: None,
@@ -1484,7 +1472,7 @@ fn transaction_command(
         }
         ("delete" | "destroy", "chain") => {
             if let Some(name) = name {
-                table.chains.retain(|c| c.name != name);
+                table.remove_chain(name);
             }
         }
         ("add" | "create", "set" | "map") => {
