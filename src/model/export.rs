@@ -157,6 +157,7 @@ fn service(svc: &Service) -> core::Service {
                     .map(ToString::to_string)
                     .collect()
             }),
+            health_check_node_port: svc.health_check_node_port.map(i32::from),
             ..core::ServiceSpec::default()
         }),
         status,
@@ -337,7 +338,7 @@ mod tests {
              "ipFamilies":["IPv4","IPv6"],"externalTrafficPolicy":"Local","internalTrafficPolicy":"Local",
              "sessionAffinity":"ClientIP","sessionAffinityConfig":{"clientIP":{"timeoutSeconds":60}},
              "externalIPs":["192.0.2.1"],"loadBalancerSourceRanges":["203.0.113.0/24"],
-             "publishNotReadyAddresses":true,
+             "publishNotReadyAddresses":true,"healthCheckNodePort":32001,
              "ports":[{"name":"http","port":80,"targetPort":"web","nodePort":30080,"protocol":"TCP"}]},
            "status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.7"}]}}},
           {"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"},
