@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::common::apiserver::{ApiServer, Down, Kind};
+use crate::common::apiserver::{ApiServer, Cut, Down, Kind};
 use crate::common::binary::TestServer;
 use crate::common::{Reply, TempCorefile, expect, fixture};
 
@@ -249,6 +249,31 @@ fn a_410_gone_relists_and_applies_what_the_watch_missed() {
         server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
         "NOERROR"
     );
+}
+
+#[test]
+fn watches_cut_mid_stream_resume_without_losing_a_change() {
+    let api = shop();
+    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
+    let server = serve(&corefile);
+    for (round, cut) in [Cut::MidLine, Cut::Abort, Cut::NextEvent, Cut::Clean]
+        .into_iter()
+        .enumerate()
+    {
+        api.wait_for_watches(3);
+        api.drop_watches(cut);
+        // With NextEvent this very change is the event cut in half: it must be replayed.
+        let ip = format!("10.96.1.{round}");
+        api.apply(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("svc{round}"), "namespace": "shop"},
+            "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"port": 80}]},
+        }));
+        let name = format!("svc{round}.shop.svc.cluster.local.");
+        until(&server, &name, "A", |reply| {
+            reply.answer == expect(&[&format!("{name} 5 IN A {ip}")])
+        });
+    }
 }
 
 #[test]

@@ -978,7 +978,6 @@ impl Publisher {
         let names = snapshot.name_count();
         self.store.publish(snapshot);
         if first {
-            self.status.mark_synced(published);
             tracing::info!(
                 zone = %self.status.zone,
                 serial,
@@ -988,6 +987,8 @@ impl Publisher {
                 build_ms = started.elapsed().as_millis(),
                 "synced with the API server; zone published"
             );
+            // After the log line: whoever waits for the sync logs after it.
+            self.status.mark_synced(published);
         } else {
             tracing::debug!(serial, names, "objects changed; new zone published");
         }
