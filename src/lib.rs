@@ -13,6 +13,7 @@
 //!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
 //!    -> server (sockets: the UDP fast path, TCP through hickory-server, AXFR)
 //!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)
+//!  resolver_sim (search-path walk over zone::lookup, the same lookup the server answers with)
 //!  cli (clap; the only place that prints or picks an exit code)
 //! ```
 //!
@@ -31,6 +32,7 @@
 //! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
 //! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck.
 //! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
+//! - [`resolver_sim`]: the kubelet's resolv.conf and the glibc/musl search walk over the zone.
 //! - [`cli`]: the command line.
 
 pub mod cache;
@@ -42,6 +44,7 @@ pub mod metrics;
 pub mod model;
 pub mod proxy;
 pub mod querylog;
+pub mod resolver_sim;
 pub mod selector;
 pub mod server;
 pub mod source;

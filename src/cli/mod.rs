@@ -8,6 +8,7 @@ mod explain;
 mod proxy;
 mod query;
 mod records;
+mod resolv_conf;
 mod serve;
 
 use std::ffi::OsString;
@@ -46,6 +47,8 @@ enum Command {
     /// One Service across pods, slices, kube-proxy, a node's rules and DNS, with the drift
     /// between them (exit 1 when there is any).
     Explain(explain::ExplainArgs),
+    /// Print the resolv.conf the kubelet writes for a pod.
+    ResolvConf(resolv_conf::ResolvConfArgs),
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -108,6 +111,7 @@ pub fn main() -> ExitCode {
         Command::Endpoints(args) => endpoints::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::ResolvConf(args) => resolv_conf::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -55,6 +55,7 @@ use crate::selector::LabelSelector;
 pub use directives::COREDNS_DIRECTIVES;
 pub use env::Environment;
 pub use error::Error;
+pub(crate) use resolv_conf::read_text_lossy;
 pub use resolv_conf::{
     GLIBC_MAXNS, MAX_NDOTS, ReadResolvConfError, ResolvConf, ResolvConfError,
     Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,
