@@ -25,6 +25,7 @@
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.
 //! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
+//! - [`autopath`]: the server-side search path (*autopath*), shared by server and simulator.
 //! - [`cache`]: the *cache* plugin, for upstream answers.
 //! - [`querylog`]: the *log* and *errors* plugins.
 //! - [`proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
@@ -35,6 +36,7 @@
 //! - [`resolver_sim`]: the kubelet's resolv.conf and the glibc/musl search walk over the zone.
 //! - [`cli`]: the command line.
 
+pub mod autopath;
 pub mod cache;
 pub mod cli;
 pub mod config;

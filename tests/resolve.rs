@@ -134,3 +134,369 @@ fn resolv_conf_errors_say_where() {
         "{error}"
     );
 }
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["--output", "json"]);
+    serde_json::from_str(&stdout_of(&all)).unwrap()
+}
+
+fn tried(report: &serde_json::Value) -> Vec<&str> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["name"].as_str().unwrap())
+        .collect()
+}
+
+/// The seed lesson's figures, from the command a reviewer types.
+#[test]
+fn resolve_cost_the_seed_figures() {
+    let text = stdout_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+    ]);
+    assert!(
+        text.contains("4 names tried, 3 NXDOMAIN; 8 queries, 6 NXDOMAIN, 2 sent upstream"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ask for api.partner.example.com.: 1 name, 2 queries"),
+        "{text}"
+    );
+    for libc in ["glibc", "musl"] {
+        let out = json_of(&[
+            "resolve-cost",
+            "api.partner.example.com",
+            "api.partner.example.com.",
+            "--namespace",
+            "shop",
+            "--libc",
+            libc,
+        ]);
+        let report = &out["reports"][0];
+        assert_eq!(
+            tried(report),
+            [
+                "api.partner.example.com.shop.svc.cluster.local.",
+                "api.partner.example.com.svc.cluster.local.",
+                "api.partner.example.com.cluster.local.",
+                "api.partner.example.com.",
+            ]
+        );
+        let totals = &report["totals"];
+        assert_eq!(
+            [
+                &totals["names"],
+                &totals["nxdomain_names"],
+                &totals["queries"],
+                &totals["nxdomain_queries"]
+            ],
+            [4, 3, 8, 6]
+        );
+        let dotted = &out["reports"][1];
+        assert_eq!(tried(dotted), ["api.partner.example.com."]);
+        assert_eq!(dotted["totals"]["queries"], 2);
+    }
+}
+
+/// Cluster names are answered by the zone the server serves: which answer ends the walk
+/// differs between glibc and musl.
+#[test]
+fn resolve_cost_over_the_fixture() {
+    let shop = fixture("shop.json");
+    let shop = shop.to_str().unwrap();
+    let out = json_of(&[
+        "resolve-cost",
+        "web",
+        "web.shop",
+        "shop",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+    ]);
+    let reports = out["reports"].as_array().unwrap();
+    assert_eq!(tried(&reports[0]), ["web.shop.svc.cluster.local."]);
+    assert_eq!(reports[0]["steps"][0]["queries"][0]["rcode"], "NOERROR");
+    assert_eq!(reports[0]["steps"][0]["queries"][0]["kind"], "cluster");
+    assert_eq!(reports[0]["steps"][0]["queries"][1]["answers"], 0);
+    assert_eq!(
+        tried(&reports[1]),
+        [
+            "web.shop.shop.svc.cluster.local.",
+            "web.shop.svc.cluster.local."
+        ]
+    );
+    // `shop.svc.cluster.local` is the namespace: NODATA. glibc walks on past it.
+    assert_eq!(reports[2]["steps"][1]["name"], "shop.svc.cluster.local.");
+    assert_eq!(reports[2]["totals"]["names"], 4);
+    assert_eq!(reports[2]["error"], "EAI_NONAME");
+    let musl = json_of(&[
+        "resolve-cost",
+        "shop",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--libc",
+        "musl",
+    ]);
+    assert_eq!(musl["reports"][0]["totals"]["names"], 2);
+    // A only.
+    let a = json_of(&[
+        "resolve-cost",
+        "web",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--families",
+        "a",
+    ]);
+    assert_eq!(a["reports"][0]["totals"]["queries"], 1);
+}
+
+#[test]
+fn resolve_cost_fixes() {
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+    ]);
+    let fixes = out["reports"][0]["fixes"].as_array().unwrap();
+    let by = |name: &str| {
+        fixes
+            .iter()
+            .find(|f| f["fix"] == name)
+            .unwrap_or_else(|| panic!("{name}: {fixes:?}"))
+    };
+    assert_eq!(
+        by("trailing-dot")["change"],
+        "ask for api.partner.example.com."
+    );
+    assert_eq!(by("trailing-dot")["saves"]["queries"], 6);
+    assert_eq!(
+        by("ndots")["change"],
+        r#"dnsConfig: {"options": [{"name": "ndots", "value": "3"}]}"#
+    );
+    assert_eq!(by("ndots")["totals"]["names"], 1);
+    assert_eq!(by("autopath")["totals"]["queries"], 2);
+    assert_eq!(by("autopath")["totals"]["upstream_queries"], 2);
+    assert!(fixes.iter().all(|f| f["same_answer"] == true));
+    // A cluster name answered at the first search domain needs no fix but the dot.
+    let out = json_of(&[
+        "resolve-cost",
+        "web",
+        "--namespace",
+        "shop",
+        "--objects",
+        fixture("shop.json").to_str().unwrap(),
+    ]);
+    let fixes = out["reports"][0]["fixes"].as_array().unwrap();
+    assert_eq!(fixes.len(), 1);
+    assert_eq!(fixes[0]["saves"]["queries"], 0);
+}
+
+#[test]
+fn resolve_cost_autopath_moves_the_walk_to_the_server() {
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+        "--autopath",
+    ]);
+    let report = &out["reports"][0];
+    assert_eq!(
+        tried(report),
+        ["api.partner.example.com.shop.svc.cluster.local."]
+    );
+    let query = &report["steps"][0]["queries"][0];
+    assert_eq!(query["kind"], "autopath");
+    assert_eq!(query["answers"], 2);
+    let lookups: Vec<&str> = query["lookups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        lookups,
+        [
+            "api.partner.example.com.shop.svc.cluster.local.",
+            "api.partner.example.com.svc.cluster.local.",
+            "api.partner.example.com.cluster.local.",
+            "api.partner.example.com.",
+        ]
+    );
+    assert_eq!(
+        report["fixes"][0]["change"],
+        "ask for api.partner.example.com."
+    );
+}
+
+#[test]
+fn resolve_cost_reads_a_resolv_conf_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("resolv.conf");
+    std::fs::write(
+        &conf,
+        "search shop.svc.cluster.local svc.cluster.local cluster.local us-east-1.compute.internal\nnameserver 10.96.0.10\noptions ndots:5 single-request\n",
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+        "--resolv-conf",
+        conf,
+    ]);
+    let report = &out["reports"][0];
+    assert_eq!(report["totals"]["names"], 5);
+    // The node's search domain is asked upstream; single-request: two round trips a name.
+    assert_eq!(report["totals"]["upstream_queries"], 4);
+    assert_eq!(report["totals"]["round_trips"], 10);
+    // --ndots and --search replace the file's.
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+        "--resolv-conf",
+        conf,
+        "--ndots",
+        "2",
+        "--search",
+        "a.example",
+    ]);
+    assert_eq!(tried(&out["reports"][0]), ["api.partner.example.com."]);
+    // The kubelet's options: a node file, a dnsConfig.
+    let node = dir.path().join("node.conf");
+    std::fs::write(
+        &node,
+        "nameserver 172.18.0.1\nsearch us-east-1.compute.internal\n",
+    )
+    .unwrap();
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+        "--host-resolv-conf",
+        node.to_str().unwrap(),
+        "--dns-config",
+        r#"{"options":[{"name":"ndots","value":"2"}]}"#,
+    ]);
+    assert_eq!(tried(&out["reports"][0]), ["api.partner.example.com."]);
+}
+
+#[test]
+fn resolve_cost_errors() {
+    let error = error_of(&["resolve-cost", "api.example.com"]);
+    assert!(error.contains("--namespace NS is required"), "{error}");
+    let error = error_of(&["resolve-cost", "a..b", "--namespace", "shop"]);
+    assert!(error.contains("not a domain name: 'a..b'"), "{error}");
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("resolv.conf");
+    std::fs::write(&conf, "search a\nnameserver dns.example\n").unwrap();
+    let error = error_of(&[
+        "resolve-cost",
+        "x",
+        "--namespace",
+        "shop",
+        "--resolv-conf",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(
+        error.contains("resolv.conf:2: nameserver 'dns.example' is not an IP address"),
+        "{error}"
+    );
+    let error = error_of(&[
+        "resolve-cost",
+        "x",
+        "--namespace",
+        "shop",
+        "--families",
+        "mx",
+    ]);
+    assert!(error.contains("expected a,aaaa or a or aaaa"), "{error}");
+    let error = error_of(&[
+        "resolve-cost",
+        "x",
+        "--namespace",
+        "shop",
+        "--upstream",
+        "dns.google",
+    ]);
+    assert!(error.contains("expected assume, or a server"), "{error}");
+    let bad = dir.path().join("objects.json");
+    std::fs::write(
+        &bad,
+        "{\"kind\": \"List\", \"items\": [{\"kind\": \"Service\"}]}",
+    )
+    .unwrap();
+    let error = error_of(&[
+        "resolve-cost",
+        "x",
+        "--namespace",
+        "shop",
+        "--objects",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(error.contains("objects.json"), "{error}");
+}
+
+/// `--upstream ADDR` asks a real server for the names outside the cluster zone.
+#[test]
+fn resolve_cost_asks_a_real_upstream() {
+    let upstream = crate::common::names::NamesUpstream::start(
+        "127.0.0.1:0".parse().unwrap(),
+        &[
+            "api.partner.example.com.cluster.local",
+            "api.partner.example.com",
+        ],
+    );
+    let addr = upstream.addr.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("node.conf");
+    std::fs::write(&node, "nameserver 172.18.0.1\nsearch corp.example\n").unwrap();
+    let out = json_of(&[
+        "resolve-cost",
+        "api.partner.example.com",
+        "--namespace",
+        "shop",
+        "--upstream",
+        &addr,
+        "--host-resolv-conf",
+        node.to_str().unwrap(),
+    ]);
+    let report = &out["reports"][0];
+    // `...cluster.local.` is the cluster zone's, whatever the upstream says; the node's
+    // search domain and the name itself are asked upstream, and the real answers count.
+    assert_eq!(report["totals"]["names"], 5);
+    assert_eq!(report["steps"][2]["queries"][0]["kind"], "cluster");
+    assert_eq!(report["steps"][3]["queries"][0]["kind"], "upstream");
+    assert_eq!(report["steps"][3]["queries"][0]["rcode"], "NXDOMAIN");
+    assert_eq!(report["steps"][4]["queries"][1]["answers"], 1);
+    let asked: Vec<String> = upstream
+        .asked()
+        .into_iter()
+        .map(|(name, qtype)| format!("{name} {qtype}"))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            "api.partner.example.com.corp.example. A",
+            "api.partner.example.com.corp.example. AAAA",
+            "api.partner.example.com. A",
+            "api.partner.example.com. AAAA",
+        ]
+    );
+}

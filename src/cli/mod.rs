@@ -9,6 +9,7 @@ mod proxy;
 mod query;
 mod records;
 mod resolv_conf;
+mod resolve_cost;
 mod serve;
 
 use std::ffi::OsString;
@@ -49,6 +50,9 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Print the resolv.conf the kubelet writes for a pod.
     ResolvConf(resolv_conf::ResolvConfArgs),
+    /// Show every query the stub resolver's search walk makes for a name, and what the fixes
+    /// save.
+    ResolveCost(resolve_cost::ResolveCostArgs),
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -112,6 +116,7 @@ pub fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::ResolvConf(args) => resolv_conf::run(&args),
+        Command::ResolveCost(args) => resolve_cost::run(&args),
     };
     match result {
         Ok(code) => code,

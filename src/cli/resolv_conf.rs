@@ -25,7 +25,7 @@ pub(super) struct ResolvConfArgs {
 pub(super) struct PodArgs {
     /// The pod's namespace.
     #[arg(long, value_name = "NS")]
-    pub(super) namespace: String,
+    pub(super) namespace: Option<String>,
     /// The kubelet's `--cluster-dns` (the kube-dns Service's ClusterIP), one or more.
     #[arg(long, value_name = "IP", num_args = 1.., default_value = "10.96.0.10")]
     pub(super) nameserver: Vec<IpAddr>,
@@ -50,6 +50,13 @@ pub(super) struct PodArgs {
 }
 
 impl PodArgs {
+    /// `--namespace`, which every use but `resolve-cost --log` needs.
+    pub(super) fn namespace(&self) -> anyhow::Result<&str> {
+        self.namespace
+            .as_deref()
+            .context("--namespace NS is required (the pod's namespace)")
+    }
+
     /// The pod's resolver configuration, as the kubelet forms it.
     pub(super) fn pod_dns(&self) -> anyhow::Result<PodDns> {
         let host = match &self.host_resolv_conf {
@@ -75,7 +82,7 @@ impl PodArgs {
             .map(parse_dns_config)
             .transpose()?;
         let pod = PodDnsSpec {
-            namespace: self.namespace.clone(),
+            namespace: self.namespace()?.to_owned(),
             policy: self.dns_policy,
             host_network: self.host_network,
             dns_config,

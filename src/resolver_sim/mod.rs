@@ -2,4 +2,7 @@
 //! search-path walk a stub resolver (glibc or musl) makes with it, answered by the same
 //! zone lookup the server answers with.
 
+pub mod answer;
 pub mod kubelet;
+pub mod report;
+pub mod stub;

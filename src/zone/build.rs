@@ -70,14 +70,48 @@ pub fn build(cluster: &Cluster, config: &KubernetesConfig, ctx: &BuildContext) -
             .collect(),
         _ => HashSet::default(),
     };
+    let clients = match config.pods {
+        PodMode::Verified => client_namespaces(cluster, &view),
+        _ => Map::default(),
+    };
     Snapshot {
         zones,
         nodes: b.finish(),
         pod_namespaces,
         pods: config.pods,
+        clients,
         ttl: config.ttl,
         serial: ctx.serial,
     }
+}
+
+/// The namespace of every running pod's addresses (*autopath* finds a client's namespace
+/// from its address). Host-network pods share the node's address and terminating pods may
+/// have handed theirs on: neither is a client; an address claimed in two namespaces maps to
+/// `None`.
+fn client_namespaces(cluster: &Cluster, view: &View<'_>) -> Map<IpAddr, Option<Box<str>>> {
+    let mut clients: Map<IpAddr, Option<Box<str>>> = Map::default();
+    for pod in cluster.pods.values() {
+        if pod.phase != PodPhase::Running
+            || pod.terminating
+            || pod.host_network
+            || !view.exposed.contains(pod.key.namespace.as_str())
+        {
+            continue;
+        }
+        for ip in &pod.ips {
+            let namespace = pod.key.namespace.as_str();
+            clients
+                .entry(*ip)
+                .and_modify(|seen| {
+                    if seen.as_deref() != Some(namespace) {
+                        *seen = None;
+                    }
+                })
+                .or_insert_with(|| Some(namespace.into()));
+        }
+    }
+    clients
 }
 
 fn is_reverse(origin: &WireName) -> bool {

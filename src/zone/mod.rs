@@ -44,6 +44,9 @@ pub struct Snapshot {
     /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
     pod_namespaces: HashSet<Box<[u8]>, ahash::RandomState>,
     pods: PodMode,
+    /// `pods verified`: each client pod address and its namespace (`None` when pods of two
+    /// namespaces claim the address), for *autopath*.
+    clients: Map<IpAddr, Option<Box<str>>>,
     ttl: u32,
     serial: u32,
 }
@@ -240,6 +243,12 @@ impl Snapshot {
     /// The record TTL (`ttl` option).
     pub fn ttl(&self) -> u32 {
         self.ttl
+    }
+
+    /// The namespace of the running pod at `ip` (`pods verified` only; host-network and
+    /// terminating pods are not clients, and an address two namespaces claim is nobody's).
+    pub fn client_namespace(&self, ip: IpAddr) -> Option<&str> {
+        self.clients.get(&ip.to_canonical())?.as_deref()
     }
 
     /// Number of names held (including empty non-terminals).

@@ -6,6 +6,7 @@
 pub mod apiserver;
 pub mod binary;
 pub mod golden;
+pub mod names;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,226 @@
+//! `clusterdns resolve-cost`: what the stub resolver's search walk costs a name, and what
+//! each fix saves; or, with `--log`, what it cost the clients in a query log.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, ValueEnum};
+use hickory_proto::rr::Name;
+
+use super::resolv_conf::PodArgs;
+use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
+use crate::resolver_sim::answer::Upstream;
+use crate::resolver_sim::report::Setup;
+use crate::resolver_sim::stub::{Families, Libc, StubConfig};
+use crate::source::file::{parse_objects, read_objects};
+use crate::zone::name::WireName;
+use crate::zone::{BuildContext, Snapshot, build};
+
+/// Arguments of `resolve-cost`.
+#[derive(Debug, Args)]
+pub(super) struct ResolveCostArgs {
+    /// The names the application looks up, as it writes them.
+    #[arg(value_name = "NAME", required = true)]
+    names: Vec<String>,
+    /// Objects files (`kubectl get ... -o json`) the cluster zone is built from; without
+    /// them the zone has only the pod's namespace, and no Service.
+    #[arg(long, value_name = "F", num_args = 1..)]
+    objects: Vec<PathBuf>,
+    /// The pod's resolv.conf (instead of the kubelet's, from the options below).
+    #[arg(long, value_name = "F", conflicts_with_all = ["host_resolv_conf", "dns_config", "dns_policy", "host_network"])]
+    resolv_conf: Option<PathBuf>,
+    /// Replace the search list.
+    #[arg(long, value_name = "DOMAIN", num_args = 1..)]
+    search: Option<Vec<String>>,
+    /// Replace `ndots`.
+    #[arg(long, value_name = "N")]
+    ndots: Option<u32>,
+    /// The pod's C library.
+    #[arg(long, value_enum, default_value_t = Libc::Glibc)]
+    libc: Libc,
+    /// The address families asked for: `a,aaaa` (getaddrinfo's default) or `a`.
+    #[arg(long, value_name = "LIST", default_value = "a,aaaa", value_parser = parse_families)]
+    families: Families,
+    /// Where names outside the cluster zone are answered: `assume` (the name as typed
+    /// exists, search-expanded names do not) or a server's `IP[:PORT]`.
+    #[arg(long, value_name = "assume|ADDR", default_value = "assume", value_parser = parse_upstream)]
+    upstream: Upstream,
+    /// The server runs autopath (the walk moves to the server).
+    #[arg(long)]
+    autopath: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    #[command(flatten)]
+    pod: PodArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Output {
+    /// A table per name.
+    Text,
+    /// JSON.
+    Json,
+}
+
+fn parse_families(text: &str) -> Result<Families, String> {
+    let mut list: Vec<String> = text
+        .split(',')
+        .map(|word| word.trim().to_ascii_lowercase())
+        .collect();
+    list.sort();
+    list.dedup();
+    match list.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["a", "aaaa"] => Ok(Families::Both),
+        ["a"] => Ok(Families::A),
+        ["aaaa"] => Ok(Families::Aaaa),
+        _ => Err(format!("'{text}': expected a,aaaa or a or aaaa")),
+    }
+}
+
+fn parse_upstream(text: &str) -> Result<Upstream, String> {
+    if text == "assume" {
+        return Ok(Upstream::Assume);
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(Upstream::Server(addr));
+    }
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Ok(Upstream::Server(SocketAddr::new(ip, 53)));
+    }
+    Err(format!(
+        "'{text}': expected assume, or a server as IP, IP:PORT or [IPV6]:PORT"
+    ))
+}
+
+/// The zone `resolve-cost` answers from: kubeadm's kubernetes block (`pods insecure`, `ttl
+/// 30`, `fallthrough in-addr.arpa ip6.arpa`) over the objects.
+pub(super) fn cluster_zone(
+    objects: &[PathBuf],
+    cluster_domain: &str,
+    namespace: Option<&str>,
+) -> anyhow::Result<(Snapshot, KubernetesConfig)> {
+    let domain = if cluster_domain.is_empty() {
+        "cluster.local"
+    } else {
+        cluster_domain
+    };
+    let zone = |text: &str| {
+        Name::from_ascii(text)
+            .map(|name| name.to_lowercase())
+            .with_context(|| format!("not a domain name: {text}"))
+    };
+    let zones = vec![
+        zone(&format!("{}.", domain.trim_end_matches('.')))?,
+        zone("in-addr.arpa.")?,
+        zone("ip6.arpa.")?,
+    ];
+    let mut config = KubernetesConfig::new(zones.clone(), 0, 0);
+    config.pods = PodMode::Insecure;
+    config.ttl = 30;
+    config.fallthrough = Some(zones[1..].to_vec());
+    config.objects = objects.to_vec();
+    let cluster = match (objects.is_empty(), namespace) {
+        (false, _) => read_objects(objects)?.cluster,
+        (true, None) => crate::model::Cluster::default(),
+        (true, Some(namespace)) => {
+            let object = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace},
+            });
+            parse_objects(&object.to_string(), std::path::Path::new("--namespace"))?.cluster
+        }
+    };
+    Ok((build(&cluster, &config, &BuildContext::default()), config))
+}
+
+/// The resolver configuration of the pod: its resolv.conf file, or the kubelet's, with
+/// `--search`/`--ndots` on top.
+fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
+    let text = match &args.resolv_conf {
+        Some(path) => {
+            read_text_lossy(path).with_context(|| format!("cannot read {}", path.display()))?
+        }
+        None => {
+            let dns = args.pod.pod_dns()?;
+            for warning in &dns.warnings {
+                eprintln!("clusterdns: warning: {warning}");
+            }
+            dns.resolv_conf()
+        }
+    };
+    let mut config = match args.libc {
+        Libc::Glibc => {
+            let parsed = parse_resolv_conf(&text).map_err(|error| match &args.resolv_conf {
+                Some(path) => {
+                    anyhow::anyhow!("{}:{}: {}", path.display(), error.line, error.message)
+                }
+                None => anyhow::anyhow!("the generated resolv.conf: {error}"),
+            })?;
+            StubConfig::glibc(&parsed)
+        }
+        Libc::Musl => StubConfig::musl(&text),
+    };
+    if let Some(search) = &args.search {
+        config.search = search.clone();
+    }
+    if let Some(ndots) = args.ndots {
+        config.ndots = ndots.min(crate::config::MAX_NDOTS);
+    }
+    Ok(config)
+}
+
+pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
+    let namespace = args.pod.namespace()?;
+    for name in &args.names {
+        if name.is_empty() || WireName::from_dotted(name).is_err() {
+            bail!("not a domain name: '{name}'");
+        }
+    }
+    let config = stub_config(args)?;
+    let (snapshot, kubernetes) =
+        cluster_zone(&args.objects, &args.pod.cluster_domain, Some(namespace))?;
+    let setup = Setup {
+        libc: args.libc,
+        config,
+        families: args.families,
+        snapshot: &snapshot,
+        fallthrough: kubernetes.fallthrough.as_ref().map(|zones| {
+            zones
+                .iter()
+                .filter_map(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
+                .collect()
+        }),
+        upstream: args.upstream,
+        autopath: args.autopath,
+        cluster_domain: kubernetes
+            .zones
+            .first()
+            .map(|zone| zone.to_ascii())
+            .unwrap_or_default(),
+        asked: Default::default(),
+    };
+    let reports: Vec<_> = args.names.iter().map(|name| setup.report(name)).collect();
+    match args.output {
+        Output::Text => {
+            let texts: Vec<String> = reports.iter().map(|r| r.text(namespace)).collect();
+            print!("{}", texts.join("\n"));
+        }
+        Output::Json => {
+            #[derive(serde::Serialize)]
+            struct Out<'a> {
+                namespace: &'a str,
+                reports: &'a [crate::resolver_sim::report::Report],
+            }
+            let out = Out {
+                namespace,
+                reports: &reports,
+            };
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,221 @@
+//! Who answers the simulated queries: the cluster zone, through the same
+//! [`Snapshot::lookup`](crate::zone::Snapshot::lookup) the server answers with, and for
+//! every other name an upstream — assumed, or a real server asked over UDP.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::rr::{Name, RecordType};
+
+use super::stub::{Answerer, Lookup, Qtype, Reply, Source};
+use crate::autopath::SearchPath;
+use crate::wire::rcode;
+use crate::zone::name::{WireName, suffix_offset};
+use crate::zone::{Rcode, Snapshot};
+
+/// Where names outside the cluster zone are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upstream {
+    /// Offline: the name as typed exists (A and AAAA), every search-expanded name does not; a
+    /// name of one label does not exist either.
+    Assume,
+    /// Ask this server (UDP, 2 s, twice).
+    Server(SocketAddr),
+}
+
+/// Answers as the cluster DNS does: the zone for its names, upstream for the rest, and
+/// optionally *autopath* in front.
+pub struct ClusterAnswerer<'a> {
+    snapshot: &'a Snapshot,
+    /// `fallthrough` zones of the kubernetes block (an NXDOMAIN there goes upstream).
+    fallthrough: Option<Vec<WireName>>,
+    upstream: Upstream,
+    /// The name as typed, lower case, without its final dot.
+    typed: String,
+    autopath: Option<(&'a SearchPath, IpAddr)>,
+    /// Upstream replies already fetched, shared between walks.
+    asked: &'a UpstreamCache,
+}
+
+/// Upstream replies by (lower-case name, type): a real upstream is asked each question once,
+/// however many walks (fixes) ask it.
+pub type UpstreamCache = RefCell<HashMap<(String, Qtype), Reply>>;
+
+impl<'a> ClusterAnswerer<'a> {
+    /// Answers for the lookup of `typed`; upstream replies are kept in `asked`.
+    pub fn new(
+        snapshot: &'a Snapshot,
+        fallthrough: Option<Vec<WireName>>,
+        upstream: Upstream,
+        typed: &str,
+        asked: &'a UpstreamCache,
+    ) -> Self {
+        Self {
+            snapshot,
+            fallthrough,
+            upstream,
+            typed: typed.trim_end_matches('.').to_ascii_lowercase(),
+            autopath: None,
+            asked,
+        }
+    }
+
+    /// With *autopath* in front, for a client at `client`.
+    pub fn with_autopath(mut self, search: &'a SearchPath, client: IpAddr) -> Self {
+        self.autopath = Some((search, client));
+        self
+    }
+
+    /// The server's answer without autopath.
+    fn direct(&mut self, name: &str, qtype: Qtype) -> Reply {
+        let Ok(wire) = WireName::from_dotted(name) else {
+            return Reply::new(rcode::FORMERR, 0, Source::Cluster);
+        };
+        let wire = wire.to_lowercase();
+        if let Some(answer) = self.snapshot.lookup(wire.as_bytes(), qtype.number()) {
+            let passes = answer.rcode == Rcode::NxDomain
+                && self.fallthrough.as_ref().is_some_and(|zones| {
+                    zones.is_empty()
+                        || zones
+                            .iter()
+                            .any(|zone| suffix_offset(wire.as_bytes(), zone.as_bytes()).is_some())
+                });
+            if !passes {
+                let count: u16 = answer.answer.iter().map(|run| run.count).sum();
+                return match answer.rcode {
+                    Rcode::NxDomain => Reply::new(rcode::NXDOMAIN, 0, Source::Cluster),
+                    Rcode::NoError => Reply::new(rcode::NOERROR, count, Source::Cluster),
+                };
+            }
+        }
+        self.upstream(name, qtype)
+    }
+
+    fn upstream(&mut self, name: &str, qtype: Qtype) -> Reply {
+        let key = (name.to_ascii_lowercase(), qtype);
+        if let Some(reply) = self.asked.borrow().get(&key) {
+            return reply.clone();
+        }
+        let reply = match self.upstream {
+            // Per walk (it depends on the name typed): not kept.
+            Upstream::Assume => {
+                let bare = key.0.trim_end_matches('.');
+                return if bare == self.typed && bare.contains('.') {
+                    Reply::new(rcode::NOERROR, 1, Source::Assumed)
+                } else {
+                    Reply::new(rcode::NXDOMAIN, 0, Source::Assumed)
+                };
+            }
+            Upstream::Server(addr) => ask_server(addr, name, qtype),
+        };
+        self.asked.borrow_mut().insert(key, reply.clone());
+        reply
+    }
+}
+
+impl Answerer for ClusterAnswerer<'_> {
+    fn ask(&mut self, name: &str, qtype: Qtype) -> Reply {
+        let Some((search, client)) = self.autopath else {
+            return self.direct(name, qtype);
+        };
+        let plan = WireName::from_dotted(name).ok().and_then(|wire| {
+            search.plan(wire.to_lowercase().as_bytes(), client, Some(self.snapshot))
+        });
+        let Some(plan) = plan else {
+            return self.direct(name, qtype);
+        };
+        // The server's walk (see crate::server): the first reply that is not NXDOMAIN, with a
+        // CNAME from the asked name when it has records; a failure ends the walk; when every
+        // name is NXDOMAIN, the reply for the asked name.
+        let mut lookups: Vec<Lookup> = Vec::new();
+        let mut first: Option<Reply> = None;
+        for (index, candidate) in plan.candidates.iter().enumerate() {
+            let candidate = candidate.to_string();
+            let reply = self.direct(&candidate, qtype);
+            lookups.push(Lookup {
+                name: candidate,
+                rcode: reply.rcode.unwrap_or(rcode::SERVFAIL),
+                source: reply.source.clone(),
+            });
+            if index == 0 {
+                first = Some(reply.clone());
+            }
+            if reply.rcode == Some(rcode::NXDOMAIN) {
+                continue;
+            }
+            let cname = u16::from(index > 0 && reply.answers > 0);
+            return Reply {
+                rcode: Some(reply.rcode.unwrap_or(rcode::SERVFAIL)),
+                answers: reply.answers + cname,
+                source: Source::Autopath { lookups },
+            };
+        }
+        let first = first.unwrap_or_else(|| Reply::new(rcode::NXDOMAIN, 0, Source::Cluster));
+        Reply {
+            source: Source::Autopath { lookups },
+            ..first
+        }
+    }
+}
+
+/// One question to a real server: rcode and answer count, `None` rcode after two silent
+/// tries.
+fn ask_server(addr: SocketAddr, name: &str, qtype: Qtype) -> Reply {
+    let silent = Reply {
+        rcode: None,
+        answers: 0,
+        source: Source::NoReply,
+    };
+    let Ok(qname) = Name::from_ascii(name) else {
+        return silent;
+    };
+    let id: u16 = fastrand::u16(..);
+    let mut message = Message::new(id, MessageType::Query, OpCode::Query);
+    message.metadata.recursion_desired = true;
+    message.add_query(Query::query(qname, RecordType::from(qtype.number())));
+    let mut edns = Edns::new();
+    edns.set_max_payload(1232);
+    message.edns = Some(edns);
+    let Ok(packet) = message.to_vec() else {
+        return silent;
+    };
+    let bind: SocketAddr = if addr.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let Ok(socket) = UdpSocket::bind(bind) else {
+        return silent;
+    };
+    if socket.connect(addr).is_err()
+        || socket
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .is_err()
+    {
+        return silent;
+    }
+    let mut buffer = [0u8; 4096];
+    for _ in 0..2 {
+        if socket.send(&packet).is_err() {
+            return silent;
+        }
+        while let Ok(len) = socket.recv(&mut buffer) {
+            let Ok(reply) = Message::from_vec(&buffer[..len]) else {
+                continue;
+            };
+            if reply.metadata.id != id {
+                continue;
+            }
+            let answers = u16::try_from(reply.answers.len()).unwrap_or(u16::MAX);
+            return Reply::new(
+                u16::from(reply.metadata.response_code),
+                answers,
+                Source::Upstream,
+            );
+        }
+    }
+    silent
+}

@@ -1,0 +1,389 @@
+//! One name's cost, and what each fix would save: `resolve-cost`'s report.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::answer::{ClusterAnswerer, Upstream, UpstreamCache};
+use super::stub::{self, Families, Libc, Source, StubConfig, Totals, Verdict, Walk};
+use crate::autopath::{NamespaceFrom, SearchPath};
+use crate::zone::Snapshot;
+use crate::zone::name::WireName;
+
+/// Everything a walk is simulated with.
+pub struct Setup<'a> {
+    /// The resolver.
+    pub libc: Libc,
+    /// Its options (search list, ndots, ...).
+    pub config: StubConfig,
+    /// Families asked.
+    pub families: Families,
+    /// The cluster zone.
+    pub snapshot: &'a Snapshot,
+    /// The kubernetes block's `fallthrough` zones.
+    pub fallthrough: Option<Vec<WireName>>,
+    /// Where other names go.
+    pub upstream: Upstream,
+    /// The server runs *autopath* (namespace from the query).
+    pub autopath: bool,
+    /// The cluster domain (for autopath's search list).
+    pub cluster_domain: String,
+    /// Upstream replies, shared by every walk.
+    pub asked: UpstreamCache,
+}
+
+/// The report for one name.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The walk.
+    #[serde(flatten)]
+    pub walk: Walk,
+    /// Its counts.
+    pub totals: Totals,
+    /// The longest it can take: every name waiting out all its retries (milliseconds).
+    pub worst_case_ms: u64,
+    /// The resolver options used.
+    pub resolver: StubConfig,
+    /// Whether the server ran autopath.
+    pub autopath: bool,
+    /// What each fix would cost instead.
+    pub fixes: Vec<Fix>,
+}
+
+/// One fix and the walk it gives.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fix {
+    /// `trailing-dot`, `ndots` or `autopath`.
+    pub fix: &'static str,
+    /// What to change.
+    pub change: String,
+    /// The walk's counts with the fix.
+    pub totals: Totals,
+    /// Whether the fix still finds the addresses the walk found.
+    pub same_answer: bool,
+    /// Names, queries, NXDOMAIN answers and upstream queries saved.
+    pub saves: Saving,
+}
+
+/// What a fix saves (negative: costs more).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Saving {
+    /// Names tried.
+    pub names: i64,
+    /// Queries sent by the client.
+    pub queries: i64,
+    /// NXDOMAIN answers.
+    pub nxdomain_queries: i64,
+    /// Queries sent on upstream.
+    pub upstream_queries: i64,
+}
+
+impl Saving {
+    fn between(before: &Totals, after: &Totals) -> Self {
+        let d = |a: usize, b: usize| a as i64 - b as i64;
+        let e = |a: u32, b: u32| i64::from(a) - i64::from(b);
+        Self {
+            names: d(before.names, after.names),
+            queries: e(before.queries, after.queries),
+            nxdomain_queries: e(before.nxdomain_queries, after.nxdomain_queries),
+            upstream_queries: e(before.upstream_queries, after.upstream_queries),
+        }
+    }
+}
+
+impl Setup<'_> {
+    fn run(&self, config: &StubConfig, name: &str, autopath: bool) -> Walk {
+        let mut answerer = ClusterAnswerer::new(
+            self.snapshot,
+            self.fallthrough.clone(),
+            self.upstream,
+            name,
+            &self.asked,
+        );
+        let search;
+        if autopath {
+            search = self.autopath_search(config);
+            // The namespace comes from the query, so the client address does not matter.
+            answerer = answerer.with_autopath(&search, IpAddr::from([0, 0, 0, 0]));
+        }
+        stub::walk(self.libc, config, name, self.families, &mut answerer)
+    }
+
+    /// The server's autopath: namespace from the query; its own search domains are the
+    /// client's after the cluster's three (the node's, which the kubelet appends, and which a
+    /// `dnsPolicy: Default` CoreDNS pod has as its own).
+    fn autopath_search(&self, config: &StubConfig) -> SearchPath {
+        let domain = self.cluster_domain.trim_end_matches('.');
+        let cluster_suffix = format!(".svc.{domain}");
+        let extra: Vec<WireName> = config
+            .search
+            .iter()
+            .map(|d| d.trim_end_matches('.'))
+            .filter(|d| {
+                !(d.ends_with(&cluster_suffix) || *d == format!("svc.{domain}") || *d == domain)
+            })
+            .filter_map(|d| WireName::from_dotted(d).ok())
+            .collect();
+        SearchPath::new(
+            vec![WireName::root()],
+            crate::autopath::Source::Kubernetes(NamespaceFrom::Query),
+            extra,
+        )
+    }
+
+    /// The report for `name`.
+    pub fn report(&self, name: &str) -> Report {
+        let walk = self.run(&self.config, name, self.autopath);
+        let totals = walk.totals();
+        let worst_case_ms = stub::step_budget_ms(self.libc, &self.config) * totals.names as u64;
+        let found = walk.answered_by.is_some();
+        let mut fixes = Vec::new();
+        let fix = |fix: &'static str, change: String, with: &Walk| Fix {
+            fix,
+            change,
+            totals: with.totals(),
+            same_answer: with.answered_by.is_some() == found,
+            saves: Saving::between(&totals, &with.totals()),
+        };
+        // The trailing dot: the name that answered (behind autopath's CNAME), fully qualified.
+        if !name.ends_with('.') {
+            let target =
+                real_answer(&walk).unwrap_or_else(|| format!("{}.", name.trim_end_matches('.')));
+            let with = self.run(&self.config, &target, self.autopath);
+            fixes.push(fix("trailing-dot", format!("ask for {target}"), &with));
+        }
+        // A lower ndots, when the name as typed is what answers (or nothing does).
+        let dots = name.trim_end_matches('.').matches('.').count() as u32;
+        let as_typed = format!("{}.", name.trim_end_matches('.'));
+        let answered_as_typed = real_answer(&walk).is_none_or(|n| n == as_typed);
+        if !name.ends_with('.') && dots > 0 && dots < self.config.ndots && answered_as_typed {
+            let config = StubConfig {
+                ndots: dots,
+                ..self.config.clone()
+            };
+            let with = self.run(&config, name, self.autopath);
+            fixes.push(fix(
+                "ndots",
+                format!(
+                    "dnsConfig: {{\"options\": [{{\"name\": \"ndots\", \"value\": \"{dots}\"}}]}}"
+                ),
+                &with,
+            ));
+        }
+        // Server-side autopath.
+        if !self.autopath && walk.steps.len() > 1 {
+            let with = self.run(&self.config, name, true);
+            if with.steps.first().is_some_and(|s| {
+                s.queries
+                    .iter()
+                    .any(|q| matches!(q.reply.source, Source::Autopath { .. }))
+            }) {
+                fixes.push(fix(
+                    "autopath",
+                    "autopath @kubernetes on the server".to_owned(),
+                    &with,
+                ));
+            }
+        }
+        Report {
+            walk,
+            totals,
+            worst_case_ms,
+            resolver: self.config.clone(),
+            autopath: self.autopath,
+            fixes,
+        }
+    }
+}
+
+impl Report {
+    /// The report as text.
+    pub fn text(&self, namespace: &str) -> String {
+        let mut out = String::new();
+        let walk = &self.walk;
+        let config = &self.resolver;
+        let _ = writeln!(
+            out,
+            "{} from namespace {namespace} ({}{})",
+            walk.name,
+            walk.libc,
+            if self.autopath {
+                ", server-side autopath"
+            } else {
+                ""
+            }
+        );
+        let mut options = vec![
+            format!("ndots:{}", config.ndots),
+            format!("attempts:{}", config.attempts),
+            format!("timeout:{}", config.timeout),
+        ];
+        if config.single_request {
+            options.push("single-request".into());
+        }
+        if config.no_aaaa {
+            options.push("no-aaaa".into());
+        }
+        let _ = writeln!(
+            out,
+            "search {} | {}",
+            if config.search.is_empty() {
+                "(none)".to_owned()
+            } else {
+                config.search.join(" ")
+            },
+            options.join(" ")
+        );
+        for note in &config.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        out.push('\n');
+        let width = walk
+            .steps
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(10);
+        let types: Vec<String> = walk
+            .steps
+            .first()
+            .map(|s| s.queries.iter().map(|q| q.qtype.to_string()).collect())
+            .unwrap_or_default();
+        let _ = write!(out, "  {:<width$}", "name tried");
+        for qtype in &types {
+            let _ = write!(out, "  {qtype:<12}");
+        }
+        let _ = writeln!(out, "  answered by");
+        for step in &walk.steps {
+            let _ = write!(out, "  {:<width$}", step.name);
+            for query in &step.queries {
+                let mut cell = query.reply.summary();
+                if query.sent != 1 {
+                    let _ = write!(cell, " x{}", query.sent);
+                }
+                let _ = write!(out, "  {cell:<12}");
+            }
+            let source = step
+                .queries
+                .first()
+                .map_or("-", |q| source_name(&q.reply.source));
+            let _ = writeln!(out, "  {source}");
+            for query in step.queries.iter().take(1) {
+                if let Source::Autopath { lookups } = &query.reply.source {
+                    for lookup in lookups {
+                        let _ = writeln!(
+                            out,
+                            "    server tries {} {}: {}",
+                            lookup.name,
+                            query.qtype,
+                            crate::wire::rcode_name(lookup.rcode)
+                        );
+                    }
+                }
+            }
+        }
+        match (&walk.answered_by, &walk.error) {
+            (Some(name), _) => {
+                let _ = writeln!(out, "  -> addresses from {name}");
+            }
+            (None, error) => {
+                let stop = walk
+                    .steps
+                    .last()
+                    .is_some_and(|s| s.verdict == Verdict::Stop);
+                let _ = writeln!(
+                    out,
+                    "  -> no addresses ({}{})",
+                    error.as_deref().unwrap_or("EAI_NONAME"),
+                    if stop { ", the walk stopped early" } else { "" }
+                );
+            }
+        }
+        out.push('\n');
+        let t = &self.totals;
+        let _ = writeln!(
+            out,
+            "  {} tried, {} NXDOMAIN; {}, {} NXDOMAIN, {} sent upstream; {}{}; worst case {}",
+            plural(t.names as u64, "name"),
+            t.nxdomain_names,
+            plural(u64::from(t.queries), "query"),
+            t.nxdomain_queries,
+            t.upstream_queries,
+            plural(u64::from(t.round_trips), "round trip"),
+            if t.waited_ms > 0 {
+                format!(", {} waiting on timeouts", seconds(t.waited_ms))
+            } else {
+                String::new()
+            },
+            seconds(self.worst_case_ms)
+        );
+        if !self.fixes.is_empty() {
+            out.push_str("\n  fixes:\n");
+            for fix in &self.fixes {
+                let f = &fix.totals;
+                let _ = writeln!(
+                    out,
+                    "  - {}: {}, {}, {} NXDOMAIN, {} upstream; saves {}, {}{}",
+                    fix.change,
+                    plural(f.names as u64, "name"),
+                    plural(u64::from(f.queries), "query"),
+                    f.nxdomain_queries,
+                    f.upstream_queries,
+                    plural_signed(fix.saves.names, "name"),
+                    plural_signed(fix.saves.queries, "query"),
+                    if fix.same_answer {
+                        ""
+                    } else {
+                        " (but the answer changes)"
+                    }
+                );
+            }
+        }
+        out
+    }
+}
+
+/// The name whose records answered: the last name tried, or the server's last lookup when
+/// autopath answered.
+fn real_answer(walk: &Walk) -> Option<String> {
+    walk.answered_by.as_ref()?;
+    let step = walk.steps.last()?;
+    match step.queries.first().map(|q| &q.reply.source) {
+        Some(Source::Autopath { lookups }) => lookups.last().map(|l| l.name.clone()),
+        _ => Some(step.name.clone()),
+    }
+}
+
+fn source_name(source: &Source) -> &'static str {
+    match source {
+        Source::Cluster => "cluster zone",
+        Source::Upstream => "upstream",
+        Source::Assumed => "upstream (assumed)",
+        Source::NoReply => "upstream (no reply)",
+        Source::Autopath { .. } => "autopath",
+    }
+}
+
+/// `1 name`, `2 names`, `1 query`, `3 queries`.
+fn plural(count: u64, word: &str) -> String {
+    match (count, word.strip_suffix('y')) {
+        (1, _) => format!("1 {word}"),
+        (_, Some(stem)) => format!("{count} {stem}ies"),
+        (_, None) => format!("{count} {word}s"),
+    }
+}
+
+fn plural_signed(count: i64, word: &str) -> String {
+    let text = plural(count.unsigned_abs(), word);
+    if count < 0 { format!("-{text}") } else { text }
+}
+
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}

@@ -1,0 +1,516 @@
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::config::parse_resolv_conf;
+
+type Replies = [(Option<u16>, u16); 2];
+
+/// Replies by name: (A rcode, A records, AAAA rcode, AAAA records); NXDOMAIN otherwise.
+struct Fake {
+    names: HashMap<String, Replies>,
+    asked: Vec<(String, Qtype)>,
+}
+
+const OK: (Option<u16>, u16) = (Some(rcode::NOERROR), 1);
+const NODATA: (Option<u16>, u16) = (Some(rcode::NOERROR), 0);
+const NX: (Option<u16>, u16) = (Some(rcode::NXDOMAIN), 0);
+const SERVFAIL: (Option<u16>, u16) = (Some(rcode::SERVFAIL), 0);
+const REFUSED: (Option<u16>, u16) = (Some(rcode::REFUSED), 0);
+const SILENT: (Option<u16>, u16) = (None, 0);
+
+impl Fake {
+    fn new(names: &[(&str, Replies)]) -> Self {
+        Self {
+            names: names
+                .iter()
+                .map(|(name, replies)| ((*name).to_owned(), *replies))
+                .collect(),
+            asked: Vec::new(),
+        }
+    }
+}
+
+impl Answerer for Fake {
+    fn ask(&mut self, name: &str, qtype: Qtype) -> Reply {
+        self.asked.push((name.to_owned(), qtype));
+        let (rcode, answers) = self.names.get(name).map_or(NX, |r| r[qtype as usize]);
+        Reply {
+            rcode,
+            answers,
+            source: Source::Cluster,
+        }
+    }
+}
+
+const SHOP: &str = "search shop.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n";
+
+fn config(libc: Libc, text: &str) -> StubConfig {
+    match libc {
+        Libc::Glibc => StubConfig::glibc(&parse_resolv_conf(text).unwrap()),
+        Libc::Musl => StubConfig::musl(text),
+    }
+}
+
+fn names(walk: &Walk) -> Vec<&str> {
+    walk.steps.iter().map(|s| s.name.as_str()).collect()
+}
+
+/// The seed lesson's figures: from `shop`, `api.partner.example.com` is four names, three of
+/// them NXDOMAIN, eight queries; with a trailing dot, one name.
+#[test]
+fn the_seed_figures() {
+    for libc in [Libc::Glibc, Libc::Musl] {
+        let mut fake = Fake::new(&[("api.partner.example.com.", [OK, OK])]);
+        let walk = super::walk(
+            libc,
+            &config(libc, SHOP),
+            "api.partner.example.com",
+            Families::Both,
+            &mut fake,
+        );
+        assert_eq!(
+            names(&walk),
+            [
+                "api.partner.example.com.shop.svc.cluster.local.",
+                "api.partner.example.com.svc.cluster.local.",
+                "api.partner.example.com.cluster.local.",
+                "api.partner.example.com.",
+            ],
+            "{libc}"
+        );
+        let totals = walk.totals();
+        assert_eq!(
+            (
+                totals.names,
+                totals.nxdomain_names,
+                totals.queries,
+                totals.nxdomain_queries
+            ),
+            (4, 3, 8, 6),
+            "{libc}"
+        );
+        assert_eq!(totals.round_trips, 4);
+        assert_eq!(
+            walk.answered_by.as_deref(),
+            Some("api.partner.example.com.")
+        );
+        // In order, A then AAAA for each name.
+        assert_eq!(
+            fake.asked[0],
+            (
+                "api.partner.example.com.shop.svc.cluster.local.".to_owned(),
+                Qtype::A
+            )
+        );
+        assert_eq!(fake.asked[1].1, Qtype::Aaaa);
+
+        let walk = super::walk(
+            libc,
+            &config(libc, SHOP),
+            "api.partner.example.com.",
+            Families::Both,
+            &mut fake,
+        );
+        assert_eq!(names(&walk), ["api.partner.example.com."]);
+        assert_eq!(walk.totals().queries, 2);
+    }
+}
+
+/// (libc, resolv.conf, name, replies, expected names tried, expected error)
+type Case = (
+    &'static str,
+    Libc,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, Replies)],
+    &'static [&'static str],
+    Option<&'static str>,
+);
+
+#[test]
+fn walks() {
+    let cases: &[Case] = &[
+        (
+            "short cluster name: first search domain answers",
+            Libc::Glibc,
+            SHOP,
+            "web",
+            &[("web.shop.svc.cluster.local.", [OK, NODATA])],
+            &["web.shop.svc.cluster.local."],
+            None,
+        ),
+        (
+            "namespaced name: second search domain",
+            Libc::Musl,
+            SHOP,
+            "web.payments",
+            &[("web.payments.svc.cluster.local.", [OK, NODATA])],
+            &[
+                "web.payments.shop.svc.cluster.local.",
+                "web.payments.svc.cluster.local.",
+            ],
+            None,
+        ),
+        (
+            "an FQDN without its dot costs four names",
+            Libc::Glibc,
+            SHOP,
+            "web.shop.svc.cluster.local",
+            &[("web.shop.svc.cluster.local.", [OK, NODATA])],
+            &[
+                "web.shop.svc.cluster.local.shop.svc.cluster.local.",
+                "web.shop.svc.cluster.local.svc.cluster.local.",
+                "web.shop.svc.cluster.local.cluster.local.",
+                "web.shop.svc.cluster.local.",
+            ],
+            None,
+        ),
+        (
+            "glibc: five dots go as-is first, then the search list, not as-is again",
+            Libc::Glibc,
+            SHOP,
+            "a.b.c.d.e.f",
+            &[],
+            &[
+                "a.b.c.d.e.f.",
+                "a.b.c.d.e.f.shop.svc.cluster.local.",
+                "a.b.c.d.e.f.svc.cluster.local.",
+                "a.b.c.d.e.f.cluster.local.",
+            ],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "musl: five dots go as-is only",
+            Libc::Musl,
+            SHOP,
+            "a.b.c.d.e.f",
+            &[],
+            &["a.b.c.d.e.f."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "glibc: as-is first answers",
+            Libc::Glibc,
+            SHOP,
+            "a.b.c.d.e.f",
+            &[("a.b.c.d.e.f.", [OK, OK])],
+            &["a.b.c.d.e.f."],
+            None,
+        ),
+        (
+            "glibc: NODATA continues the walk",
+            Libc::Glibc,
+            SHOP,
+            "shop",
+            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            &[
+                "shop.shop.svc.cluster.local.",
+                "shop.svc.cluster.local.",
+                "shop.cluster.local.",
+                "shop.",
+            ],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "musl: NODATA ends the walk",
+            Libc::Musl,
+            SHOP,
+            "shop",
+            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            &["shop.shop.svc.cluster.local.", "shop.svc.cluster.local."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "glibc: SERVFAIL continues the walk",
+            Libc::Glibc,
+            SHOP,
+            "x.y",
+            &[
+                ("x.y.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL]),
+                ("x.y.", [OK, OK]),
+            ],
+            &[
+                "x.y.shop.svc.cluster.local.",
+                "x.y.svc.cluster.local.",
+                "x.y.cluster.local.",
+                "x.y.",
+            ],
+            None,
+        ),
+        (
+            "musl: SERVFAIL ends the walk",
+            Libc::Musl,
+            SHOP,
+            "x.y",
+            &[
+                ("x.y.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL]),
+                ("x.y.", [OK, OK]),
+            ],
+            &["x.y.shop.svc.cluster.local."],
+            Some("EAI_AGAIN"),
+        ),
+        (
+            "glibc: REFUSED ends the search list, the name is still tried as typed",
+            Libc::Glibc,
+            SHOP,
+            "x.y",
+            &[
+                ("x.y.shop.svc.cluster.local.", [REFUSED, REFUSED]),
+                ("x.y.", [OK, OK]),
+            ],
+            &["x.y.shop.svc.cluster.local.", "x.y."],
+            None,
+        ),
+        (
+            "glibc: an AAAA SERVFAIL is dropped when A answers",
+            Libc::Glibc,
+            SHOP,
+            "web",
+            &[("web.shop.svc.cluster.local.", [OK, SERVFAIL])],
+            &["web.shop.svc.cluster.local."],
+            None,
+        ),
+        (
+            "glibc: records for one family answer, whatever the other says",
+            Libc::Glibc,
+            SHOP,
+            "odd.example",
+            &[("odd.example.shop.svc.cluster.local.", [NX, OK])],
+            &["odd.example.shop.svc.cluster.local."],
+            None,
+        ),
+        (
+            "musl: A's NXDOMAIN is read first and the walk goes on",
+            Libc::Musl,
+            SHOP,
+            "odd.example",
+            &[
+                ("odd.example.shop.svc.cluster.local.", [NX, OK]),
+                ("odd.example.", [OK, OK]),
+            ],
+            &[
+                "odd.example.shop.svc.cluster.local.",
+                "odd.example.svc.cluster.local.",
+                "odd.example.cluster.local.",
+                "odd.example.",
+            ],
+            None,
+        ),
+        (
+            "glibc: no-tld-query skips a bare name as typed",
+            Libc::Glibc,
+            "search a.example\noptions no-tld-query\n",
+            "host",
+            &[],
+            &["host.a.example."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "glibc: a root search domain replaces the last try",
+            Libc::Glibc,
+            "search a.example .\n",
+            "host",
+            &[],
+            &["host.a.example.", "host."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "ndots:1 (the libcs' default): one dot goes as-is first",
+            Libc::Glibc,
+            "search a.example\n",
+            "host.corp",
+            &[],
+            &["host.corp.", "host.corp.a.example."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "no search list: only the name",
+            Libc::Musl,
+            "nameserver 1.1.1.1\n",
+            "host",
+            &[],
+            &["host."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "musl: a search line it cannot read",
+            Libc::Musl,
+            // 260 characters: musl skips the line; glibc would use it.
+            "search aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.example ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc.example ddddddddddddddddddddddddddddddddddddddddddd.example\noptions ndots:5\n",
+            "web",
+            &[],
+            &["web."],
+            Some("EAI_NONAME"),
+        ),
+        (
+            "musl: two trailing dots are refused before any query",
+            Libc::Musl,
+            SHOP,
+            "web..",
+            &[],
+            &[],
+            Some("EAI_NONAME"),
+        ),
+    ];
+    for (what, libc, conf, name, replies, want, error) in cases {
+        let mut fake = Fake::new(replies);
+        let walk = super::walk(*libc, &config(*libc, conf), name, Families::Both, &mut fake);
+        assert_eq!(names(&walk), *want, "{what}");
+        assert_eq!(walk.error.as_deref(), *error, "{what}");
+    }
+}
+
+#[test]
+fn retries_and_waits() {
+    let servfail = [("x.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL])];
+    // glibc, parallel: both rejected, retried on the one nameserver twice; no waiting.
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(Libc::Glibc, SHOP),
+        "x",
+        Families::Both,
+        &mut Fake::new(&servfail),
+    );
+    let first = &walk.steps[0];
+    assert_eq!(
+        (
+            first.queries[0].sent,
+            first.queries[1].sent,
+            first.round_trips,
+            first.waited_ms
+        ),
+        (2, 2, 2, 0)
+    );
+    // glibc, single-request: A's SERVFAIL leaves AAAA unsent and waits out 2 × 5 s.
+    let single = format!("{SHOP}options single-request\n");
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(Libc::Glibc, &single),
+        "x",
+        Families::Both,
+        &mut Fake::new(&servfail),
+    );
+    let first = &walk.steps[0];
+    assert_eq!(
+        (
+            first.queries[0].sent,
+            first.queries[1].sent,
+            first.waited_ms
+        ),
+        (2, 0, 10_000)
+    );
+    assert_eq!(first.verdict, Verdict::Continue);
+    // single-request doubles the round trips of a plain walk.
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(Libc::Glibc, &single),
+        "api.partner.example.com",
+        Families::Both,
+        &mut Fake::new(&[]),
+    );
+    assert_eq!(walk.totals().round_trips, 8);
+    // musl: each round sends both, SERVFAILs are re-sent at once (4 per round), 2 rounds,
+    // and the whole timeout is waited.
+    let walk = super::walk(
+        Libc::Musl,
+        &config(Libc::Musl, SHOP),
+        "x",
+        Families::Both,
+        &mut Fake::new(&servfail),
+    );
+    let first = &walk.steps[0];
+    assert_eq!(
+        (
+            first.queries[0].sent + first.queries[1].sent,
+            first.waited_ms
+        ),
+        (12, 5000)
+    );
+    // musl: REFUSED is ignored, re-sent every timeout/attempts (attempts:3 → 4 rounds).
+    let refused = [("x.shop.svc.cluster.local.", [REFUSED, OK])];
+    let text = format!("{SHOP}options attempts:3\n");
+    let walk = super::walk(
+        Libc::Musl,
+        &config(Libc::Musl, &text),
+        "x",
+        Families::Both,
+        &mut Fake::new(&refused),
+    );
+    let first = &walk.steps[0];
+    assert_eq!((first.queries[0].sent, first.queries[1].sent), (4, 1));
+    assert_eq!(walk.error.as_deref(), Some("EAI_AGAIN"));
+    // glibc, no reply at all: every attempt waits its timeout, the search list ends, the
+    // name as typed is still asked.
+    let silent = [
+        ("x.y.shop.svc.cluster.local.", [SILENT, SILENT]),
+        ("x.y.", [OK, OK]),
+    ];
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(Libc::Glibc, SHOP),
+        "x.y",
+        Families::Both,
+        &mut Fake::new(&silent),
+    );
+    assert_eq!(names(&walk), ["x.y.shop.svc.cluster.local.", "x.y."]);
+    assert_eq!(
+        (walk.steps[0].queries[0].sent, walk.steps[0].waited_ms),
+        (2, 10_000)
+    );
+    assert_eq!(walk.answered_by.as_deref(), Some("x.y."));
+}
+
+#[test]
+fn options() {
+    let text = "search a.example\nnameserver 10.0.0.1\nnameserver 10.0.0.2\nnameserver 10.0.0.3\nnameserver 10.0.0.4\noptions ndots:20 timeout:45 attempts:9 no-aaaa single-request-reopen\n";
+    let glibc = config(Libc::Glibc, text);
+    assert_eq!(
+        (
+            glibc.ndots,
+            glibc.timeout,
+            glibc.attempts,
+            glibc.nameservers
+        ),
+        (15, 30, 5, 3)
+    );
+    assert!(glibc.single_request && glibc.no_aaaa);
+    let musl = config(Libc::Musl, text);
+    assert_eq!(
+        (musl.ndots, musl.timeout, musl.attempts, musl.nameservers),
+        (15, 45, 9, 3)
+    );
+    assert!(!musl.single_request && !musl.no_aaaa);
+    // no-aaaa: glibc asks A only.
+    let walk = super::walk(
+        Libc::Glibc,
+        &glibc,
+        "host",
+        Families::Both,
+        &mut Fake::new(&[]),
+    );
+    assert!(
+        walk.steps
+            .iter()
+            .all(|s| s.queries.len() == 1 && s.queries[0].qtype == Qtype::A)
+    );
+    // musl: leading blanks hide a keyword; glibc reads it.
+    let indented = "  search a.example\n";
+    assert_eq!(config(Libc::Musl, indented).search, Vec::<String>::new());
+    assert_eq!(config(Libc::Glibc, indented).search, ["a.example"]);
+    // Budgets: glibc 2 attempts × (5 + 10/3 + 20/3) s over three nameservers; musl 5 s.
+    let three = "nameserver 1.1.1.1\nnameserver 1.0.0.1\nnameserver 8.8.8.8\n";
+    assert_eq!(
+        step_budget_ms(Libc::Glibc, &config(Libc::Glibc, three)),
+        28_000
+    );
+    assert_eq!(
+        step_budget_ms(Libc::Glibc, &config(Libc::Glibc, SHOP)),
+        10_000
+    );
+    assert_eq!(
+        step_budget_ms(Libc::Musl, &config(Libc::Musl, three)),
+        5_000
+    );
+}
