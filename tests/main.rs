@@ -15,6 +15,7 @@ mod plugins;
 mod protocol;
 mod proxy;
 mod readme;
+mod real_resolvers;
 mod resolve;
 mod watch;
 mod zone;

@@ -1,5 +1,6 @@
 //! An upstream that knows a fixed set of names: each has an A (192.0.2.10) and an AAAA
-//! (2001:db8::10) record; every other name is NXDOMAIN. UDP on a loopback port, one thread.
+//! (2001:db8::10) record; names under a failing suffix are SERVFAIL; every other name is
+//! NXDOMAIN. UDP on a loopback port, one thread.
 //! It stands for the Internet in tests where a name as typed exists and its search-expanded
 //! forms do not (`resolve-cost --upstream assume`).
 
@@ -23,6 +24,11 @@ pub struct NamesUpstream {
 impl NamesUpstream {
     /// Serves `names` (lower case, with or without the final dot) on `bind` (port 0 for any).
     pub fn start(bind: SocketAddr, names: &[&str]) -> Self {
+        Self::failing(bind, names, &[])
+    }
+
+    /// [`start`](Self::start), answering SERVFAIL for names under `failing` domains.
+    pub fn failing(bind: SocketAddr, names: &[&str], failing: &[&str]) -> Self {
         let socket = UdpSocket::bind(bind).unwrap();
         socket
             .set_read_timeout(Some(Duration::from_millis(100)))
@@ -31,6 +37,10 @@ impl NamesUpstream {
         let known: HashSet<String> = names
             .iter()
             .map(|n| format!("{}.", n.trim_end_matches('.').to_ascii_lowercase()))
+            .collect();
+        let failing: Vec<String> = failing
+            .iter()
+            .map(|d| format!(".{}.", d.trim_end_matches('.').to_ascii_lowercase()))
             .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let asked = Arc::new(Mutex::new(Vec::new()));
@@ -58,7 +68,9 @@ impl NamesUpstream {
                 reply.metadata.recursion_desired = query.metadata.recursion_desired;
                 reply.metadata.recursion_available = true;
                 reply.add_query(question.clone());
-                if known.contains(&name) {
+                if failing.iter().any(|suffix| name.ends_with(suffix.as_str())) {
+                    reply.metadata.response_code = ResponseCode::ServFail;
+                } else if known.contains(&name) {
                     let rdata = match qtype {
                         RecordType::A => Some(RData::A(A(Ipv4Addr::new(192, 0, 2, 10)))),
                         RecordType::AAAA => Some(RData::AAAA(AAAA(Ipv6Addr::new(

@@ -1,0 +1,467 @@
+//! The real stub resolvers against clusterdns: glibc's `getaddrinfo` (through `getent
+//! ahosts` and Python's `socket.getaddrinfo`) and musl's (a small C program built with
+//! Debian's `musl-gcc`) resolve a table of names in a private network and mount namespace,
+//! where clusterdns serves the shop fixture on 127.0.0.1:53 with a `log` directive and a
+//! resolv.conf written by `clusterdns resolv-conf` is bind-mounted over /etc/resolv.conf. The
+//! queries clusterdns logged must be exactly the ones `resolve-cost --libc glibc|musl`
+//! predicted, in order.
+//!
+//! The test re-runs itself under `unshare -rmn` (a user namespace; as root, `unshare -mn`
+//! is tried too). Where the machine refuses namespaces, it fails and says so.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::binary::TestServer;
+use crate::common::names::NamesUpstream;
+use crate::common::{fixture, root};
+
+/// Set in the re-run child to the parent's network namespace, so that the child refuses to
+/// run in the parent's (it mounts over /etc/resolv.conf).
+const CHILD: &str = "CLUSTERDNS_REAL_RESOLVERS_PARENT_NETNS";
+const TEST: &str = "real_resolvers::glibc_and_musl_ask_what_resolve_cost_predicts";
+
+/// The names outside the cluster zone that exist (as the upstream answers them).
+const EXTERNAL: &[&str] = &[
+    "example.com",
+    "api.example.com",
+    "api.partner.example.com",
+    "a.api.partner.example.com",
+    "a.b.c.api.partner.example.com",
+];
+
+/// The node's search domain in the second configuration; the upstream answers SERVFAIL under
+/// it.
+const BROKEN: &str = "broken.example";
+
+/// The names resolved with the kubelet's resolv.conf: short, namespaced, fully qualified
+/// without and with the dot, external with 1–4 dots, five dots (ndots) that exist and do
+/// not, NODATA names (the namespace itself; AAAA of an IPv4 Service), a headless Service, pod
+/// names, and names that exist nowhere.
+const NAMES: &[&str] = &[
+    "web",
+    "web.shop",
+    "web.shop.svc",
+    "web.shop.svc.cluster.local",
+    "web.shop.svc.cluster.local.",
+    "web-headless",
+    "db-0.db",
+    "10-244-1-5.shop.pod",
+    "shop",
+    "kube-dns.kube-system",
+    "example.com",
+    "api.example.com",
+    "api.partner.example.com",
+    "api.partner.example.com.",
+    "a.api.partner.example.com",
+    "a.b.c.api.partner.example.com",
+    "x.y.z.nowhere.example.com",
+    "nope",
+    "nope.example.com",
+];
+
+fn netns() -> String {
+    std::fs::read_link("/proc/self/ns/net")
+        .map(|path| path.display().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn glibc_and_musl_ask_what_resolve_cost_predicts() {
+    if let Some(parent) = std::env::var_os(CHILD) {
+        assert_ne!(
+            parent.to_string_lossy(),
+            netns(),
+            "{CHILD} is set but this is the parent's network namespace: refusing to mount over \
+             /etc/resolv.conf"
+        );
+        inside_the_namespace();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut prefixes: Vec<&[&str]> = vec![&["unshare", "-rmn"]];
+    if is_root() {
+        prefixes.push(&["unshare", "-mn"]);
+    }
+    let mut refused = Vec::new();
+    for prefix in prefixes {
+        let output = Command::new(prefix[0])
+            .args(&prefix[1..])
+            .arg(&exe)
+            .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, netns())
+            .output();
+        let output = match output {
+            Ok(output) => output,
+            Err(error) => {
+                refused.push(format!("{}: {error}", prefix.join(" ")));
+                continue;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // unshare(1) reports its own failure on stderr and exits 1; the test binary exits 0
+        // or 101.
+        if !output.status.success() && stderr.starts_with("unshare:") {
+            refused.push(format!("{}: {}", prefix.join(" "), stderr.trim()));
+            continue;
+        }
+        eprint!("{stdout}");
+        eprint!("{stderr}");
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the real-resolver check failed inside `{}` (its output is above)",
+            prefix.join(" ")
+        );
+        return;
+    }
+    panic!(
+        "THE REAL-RESOLVER CHECK DID NOT RUN: this machine refuses the namespaces it needs \
+         (a network and a mount namespace, from an unprivileged user namespace or as root).\n{}\n\
+         Enable user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+         user.max_user_namespaces > 0) or run the tests as root.",
+        refused.join("\n")
+    );
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn run(program: &str, args: &[&str]) -> std::process::Output {
+    Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {program}: {error} (is it installed?)"))
+}
+
+fn must(program: &str, args: &[&str]) {
+    let output = run(program, args);
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The second configuration: the node adds a search domain whose names fail upstream, and
+/// the pod's dnsConfig sets `ndots:2`, `single-request`, `timeout:1`, `attempts:1`.
+const NAMES_SINGLE_REQUEST: &[&str] = &[
+    "web",
+    "db-0.db",
+    "api.example.com",
+    "nope.example.com",
+    "nope",
+];
+
+/// One resolver: a command that resolves its last argument, and the libc it uses.
+struct Resolver {
+    label: &'static str,
+    libc: &'static str,
+    command: Vec<String>,
+}
+
+fn inside_the_namespace() {
+    must("ip", &["link", "set", "lo", "up"]);
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = NamesUpstream::failing("127.0.0.1:5300".parse().unwrap(), EXTERNAL, &[BROKEN]);
+
+    // The pod's files, bind-mounted over the real ones (in this mount namespace only).
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n::1 localhost\n").unwrap();
+    let nsswitch = dir.path().join("nsswitch.conf");
+    std::fs::write(&nsswitch, "hosts: files dns\n").unwrap();
+    for (file, over) in [(&hosts, "/etc/hosts"), (&nsswitch, "/etc/nsswitch.conf")] {
+        must("mount", &["--bind", file.to_str().unwrap(), over]);
+    }
+    let node = dir.path().join("node-resolv.conf");
+    std::fs::write(&node, format!("nameserver 172.18.0.1\nsearch {BROKEN}\n")).unwrap();
+    let kubelet = [
+        "resolv-conf",
+        "--namespace",
+        "shop",
+        "--nameserver",
+        "127.0.0.1",
+    ];
+    let single_request = [
+        &kubelet[..],
+        &[
+            "--host-resolv-conf",
+            node.to_str().unwrap(),
+            "--dns-config",
+            r#"{"options":[{"name":"ndots","value":"2"},{"name":"single-request"},{"name":"timeout","value":"1"},{"name":"attempts","value":"1"}]}"#,
+        ],
+    ]
+    .concat();
+    let configurations: [(&str, Vec<&str>, &[&str]); 2] = [
+        ("the kubelet's resolv.conf", kubelet.to_vec(), NAMES),
+        (
+            "ndots:2, single-request, a failing node search domain",
+            single_request,
+            NAMES_SINGLE_REQUEST,
+        ),
+    ];
+
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:53 {{\n    bind 127.0.0.1\n    log\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        pods insecure\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n        objects \"{}\"\n    }}\n    forward . {}\n}}\n",
+            fixture("shop.json").display(),
+            upstream.addr
+        ),
+    )
+    .unwrap();
+    let server = TestServer::start(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(server.addr, "127.0.0.1:53".parse::<SocketAddr>().unwrap());
+
+    let musl = build_musl_program(dir.path());
+    let resolvers = [
+        Resolver {
+            label: "getent ahosts (glibc)",
+            libc: "glibc",
+            command: vec!["getent".into(), "ahosts".into()],
+        },
+        Resolver {
+            label: "python3 getaddrinfo (glibc)",
+            libc: "glibc",
+            command: vec![
+                "python3".into(),
+                "-c".into(),
+                "import socket, sys\ntry:\n    socket.getaddrinfo(sys.argv[1], None)\nexcept socket.gaierror:\n    sys.exit(2)".into(),
+            ],
+        },
+        Resolver {
+            label: "musl getaddrinfo",
+            libc: "musl",
+            command: vec![musl.display().to_string()],
+        },
+    ];
+
+    let mut marker = 0;
+    let mut seen = 0;
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (label, args, names) in &configurations {
+        let resolv = dir.path().join(format!("resolv-{checked}.conf"));
+        let written = crate::resolve::stdout_of(args);
+        std::fs::write(&resolv, &written).unwrap();
+        must(
+            "mount",
+            &["--bind", resolv.to_str().unwrap(), "/etc/resolv.conf"],
+        );
+        assert_eq!(
+            std::fs::read_to_string("/etc/resolv.conf").unwrap(),
+            written
+        );
+        for resolver in &resolvers {
+            for name in *names {
+                let predicted = predict(resolver.libc, name, &resolv, upstream.addr);
+                let mut command = Command::new(&resolver.command[0]);
+                command.args(&resolver.command[1..]).arg(name);
+                let output = command
+                    .output()
+                    .unwrap_or_else(|error| panic!("cannot run {}: {error}", resolver.command[0]));
+                // A marker query after the resolver is done: what the log holds before it is
+                // the resolver's.
+                marker += 1;
+                let marker_name = format!("marker-{marker}.cluster.local.");
+                server.ask_udp(&marker_name, "TXT");
+                let log = wait_for_line(&server, &marker_name);
+                let lines: Vec<&str> = log.lines().collect();
+                let end = lines
+                    .iter()
+                    .position(|line| line.contains(&marker_name))
+                    .unwrap();
+                let logged: Vec<(String, String)> = lines[seen..end]
+                    .iter()
+                    .filter_map(|line| query_of(line))
+                    .collect();
+                seen = end + 1;
+                checked += 1;
+                let found = output.status.success();
+                let problems = compare(&predicted, &logged, found);
+                if !problems.is_empty() {
+                    failures.push(format!(
+                        "{label}, {} {name}:\n  predicted: {}\n  logged:    {}\n  {}",
+                        resolver.label,
+                        show(&predicted.queries),
+                        show(&logged),
+                        problems.join("\n  ")
+                    ));
+                }
+            }
+        }
+    }
+    let asked_upstream = upstream.asked().len();
+    eprintln!(
+        "real resolvers: {checked} lookups ({} names × {} resolvers) checked against \
+         resolve-cost's predictions; the upstream was asked {asked_upstream} questions",
+        NAMES.len() + NAMES_SINGLE_REQUEST.len(),
+        resolvers.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} lookups differ from the prediction:\n\n{}\n\nserver log:\n{}",
+        failures.len(),
+        failures.join("\n\n"),
+        server.stdout()
+    );
+}
+
+/// `musl-gcc -static` of tests/fixtures/musl_lookup.c.
+fn build_musl_program(dir: &Path) -> PathBuf {
+    let out = dir.join("musl_lookup");
+    let source = root().join("tests/fixtures/musl_lookup.c");
+    let output = Command::new("musl-gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("cannot run musl-gcc: {error} (install Debian's musl-tools; .ci/run does)")
+        });
+    assert!(
+        output.status.success(),
+        "musl-gcc failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+/// What `resolve-cost` predicts for one lookup.
+struct Prediction {
+    /// (name, type) per query sent, in order.
+    queries: Vec<(String, String)>,
+    /// Whether the lookup ends with addresses.
+    found: bool,
+}
+
+fn predict(libc: &str, name: &str, resolv: &Path, upstream: SocketAddr) -> Prediction {
+    let out = crate::resolve::stdout_of(&[
+        "resolve-cost",
+        name,
+        "--namespace",
+        "shop",
+        "--objects",
+        fixture("shop.json").to_str().unwrap(),
+        "--resolv-conf",
+        resolv.to_str().unwrap(),
+        "--libc",
+        libc,
+        "--upstream",
+        &upstream.to_string(),
+        "--output",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let report = &json["reports"][0];
+    let mut queries = Vec::new();
+    for step in report["steps"].as_array().unwrap() {
+        for query in step["queries"].as_array().unwrap() {
+            for _ in 0..query["sent"].as_u64().unwrap() {
+                queries.push((
+                    step["name"].as_str().unwrap().to_ascii_lowercase(),
+                    query["type"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    Prediction {
+        queries,
+        found: !report["answered_by"].is_null(),
+    }
+}
+
+/// (name, type) of a CoreDNS common-format log line.
+fn query_of(line: &str) -> Option<(String, String)> {
+    let quoted = line.split('"').nth(1)?;
+    let mut words = quoted.split_ascii_whitespace();
+    let qtype = words.next()?.to_owned();
+    let _class = words.next()?;
+    let name = words.next()?.to_ascii_lowercase();
+    Some((name, qtype))
+}
+
+/// The differences between the prediction and the log. Queries are compared in order, the
+/// queries of one name as a set (A and AAAA are sent together and may be logged either way
+/// round).
+fn compare(predicted: &Prediction, logged: &[(String, String)], found: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    if group(&predicted.queries) != group(logged) {
+        problems.push("the queries differ".to_owned());
+    }
+    if predicted.found != found {
+        problems.push(format!(
+            "resolve-cost says the lookup {} addresses; the resolver {} them",
+            if predicted.found { "finds" } else { "finds no" },
+            if found { "found" } else { "did not find" }
+        ));
+    }
+    problems
+}
+
+/// Consecutive queries for the same name, as (name, types).
+fn group(queries: &[(String, String)]) -> Vec<(String, BTreeSet<(String, usize)>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, qtype) in queries {
+        match out.last_mut() {
+            Some((last, types)) if last == name => types.push(qtype.clone()),
+            _ => out.push((name.clone(), vec![qtype.clone()])),
+        }
+    }
+    out.into_iter()
+        .map(|(name, types)| {
+            let counted = types
+                .iter()
+                .map(|t| (t.clone(), types.iter().filter(|x| *x == t).count()))
+                .collect();
+            (name, counted)
+        })
+        .collect()
+}
+
+fn show(queries: &[(String, String)]) -> String {
+    if queries.is_empty() {
+        return "(none)".to_owned();
+    }
+    queries
+        .iter()
+        .map(|(name, qtype)| format!("{qtype} {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The server's stdout once it holds `text` (its log lines arrive through a pipe).
+fn wait_for_line(server: &TestServer, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = server.stdout();
+        if out.contains(text) {
+            return out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never logged {text}:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// CI runs on a fresh machine: `.ci/run` installs what this check needs.
+#[test]
+fn ci_installs_what_the_check_needs() {
+    let ci = crate::common::read(".ci/run");
+    for package in ["musl-tools", "python3", "iproute2", "util-linux"] {
+        assert!(
+            ci.contains(&format!("need+=({package})")),
+            ".ci/run must install {package}"
+        );
+    }
+}
