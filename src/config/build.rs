@@ -62,6 +62,7 @@ pub(crate) fn build(
         for line in &block.lines {
             directives::apply(line, &context, &mut found)?;
         }
+        check_autopath(&found, block)?;
         if unsupported.is_none() {
             unsupported = found.unsupported.take();
         }
@@ -114,6 +115,7 @@ pub(crate) fn build(
                     loop_detect: found.loop_detect.clone(),
                     reload: found.reload.clone(),
                     loadbalance: found.loadbalance.clone(),
+                    autopath: found.autopath.clone(),
                     line: key.line,
                 }),
             }
@@ -136,6 +138,45 @@ pub(crate) fn build(
 
 /// Refuses HTTP endpoints whose listeners would collide with each other or with a DNS
 /// server's (see the module documentation).
+/// `autopath @kubernetes` needs the block's *kubernetes* plugin, and with `namespace pod` its
+/// `pods verified` (the client's pod is found by address in the pod watch).
+fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Error> {
+    let Some(autopath) = &found.autopath else {
+        return Ok(());
+    };
+    let super::AutopathSource::Kubernetes(namespace) = autopath.source else {
+        return Ok(());
+    };
+    let file = block
+        .lines
+        .iter()
+        .find(|line| line.name() == "autopath")
+        .map_or_else(
+            || Path::new("").to_path_buf(),
+            |line| line.name.file.to_path_buf(),
+        );
+    let error = |message: String| Error::Invalid {
+        directive: "autopath".to_owned(),
+        message,
+        file: file.clone(),
+        line: autopath.line,
+    };
+    let Some(kubernetes) = &found.kubernetes else {
+        return Err(error(
+            "@kubernetes needs a kubernetes directive in the server block".to_owned(),
+        ));
+    };
+    if namespace == super::AutopathNamespace::Pod && kubernetes.pods != super::PodMode::Verified {
+        return Err(error(format!(
+            "@kubernetes finds the client's namespace from its pod, which needs `pods verified` \
+             in the kubernetes block (line {}), or `namespace query` in an autopath block to \
+             take it from the query name",
+            kubernetes.line
+        )));
+    }
+    Ok(())
+}
+
 fn check_endpoints(endpoints: &[Endpoint], dns_listeners: &[DnsListener]) -> Result<(), Error> {
     let describe = |endpoint: &Endpoint| {
         format!(

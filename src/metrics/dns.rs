@@ -120,17 +120,20 @@ pub enum Plugin {
     Loop,
     /// `transfer`.
     Transfer,
+    /// `autopath`: the reply for a name further down the client's search path.
+    Autopath,
 }
 
 impl Plugin {
     /// Every plugin, in label order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Server,
         Self::Cache,
         Self::Forward,
         Self::Kubernetes,
         Self::Loop,
         Self::Transfer,
+        Self::Autopath,
     ];
 
     /// The label value.
@@ -142,6 +145,7 @@ impl Plugin {
             Self::Kubernetes => "kubernetes",
             Self::Loop => "loop",
             Self::Transfer => "transfer",
+            Self::Autopath => "autopath",
         }
     }
 }

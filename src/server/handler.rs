@@ -6,6 +6,8 @@
 //! cluster zone, cache hits, errors) on the spot; a query that must go upstream comes back as
 //! [`Outcome::Forward`] for [`Handler::complete`] to finish asynchronously.
 
+mod autopath;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +21,8 @@ use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::Rcode;
 use crate::zone::name::suffix_offset;
 use crate::zone::rrset::rtype;
+
+pub(crate) use self::autopath::AutopathRest;
 
 /// Answers messages for the blocks that share one listener.
 #[derive(Debug)]
@@ -143,6 +147,9 @@ impl Handler {
             }
             return outcome;
         }
+        if let Some(outcome) = autopath::respond(self, block, &at, &request, packet, out) {
+            return outcome;
+        }
         let limit = limit(&request, transport);
         if let Some(kubernetes) = &block.kubernetes {
             let snapshot = kubernetes.store.load();
@@ -187,6 +194,7 @@ impl Handler {
                 transport,
                 started,
                 forwarder,
+                autopath: None,
             }))
         };
         let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
@@ -220,6 +228,7 @@ impl Handler {
             transport,
             started,
             forwarder,
+            autopath,
         } = *pending;
         let Ok(request) = Request::parse(&packet) else {
             return;
@@ -231,6 +240,10 @@ impl Handler {
             transport,
             started,
         };
+        if let Some(rest) = autopath {
+            autopath::complete(self, &at, &request, &packet, *rest, out).await;
+            return;
+        }
         let limit = limit(&request, transport);
         let qname = request.question.name();
         let mut last = None;

@@ -71,6 +71,8 @@ pub struct Pending {
     started: Instant,
     /// The first *forward* of the block that matches the name.
     forwarder: usize,
+    /// *autopath*'s walk, when it continues upstream.
+    autopath: Option<Box<handler::AutopathRest>>,
 }
 
 /// One server block at run time: its plugins, in CoreDNS's order.
@@ -87,6 +89,8 @@ pub struct Block {
     loop_detect: Option<LoopDetect>,
     /// One set per block zone, when the block has *prometheus*.
     metrics: Vec<Arc<ServerMetrics>>,
+    /// *autopath*'s search path.
+    autopath: Option<crate::autopath::SearchPath>,
 }
 
 /// The *kubernetes* plugin of a block: its options and its published snapshot.
@@ -203,6 +207,7 @@ impl Block {
             loadbalance: config.loadbalance.is_some(),
             loop_detect,
             metrics: plugins.metrics,
+            autopath: config.autopath.as_ref().map(search_path),
         }
     }
 
@@ -235,6 +240,26 @@ impl Block {
     pub fn zones(&self) -> &[WireName] {
         &self.zones
     }
+}
+
+/// *autopath*'s search path from its directive.
+fn search_path(config: &crate::config::AutopathConfig) -> crate::autopath::SearchPath {
+    use crate::autopath::{NamespaceFrom, Source};
+    use crate::config::{AutopathNamespace, AutopathSource};
+    let source = match config.source {
+        AutopathSource::Kubernetes(AutopathNamespace::Pod) => {
+            Source::Kubernetes(NamespaceFrom::Pod)
+        }
+        AutopathSource::Kubernetes(AutopathNamespace::Query) => {
+            Source::Kubernetes(NamespaceFrom::Query)
+        }
+        AutopathSource::File(_) => Source::Static,
+    };
+    crate::autopath::SearchPath::new(
+        wire_zones(&config.zones),
+        source,
+        wire_zones(&config.search),
+    )
 }
 
 /// The address a listener of `block` binds, for each of its bind addresses.

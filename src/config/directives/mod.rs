@@ -6,6 +6,7 @@
 //! Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
+pub(crate) mod autopath;
 pub(crate) mod bind;
 pub(crate) mod cache;
 pub(crate) mod errors;
@@ -34,8 +35,9 @@ use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
 use super::{
-    CacheConfig, ErrorsConfig, ForwardConfig, HealthConfig, KubernetesConfig, LoadBalanceConfig,
-    LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, TransferConfig,
+    AutopathConfig, CacheConfig, ErrorsConfig, ForwardConfig, HealthConfig, KubernetesConfig,
+    LoadBalanceConfig, LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig,
+    TransferConfig,
 };
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
@@ -149,6 +151,8 @@ pub(crate) struct Directives {
     pub(crate) reload: Option<ReloadConfig>,
     /// The `loadbalance` directive.
     pub(crate) loadbalance: Option<LoadBalanceConfig>,
+    /// The `autopath` directive.
+    pub(crate) autopath: Option<AutopathConfig>,
     /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
     /// across server blocks.
     pub(crate) endpoints: Vec<Endpoint>,
@@ -236,6 +240,10 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
         "loadbalance" => {
             once(line, out.loadbalance.as_ref().map(|first| first.line))?;
             out.loadbalance = Some(loadbalance::parse(line, context)?);
+        }
+        "autopath" => {
+            once(line, out.autopath.as_ref().map(|first| first.line))?;
+            out.autopath = Some(autopath::parse(line, context)?);
         }
         name if is_known(name) => {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {
