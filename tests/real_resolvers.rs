@@ -160,6 +160,27 @@ const NAMES_SINGLE_REQUEST: &[&str] = &[
     "nope",
 ];
 
+/// The third configuration: the server runs autopath; the client's walk is one name, the
+/// server's is the rest.
+const NAMES_AUTOPATH: &[&str] = &[
+    "web",
+    "kube-dns.kube-system",
+    "api.partner.example.com",
+    "shop",
+    "nope",
+];
+
+/// A resolv.conf, the names resolved under it, and the server that answers them.
+struct Configuration<'s> {
+    label: &'static str,
+    /// `clusterdns resolv-conf` arguments.
+    args: Vec<&'s str>,
+    names: &'static [&'static str],
+    server: &'s TestServer,
+    /// The server runs autopath (predicted with `resolve-cost --autopath`).
+    autopath: bool,
+}
+
 /// One resolver: a command that resolves its last argument, and the libc it uses.
 struct Resolver {
     label: &'static str,
@@ -199,27 +220,68 @@ fn inside_the_namespace() {
         ],
     ]
     .concat();
-    let configurations: [(&str, Vec<&str>, &[&str]); 2] = [
-        ("the kubelet's resolv.conf", kubelet.to_vec(), NAMES),
-        (
-            "ndots:2, single-request, a failing node search domain",
-            single_request,
-            NAMES_SINGLE_REQUEST,
-        ),
-    ];
+    // The third: clusterdns with CoreDNS's autopath on 127.0.0.2 (the resolvers ask from
+    // 127.0.0.1, the address of the `client` pod in shop).
+    let autopath = [&kubelet[..4], &["127.0.0.2"]].concat();
 
-    let corefile = dir.path().join("Corefile");
-    std::fs::write(
-        &corefile,
-        format!(
-            ".:53 {{\n    bind 127.0.0.1\n    log\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        pods insecure\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n        objects \"{}\"\n    }}\n    forward . {}\n}}\n",
-            fixture("shop.json").display(),
-            upstream.addr
-        ),
-    )
-    .unwrap();
-    let server = TestServer::start(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    let corefile = |bind: &str, autopath: &str, objects: &str| {
+        let path = dir.path().join(format!("Corefile-{bind}"));
+        std::fs::write(
+            &path,
+            format!(
+                ".:53 {{\n    bind {bind}\n    log\n{autopath}    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        pods {}\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n        objects {objects}\n    }}\n    forward . {}\n}}\n",
+                if autopath.is_empty() { "insecure" } else { "verified" },
+                upstream.addr
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let shop = format!("\"{}\"", fixture("shop.json").display());
+    let clients = format!(
+        "{shop} \"{}\"",
+        root()
+            .join("tests/fixtures/autopath-clients.json")
+            .display()
+    );
+    let plain = corefile("127.0.0.1", "", &shop);
+    let with_autopath = corefile(
+        "127.0.0.2",
+        "    autopath @kubernetes {\n        search\n    }\n",
+        &clients,
+    );
+    let server = TestServer::start(&["serve", "--corefile", plain.to_str().unwrap()]);
     assert_eq!(server.addr, "127.0.0.1:53".parse::<SocketAddr>().unwrap());
+    let autopath_server =
+        TestServer::start(&["serve", "--corefile", with_autopath.to_str().unwrap()]);
+    assert_eq!(
+        autopath_server.addr,
+        "127.0.0.2:53".parse::<SocketAddr>().unwrap()
+    );
+
+    let configurations = [
+        Configuration {
+            label: "the kubelet's resolv.conf",
+            args: kubelet.to_vec(),
+            names: NAMES,
+            server: &server,
+            autopath: false,
+        },
+        Configuration {
+            label: "ndots:2, single-request, a failing node search domain",
+            args: single_request,
+            names: NAMES_SINGLE_REQUEST,
+            server: &server,
+            autopath: false,
+        },
+        Configuration {
+            label: "autopath on the server",
+            args: autopath,
+            names: NAMES_AUTOPATH,
+            server: &autopath_server,
+            autopath: true,
+        },
+    ];
 
     let musl = build_musl_program(dir.path());
     let resolvers = [
@@ -245,10 +307,18 @@ fn inside_the_namespace() {
     ];
 
     let mut marker = 0;
-    let mut seen = 0;
+    let mut seen = [0, 0];
     let mut failures = Vec::new();
     let mut checked = 0;
-    for (label, args, names) in &configurations {
+    for configuration in &configurations {
+        let Configuration {
+            label,
+            args,
+            names,
+            server,
+            autopath,
+        } = configuration;
+        let seen = &mut seen[usize::from(*autopath)];
         let resolv = dir.path().join(format!("resolv-{checked}.conf"));
         let written = crate::resolve::stdout_of(args);
         std::fs::write(&resolv, &written).unwrap();
@@ -262,7 +332,7 @@ fn inside_the_namespace() {
         );
         for resolver in &resolvers {
             for name in *names {
-                let predicted = predict(resolver.libc, name, &resolv, upstream.addr);
+                let predicted = predict(resolver.libc, name, &resolv, upstream.addr, *autopath);
                 let mut command = Command::new(&resolver.command[0]);
                 command.args(&resolver.command[1..]).arg(name);
                 let output = command
@@ -273,20 +343,25 @@ fn inside_the_namespace() {
                 marker += 1;
                 let marker_name = format!("marker-{marker}.cluster.local.");
                 server.ask_udp(&marker_name, "TXT");
-                let log = wait_for_line(&server, &marker_name);
+                let log = wait_for_line(server, &marker_name);
                 let lines: Vec<&str> = log.lines().collect();
                 let end = lines
                     .iter()
                     .position(|line| line.contains(&marker_name))
                     .unwrap();
-                let logged: Vec<(String, String)> = lines[seen..end]
+                let logged: Vec<(String, String)> = lines[*seen..end]
                     .iter()
                     .filter_map(|line| query_of(line))
                     .collect();
-                seen = end + 1;
+                *seen = end + 1;
                 checked += 1;
                 let found = output.status.success();
-                let problems = compare(&predicted, &logged, found);
+                let mut problems = compare(&predicted, &logged, found);
+                // With autopath, a name found anywhere on the search path costs the client
+                // one name.
+                if *autopath && found && group(&logged).len() != 1 {
+                    problems.push("autopath should have answered the first name".to_owned());
+                }
                 if !problems.is_empty() {
                     failures.push(format!(
                         "{label}, {} {name}:\n  predicted: {}\n  logged:    {}\n  {}",
@@ -303,15 +378,17 @@ fn inside_the_namespace() {
     eprintln!(
         "real resolvers: {checked} lookups ({} names × {} resolvers) checked against \
          resolve-cost's predictions; the upstream was asked {asked_upstream} questions",
-        NAMES.len() + NAMES_SINGLE_REQUEST.len(),
+        NAMES.len() + NAMES_SINGLE_REQUEST.len() + NAMES_AUTOPATH.len(),
         resolvers.len()
     );
     assert!(
         failures.is_empty(),
-        "{} of {checked} lookups differ from the prediction:\n\n{}\n\nserver log:\n{}",
+        "{} of {checked} lookups differ from the prediction:\n\n{}\n\nserver log:\n{}\n\
+         autopath server log:\n{}",
         failures.len(),
         failures.join("\n\n"),
-        server.stdout()
+        server.stdout(),
+        autopath_server.stdout()
     );
 }
 
@@ -343,23 +420,35 @@ struct Prediction {
     found: bool,
 }
 
-fn predict(libc: &str, name: &str, resolv: &Path, upstream: SocketAddr) -> Prediction {
-    let out = crate::resolve::stdout_of(&[
+fn predict(
+    libc: &str,
+    name: &str,
+    resolv: &Path,
+    upstream: SocketAddr,
+    autopath: bool,
+) -> Prediction {
+    let upstream = upstream.to_string();
+    let objects = fixture("shop.json");
+    let mut args = vec![
         "resolve-cost",
         name,
         "--namespace",
         "shop",
         "--objects",
-        fixture("shop.json").to_str().unwrap(),
+        objects.to_str().unwrap(),
         "--resolv-conf",
         resolv.to_str().unwrap(),
         "--libc",
         libc,
         "--upstream",
-        &upstream.to_string(),
+        &upstream,
         "--output",
         "json",
-    ]);
+    ];
+    if autopath {
+        args.push("--autopath");
+    }
+    let out = crate::resolve::stdout_of(&args);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     let report = &json["reports"][0];
     let mut queries = Vec::new();
