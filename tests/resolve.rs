@@ -500,3 +500,61 @@ fn resolve_cost_asks_a_real_upstream() {
         ]
     );
 }
+
+/// `--log`: the query log clusterdns wrote while glibc (getent, in shop) and musl (in
+/// kube-system) looked names up (fixtures/record-queries.sh records it).
+#[test]
+fn resolve_cost_reads_a_query_log() {
+    let log = crate::common::root().join("fixtures/shop-queries.log");
+    let log = log.to_str().unwrap();
+    let shop = fixture("shop.json");
+    let out = json_of(&[
+        "resolve-cost",
+        "--log",
+        log,
+        "--objects",
+        shop.to_str().unwrap(),
+    ]);
+    assert_eq!(out["queries"], 39);
+    assert_eq!(out["node_search"][0], "us-east-1.compute.internal.");
+    let clients = out["clients"].as_array().unwrap();
+    let checkout = clients.iter().find(|c| c["who"] == "10.244.1.9").unwrap();
+    assert_eq!(checkout["namespace"], "shop");
+    assert_eq!(checkout["namespace_from"], "its pod");
+    assert_eq!(checkout["misses"], 16);
+    assert_eq!(checkout["upstream_misses"], 4);
+    assert_eq!(checkout["behind"][0]["name"], "api.partner.example.com");
+    assert_eq!(checkout["behind"][0]["misses"], 8);
+    let fixes = checkout["fixes"].as_array().unwrap();
+    let names: Vec<&str> = fixes.iter().map(|f| f["fix"].as_str().unwrap()).collect();
+    assert_eq!(names, ["trailing-dot", "ndots:3", "autopath"]);
+    assert_eq!(fixes[1]["queries"], 12);
+    let coredns = clients.iter().find(|c| c["who"] == "10.244.0.2").unwrap();
+    assert_eq!(coredns["namespace"], "kube-system");
+    assert_eq!(coredns["misses"], 10);
+    let namespaces: Vec<&str> = out["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["who"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["shop", "kube-system"]);
+    assert_eq!(out["total"]["misses"], 26);
+    // Without objects, the namespaces come from the queries, and agree.
+    let out = json_of(&["resolve-cost", "--log", log]);
+    assert_eq!(out["clients"][0]["namespace_from"], "its queries");
+    assert_eq!(out["total"]["misses"], 26);
+    // Not a query log.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("app.log");
+    std::fs::write(&bad, "starting\nlistening on :8080\n").unwrap();
+    let error = error_of(&["resolve-cost", "--log", bad.to_str().unwrap()]);
+    assert!(
+        error.contains("app.log: no query line in CoreDNS's log format"),
+        "{error}"
+    );
+    assert!(error.contains("line 1 is: starting"), "{error}");
+    // A log is not a name.
+    let output = clusterdns(&["resolve-cost", "web", "--log", log]);
+    assert_eq!(output.status.code(), Some(2));
+}

@@ -22,7 +22,7 @@ use crate::zone::{BuildContext, Snapshot, build};
 #[derive(Debug, Args)]
 pub(super) struct ResolveCostArgs {
     /// The names the application looks up, as it writes them.
-    #[arg(value_name = "NAME", required = true)]
+    #[arg(value_name = "NAME", required_unless_present = "log")]
     names: Vec<String>,
     /// Objects files (`kubectl get ... -o json`) the cluster zone is built from; without
     /// them the zone has only the pod's namespace, and no Service.
@@ -53,6 +53,14 @@ pub(super) struct ResolveCostArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// A query log in CoreDNS's `log` format: report per client and per namespace what the
+    /// search path cost, and what each fix would have saved (`--objects` maps client
+    /// addresses to namespaces; `--search` gives the node's search domains).
+    #[arg(long, value_name = "FILE", conflicts_with = "names")]
+    log: Option<PathBuf>,
+    /// With `--log`: how many names to list per client and namespace.
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "log")]
+    top: usize,
     #[command(flatten)]
     pod: PodArgs,
 }
@@ -174,6 +182,9 @@ fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
 }
 
 pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
+    if let Some(log) = &args.log {
+        return run_log(args, log);
+    }
     let namespace = args.pod.namespace()?;
     for name in &args.names {
         if name.is_empty() || WireName::from_dotted(name).is_err() {
@@ -221,6 +232,29 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
             };
             println!("{}", serde_json::to_string_pretty(&out)?);
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `resolve-cost --log FILE`.
+fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use crate::resolver_sim::logs::{LogContext, analyse, parse_log};
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let log = parse_log(&String::from_utf8_lossy(&bytes), file).map_err(anyhow::Error::msg)?;
+    let pods = if args.objects.is_empty() {
+        Default::default()
+    } else {
+        LogContext::pods_of(&read_objects(&args.objects)?.cluster)
+    };
+    let context = LogContext {
+        cluster_domain: args.pod.cluster_domain.clone(),
+        node_search: args.search.clone().unwrap_or_default(),
+        pods,
+    };
+    let report = analyse(&log, &context);
+    match args.output {
+        Output::Text => print!("{}", report.text(file, args.top)),
+        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
     }
     Ok(ExitCode::SUCCESS)
 }

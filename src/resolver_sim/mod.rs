@@ -4,5 +4,6 @@
 
 pub mod answer;
 pub mod kubelet;
+pub mod logs;
 pub mod report;
 pub mod stub;
