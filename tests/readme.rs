@@ -157,4 +157,41 @@ fn console_examples_print_what_the_readme_shows() {
             "README example `{command}` prints something else"
         );
     }
+/// Every ```console block that runs `clusterdns` shows what it prints, run from the
+/// repository root.
+#[test]
+fn console_examples_print_what_they_show() {
+    let readme = read("README.md");
+    let blocks: Vec<&str> = readme
+        .split("```console\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .collect();
+    let mut ran = 0;
+    for block in blocks {
+        let (command, shown) = block.split_once('\n').unwrap();
+        let Some(args) = command.strip_prefix("$ clusterdns ") else {
+            continue;
+        };
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(args.split_whitespace())
+            .current_dir(root())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            shown,
+            "the README shows a different output for `{command}`"
+        );
+        ran += 1;
+    }
+    assert!(
+        ran >= 5,
+        "the README's resolv-conf and resolve-cost examples: {ran}"
+    );
 }
