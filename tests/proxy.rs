@@ -213,12 +213,13 @@ fn endpoints_bad_input_is_a_clear_error() {
 
 // --- proxy render --mode iptables -----------------------------------------------------------
 
-fn render(fixture: &str, extra: &[&str]) -> String {
+/// `proxy render --mode MODE --objects FIXTURE` with kind's dual-stack cluster CIDRs.
+fn render_in(mode: &str, fixture: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "proxy",
         "render",
         "--mode",
-        "iptables",
+        mode,
         "--objects",
         fixture,
         "--cluster-cidr",
@@ -226,6 +227,10 @@ fn render(fixture: &str, extra: &[&str]) -> String {
     ];
     args.extend_from_slice(extra);
     ok(&args)
+}
+
+fn render(fixture: &str, extra: &[&str]) -> String {
+    render_in("iptables", fixture, extra)
 }
 
 #[test]
@@ -915,18 +920,7 @@ fn trace_iptables_dash_s_output() {
 // --- proxy render --mode nftables and nft traces --------------------------------------------
 
 fn render_nft(fixture: &str, extra: &[&str]) -> String {
-    let mut args = vec![
-        "proxy",
-        "render",
-        "--mode",
-        "nftables",
-        "--objects",
-        fixture,
-        "--cluster-cidr",
-        "10.244.0.0/16,fd00:10:244::/56",
-    ];
-    args.extend_from_slice(extra);
-    ok(&args)
+    render_in("nftables", fixture, extra)
 }
 
 #[test]
