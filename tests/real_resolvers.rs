@@ -496,24 +496,22 @@ fn compare(predicted: &Prediction, logged: &[(String, String)], found: bool) -> 
     problems
 }
 
-/// Consecutive queries for the same name, as (name, types).
-fn group(queries: &[(String, String)]) -> Vec<(String, BTreeSet<(String, usize)>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+/// Consecutive queries for the same name, as (name, the types asked, how many queries).
+/// Per-type counts are not compared: musl shares its SERVFAIL retries between the A and
+/// AAAA queries of a name (`servfail_retry = 2 * nqueries` in res_msend.c), so which of the
+/// two gets retried depends on which reply arrives first; the total does not.
+fn group(queries: &[(String, String)]) -> Vec<(String, BTreeSet<String>, usize)> {
+    let mut out: Vec<(String, BTreeSet<String>, usize)> = Vec::new();
     for (name, qtype) in queries {
         match out.last_mut() {
-            Some((last, types)) if last == name => types.push(qtype.clone()),
-            _ => out.push((name.clone(), vec![qtype.clone()])),
+            Some((last, types, count)) if last == name => {
+                types.insert(qtype.clone());
+                *count += 1;
+            }
+            _ => out.push((name.clone(), BTreeSet::from([qtype.clone()]), 1)),
         }
     }
-    out.into_iter()
-        .map(|(name, types)| {
-            let counted = types
-                .iter()
-                .map(|t| (t.clone(), types.iter().filter(|x| *x == t).count()))
-                .collect();
-            (name, counted)
-        })
-        .collect()
+    out
 }
 
 fn show(queries: &[(String, String)]) -> String {
