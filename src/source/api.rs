@@ -1029,10 +1029,13 @@ where
     .await;
     match joined {
         Ok(done) => done,
-        // Only a cancelled runtime gets here (the closure catches panics).
+        // Only a runtime shutting down gets here (the closure catches panics). The objects
+        // are gone: what is left never counts as complete, so nothing is published from it.
         Err(error) => {
             tracing::error!("blocking task failed: {error}");
-            (Watched::new(Vec::new()), None)
+            let mut lost = Watched::new(vec![Resource::Namespaces]);
+            lost.listing.insert(Resource::Namespaces, HashSet::new());
+            (lost, None)
         }
     }
 }
