@@ -1030,12 +1030,16 @@ where
     match joined {
         Ok(done) => done,
         // Only a runtime shutting down gets here (the closure catches panics). The objects
-        // are gone: what is left never counts as complete, so nothing is published from it.
+        // are gone: what is left is complete only once every resource is listed again.
         Err(error) => {
             tracing::error!("blocking task failed: {error}");
-            let mut lost = Watched::new(vec![Resource::Namespaces]);
-            lost.listing.insert(Resource::Namespaces, HashSet::new());
-            (lost, None)
+            let every = vec![
+                Resource::Namespaces,
+                Resource::Services,
+                Resource::EndpointSlices,
+                Resource::Pods,
+            ];
+            (Watched::new(every), None)
         }
     }
 }
