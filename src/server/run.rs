@@ -503,16 +503,10 @@ impl Generation {
 
     /// What `/ready` asks: every *kubernetes* plugin has its zone.
     fn readiness(&self) -> ReadinessCheck {
-        let stores: Vec<Arc<Store>> = self
-            .blocks
-            .iter()
-            .filter_map(|loaded| loaded.block.kubernetes().map(|k8s| Arc::clone(&k8s.store)))
-            .collect();
         let watches = self.api_watches();
         Arc::new(move || {
             // Static objects are loaded before the server starts; an API watch is ready once
             // synced (or serving its snapshot file).
-            let _ = &stores;
             if watches.iter().all(|watch| watch.status.is_ready()) {
                 Ok(())
             } else {
