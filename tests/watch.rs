@@ -109,7 +109,7 @@ fn a_snapshot_file_is_served_at_once_while_the_api_server_does_not_answer() {
     let corefile = watching(
         &dead_endpoint(),
         &format!(
-            "startup_timeout 60s\n        snapshot {}",
+            "startup_timeout 60s\n        ttl 30\n        snapshot {}",
             snapshot.display()
         ),
     );
@@ -120,6 +120,7 @@ fn a_snapshot_file_is_served_at_once_while_the_api_server_does_not_answer() {
         "{}",
         server.log()
     );
+    // From the snapshot, with a short TTL (5 s, though the block says 30) until synced.
     let web = server.ask_udp("web.shop.svc.cluster.local.", "A");
     assert_eq!(web.rcode, "NOERROR");
     assert_eq!(

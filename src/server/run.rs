@@ -277,6 +277,10 @@ fn load_with(
     Ok(blocks)
 }
 
+/// The longest TTL of answers from a restored `snapshot` file, until the API server is synced
+/// (the default `ttl`).
+const SNAPSHOT_TTL: u32 = 5;
+
 /// A new API watch for `k8s`, not started, and the change stamps of what it serves until it
 /// syncs: the zone of a watch it replaces (a reloaded Corefile changed the block), else the
 /// `snapshot` file, else an empty zone — where every NXDOMAIN is a SERVFAIL until the sync.
@@ -296,12 +300,12 @@ fn new_api_watch(
         StoreMetrics::new(&zone).reporting_programming(Arc::clone(&observability.programming)),
     );
     let mut triggers = Vec::new();
-    let build = |cluster: &crate::model::Cluster, serial: u32| {
+    let build = |cluster: &crate::model::Cluster, config: &KubernetesConfig, serial: u32| {
         let ctx = BuildContext {
             local_ips: local_ips.to_vec(),
             serial,
         };
-        crate::zone::build(cluster, k8s, &ctx)
+        crate::zone::build(cluster, config, &ctx)
     };
     let unix = |at: SystemTime| {
         at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
@@ -316,7 +320,11 @@ fn new_api_watch(
     {
         match api::read_snapshot(path) {
             Ok((cluster, written)) => {
-                let snapshot = build(&cluster, unix(written));
+                // Answers from a state of unknown age are given a short life: at most
+                // SNAPSHOT_TTL, so clients ask again soon after the sync.
+                let mut short = k8s.clone();
+                short.ttl = short.ttl.min(SNAPSHOT_TTL);
+                let snapshot = build(&cluster, &short, unix(written));
                 let age = SystemTime::now()
                     .duration_since(written)
                     .unwrap_or_default();
@@ -340,6 +348,7 @@ fn new_api_watch(
                 );
                 Store::new(build(
                     &crate::model::Cluster::default(),
+                    k8s,
                     unix(SystemTime::now()),
                 ))
             }
@@ -347,6 +356,7 @@ fn new_api_watch(
     } else {
         Store::new(build(
             &crate::model::Cluster::default(),
+            k8s,
             unix(SystemTime::now()),
         ))
     };
