@@ -66,16 +66,29 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
     );
     for (name, qtype) in questions {
         let packet = query(name, RecordType::from_str(qtype).expect("type"));
-        let before = allocations();
-        let outcome = handler.respond(
-            &packet,
-            ([127, 0, 0, 1], 5353).into(),
-            Transport::Udp,
-            &mut out,
+        // The counts are process-wide: the test harness's own threads (reporting the other
+        // test) can allocate during a measurement. A query that allocates does so every
+        // time, so it fails all three tries; noise from elsewhere does not repeat.
+        let mut counts = Vec::new();
+        for _ in 0..3 {
+            let before = allocations();
+            let outcome = handler.respond(
+                &packet,
+                ([127, 0, 0, 1], 5353).into(),
+                Transport::Udp,
+                &mut out,
+            );
+            counts.push(allocations() - before);
+            assert!(matches!(outcome, Outcome::Reply));
+            if counts.last() == Some(&0) {
+                break;
+            }
+        }
+        assert_eq!(
+            counts.last(),
+            Some(&0),
+            "{name} {qtype} allocated on every try: {counts:?}"
         );
-        let allocated = allocations() - before;
-        assert!(matches!(outcome, Outcome::Reply));
-        assert_eq!(allocated, 0, "{name} {qtype} allocated {allocated} times");
     }
 }
 
