@@ -60,7 +60,50 @@ pub struct Cluster {
     pub pods: BTreeMap<ObjectKey, Pod>,
 }
 
+/// One object of a kind the model keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Object {
+    /// A Namespace.
+    Namespace(Namespace),
+    /// A Service.
+    Service(Service),
+    /// An EndpointSlice.
+    EndpointSlice(EndpointSlice),
+    /// A Pod.
+    Pod(Pod),
+}
+
+impl Object {
+    /// Its namespace/name; a Namespace, being cluster-scoped, has an empty namespace.
+    pub fn key(&self) -> ObjectKey {
+        match self {
+            Self::Namespace(ns) => ObjectKey::new("", ns.name.as_str()),
+            Self::Service(svc) => svc.key.clone(),
+            Self::EndpointSlice(slice) => slice.key.clone(),
+            Self::Pod(pod) => pod.key.clone(),
+        }
+    }
+}
+
 impl Cluster {
+    /// Adds `object`, replacing the one of its kind with its key.
+    pub fn insert(&mut self, object: Object) {
+        match object {
+            Object::Namespace(ns) => {
+                self.namespaces.insert(ns.name.clone(), ns);
+            }
+            Object::Service(svc) => {
+                self.services.insert(svc.key.clone(), svc);
+            }
+            Object::EndpointSlice(slice) => {
+                self.endpoint_slices.insert(slice.key.clone(), slice);
+            }
+            Object::Pod(pod) => {
+                self.pods.insert(pod.key.clone(), pod);
+            }
+        }
+    }
+
     /// The EndpointSlices that belong to `service` (by the `kubernetes.io/service-name` label,
     /// in the Service's namespace), in name order.
     pub fn slices_of<'a, 'k>(

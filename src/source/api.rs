@@ -35,7 +35,7 @@ use super::programming::{self, Tracker};
 use crate::config::{ApiConfig, KubernetesConfig, PodMode};
 use crate::metrics::process::{ObjectCounts, StoreMetrics};
 use crate::metrics::{Collect, Exposition, Kind};
-use crate::model::{self, Cluster, ObjectKey, convert};
+use crate::model::{self, Cluster, Object, ObjectKey, convert};
 use crate::store::Store;
 use crate::zone::{self, BuildContext};
 
@@ -477,32 +477,13 @@ fn unix_seconds(at: SystemTime) -> f64 {
         .map_or(0.0, |since| since.as_secs_f64())
 }
 
-/// One converted object.
-#[derive(Debug)]
-enum Object {
-    Namespace(model::Namespace),
-    Service(model::Service),
-    EndpointSlice(model::EndpointSlice),
-    Pod(model::Pod),
-}
-
-impl Object {
-    fn key(&self) -> ObjectKey {
-        match self {
-            Self::Namespace(ns) => namespace_key(&ns.name),
-            Self::Service(svc) => svc.key.clone(),
-            Self::EndpointSlice(slice) => slice.key.clone(),
-            Self::Pod(pod) => pod.key.clone(),
-        }
-    }
-
-    fn resource(&self) -> Resource {
-        match self {
-            Self::Namespace(_) => Resource::Namespaces,
-            Self::Service(_) => Resource::Services,
-            Self::EndpointSlice(_) => Resource::EndpointSlices,
-            Self::Pod(_) => Resource::Pods,
-        }
+/// The resource an object comes from.
+fn resource_of(object: &Object) -> Resource {
+    match object {
+        Object::Namespace(_) => Resource::Namespaces,
+        Object::Service(_) => Resource::Services,
+        Object::EndpointSlice(_) => Resource::EndpointSlices,
+        Object::Pod(_) => Resource::Pods,
     }
 }
 
@@ -563,25 +544,10 @@ impl Watched {
                 false
             }
             Change::Upsert(object) => {
-                if let Some(seen) = self.listing.get_mut(&object.resource()) {
+                if let Some(seen) = self.listing.get_mut(&resource_of(&object)) {
                     seen.insert(object.key());
                 }
-                match *object {
-                    Object::Namespace(ns) => {
-                        self.cluster.namespaces.insert(ns.name.clone(), ns);
-                    }
-                    Object::Service(svc) => {
-                        self.cluster.services.insert(svc.key.clone(), svc);
-                    }
-                    Object::EndpointSlice(slice) => {
-                        self.cluster
-                            .endpoint_slices
-                            .insert(slice.key.clone(), slice);
-                    }
-                    Object::Pod(pod) => {
-                        self.cluster.pods.insert(pod.key.clone(), pod);
-                    }
-                }
+                self.cluster.insert(*object);
                 true
             }
             Change::Delete(resource, key) => self.remove(resource, &key),

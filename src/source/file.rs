@@ -55,7 +55,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqA
 use serde_json::Value;
 
 use crate::model::endpoints::reconcile_slices;
-use crate::model::{Cluster, EndpointSlice, Namespace, ObjectKey, Pod, Service, ServiceType};
+use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
 use crate::model::{Labels, convert};
 
 /// The label the API server sets on every Namespace to its own name.
@@ -163,12 +163,12 @@ pub struct Loader {
     namespace_objects: usize,
 }
 
-/// One object, converted, waiting for its whole file to succeed.
-enum Object {
-    Namespace(Namespace),
-    Service(Service),
-    EndpointSlice(EndpointSlice),
-    Pod(Pod),
+/// One item of a file, converted, waiting for its whole file to succeed. Nearly every item
+/// is an object: boxing them would cost an allocation each for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Item {
+    Object(Object),
+    /// An object of a kind the model does not keep.
     Ignored(String),
 }
 
@@ -216,26 +216,15 @@ impl Loader {
         Ok(())
     }
 
-    fn insert(&mut self, object: Object) {
-        match object {
-            Object::Namespace(namespace) => {
-                self.namespace_objects += 1;
-                self.cluster
-                    .namespaces
-                    .insert(namespace.name.clone(), namespace);
+    fn insert(&mut self, item: Item) {
+        match item {
+            Item::Object(object) => {
+                if matches!(object, Object::Namespace(_)) {
+                    self.namespace_objects += 1;
+                }
+                self.cluster.insert(object);
             }
-            Object::Service(service) => {
-                self.cluster.services.insert(service.key.clone(), service);
-            }
-            Object::EndpointSlice(slice) => {
-                self.cluster
-                    .endpoint_slices
-                    .insert(slice.key.clone(), slice);
-            }
-            Object::Pod(pod) => {
-                self.cluster.pods.insert(pod.key.clone(), pod);
-            }
-            Object::Ignored(kind) => *self.ignored.entry(kind).or_default() += 1,
+            Item::Ignored(kind) => *self.ignored.entry(kind).or_default() += 1,
         }
     }
 
@@ -319,7 +308,7 @@ impl Loader {
 /// Walks one document.
 struct Reader<'a> {
     file: &'a Path,
-    objects: &'a mut Vec<Object>,
+    objects: &'a mut Vec<Item>,
     /// The first error found while streaming: serde only carries strings, so the error is
     /// kept here and the stream is stopped with a placeholder.
     failure: Option<Error>,
@@ -637,12 +626,12 @@ impl Reader<'_> {
             .find(|(known_kind, _)| *known_kind == kind)
             .copied();
         let Some((_, version)) = known else {
-            self.objects.push(Object::Ignored(kind));
+            self.objects.push(Item::Ignored(kind));
             return Ok(());
         };
         if let Some(api_version) = api_version.as_deref().filter(|v| *v != version) {
             self.objects
-                .push(Object::Ignored(format!("{kind} ({api_version})")));
+                .push(Item::Ignored(format!("{kind} ({api_version})")));
             return Ok(());
         }
         // Typed lists' items have no kind or apiVersion; k8s-openapi accepts their absence.
@@ -674,7 +663,7 @@ impl Reader<'_> {
                 format!("expected {}, found {}", error.expected, error.found),
             )
         })?;
-        self.objects.push(converted);
+        self.objects.push(Item::Object(converted));
         Ok(())
     }
 
