@@ -43,7 +43,7 @@ fn eventually(what: &str, check: impl Fn() -> bool) {
 
 /// A Corefile watching the stand-in through `connection` (the connection options), with
 /// `options` added to the *kubernetes* block and `extra` lines to the server block.
-fn corefile(connection: &str, options: &str, extra: &str) -> TempCorefile {
+pub(crate) fn corefile(connection: &str, options: &str, extra: &str) -> TempCorefile {
     TempCorefile::new(&format!(
         ".:0 {{
     bind 127.0.0.1
@@ -60,7 +60,7 @@ fn corefile(connection: &str, options: &str, extra: &str) -> TempCorefile {
     ))
 }
 
-fn serve(corefile: &TempCorefile) -> TestServer {
+pub(crate) fn serve(corefile: &TempCorefile) -> TestServer {
     TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()])
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::binary::TestServer;
 use crate::common::{TempCorefile, expect, fixture};
+use crate::live::serve;
 
 /// How long a log line may take to appear.
 const LOG_WAIT: Duration = Duration::from_secs(10);
@@ -23,23 +23,7 @@ fn dead_endpoint() -> String {
 
 /// A Corefile whose *kubernetes* block watches `endpoint`, with `options` added.
 fn watching(endpoint: &str, options: &str) -> TempCorefile {
-    TempCorefile::new(&format!(
-        ".:0 {{
-    bind 127.0.0.1
-    ready 127.0.0.1:0
-    prometheus 127.0.0.1:0
-    kubernetes cluster.local in-addr.arpa ip6.arpa {{
-        endpoint {endpoint}
-        fallthrough in-addr.arpa ip6.arpa
-        {options}
-    }}
-}}
-"
-    ))
-}
-
-fn serve(corefile: &TempCorefile) -> TestServer {
-    TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()])
+    crate::live::corefile(&format!("endpoint {endpoint}"), options, "")
 }
 
 /// Writes the shop fixture as the watch would have persisted it.
