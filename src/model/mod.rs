@@ -73,7 +73,30 @@ pub enum Object {
     Pod(Pod),
 }
 
+/// The kinds of object the model keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Namespace.
+    Namespace,
+    /// Service.
+    Service,
+    /// EndpointSlice.
+    EndpointSlice,
+    /// Pod.
+    Pod,
+}
+
 impl Object {
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Self::Namespace(_) => Kind::Namespace,
+            Self::Service(_) => Kind::Service,
+            Self::EndpointSlice(_) => Kind::EndpointSlice,
+            Self::Pod(_) => Kind::Pod,
+        }
+    }
+
     /// Its namespace/name; a Namespace, being cluster-scoped, has an empty namespace.
     pub fn key(&self) -> ObjectKey {
         match self {
@@ -85,22 +108,83 @@ impl Object {
     }
 }
 
+/// An object of the model, borrowed from a [`Cluster`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ObjectRef<'c> {
+    /// A Namespace.
+    Namespace(&'c Namespace),
+    /// A Service.
+    Service(&'c Service),
+    /// An EndpointSlice.
+    EndpointSlice(&'c EndpointSlice),
+    /// A Pod.
+    Pod(&'c Pod),
+}
+
+impl Object {
+    /// The object, borrowed.
+    pub fn borrowed(&self) -> ObjectRef<'_> {
+        match self {
+            Self::Namespace(ns) => ObjectRef::Namespace(ns),
+            Self::Service(svc) => ObjectRef::Service(svc),
+            Self::EndpointSlice(slice) => ObjectRef::EndpointSlice(slice),
+            Self::Pod(pod) => ObjectRef::Pod(pod),
+        }
+    }
+}
+
 impl Cluster {
     /// Adds `object`, replacing the one of its kind with its key.
     pub fn insert(&mut self, object: Object) {
+        self.replace(object);
+    }
+
+    /// Adds `object`; the one of its kind and key it replaced.
+    pub fn replace(&mut self, object: Object) -> Option<Object> {
         match object {
-            Object::Namespace(ns) => {
-                self.namespaces.insert(ns.name.clone(), ns);
-            }
-            Object::Service(svc) => {
-                self.services.insert(svc.key.clone(), svc);
-            }
-            Object::EndpointSlice(slice) => {
-                self.endpoint_slices.insert(slice.key.clone(), slice);
-            }
-            Object::Pod(pod) => {
-                self.pods.insert(pod.key.clone(), pod);
-            }
+            Object::Namespace(ns) => self
+                .namespaces
+                .insert(ns.name.clone(), ns)
+                .map(Object::Namespace),
+            Object::Service(svc) => self
+                .services
+                .insert(svc.key.clone(), svc)
+                .map(Object::Service),
+            Object::EndpointSlice(slice) => self
+                .endpoint_slices
+                .insert(slice.key.clone(), slice)
+                .map(Object::EndpointSlice),
+            Object::Pod(pod) => self.pods.insert(pod.key.clone(), pod).map(Object::Pod),
+        }
+    }
+
+    /// The object of `kind` at `key` (a Namespace's key has an empty namespace).
+    pub fn get(&self, kind: Kind, key: &ObjectKey) -> Option<ObjectRef<'_>> {
+        match kind {
+            Kind::Namespace => self.namespaces.get(&key.name).map(ObjectRef::Namespace),
+            Kind::Service => self.services.get(key).map(ObjectRef::Service),
+            Kind::EndpointSlice => self.endpoint_slices.get(key).map(ObjectRef::EndpointSlice),
+            Kind::Pod => self.pods.get(key).map(ObjectRef::Pod),
+        }
+    }
+
+    /// Removes the object of `kind` at `key`; the object removed.
+    pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> Option<Object> {
+        match kind {
+            Kind::Namespace => self.namespaces.remove(&key.name).map(Object::Namespace),
+            Kind::Service => self.services.remove(key).map(Object::Service),
+            Kind::EndpointSlice => self.endpoint_slices.remove(key).map(Object::EndpointSlice),
+            Kind::Pod => self.pods.remove(key).map(Object::Pod),
+        }
+    }
+
+    /// How many objects of each kind it holds.
+    pub fn len_of(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Namespace => self.namespaces.len(),
+            Kind::Service => self.services.len(),
+            Kind::EndpointSlice => self.endpoint_slices.len(),
+            Kind::Pod => self.pods.len(),
         }
     }
 

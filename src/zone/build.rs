@@ -6,11 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use super::name::{WireName, parent};
-use super::records::{self, View};
+use super::records::{self, Filter, View};
 use super::rrset::{self, RrSetBuilder, rtype};
+use super::shards::Sharded;
 use super::{Map, Node, ServedZone, Snapshot, Soa};
 use crate::config::{KubernetesConfig, PodMode};
-use crate::model::{Cluster, PodPhase};
+use crate::model::{Cluster, Pod, PodPhase, Service};
 
 /// The schema version of the Kubernetes DNS specification implemented.
 pub const DNS_SCHEMA_VERSION: &str = "1.1.0";
@@ -29,9 +30,51 @@ pub struct BuildContext {
 
 /// Builds the zone of `config` from `cluster`.
 pub fn build(cluster: &Cluster, config: &KubernetesConfig, ctx: &BuildContext) -> Snapshot {
-    let view = View::new(cluster, config);
+    build_full(cluster, config, ctx).0
+}
+
+/// The zone built whole, and the tree of its names that an update keeps (which names
+/// have names below them, and which exist only for that).
+pub(crate) fn build_full(
+    cluster: &Cluster,
+    config: &KubernetesConfig,
+    ctx: &BuildContext,
+) -> (Snapshot, Tree) {
+    let zones = served_zones(config, ctx.serial);
+    let filter = Filter::new(cluster, config);
+    let view = View::new(cluster, &filter);
+    let scope = Scope {
+        ptr_services: view.services.iter().map(|sv| sv.service).collect(),
+        namespaces: view.exposed.iter().copied().collect(),
+        pods: cluster.pods.values().collect(),
+        only_ips: None,
+    };
     let mut b = Builder::new(config.ttl);
-    let zones: Vec<ServedZone> = config
+    add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
+    let filled = b.fill_empty_non_terminals(&zones);
+    let nodes = b.finish();
+    let tree = Tree::of(&zones, nodes.iter().map(|(name, _)| &name[..]), &filled);
+
+    let pod_namespaces = pod_namespaces(config, &filter);
+    let clients = match config.pods {
+        PodMode::Verified => client_namespaces(cluster.pods.values(), &filter.exposed),
+        _ => Map::default(),
+    };
+    let snapshot = Snapshot {
+        zones,
+        nodes: Sharded::from_entries(nodes.into_iter()),
+        pod_namespaces,
+        pods: config.pods,
+        clients: Sharded::from_entries(clients.into_iter()),
+        ttl: config.ttl,
+        serial: ctx.serial,
+    };
+    (snapshot, tree)
+}
+
+/// The zones of `config`, with SOA `serial`.
+pub(crate) fn served_zones(config: &KubernetesConfig, serial: u32) -> Vec<ServedZone> {
+    config
         .zones
         .iter()
         .filter_map(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
@@ -40,48 +83,69 @@ pub fn build(cluster: &Cluster, config: &KubernetesConfig, ctx: &BuildContext) -
             ServedZone {
                 origin: origin.to_lowercase(),
                 reverse,
-                soa: Soa::new(config.ttl, ctx.serial),
+                soa: Soa::new(config.ttl, serial),
             }
         })
-        .collect();
-    let primary = config
-        .zones
-        .get(config.primary_zone)
-        .and_then(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
-        .map(|zone| zone.to_lowercase());
+        .collect()
+}
 
-    for zone in &zones {
-        add_apex(&mut b, zone, &view, ctx);
-        if zone.reverse {
-            if let Some(primary) = &primary {
-                add_reverse(&mut b, &zone.origin, &view, primary);
-            }
-            continue;
-        }
-        add_forward(&mut b, &zone.origin, &view, config, cluster);
-    }
-    b.fill_empty_non_terminals(&zones);
-
-    let pod_namespaces = match config.pods {
-        PodMode::Insecure => view
+/// The namespaces whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
+pub(crate) fn pod_namespaces(
+    config: &KubernetesConfig,
+    filter: &Filter<'_, '_>,
+) -> HashSet<Box<[u8]>, ahash::RandomState> {
+    match config.pods {
+        PodMode::Insecure => filter
             .exposed
             .iter()
             .map(|ns| ns.to_ascii_lowercase().into_bytes().into_boxed_slice())
             .collect(),
         _ => HashSet::default(),
-    };
-    let clients = match config.pods {
-        PodMode::Verified => client_namespaces(cluster, &view),
-        _ => Map::default(),
-    };
-    Snapshot {
-        zones,
-        nodes: b.finish(),
-        pod_namespaces,
-        pods: config.pods,
-        clients,
-        ttl: config.ttl,
-        serial: ctx.serial,
+    }
+}
+
+/// What a build covers besides the Services of its view: the whole zone for a full build,
+/// the names a change touched for an update.
+#[derive(Debug)]
+pub(crate) struct Scope<'c> {
+    /// Visible Services whose ClusterIPs give PTRs, in namespace/name order.
+    pub(crate) ptr_services: Vec<&'c Service>,
+    /// Exposed namespaces whose `<ns>.svc` and `<ns>.pod` names are built.
+    pub(crate) namespaces: Vec<&'c str>,
+    /// Pods whose names `pods verified` builds, in namespace/name order.
+    pub(crate) pods: Vec<&'c Pod>,
+    /// The only addresses whose PTRs are built (`None`: every address).
+    pub(crate) only_ips: Option<&'c BTreeSet<IpAddr>>,
+}
+
+/// Adds the names of `view` and `scope` to `b`: the apex of every zone always; the
+/// Services of `view`; the PTRs of the scope's addresses; its namespaces and pods.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn add_scope(
+    b: &mut Builder,
+    zones: &[ServedZone],
+    cluster: &Cluster,
+    config: &KubernetesConfig,
+    ctx: &BuildContext,
+    filter: &Filter<'_, '_>,
+    view: &View<'_>,
+    scope: &Scope<'_>,
+) {
+    let primary = config
+        .zones
+        .get(config.primary_zone)
+        .and_then(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
+        .map(|zone| zone.to_lowercase());
+    for zone in zones {
+        let servers = name_servers(cluster, filter, view, &zone.origin, &ctx.local_ips);
+        add_apex(b, zone, &servers);
+        if zone.reverse {
+            if let Some(primary) = &primary {
+                add_reverse(b, &zone.origin, view, scope, primary);
+            }
+            continue;
+        }
+        add_forward(b, &zone.origin, view, config, scope);
     }
 }
 
@@ -89,13 +153,16 @@ pub fn build(cluster: &Cluster, config: &KubernetesConfig, ctx: &BuildContext) -
 /// from its address). Host-network pods share the node's address and terminating pods may
 /// have handed theirs on: neither is a client; an address claimed in two namespaces maps to
 /// `None`.
-fn client_namespaces(cluster: &Cluster, view: &View<'_>) -> Map<IpAddr, Option<Box<str>>> {
+pub(crate) fn client_namespaces<'p>(
+    pods: impl IntoIterator<Item = &'p Pod>,
+    exposed: &BTreeSet<&str>,
+) -> Map<IpAddr, Option<Box<str>>> {
     let mut clients: Map<IpAddr, Option<Box<str>>> = Map::default();
-    for pod in cluster.pods.values() {
+    for pod in pods {
         if pod.phase != PodPhase::Running
             || pod.terminating
             || pod.host_network
-            || !view.exposed.contains(pod.key.namespace.as_str())
+            || !exposed.contains(pod.key.namespace.as_str())
         {
             continue;
         }
@@ -121,7 +188,7 @@ fn is_reverse(origin: &WireName) -> bool {
 }
 
 /// SOA, NS (with glue), `ns.dns.<zone>` and `dns-version.<zone>`.
-fn add_apex(b: &mut Builder, zone: &ServedZone, view: &View<'_>, ctx: &BuildContext) {
+fn add_apex(b: &mut Builder, zone: &ServedZone, servers: &[(WireName, IpAddr)]) {
     let origin = &zone.origin;
     let soa = zone.soa;
     // The SOA is only answered at the apex, where the question is the zone: its names point
@@ -132,9 +199,8 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, view: &View<'_>, ctx: &BuildCont
     b.set(origin, rtype::SOA, soa.ttl).push(&rdata);
 
     let ttl = b.ttl;
-    let servers = name_servers(view, origin, &ctx.local_ips);
     let mut seen = HashSet::new();
-    for (name, ip) in &servers {
+    for (name, ip) in servers {
         let set = b.set(origin, rtype::NS, ttl);
         if seen.insert(name.clone()) {
             set.push(name.as_bytes());
@@ -142,7 +208,7 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, view: &View<'_>, ctx: &BuildCont
         set.push_extra_address(name, ttl, *ip);
     }
     if let Ok(ns) = origin.prepend_all(["ns", "dns"]) {
-        for (_, ip) in &servers {
+        for (_, ip) in servers {
             let (rtype, rdata) = rrset::address_rdata(*ip);
             b.set(&ns, rtype, ttl).push(&rdata);
         }
@@ -156,7 +222,13 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, view: &View<'_>, ctx: &BuildCont
 /// CoreDNS `nsAddrs`: the Services whose endpoints hold one of our addresses (their
 /// ClusterIPs, or for a headless Service the endpoint names and addresses); failing that,
 /// `ns.dns.<zone>` at our own addresses. De-duplicated by address.
-fn name_servers(view: &View<'_>, zone: &WireName, local_ips: &[IpAddr]) -> Vec<(WireName, IpAddr)> {
+fn name_servers(
+    cluster: &Cluster,
+    filter: &Filter<'_, '_>,
+    view: &View<'_>,
+    zone: &WireName,
+    local_ips: &[IpAddr],
+) -> Vec<(WireName, IpAddr)> {
     let mut found = Vec::new();
     for local in local_ips {
         for slice in &view.slices {
@@ -170,20 +242,20 @@ fn name_servers(view: &View<'_>, zone: &WireName, local_ips: &[IpAddr]) -> Vec<(
             if !holds_local {
                 continue;
             }
-            let Some(sv) = view.service(&slice.key.namespace, service) else {
+            let Some(sv) = filter.find_service(cluster, &slice.key.namespace, service) else {
                 continue;
             };
             let Ok(base) = zone.prepend_all([service, slice.key.namespace.as_str(), "svc"]) else {
                 continue;
             };
-            if sv.service.headless {
+            if sv.headless {
                 for address in records::ready_addresses(slice, view.pod_names) {
                     if let Ok(name) = base.child(&address.label) {
                         found.push((name, address.ip));
                     }
                 }
             } else {
-                found.extend(sv.service.cluster_ips.iter().map(|&ip| (base.clone(), ip)));
+                found.extend(sv.cluster_ips.iter().map(|&ip| (base.clone(), ip)));
             }
         }
     }
@@ -202,14 +274,14 @@ fn add_forward(
     zone: &WireName,
     view: &View<'_>,
     config: &KubernetesConfig,
-    cluster: &Cluster,
+    scope: &Scope<'_>,
 ) {
     for fixed in ["svc", "pod", "dns"] {
         if let Ok(name) = zone.child(fixed) {
             b.touch(&name);
         }
     }
-    for namespace in &view.exposed {
+    for namespace in &scope.namespaces {
         if let Ok(name) = zone.prepend_all([*namespace, "svc"]) {
             b.touch(&name);
         }
@@ -223,7 +295,7 @@ fn add_forward(
         records::add_service(b, zone, sv, config.ignore_empty_service);
     }
     if config.pods == PodMode::Verified {
-        add_verified_pods(b, zone, view, config, cluster);
+        add_verified_pods(b, zone, view, config, &scope.pods);
     }
 }
 
@@ -234,10 +306,10 @@ fn add_verified_pods(
     zone: &WireName,
     view: &View<'_>,
     config: &KubernetesConfig,
-    cluster: &Cluster,
+    pods: &[&Pod],
 ) {
     let ttl = b.ttl;
-    for pod in cluster.pods.values() {
+    for pod in pods {
         if !matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
             || !view.exposed.contains(pod.key.namespace.as_str())
             || !config
@@ -258,16 +330,23 @@ fn add_verified_pods(
 
 /// PTR records in a reverse zone: a ClusterIP answers with its Service (the first one, in
 /// namespace/name order); any other address with one PTR per (endpoint name, Service).
-fn add_reverse(b: &mut Builder, zone: &WireName, view: &View<'_>, primary: &WireName) {
+fn add_reverse(
+    b: &mut Builder,
+    zone: &WireName,
+    view: &View<'_>,
+    scope: &Scope<'_>,
+    primary: &WireName,
+) {
     let ttl = b.ttl;
+    let wanted = |ip: &IpAddr| scope.only_ips.is_none_or(|only| only.contains(ip));
     let mut ptrs: BTreeMap<IpAddr, Vec<WireName>> = BTreeMap::new();
-    for sv in &view.services {
-        let key = &sv.service.key;
+    for service in &scope.ptr_services {
+        let key = &service.key;
         let Ok(target) = primary.prepend_all([key.name.as_str(), key.namespace.as_str(), "svc"])
         else {
             continue;
         };
-        for ip in &sv.service.cluster_ips {
+        for ip in service.cluster_ips.iter().filter(|ip| wanted(ip)) {
             ptrs.entry(*ip).or_insert_with(|| vec![target.clone()]);
         }
     }
@@ -277,7 +356,7 @@ fn add_reverse(b: &mut Builder, zone: &WireName, view: &View<'_>, primary: &Wire
             continue;
         };
         for address in records::ready_addresses(slice, view.pod_names) {
-            if cluster_ips.contains(&address.ip) {
+            if cluster_ips.contains(&address.ip) || !wanted(&address.ip) {
                 continue;
             }
             let Ok(target) = primary.prepend_all([
@@ -320,7 +399,7 @@ struct NodeBuilder {
 }
 
 impl Builder {
-    fn new(ttl: u32) -> Self {
+    pub(crate) fn new(ttl: u32) -> Self {
         Self {
             ttl,
             nodes: Map::default(),
@@ -370,32 +449,30 @@ impl Builder {
     }
 
     /// Adds every ancestor of every name, up to its zone's apex, as an empty non-terminal:
-    /// a name with names below it exists (RFC 8020).
-    fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) {
-        let mut missing = Vec::new();
+    /// a name with names below it exists (RFC 8020). The names it added.
+    fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) -> HashSet<Box<[u8]>> {
+        let mut missing = HashSet::new();
         for name in self.nodes.keys() {
-            let Some(zone) = zones
-                .iter()
-                .filter(|zone| super::name::suffix_offset(name, zone.origin.as_bytes()).is_some())
-                .max_by_key(|zone| zone.origin.as_bytes().len())
-            else {
+            let Some(origin) = zone_origin(zones, name) else {
                 continue;
             };
             let mut at: &[u8] = name;
-            while at.len() > zone.origin.as_bytes().len() {
+            while at.len() > origin.len() {
                 let Some(up) = parent(at) else { break };
-                if !self.nodes.contains_key(up) {
-                    missing.push(up.to_vec().into_boxed_slice());
+                if !self.nodes.contains_key(up) && !missing.contains(up) {
+                    missing.insert(up.to_vec().into_boxed_slice());
                 }
                 at = up;
             }
         }
-        for key in missing {
-            self.nodes.entry(key).or_default();
+        for key in &missing {
+            self.nodes.entry(key.clone()).or_default();
         }
+        missing
     }
 
-    fn finish(self) -> Map<Box<[u8]>, Node> {
+    /// The nodes built, each with its RRsets sorted by type and the empty ones dropped.
+    pub(crate) fn finish(self) -> Vec<(Box<[u8]>, Node)> {
         self.nodes
             .into_iter()
             .map(|(key, mut node)| {
@@ -413,5 +490,149 @@ impl Builder {
                 (key, node)
             })
             .collect()
+    }
+}
+
+/// The origin of the longest of `zones` that `name` falls in.
+pub(crate) fn zone_origin<'z>(zones: &'z [ServedZone], name: &[u8]) -> Option<&'z [u8]> {
+    zones
+        .iter()
+        .map(|zone| zone.origin.as_bytes())
+        .filter(|origin| super::name::suffix_offset(name, origin).is_some())
+        .max_by_key(|origin| origin.len())
+}
+
+/// The shape of the zone's name tree that an update needs to add and remove empty
+/// non-terminals as a full build would: for every name with names directly below it, how
+/// many, and whether it would exist without them (a built name, not an empty non-terminal).
+/// A name that is absent here has no name below it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Tree {
+    parents: Map<Box<[u8]>, Parent>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Parent {
+    children: u32,
+    built: bool,
+}
+
+impl Tree {
+    /// The tree of `names` (every name of a zone, `filled` the empty non-terminals among
+    /// them).
+    fn of<'n>(
+        zones: &[ServedZone],
+        names: impl Iterator<Item = &'n [u8]>,
+        filled: &HashSet<Box<[u8]>>,
+    ) -> Self {
+        let mut parents: Map<Box<[u8]>, Parent> = Map::default();
+        for name in names {
+            let Some(up) = Self::parent_in(zones, name) else {
+                continue;
+            };
+            parents
+                .entry(up.into())
+                .or_insert_with(|| Parent {
+                    children: 0,
+                    built: !filled.contains(up),
+                })
+                .children += 1;
+        }
+        Self { parents }
+    }
+
+    /// The parent of `name` inside its zone (none for an apex or a name outside the zones).
+    fn parent_in<'n>(zones: &[ServedZone], name: &'n [u8]) -> Option<&'n [u8]> {
+        let origin = zone_origin(zones, name)?;
+        if name.len() <= origin.len() {
+            return None;
+        }
+        parent(name)
+    }
+
+    /// Whether `name` is in `nodes` as a built name (not only as an empty non-terminal).
+    pub(crate) fn is_built(&self, nodes: &Sharded<Box<[u8]>, Node>, name: &[u8]) -> bool {
+        match self.parents.get(name) {
+            Some(parent) => parent.built,
+            None => nodes.contains_key(name),
+        }
+    }
+
+    /// Sets the built name `name` to `node` in `nodes`, adding the empty non-terminals it
+    /// needs above it.
+    pub(crate) fn insert(
+        &mut self,
+        zones: &[ServedZone],
+        nodes: &mut Sharded<Box<[u8]>, Node>,
+        name: Box<[u8]>,
+        node: Node,
+    ) {
+        if let Some(parent) = self.parents.get_mut(&name) {
+            parent.built = true;
+        }
+        let key = name.clone();
+        if nodes.insert(name, node).is_none() {
+            self.link(zones, nodes, &key);
+        }
+    }
+
+    /// `name` (new in `nodes`) counts as a child of its parent, which exists from now on.
+    fn link(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Box<[u8]>, Node>, name: &[u8]) {
+        let Some(up) = Self::parent_in(zones, name) else {
+            return;
+        };
+        if let Some(parent) = self.parents.get_mut(up) {
+            parent.children += 1;
+            return;
+        }
+        let existed = nodes.contains_key(up);
+        self.parents.insert(
+            up.into(),
+            Parent {
+                children: 1,
+                built: existed,
+            },
+        );
+        if !existed {
+            nodes.insert(up.into(), Node::default());
+            self.link(zones, nodes, up);
+        }
+    }
+
+    /// `name` is no longer built: it leaves `nodes`, unless names below it keep it as an
+    /// empty non-terminal; parents left with neither go too.
+    pub(crate) fn remove(
+        &mut self,
+        zones: &[ServedZone],
+        nodes: &mut Sharded<Box<[u8]>, Node>,
+        name: &[u8],
+    ) {
+        if let Some(parent) = self.parents.get_mut(name) {
+            parent.built = false;
+            nodes.insert(name.into(), Node::default());
+            return;
+        }
+        if nodes.remove(name).is_some() {
+            self.unlink(zones, nodes, name);
+        }
+    }
+
+    fn unlink(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Box<[u8]>, Node>, name: &[u8]) {
+        let Some(up) = Self::parent_in(zones, name) else {
+            return;
+        };
+        let Some(parent) = self.parents.get_mut(up) else {
+            return;
+        };
+        parent.children -= 1;
+        if parent.children > 0 {
+            return;
+        }
+        let built = parent.built;
+        self.parents.remove(up);
+        if !built {
+            nodes.remove(up);
+            self.unlink(zones, nodes, up);
+        }
     }
 }

@@ -16,6 +16,8 @@ mod build;
 pub mod name;
 mod records;
 pub mod rrset;
+mod shards;
+mod update;
 pub mod zonefile;
 
 use std::borrow::Cow;
@@ -28,6 +30,8 @@ use smallvec::SmallVec;
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 use name::{WireName, labels, suffix_offset};
 use rrset::{RrSet, rtype};
+use shards::Sharded;
+pub use update::{Change, Incremental};
 
 use crate::config::PodMode;
 
@@ -36,17 +40,19 @@ type Map<K, V> = HashMap<K, V, ahash::RandomState>;
 /// How deep a chain of in-zone ExternalName CNAMEs is followed (CoreDNS stops at 8).
 const MAX_CNAME_CHAIN: usize = 8;
 
-/// An immutable view of the cluster zone, built whole and swapped in whole.
-#[derive(Debug)]
+/// An immutable view of the cluster zone, swapped in whole. Built whole at the first sync,
+/// and then (by [`Incremental`]) as the previous snapshot with the names a change touched
+/// rebuilt: the two share every shard of the index that the change did not touch.
+#[derive(Debug, Clone)]
 pub struct Snapshot {
     zones: Vec<ServedZone>,
-    nodes: Map<Box<[u8]>, Node>,
+    nodes: Sharded<Box<[u8]>, Node>,
     /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
     pod_namespaces: HashSet<Box<[u8]>, ahash::RandomState>,
     pods: PodMode,
     /// `pods verified`: each client pod address and its namespace (`None` when pods of two
     /// namespaces claim the address), for *autopath*.
-    clients: Map<IpAddr, Option<Box<str>>>,
+    clients: Sharded<IpAddr, Option<Box<str>>>,
     ttl: u32,
     serial: u32,
 }
@@ -126,7 +132,7 @@ impl ServedZone {
 }
 
 /// One name of the zone.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Node {
     /// RRsets sorted by type; empty for an empty non-terminal.
     rrsets: Box<[RrSet]>,

@@ -10,7 +10,8 @@ use super::name::WireName;
 use super::rrset::{self, rtype};
 use crate::config::KubernetesConfig;
 use crate::model::{
-    AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Service, ServiceType,
+    AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Namespace, ObjectKey, Service,
+    ServiceType,
 };
 
 /// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
@@ -49,31 +50,14 @@ pub(crate) struct ReadyAddress<'c> {
 }
 
 impl<'c> View<'c> {
-    pub(crate) fn new(cluster: &'c Cluster, config: &KubernetesConfig) -> Self {
-        let exposed: BTreeSet<&str> = cluster
-            .namespaces
+    /// Everything the options leave visible.
+    pub(crate) fn new(cluster: &'c Cluster, filter: &Filter<'c, '_>) -> Self {
+        let config = filter.config;
+        let slices: Vec<&EndpointSlice> = cluster
+            .endpoint_slices
             .values()
-            .filter(|ns| config.namespaces.is_empty() || config.namespaces.contains(&ns.name))
-            .filter(|ns| {
-                config
-                    .namespace_labels
-                    .as_ref()
-                    .is_none_or(|selector| selector.matches(&ns.labels))
-            })
-            .map(|ns| ns.name.as_str())
+            .filter(|slice| filter.slice(slice))
             .collect();
-        let label_match = |labels| config.labels.as_ref().is_none_or(|s| s.matches(labels));
-        let slices: Vec<&EndpointSlice> = if config.noendpoints {
-            Vec::new()
-        } else {
-            cluster
-                .endpoint_slices
-                .values()
-                .filter(|slice| slice.address_type != AddressType::Fqdn)
-                .filter(|slice| exposed.contains(slice.key.namespace.as_str()))
-                .filter(|slice| label_match(&slice.labels))
-                .collect()
-        };
         let mut slices_of: HashMap<(&str, &str), Vec<&EndpointSlice>> = HashMap::new();
         for slice in &slices {
             if let Some(service) = slice.service_name.as_deref() {
@@ -86,8 +70,7 @@ impl<'c> View<'c> {
         let services = cluster
             .services
             .values()
-            .filter(|svc| exposed.contains(svc.key.namespace.as_str()))
-            .filter(|svc| label_match(&svc.labels))
+            .filter(|svc| filter.service(svc))
             .map(|service| {
                 let key = (service.key.namespace.as_str(), service.key.name.as_str());
                 let ready = slices_of
@@ -100,27 +83,110 @@ impl<'c> View<'c> {
             })
             .collect();
         Self {
-            exposed,
+            exposed: filter.exposed.clone(),
             services,
             slices,
             pod_names: config.endpoint_pod_names,
         }
     }
 
-    /// The visible Service `namespace/name`.
-    pub(crate) fn service(&self, namespace: &str, name: &str) -> Option<&ServiceView<'c>> {
-        // `services` is in namespace/name order.
-        self.services
-            .binary_search_by(|sv| {
-                (
-                    sv.service.key.namespace.as_str(),
-                    sv.service.key.name.as_str(),
-                )
-                    .cmp(&(namespace, name))
+    /// The visible Services among `keys` (in their order, which must be namespace/name
+    /// order) with their visible slices, and the visible slices among `slices`: the part of
+    /// the cluster an update rebuilds.
+    pub(crate) fn part<'a>(
+        cluster: &'c Cluster,
+        filter: &Filter<'c, '_>,
+        keys: impl IntoIterator<Item = &'a ObjectKey>,
+        slices: impl IntoIterator<Item = &'c EndpointSlice>,
+    ) -> Self {
+        let config = filter.config;
+        let services = keys
+            .into_iter()
+            .filter_map(|key| cluster.services.get(key))
+            .filter(|svc| filter.service(svc))
+            .map(|service| {
+                let ready = cluster
+                    .slices_of(&service.key)
+                    .filter(|slice| filter.slice(slice))
+                    .flat_map(|slice| ready_addresses(slice, config.endpoint_pod_names))
+                    .collect();
+                ServiceView { service, ready }
             })
-            .ok()
-            .map(|index| &self.services[index])
+            .collect();
+        let slices = slices
+            .into_iter()
+            .filter(|slice| filter.slice(slice))
+            .collect();
+        Self {
+            exposed: filter.exposed.clone(),
+            services,
+            slices,
+            pod_names: config.endpoint_pod_names,
+        }
     }
+}
+
+/// Which objects the plugin's options leave visible.
+#[derive(Debug)]
+pub(crate) struct Filter<'c, 'k> {
+    /// Namespaces that exist and pass `namespaces` / `namespace_labels`.
+    pub(crate) exposed: BTreeSet<&'c str>,
+    config: &'k KubernetesConfig,
+}
+
+impl<'c, 'k> Filter<'c, 'k> {
+    pub(crate) fn new(cluster: &'c Cluster, config: &'k KubernetesConfig) -> Self {
+        let exposed = cluster
+            .namespaces
+            .values()
+            .filter(|ns| exposes(config, ns))
+            .map(|ns| ns.name.as_str())
+            .collect();
+        Self { exposed, config }
+    }
+
+    fn labels(&self, labels: &crate::model::Labels) -> bool {
+        self.config
+            .labels
+            .as_ref()
+            .is_none_or(|selector| selector.matches(labels))
+    }
+
+    /// The visible Service `namespace/name` of `cluster`.
+    pub(crate) fn find_service(
+        &self,
+        cluster: &'c Cluster,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&'c Service> {
+        cluster
+            .services
+            .get(&ObjectKey::new(namespace, name))
+            .filter(|service| self.service(service))
+    }
+
+    /// A Service in an exposed namespace that `labels` matches.
+    pub(crate) fn service(&self, service: &Service) -> bool {
+        self.exposed.contains(service.key.namespace.as_str()) && self.labels(&service.labels)
+    }
+
+    /// An EndpointSlice of addresses in an exposed namespace that `labels` matches (none
+    /// under `noendpoints`).
+    pub(crate) fn slice(&self, slice: &EndpointSlice) -> bool {
+        !self.config.noendpoints
+            && slice.address_type != AddressType::Fqdn
+            && self.exposed.contains(slice.key.namespace.as_str())
+            && self.labels(&slice.labels)
+    }
+}
+
+/// Whether the options expose namespace `ns`.
+pub(crate) fn exposes(config: &KubernetesConfig, ns: &Namespace) -> bool {
+    (config.namespaces.is_empty() || config.namespaces.contains(&ns.name))
+        && config
+            .namespace_labels
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&ns.labels))
 }
 
 /// The ready addresses of one slice (a missing `ready` counts as ready).

@@ -1,0 +1,491 @@
+//! Updating the zone with a change of objects: only the names the change touches are built
+//! again, and the next snapshot shares everything else with the one being served.
+//!
+//! The zone is the union of parts that each depend on a few objects:
+//!
+//! - a Service's names (`<svc>.<ns>.svc`, its SRV names and endpoint names): the Service
+//!   and the visible slices that name it;
+//! - the PTR of one address: the visible Services with that ClusterIP and the visible
+//!   slices with that address;
+//! - `<ip>.<ns>.pod` under `pods verified`: the pods of that namespace with that address;
+//! - `<ns>.svc` and `<ns>.pod`: whether the namespace is exposed;
+//! - every zone's apex (SOA, NS and their glue, `ns.dns`): the serial and the slices that
+//!   hold this server's addresses — built again on every update.
+//!
+//! An update notes the parts each changed object touched, before and after the change;
+//! builds those parts on the objects before the change (for the names they had) and after
+//! it (for the names they have), and moves the difference into a copy of the previous
+//! snapshot — empty non-terminals added and removed with the names below them, as a full
+//! build would. Objects are found by address through an index kept beside the cluster, so
+//! no step walks the whole cluster. A change too large for that to pay (a namespace's
+//! exposure with thousands of Services, a re-list) is a full build.
+
+use std::collections::{BTreeSet, HashSet};
+use std::net::IpAddr;
+
+use super::build::{self, BuildContext, Builder, Scope, Tree};
+use super::records::{self, Filter, View};
+use super::{Map, Node, ServedZone, Snapshot};
+use crate::config::{KubernetesConfig, PodMode};
+use crate::model::{Cluster, Kind, Object, ObjectKey, ObjectRef};
+
+/// One change of the objects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// An object was added or modified.
+    Upsert(Box<Object>),
+    /// The object of this kind and key was deleted.
+    Delete(Kind, ObjectKey),
+}
+
+impl Change {
+    fn kind(&self) -> Kind {
+        match self {
+            Self::Upsert(object) => object.kind(),
+            Self::Delete(kind, _) => *kind,
+        }
+    }
+
+    fn key(&self) -> ObjectKey {
+        match self {
+            Self::Upsert(object) => object.key(),
+            Self::Delete(_, key) => key.clone(),
+        }
+    }
+}
+
+/// What a full build leaves for updates to follow it: the configuration, the tree of
+/// names, and an index of the objects by address.
+#[derive(Debug)]
+pub struct Incremental {
+    config: KubernetesConfig,
+    local_ips: Vec<IpAddr>,
+    tree: Tree,
+    index: Index,
+    /// Zones nested in one another share names: such a zone is always built whole.
+    whole_only: bool,
+    /// A change touching more parts than this is built whole.
+    most_parts: usize,
+}
+
+/// How an update was carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Only the names the change touched were built.
+    Names {
+        /// Names built again (present after the change).
+        built: usize,
+        /// Names that went away.
+        removed: usize,
+    },
+    /// The zone was built whole.
+    Whole,
+}
+
+impl Incremental {
+    /// Builds the zone of `config` from `cluster` whole, and what updates need to follow it.
+    pub fn build(
+        cluster: &Cluster,
+        config: &KubernetesConfig,
+        ctx: &BuildContext,
+    ) -> (Snapshot, Self) {
+        let (snapshot, tree) = build::build_full(cluster, config, ctx);
+        let index = Index::of(cluster, config);
+        let whole_only = snapshot.zones.iter().enumerate().any(|(i, zone)| {
+            snapshot
+                .zones
+                .iter()
+                .enumerate()
+                .any(|(j, other)| i != j && zone.origin.is_within(&other.origin))
+        });
+        let parts = cluster.services.len() + cluster.endpoint_slices.len() + cluster.pods.len();
+        let incremental = Self {
+            config: config.clone(),
+            local_ips: ctx.local_ips.clone(),
+            tree,
+            index,
+            whole_only,
+            most_parts: (parts / 4).max(256),
+        };
+        (snapshot, incremental)
+    }
+
+    /// Sets how many parts a change may touch before it is built whole (tests use 0 to
+    /// force whole builds and `usize::MAX` to force updates).
+    pub fn set_most_parts(&mut self, most: usize) {
+        self.most_parts = most;
+    }
+
+    /// Applies `changes` to `cluster` and gives the zone after them, with SOA `serial`,
+    /// from `previous` (the zone before them).
+    pub fn apply(
+        &mut self,
+        cluster: &mut Cluster,
+        changes: Vec<Change>,
+        previous: &Snapshot,
+        serial: u32,
+    ) -> (Snapshot, Applied) {
+        let mut touched = Touched::default();
+        for change in &changes {
+            let old = cluster.get(change.kind(), &change.key());
+            let new = match change {
+                Change::Upsert(object) => Some(object.borrowed()),
+                Change::Delete(..) => None,
+            };
+            touched.note(self, cluster, old, new);
+        }
+        let ctx = BuildContext {
+            local_ips: self.local_ips.clone(),
+            serial,
+        };
+        let whole = self.whole_only || touched.parts() > self.most_parts;
+        let before: HashSet<Box<[u8]>> = if whole {
+            HashSet::new()
+        } else {
+            self.build_part(cluster, &touched, &previous.zones, &ctx)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        for change in changes {
+            let (kind, key) = (change.kind(), change.key());
+            let old = match change {
+                Change::Upsert(object) => cluster.replace(*object),
+                Change::Delete(kind, key) => cluster.remove(kind, &key),
+            };
+            if let Some(old) = &old {
+                self.index.remove(old.borrowed(), &self.config);
+            }
+            if let Some(new) = cluster.get(kind, &key) {
+                self.index.add(new, &self.config);
+            }
+        }
+        if whole {
+            let (snapshot, fresh) = Self::build(cluster, &self.config, &ctx);
+            let most_parts = self.most_parts;
+            *self = fresh;
+            self.most_parts = most_parts;
+            return (snapshot, Applied::Whole);
+        }
+
+        let mut next = previous.clone();
+        next.serial = serial;
+        for zone in &mut next.zones {
+            zone.soa = super::Soa::new(self.config.ttl, serial);
+        }
+        let after = self.build_part(cluster, &touched, &next.zones, &ctx);
+        let kept: HashSet<Box<[u8]>> = after.iter().map(|(name, _)| name.clone()).collect();
+        for (name, node) in after {
+            // An unchanged name leaves its shard shared with the previous snapshot.
+            if next.nodes.get(&name) == Some(&node) && self.tree.is_built(&next.nodes, &name) {
+                continue;
+            }
+            self.tree.insert(&next.zones, &mut next.nodes, name, node);
+        }
+        let mut removed = 0;
+        for name in before.difference(&kept) {
+            self.tree.remove(&next.zones, &mut next.nodes, name);
+            removed += 1;
+        }
+        let built = kept.len();
+
+        let filter = Filter::new(cluster, &self.config);
+        if touched.exposure {
+            next.pod_namespaces = build::pod_namespaces(&self.config, &filter);
+        }
+        if self.config.pods == PodMode::Verified {
+            for ip in &touched.clients {
+                let pods = self.index.pods_with(cluster, *ip);
+                let mut clients = build::client_namespaces(pods, &filter.exposed);
+                match clients.remove(ip) {
+                    Some(namespace) => {
+                        next.clients.insert(*ip, namespace);
+                    }
+                    None => {
+                        next.clients.remove(ip);
+                    }
+                }
+            }
+        }
+        (next, Applied::Names { built, removed })
+    }
+
+    /// Builds the parts `touched` names (and every apex) from `cluster`.
+    fn build_part(
+        &self,
+        cluster: &Cluster,
+        touched: &Touched,
+        zones: &[ServedZone],
+        ctx: &BuildContext,
+    ) -> Vec<(Box<[u8]>, Node)> {
+        let config = &self.config;
+        let filter = Filter::new(cluster, config);
+        let mut slice_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
+        let mut service_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
+        for ip in touched.ips.iter().chain(&self.local_ips) {
+            for reference in self.index.at(ip) {
+                match reference {
+                    Ref::Slice(key) => {
+                        slice_keys.insert(key);
+                    }
+                    Ref::Service(key) if touched.ips.contains(ip) => {
+                        service_keys.insert(key);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let slices = slice_keys
+            .iter()
+            .filter_map(|key| cluster.endpoint_slices.get(*key));
+        let view = View::part(cluster, &filter, &touched.services, slices);
+        let ptr_services = service_keys
+            .iter()
+            .filter_map(|key| cluster.services.get(*key))
+            .filter(|service| filter.service(service))
+            .collect();
+        let namespaces = touched
+            .namespaces
+            .iter()
+            .filter_map(|ns| filter.exposed.get(ns.as_str()).copied())
+            .collect();
+        let mut pod_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
+        for (namespace, ip) in &touched.pod_names {
+            for reference in self.index.at(ip) {
+                if let Ref::Pod(key) = reference
+                    && key.namespace == *namespace
+                    && cluster
+                        .pods
+                        .get(key)
+                        .is_some_and(|pod| pod.primary_ip() == Some(*ip))
+                {
+                    pod_keys.insert(key);
+                }
+            }
+        }
+        let pods = pod_keys
+            .iter()
+            .filter_map(|key| cluster.pods.get(*key))
+            .collect();
+        let scope = Scope {
+            ptr_services,
+            namespaces,
+            pods,
+            only_ips: Some(&touched.ips),
+        };
+        let mut b = Builder::new(config.ttl);
+        build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
+        b.finish()
+    }
+}
+
+/// The parts of the zone a change touches.
+#[derive(Debug, Default)]
+struct Touched {
+    /// Services whose names are built again (whether they exist or not).
+    services: BTreeSet<ObjectKey>,
+    /// Addresses whose PTRs are built again.
+    ips: BTreeSet<IpAddr>,
+    /// `(namespace, address)` of `pods verified` names built again.
+    pod_names: BTreeSet<(String, IpAddr)>,
+    /// Client addresses (*autopath*) looked at again.
+    clients: BTreeSet<IpAddr>,
+    /// Namespaces whose exposure changed.
+    namespaces: BTreeSet<String>,
+    /// Whether any namespace's exposure changed.
+    exposure: bool,
+}
+
+impl Touched {
+    fn parts(&self) -> usize {
+        self.services.len() + self.ips.len() + self.pod_names.len() + self.clients.len()
+    }
+
+    /// Notes the parts that a change from `old` to `new` (the same object as it is in
+    /// `cluster`, and as it will be) touches.
+    fn note(
+        &mut self,
+        incremental: &Incremental,
+        cluster: &Cluster,
+        old: Option<ObjectRef<'_>>,
+        new: Option<ObjectRef<'_>>,
+    ) {
+        let config = &incremental.config;
+        let exposed = |object: Option<ObjectRef<'_>>| matches!(object, Some(ObjectRef::Namespace(ns)) if records::exposes(config, ns));
+        if let Some(ObjectRef::Namespace(ns)) = old.or(new) {
+            if exposed(old) != exposed(new) {
+                self.namespace(cluster, config, &ns.name);
+            }
+            return;
+        }
+        for object in [old, new].into_iter().flatten() {
+            self.note_object(config, object);
+        }
+    }
+
+    fn note_object(&mut self, config: &KubernetesConfig, object: ObjectRef<'_>) {
+        match object {
+            ObjectRef::Namespace(_) => {}
+            ObjectRef::Service(service) => {
+                self.services.insert(service.key.clone());
+                self.ips.extend(service.cluster_ips.iter().copied());
+            }
+            ObjectRef::EndpointSlice(slice) => {
+                if let Some(service) = &slice.service_name {
+                    self.services.insert(ObjectKey::new(
+                        slice.key.namespace.as_str(),
+                        service.as_str(),
+                    ));
+                }
+                for endpoint in &slice.endpoints {
+                    self.ips.extend(endpoint.addresses.iter().copied());
+                }
+            }
+            ObjectRef::Pod(pod) => {
+                if config.pods == PodMode::Verified {
+                    if let Some(ip) = pod.primary_ip() {
+                        self.pod_names.insert((pod.key.namespace.clone(), ip));
+                    }
+                    self.clients.extend(pod.ips.iter().copied());
+                }
+            }
+        }
+    }
+
+    /// Everything in `namespace`, whose exposure changes.
+    fn namespace(&mut self, cluster: &Cluster, config: &KubernetesConfig, namespace: &str) {
+        if !self.namespaces.insert(namespace.to_owned()) {
+            return;
+        }
+        self.exposure = true;
+        let start = ObjectKey::new(namespace, "");
+        for service in cluster
+            .services
+            .range(start.clone()..)
+            .take_while(|(key, _)| key.namespace == namespace)
+            .map(|(_, service)| service)
+        {
+            self.services.insert(service.key.clone());
+            self.ips.extend(service.cluster_ips.iter().copied());
+        }
+        for slice in cluster
+            .endpoint_slices
+            .range(start.clone()..)
+            .take_while(|(key, _)| key.namespace == namespace)
+            .map(|(_, slice)| slice)
+        {
+            if let Some(service) = &slice.service_name {
+                self.services
+                    .insert(ObjectKey::new(namespace, service.as_str()));
+            }
+            for endpoint in &slice.endpoints {
+                self.ips.extend(endpoint.addresses.iter().copied());
+            }
+        }
+        if config.pods == PodMode::Verified {
+            for pod in cluster.pods_in(namespace) {
+                if let Some(ip) = pod.primary_ip() {
+                    self.pod_names.insert((namespace.to_owned(), ip));
+                }
+                self.clients.extend(pod.ips.iter().copied());
+            }
+        }
+    }
+}
+
+/// Objects by the addresses they hold: a Service by its ClusterIPs, a slice by its
+/// endpoints' addresses, a pod (under `pods verified`) by its addresses.
+#[derive(Debug, Default)]
+struct Index {
+    by_ip: Map<IpAddr, Vec<Ref>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ref {
+    Service(ObjectKey),
+    Slice(ObjectKey),
+    Pod(ObjectKey),
+}
+
+impl Index {
+    fn of(cluster: &Cluster, config: &KubernetesConfig) -> Self {
+        let mut index = Self::default();
+        for service in cluster.services.values() {
+            index.add(ObjectRef::Service(service), config);
+        }
+        for slice in cluster.endpoint_slices.values() {
+            index.add(ObjectRef::EndpointSlice(slice), config);
+        }
+        for pod in cluster.pods.values() {
+            index.add(ObjectRef::Pod(pod), config);
+        }
+        index
+    }
+
+    fn at(&self, ip: &IpAddr) -> &[Ref] {
+        self.by_ip.get(ip).map_or(&[], Vec::as_slice)
+    }
+
+    fn pods_with<'c>(
+        &self,
+        cluster: &'c Cluster,
+        ip: IpAddr,
+    ) -> impl Iterator<Item = &'c crate::model::Pod> + use<'c, '_> {
+        self.at(&ip).iter().filter_map(|reference| match reference {
+            Ref::Pod(key) => cluster.pods.get(key),
+            _ => None,
+        })
+    }
+
+    /// The addresses `object` is indexed under, and its reference.
+    fn entries(object: ObjectRef<'_>, config: &KubernetesConfig) -> (Vec<IpAddr>, Option<Ref>) {
+        match object {
+            ObjectRef::Namespace(_) => (Vec::new(), None),
+            ObjectRef::Service(service) => (
+                service.cluster_ips.clone(),
+                Some(Ref::Service(service.key.clone())),
+            ),
+            ObjectRef::EndpointSlice(slice) => (
+                slice
+                    .endpoints
+                    .iter()
+                    .flat_map(|endpoint| endpoint.addresses.iter().copied())
+                    .collect(),
+                Some(Ref::Slice(slice.key.clone())),
+            ),
+            ObjectRef::Pod(pod) if config.pods == PodMode::Verified => {
+                (pod.ips.clone(), Some(Ref::Pod(pod.key.clone())))
+            }
+            ObjectRef::Pod(_) => (Vec::new(), None),
+        }
+    }
+
+    fn add(&mut self, object: ObjectRef<'_>, config: &KubernetesConfig) {
+        let (ips, Some(reference)) = Self::entries(object, config) else {
+            return;
+        };
+        for ip in ips {
+            let refs = self.by_ip.entry(ip).or_default();
+            if !refs.contains(&reference) {
+                refs.push(reference.clone());
+            }
+        }
+    }
+
+    fn remove(&mut self, object: ObjectRef<'_>, config: &KubernetesConfig) {
+        let (ips, Some(reference)) = Self::entries(object, config) else {
+            return;
+        };
+        for ip in ips {
+            if let Some(refs) = self.by_ip.get_mut(&ip) {
+                refs.retain(|r| *r != reference);
+                if refs.is_empty() {
+                    self.by_ip.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,345 @@
+//! Updates against full builds: random clusters, random changes, every name compared.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::convert;
+use crate::selector::LabelSelector;
+use crate::zone::build as full_build;
+
+const NAMESPACES: [&str; 3] = ["a", "b", "c"];
+const SERVICES: [&str; 4] = ["web", "db", "api", "x"];
+const SLICES: [&str; 4] = ["s1", "s2", "s3", "s4"];
+const PODS: [&str; 4] = ["p1", "p2", "p3", "p4"];
+/// Addresses shared between ClusterIPs, endpoints and pods, including this server's own
+/// (127.0.0.1: the apex NS follows the Service whose endpoints hold it).
+const IPS: [&str; 7] = [
+    "10.96.0.1",
+    "10.96.0.2",
+    "10.244.0.1",
+    "10.244.0.2",
+    "10.244.0.3",
+    "127.0.0.1",
+    "fd00::1",
+];
+
+fn up(object: Object) -> Change {
+    Change::Upsert(Box::new(object))
+}
+
+fn ip(i: usize) -> &'static str {
+    IPS[i % IPS.len()]
+}
+
+fn namespace(name: &str, team: usize) -> Object {
+    let labels = if team == 0 {
+        json!({})
+    } else {
+        let team = ["x", "y"][team % 2];
+        json!({ "team": team })
+    };
+    let value = json!({"metadata": {"name": name, "labels": labels}});
+    Object::Namespace(convert::namespace(&serde_json::from_value(value).unwrap()).unwrap())
+}
+
+/// A Service: kind 0 ClusterIP, 1 dual-stack ClusterIP, 2 headless, 3 ExternalName out of
+/// the zone, 4 ExternalName into it, 5 ClusterIP without ports.
+fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) -> Object {
+    let ports = json!([{"name": "http", "port": 80, "protocol": "TCP"},
+                       {"name": "dns", "port": 53, "protocol": "UDP"}]);
+    let spec = match kind % 6 {
+        0 => json!({"clusterIP": ip(address), "clusterIPs": [ip(address)], "ports": ports}),
+        1 => json!({"clusterIP": ip(address), "clusterIPs": [ip(address), "fd00::96"],
+                    "ports": ports}),
+        2 => json!({"clusterIP": "None", "ports": ports}),
+        3 => json!({"type": "ExternalName", "externalName": "db.partner.example.com"}),
+        4 => json!({"type": "ExternalName", "externalName": "web.a.svc.cluster.local"}),
+        _ => json!({"clusterIP": ip(address), "clusterIPs": [ip(address)]}),
+    };
+    let labels = if labelled {
+        json!({"app": "dns"})
+    } else {
+        json!({})
+    };
+    let value = json!({"metadata": {"name": name, "namespace": ns, "labels": labels},
+                       "spec": spec});
+    Object::Service(convert::service(&serde_json::from_value(value).unwrap()).unwrap())
+}
+
+#[derive(Debug, Clone)]
+struct EndpointSpec {
+    address: usize,
+    ready: bool,
+    hostname: Option<usize>,
+    pod: usize,
+}
+
+fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], ported: bool) -> Object {
+    let endpoints: Vec<Value> = endpoints
+        .iter()
+        .map(|e| {
+            let mut value = json!({
+                "addresses": [ip(e.address)],
+                "conditions": {"ready": e.ready},
+                "targetRef": {"kind": "Pod", "name": PODS[e.pod % PODS.len()], "namespace": ns},
+            });
+            if let Some(h) = e.hostname {
+                value["hostname"] = json!(["h0", "h1"][h % 2]);
+            }
+            value
+        })
+        .collect();
+    let ports = if ported {
+        json!([{"name": "http", "port": 8080, "protocol": "TCP"}])
+    } else {
+        json!([])
+    };
+    // One family a slice: the first endpoint's.
+    let is_v6 = |e: &Value| e["addresses"][0].as_str().is_some_and(|a| a.contains(':'));
+    let v6 = endpoints.first().is_some_and(is_v6);
+    let endpoints: Vec<Value> = endpoints.into_iter().filter(|e| is_v6(e) == v6).collect();
+    let mut labels = json!({"kubernetes.io/service-name": SERVICES[service % SERVICES.len()]});
+    if service % 5 == 4 {
+        labels = json!({});
+    }
+    let value = json!({
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "addressType": if v6 { "IPv6" } else { "IPv4" },
+        "endpoints": endpoints,
+        "ports": ports,
+    });
+    Object::EndpointSlice(convert::endpoint_slice(&serde_json::from_value(value).unwrap()).unwrap())
+}
+
+fn pod(ns: &str, name: &str, address: usize, phase: usize, host_network: bool) -> Object {
+    let phase = ["Running", "Pending", "Succeeded"][phase % 3];
+    let value = json!({
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"hostNetwork": host_network, "containers": []},
+        "status": {"phase": phase,
+                   "podIP": ip(address), "podIPs": [{"ip": ip(address)}]},
+    });
+    Object::Pod(convert::pod(&serde_json::from_value(value).unwrap()).unwrap())
+}
+
+fn endpoint() -> impl Strategy<Value = EndpointSpec> {
+    (
+        0..IPS.len(),
+        any::<bool>(),
+        proptest::option::of(0..2usize),
+        0..4usize,
+    )
+        .prop_map(|(address, ready, hostname, pod)| EndpointSpec {
+            address,
+            ready,
+            hostname,
+            pod,
+        })
+}
+
+/// One random change: an object upserted or deleted.
+fn change() -> impl Strategy<Value = Change> {
+    let ns = 0..NAMESPACES.len();
+    prop_oneof![
+        1 => (ns.clone(), 0..3usize).prop_map(|(n, team)| up(namespace(NAMESPACES[n], team))),
+        3 => (ns.clone(), 0..SERVICES.len(), 0..6usize, 0..IPS.len(), any::<bool>()).prop_map(
+            |(n, s, kind, address, labelled)| up(service(
+                NAMESPACES[n],
+                SERVICES[s],
+                kind,
+                address,
+                labelled
+            ))
+        ),
+        4 => (
+            ns.clone(),
+            0..SLICES.len(),
+            0..5usize,
+            proptest::collection::vec(endpoint(), 0..4),
+            any::<bool>()
+        )
+            .prop_map(|(n, s, service, endpoints, ported)| up(slice(
+                NAMESPACES[n],
+                SLICES[s],
+                service,
+                &endpoints,
+                ported
+            ))),
+        2 => (ns.clone(), 0..PODS.len(), 0..IPS.len(), 0..3usize, any::<bool>()).prop_map(
+            |(n, p, address, phase, host)| up(pod(
+                NAMESPACES[n],
+                PODS[p],
+                address,
+                phase,
+                host
+            ))
+        ),
+        3 => (ns, 0..4usize, 0..4usize).prop_map(|(n, kind, i)| {
+            let key = |name: &str| ObjectKey::new(NAMESPACES[n], name);
+            match kind {
+                0 => Change::Delete(Kind::Namespace, ObjectKey::new("", NAMESPACES[n])),
+                1 => Change::Delete(Kind::Service, key(SERVICES[i])),
+                2 => Change::Delete(Kind::EndpointSlice, key(SLICES[i])),
+                _ => Change::Delete(Kind::Pod, key(PODS[i])),
+            }
+        }),
+    ]
+}
+
+/// The plugin's options that change which names exist.
+fn config(variant: usize) -> KubernetesConfig {
+    let zones = ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]
+        .iter()
+        .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
+        .collect();
+    let mut config = KubernetesConfig {
+        ttl: 5,
+        ..KubernetesConfig::new(zones, 0, 1)
+    };
+    config.pods = [PodMode::Insecure, PodMode::Verified, PodMode::Disabled][variant % 3];
+    match variant / 3 % 5 {
+        1 => config.namespaces = vec!["a".into(), "b".into()],
+        2 => config.namespace_labels = Some(LabelSelector::parse("team=x").unwrap()),
+        3 => config.labels = Some(LabelSelector::parse("app!=dns").unwrap()),
+        4 => {
+            config.ignore_empty_service = true;
+            config.endpoint_pod_names = true;
+        }
+        _ => {}
+    }
+    config
+}
+
+/// Every name of a snapshot with its records, and the rest of what it answers from.
+fn contents(snapshot: &Snapshot) -> String {
+    let nodes: BTreeMap<String, &Node> = snapshot
+        .nodes
+        .iter()
+        .map(|(name, node)| {
+            let mut dotted = String::new();
+            crate::zone::name::write_dotted(name, &mut dotted).unwrap();
+            (dotted, node)
+        })
+        .collect();
+    let clients: BTreeMap<&IpAddr, &Option<Box<str>>> = snapshot.clients.iter().collect();
+    let mut pod_namespaces: Vec<_> = snapshot.pod_namespaces.iter().collect();
+    pod_namespaces.sort();
+    format!(
+        "{nodes:#?}\nclients {clients:?}\npod namespaces {pod_namespaces:?}\nzones {:?}\n\
+         serial {} names {}",
+        snapshot.zones,
+        snapshot.serial,
+        snapshot.nodes.len()
+    )
+}
+
+fn ctx(serial: u32) -> BuildContext {
+    BuildContext {
+        local_ips: vec!["127.0.0.1".parse().unwrap()],
+        serial,
+    }
+}
+
+/// Applies `batches` to an empty cluster with updates, and checks each result against a
+/// full build of the same objects.
+fn check(variant: usize, initial: Vec<Change>, batches: Vec<Vec<Change>>) {
+    let config = config(variant);
+    let mut cluster = Cluster::default();
+    for change in initial {
+        if let Change::Upsert(object) = change {
+            cluster.insert(*object);
+        }
+    }
+    let (mut snapshot, mut incremental) = Incremental::build(&cluster, &config, &ctx(1));
+    incremental.set_most_parts(usize::MAX);
+    for (step, batch) in batches.into_iter().enumerate() {
+        let serial = 2 + step as u32;
+        let (next, applied) = incremental.apply(&mut cluster, batch.clone(), &snapshot, serial);
+        assert!(matches!(applied, Applied::Names { .. }), "{applied:?}");
+        let full = full_build(&cluster, &config, &ctx(serial));
+        let (got, want) = (contents(&next), contents(&full));
+        if got != want {
+            let diff: Vec<String> = got
+                .lines()
+                .zip(want.lines())
+                .enumerate()
+                .filter(|(_, (g, w))| g != w)
+                .take(10)
+                .map(|(n, (g, w))| format!("line {n}: update {g:?} / full {w:?}"))
+                .collect();
+            panic!(
+                "step {step}, variant {variant}: {batch:#?}\n{}\n--- update:\n{got}",
+                diff.join("\n")
+            );
+        }
+        snapshot = next;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    #[test]
+    fn updates_give_what_a_full_build_gives(
+        variant in 0..15usize,
+        initial in proptest::collection::vec(change(), 0..24),
+        batches in proptest::collection::vec(proptest::collection::vec(change(), 1..4), 1..12),
+    ) {
+        check(variant, initial, batches);
+    }
+}
+
+#[test]
+fn an_update_shares_what_it_did_not_touch() {
+    let config = config(0);
+    let mut cluster = Cluster::default();
+    cluster.insert(namespace("a", 0));
+    for n in 0..2000 {
+        cluster.insert(service("a", &format!("svc-{n}"), 0, n, false));
+    }
+    let (snapshot, mut incremental) = Incremental::build(&cluster, &config, &ctx(1));
+    let changes = vec![up(service("a", "svc-7", 2, 0, false))];
+    let (next, applied) = incremental.apply(&mut cluster, changes, &snapshot, 2);
+    assert!(matches!(applied, Applied::Names { .. }), "{applied:?}");
+    let shards = snapshot.nodes.shard_count();
+    let shared = next.nodes.shared_with(&snapshot.nodes);
+    assert!(shards >= 256, "{shards}");
+    assert!(shared + 12 >= shards, "{shared} of {shards} shards shared");
+    assert_eq!(
+        contents(&next),
+        contents(&full_build(&cluster, &config, &ctx(2)))
+    );
+}
+
+#[test]
+fn a_large_change_is_built_whole() {
+    let config = config(0);
+    let mut cluster = Cluster::default();
+    let (snapshot, mut incremental) = Incremental::build(&cluster, &config, &ctx(1));
+    let changes: Vec<Change> = std::iter::once(up(namespace("a", 0)))
+        .chain((0..400).map(|n| up(service("a", &format!("s{n}"), 0, n, false))))
+        .collect();
+    let (next, applied) = incremental.apply(&mut cluster, changes, &snapshot, 2);
+    assert_eq!(applied, Applied::Whole);
+    assert_eq!(
+        contents(&next),
+        contents(&full_build(&cluster, &config, &ctx(2)))
+    );
+    // And updates follow the whole build.
+    let changes = vec![Change::Delete(Kind::Service, ObjectKey::new("a", "s3"))];
+    let (after, applied) = incremental.apply(&mut cluster, changes, &next, 3);
+    assert!(
+        matches!(applied, Applied::Names { removed: 3.., .. }),
+        "{applied:?}"
+    );
+    assert_eq!(
+        contents(&after),
+        contents(&full_build(&cluster, &config, &ctx(3)))
+    );
+}
