@@ -228,7 +228,18 @@ fn objects_changes_are_served_and_bad_reloads_keep_the_last_good_zone() {
         1
     );
 
-    // A change: web's ClusterIP moves. Written by rename, as editors and ConfigMaps do.
+    // A change: web's ClusterIP moves. Written by rename, as editors and ConfigMaps do, in
+    // a later second than the first file: the serial is the time of the last change, in
+    // seconds (changes within one second share it).
+    let next_second = before.parse::<u64>().unwrap() + 1;
+    while std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        < next_second
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let changed = original.replace("10.96.0.20", "10.96.0.21");
     let staged = dir.path().join(".objects.json.tmp");
     std::fs::write(&staged, &changed).unwrap();

@@ -30,9 +30,9 @@ use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
+use crate::source::publish::{self, Publisher};
 use crate::source::{file, programming, watcher};
 use crate::store::Store;
-use crate::zone::BuildContext;
 
 /// How long an idle TCP connection stays open (CoreDNS: 10 s read timeout).
 const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -88,6 +88,8 @@ pub struct LoadedBlock {
     triggers: Vec<SliceTrigger>,
     /// The API watch's status, when metrics are on and the block watches the API.
     api_status: Option<Arc<ApiStatus>>,
+    /// The publisher of a block with `objects`, until its files are watched.
+    publisher: std::sync::Mutex<Option<Publisher>>,
 }
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
@@ -179,6 +181,7 @@ fn load_with(
         let mut store_metrics = None;
         let mut triggers = Vec::new();
         let mut api_status = None;
+        let mut publisher = None;
         let kubernetes = match &server_block.kubernetes {
             None => None,
             Some(k8s) if k8s.objects.is_empty() => {
@@ -201,11 +204,10 @@ fn load_with(
                 Some(Kubernetes::watching(k8s.clone(), watch))
             }
             Some(k8s) => {
-                let mut loaded = watcher::load(&k8s.objects, k8s, &local_ips(&addrs), None)
-                    .map_err(|source| StartError::Objects {
-                        line: k8s.line,
-                        error: Box::new(source),
-                    })?;
+                let loaded = watcher::load(&k8s.objects).map_err(|source| StartError::Objects {
+                    line: k8s.line,
+                    error: Box::new(source),
+                })?;
                 for (kind, count) in &loaded.ignored {
                     tracing::info!(
                         kind,
@@ -213,30 +215,37 @@ fn load_with(
                         "objects of a kind clusterdns does not use; ignored"
                     );
                 }
-                tracing::info!(
-                    zones = ?k8s.zones.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                    serial = loaded.snapshot.serial(),
-                    names = loaded.snapshot.name_count(),
-                    read_ms = loaded.read_time.as_millis(),
-                    build_ms = loaded.build_time.as_millis(),
-                    "zone loaded"
-                );
-                triggers = std::mem::take(&mut loaded.triggers);
-                if let Some(observability) = measured {
+                let metrics = measured.map(|observability| {
                     let primary = k8s
                         .zones
                         .get(k8s.primary_zone)
                         .map(ToString::to_string)
                         .unwrap_or_default();
-                    let store = Arc::new(
+                    Arc::new(
                         StoreMetrics::new(&primary)
                             .reporting_programming(Arc::clone(&observability.programming)),
-                    );
-                    store.published(loaded.snapshot.serial(), loaded.counts, SystemTime::now());
-                    store_metrics = Some(store);
-                }
+                    )
+                });
+                store_metrics.clone_from(&metrics);
                 let fingerprint = loaded.fingerprint();
-                let store = Arc::new(Store::new(loaded.snapshot));
+                triggers = programming::triggers(&loaded.cluster);
+                let (owner, published) = Publisher::start(
+                    k8s.clone(),
+                    local_ips(&addrs),
+                    loaded.cluster,
+                    loaded.modified,
+                    metrics,
+                );
+                tracing::info!(
+                    zones = ?k8s.zones.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    serial = published.serial,
+                    names = published.names,
+                    read_ms = loaded.read_time.as_millis(),
+                    build_ms = published.build_time.as_millis(),
+                    "zone loaded"
+                );
+                let store = Arc::clone(owner.store());
+                publisher = Some(owner);
                 Some(Kubernetes::new(k8s.clone(), store, fingerprint))
             }
         };
@@ -272,14 +281,11 @@ fn load_with(
             store_metrics,
             triggers,
             api_status,
+            publisher: std::sync::Mutex::new(publisher),
         });
     }
     Ok(blocks)
 }
-
-/// The longest TTL of answers from a restored `snapshot` file, until the API server is synced
-/// (the default `ttl`).
-const SNAPSHOT_TTL: u32 = 5;
 
 /// A new API watch for `k8s`, not started, and the change stamps of what it serves until it
 /// syncs: the zone of a watch it replaces (a reloaded Corefile changed the block), else the
@@ -300,18 +306,6 @@ fn new_api_watch(
         StoreMetrics::new(&zone).reporting_programming(Arc::clone(&observability.programming)),
     );
     let mut triggers = Vec::new();
-    let build = |cluster: &crate::model::Cluster, config: &KubernetesConfig, serial: u32| {
-        let ctx = BuildContext {
-            local_ips: local_ips.to_vec(),
-            serial,
-        };
-        crate::zone::build(cluster, config, &ctx)
-    };
-    let unix = |at: SystemTime| {
-        at.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| {
-            u32::try_from(since.as_secs()).unwrap_or(u32::MAX)
-        })
-    };
     let store = if let Some(before) = previous.iter().find(|w| w.config().zones == k8s.zones) {
         status.inherited();
         Store::from_shared(before.store.snapshot())
@@ -320,11 +314,9 @@ fn new_api_watch(
     {
         match api::read_snapshot(path) {
             Ok((cluster, written)) => {
-                // Answers from a state of unknown age are given a short life: at most
-                // SNAPSHOT_TTL, so clients ask again soon after the sync.
-                let mut short = k8s.clone();
-                short.ttl = short.ttl.min(SNAPSHOT_TTL);
-                let snapshot = build(&cluster, &short, unix(written));
+                // Answers from a state of unknown age are given a short life, so clients
+                // ask again soon after the sync.
+                let snapshot = publish::restored(&cluster, k8s, local_ips, written);
                 let age = SystemTime::now()
                     .duration_since(written)
                     .unwrap_or_default();
@@ -346,18 +338,20 @@ fn new_api_watch(
                      the API server is synced)",
                     path.display()
                 );
-                Store::new(build(
+                Store::new(publish::empty_or(
                     &crate::model::Cluster::default(),
                     k8s,
-                    unix(SystemTime::now()),
+                    local_ips,
+                    SystemTime::now(),
                 ))
             }
         }
     } else {
-        Store::new(build(
+        Store::new(publish::empty_or(
             &crate::model::Cluster::default(),
             k8s,
-            unix(SystemTime::now()),
+            local_ips,
+            SystemTime::now(),
         ))
     };
     (
@@ -495,14 +489,18 @@ impl Generation {
                         line: watch.config().line,
                         error,
                     })?;
-            } else if let Some(k8s) = block.kubernetes() {
+            } else if let Some(k8s) = block.kubernetes()
+                && let Some(mut publisher) = loaded
+                    .publisher
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+            {
+                publisher.track(Tracker::new(self.started, &loaded.triggers));
                 watcher::watch(
-                    k8s.config.clone(),
-                    local_ips(&loaded.addrs),
-                    Arc::clone(&k8s.store),
+                    k8s.config.objects.clone(),
+                    publisher,
                     k8s.fingerprint,
-                    Tracker::new(self.started, &loaded.triggers),
-                    loaded.store_metrics.clone(),
                     self.token.clone(),
                 )
                 .map_err(StartError::Watch)?;

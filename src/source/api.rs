@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1 as core;
@@ -31,21 +31,24 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::programming::{self, Tracker};
+use super::programming::Tracker;
+use super::publish::Publisher;
 use crate::config::{ApiConfig, KubernetesConfig, PodMode};
-use crate::metrics::process::{ObjectCounts, StoreMetrics};
-use crate::metrics::{Collect, Exposition, Kind};
-use crate::model::{self, Cluster, Object, ObjectKey, convert};
+use crate::metrics::process::StoreMetrics;
+use crate::metrics::{self as metrics, Collect, Exposition};
+use crate::model::{self, Cluster, Kind, Object, ObjectKey, convert};
 use crate::store::Store;
-use crate::zone::{self, BuildContext};
+use crate::zone;
 
-/// How long a burst of changes settles before the zone is rebuilt: a rollout's many slice
-/// updates become one publication.
-const SETTLE: Duration = Duration::from_millis(50);
+/// The most changes taken into one publication beyond the first.
+const MAX_BATCH: usize = 4096;
 
 /// How long after a publication the snapshot file is written (later publications within it
 /// are written together).
 const SNAPSHOT_DELAY: Duration = Duration::from_secs(1);
+
+/// The shortest time between two writes of the snapshot file.
+const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How long connecting to the API server may take before the attempt counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -409,14 +412,14 @@ impl Collect for ApiStatus {
         out.sample(
             "clusterdns_kubernetes_synced",
             "1 once every watched resource has been listed from the API server.",
-            Kind::Gauge,
+            metrics::Kind::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(self.is_synced())),
         );
         out.sample(
             "clusterdns_kubernetes_api_up",
             "1 when the API server answered the last request successfully.",
-            Kind::Gauge,
+            metrics::Kind::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(
                 state.failing.is_none() && state.last_success.is_some(),
@@ -426,7 +429,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_api_last_success_timestamp_seconds",
                 "Unix time of the API server's last successful answer.",
-                Kind::Gauge,
+                metrics::Kind::Gauge,
                 &[("zone", zone)],
                 unix_seconds(at),
             );
@@ -435,7 +438,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_api_requests_total",
                 "Requests to the API server, by HTTP status code (error: no answer).",
-                Kind::Counter,
+                metrics::Kind::Counter,
                 &[("code", code), ("zone", zone)],
                 *count as f64,
             );
@@ -444,7 +447,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_watch_errors_total",
                 "Failed lists and watches, by resource.",
-                Kind::Counter,
+                metrics::Kind::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,
             );
@@ -453,7 +456,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_relists_total",
                 "Re-lists after the first list (a watch too old, 410 Gone), by resource.",
-                Kind::Counter,
+                metrics::Kind::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,
             );
@@ -462,7 +465,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_snapshot_age_seconds",
                 "Age of the snapshot file served until the API server is synced.",
-                Kind::Gauge,
+                metrics::Kind::Gauge,
                 &[("zone", zone)],
                 now.duration_since(written)
                     .unwrap_or_default()
@@ -506,10 +509,11 @@ enum Change {
     Failed(Resource, String),
 }
 
-/// The objects the watches have seen, and where each resource's list stands.
+/// The objects the watches have seen (kept by the block's [`Publisher`]), and where each
+/// resource's list stands.
 #[derive(Debug)]
 struct Watched {
-    cluster: Cluster,
+    publisher: Publisher,
     needed: Vec<Resource>,
     /// Resources listed completely at least once.
     listed: HashSet<Resource>,
@@ -518,9 +522,9 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(needed: Vec<Resource>) -> Self {
+    fn new(needed: Vec<Resource>, publisher: Publisher) -> Self {
         Self {
-            cluster: Cluster::default(),
+            publisher,
             needed,
             listed: HashSet::new(),
             listing: BTreeMap::new(),
@@ -533,7 +537,9 @@ impl Watched {
         self.listing.is_empty() && self.needed.iter().all(|r| self.listed.contains(r))
     }
 
-    /// Applies `change`; whether the objects changed.
+    /// Applies `change`; whether the objects changed. While a list is under way objects
+    /// are edited in place (the zone is built whole once the state is complete again);
+    /// otherwise each change goes to the publisher as it is.
     fn apply(&mut self, change: Change, status: &ApiStatus) -> bool {
         match change {
             Change::Init(resource) => {
@@ -547,19 +553,38 @@ impl Watched {
                 if let Some(seen) = self.listing.get_mut(&resource_of(&object)) {
                     seen.insert(object.key());
                 }
-                self.cluster.insert(*object);
+                if self.complete() {
+                    self.publisher.change(zone::Change::Upsert(object));
+                } else {
+                    self.publisher.edit().insert(*object);
+                }
                 true
             }
-            Change::Delete(resource, key) => self.remove(resource, &key),
+            Change::Delete(resource, key) => {
+                let kind = kind_of(resource);
+                if self.publisher.cluster().get(kind, &key).is_none() {
+                    return false;
+                }
+                if self.complete() {
+                    self.publisher.change(zone::Change::Delete(kind, key));
+                } else {
+                    self.publisher.edit().remove(kind, &key);
+                }
+                true
+            }
             Change::InitDone(resource) => {
                 let seen = self.listing.remove(&resource).unwrap_or_default();
                 self.listed.insert(resource);
+                let kind = kind_of(resource);
                 let gone: Vec<ObjectKey> = self
                     .keys(resource)
                     .filter(|key| !seen.contains(key))
                     .collect();
-                for key in &gone {
-                    self.remove(resource, key);
+                if !gone.is_empty() {
+                    let cluster = self.publisher.edit();
+                    for key in &gone {
+                        cluster.remove(kind, key);
+                    }
                 }
                 // The end of a list always counts: it may complete the state.
                 true
@@ -572,23 +597,23 @@ impl Watched {
     }
 
     fn keys(&self, resource: Resource) -> Box<dyn Iterator<Item = ObjectKey> + '_> {
+        let cluster = self.publisher.cluster();
         match resource {
-            Resource::Namespaces => {
-                Box::new(self.cluster.namespaces.keys().map(|n| namespace_key(n)))
-            }
-            Resource::Services => Box::new(self.cluster.services.keys().cloned()),
-            Resource::EndpointSlices => Box::new(self.cluster.endpoint_slices.keys().cloned()),
-            Resource::Pods => Box::new(self.cluster.pods.keys().cloned()),
+            Resource::Namespaces => Box::new(cluster.namespaces.keys().map(|n| namespace_key(n))),
+            Resource::Services => Box::new(cluster.services.keys().cloned()),
+            Resource::EndpointSlices => Box::new(cluster.endpoint_slices.keys().cloned()),
+            Resource::Pods => Box::new(cluster.pods.keys().cloned()),
         }
     }
+}
 
-    fn remove(&mut self, resource: Resource, key: &ObjectKey) -> bool {
-        match resource {
-            Resource::Namespaces => self.cluster.namespaces.remove(&key.name).is_some(),
-            Resource::Services => self.cluster.services.remove(key).is_some(),
-            Resource::EndpointSlices => self.cluster.endpoint_slices.remove(key).is_some(),
-            Resource::Pods => self.cluster.pods.remove(key).is_some(),
-        }
+/// The model's kind of the objects of `resource`.
+fn kind_of(resource: Resource) -> Kind {
+    match resource {
+        Resource::Namespaces => Kind::Namespace,
+        Resource::Services => Kind::Service,
+        Resource::EndpointSlices => Kind::EndpointSlice,
+        Resource::Pods => Kind::Pod,
     }
 }
 
@@ -676,15 +701,18 @@ impl ApiWatch {
             );
         }
         drop(tx);
-        let publisher = Publisher {
-            config: self.config.clone(),
-            store: Arc::clone(&self.store),
+        let mut publisher = Publisher::new(
+            self.config.clone(),
+            context.local_ips,
+            Arc::clone(&self.store),
+            Some(Arc::clone(&self.metrics)),
+        );
+        publisher.track(context.tracker);
+        let feed = Publishing {
             status: Arc::clone(&self.status),
-            metrics: Arc::clone(&self.metrics),
-            context,
             snapshot: self.config.snapshot.clone(),
         };
-        tokio::spawn(publisher.run(Watched::new(needed), rx, self.stop.clone()));
+        tokio::spawn(feed.run(Watched::new(needed, publisher), rx, self.stop.clone()));
         Ok(())
     }
 }
@@ -844,131 +872,115 @@ fn display_key(key: &ObjectKey) -> String {
     }
 }
 
-/// Owns the watched objects; publishes the zone and writes the snapshot file.
-struct Publisher {
-    config: KubernetesConfig,
-    store: Arc<Store>,
+/// Feeds the watches' changes to the publisher as they come, and writes the snapshot file.
+struct Publishing {
     status: Arc<ApiStatus>,
-    metrics: Arc<StoreMetrics>,
-    context: WatchContext,
     snapshot: Option<PathBuf>,
 }
 
-impl Publisher {
+impl Publishing {
     async fn run(
-        mut self,
+        self,
         mut watched: Watched,
         mut rx: mpsc::UnboundedReceiver<Change>,
         stop: CancellationToken,
     ) {
-        let mut dirty = false;
         let mut snapshot_due: Option<tokio::time::Instant> = None;
+        let mut last_written: Option<tokio::time::Instant> = None;
         loop {
             let due = snapshot_due;
             tokio::select! {
                 change = rx.recv() => {
                     let Some(change) = change else { return };
-                    dirty |= watched.apply(change, &self.status);
+                    watched.apply(change, &self.status);
+                    // Whatever else has arrived meanwhile goes into the same publication: a
+                    // burst is coalesced as far as publishing lags behind it, no further.
+                    for _ in 0..MAX_BATCH {
+                        let Ok(change) = rx.try_recv() else { break };
+                        watched.apply(change, &self.status);
+                    }
                 }
                 () = sleep_until(due) => {
                     snapshot_due = None;
-                    watched = self.write_snapshot(watched).await;
+                    last_written = Some(tokio::time::Instant::now());
+                    let Some(back) = self.write_snapshot(watched).await else { return };
+                    watched = back;
                     continue;
                 }
                 () = stop.cancelled() => return,
             }
-            if !dirty || !watched.complete() {
+            if !watched.complete() || !watched.publisher.is_dirty() {
                 continue;
             }
-            // Let the burst settle, taking what arrives meanwhile.
-            let settle = tokio::time::sleep(SETTLE);
-            let mut settle = std::pin::pin!(settle);
-            loop {
-                tokio::select! {
-                    change = rx.recv() => {
-                        let Some(change) = change else { return };
-                        watched.apply(change, &self.status);
-                    }
-                    () = &mut settle => break,
-                    () = stop.cancelled() => return,
-                }
-            }
-            if !watched.complete() {
-                continue;
-            }
-            dirty = false;
-            watched = self.publish(watched).await;
+            let Some(back) = self.publish(watched).await else {
+                return;
+            };
+            watched = back;
             if self.snapshot.is_some() && snapshot_due.is_none() {
-                snapshot_due = Some(tokio::time::Instant::now() + SNAPSHOT_DELAY);
+                // Soon after a change, and at most once per SNAPSHOT_INTERVAL under churn:
+                // the file is never older than the interval and its cost stays bounded.
+                let soonest = last_written.map(|at| at + SNAPSHOT_INTERVAL);
+                let after_delay = tokio::time::Instant::now() + SNAPSHOT_DELAY;
+                snapshot_due = Some(soonest.map_or(after_delay, |at| at.max(after_delay)));
             }
         }
     }
 
-    /// Builds the zone from the objects (off the async threads) and publishes it.
-    async fn publish(&mut self, watched: Watched) -> Watched {
-        let previous = self.store.load().serial();
-        let now = SystemTime::now();
-        let mut serial =
-            u32::try_from(now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs())
-                .unwrap_or(u32::MAX);
-        if serial <= previous {
-            serial = previous.wrapping_add(1);
-        }
-        let ctx = BuildContext {
-            local_ips: self.context.local_ips.clone(),
-            serial,
-        };
-        let config = self.config.clone();
-        let started = Instant::now();
-        let (watched, built) = blocking(watched, move |watched| {
-            let snapshot = zone::build(&watched.cluster, &config, &ctx);
-            (snapshot, programming::triggers(&watched.cluster))
-        })
-        .await;
-        let Some((snapshot, triggers)) = built else {
-            tracing::error!("building the zone panicked; still serving the last one");
-            return watched;
-        };
-        let cluster = &watched.cluster;
-        let counts = ObjectCounts {
-            namespaces: cluster.namespaces.len() as u64,
-            services: cluster.services.len() as u64,
-            endpoint_slices: cluster.endpoint_slices.len() as u64,
-            pods: cluster.pods.len() as u64,
-        };
+    /// Publishes the zone of the objects: at once for an update, on a blocking thread when
+    /// it is built whole. `None` if the objects were lost (the runtime is shutting down).
+    async fn publish(&self, mut watched: Watched) -> Option<Watched> {
         let first = !self.status.is_synced();
-        let published = SystemTime::now();
-        let latencies = self.context.tracker.published(&triggers, published);
-        self.metrics.published(snapshot.serial(), counts, published);
-        self.metrics.programmed(&latencies);
-        let names = snapshot.name_count();
-        self.store.publish(snapshot);
+        let published = if watched.publisher.needs_whole() {
+            let (back, published) = blocking(watched, |watched| {
+                watched.publisher.publish(SystemTime::now())
+            })
+            .await?;
+            watched = back;
+            match published {
+                Some(published) => published,
+                None => {
+                    tracing::error!("building the zone panicked; still serving the last one");
+                    return Some(watched);
+                }
+            }
+        } else {
+            watched.publisher.publish(SystemTime::now())
+        };
+        let Some(published) = published else {
+            return Some(watched);
+        };
         if first {
             tracing::info!(
                 zone = %self.status.zone,
-                serial,
-                names,
-                services = counts.services,
-                endpoint_slices = counts.endpoint_slices,
-                build_ms = started.elapsed().as_millis(),
+                serial = published.serial,
+                names = published.names,
+                services = published.counts.services,
+                endpoint_slices = published.counts.endpoint_slices,
+                build_ms = published.build_time.as_millis(),
                 "synced with the API server; zone published"
             );
             // After the log line: whoever waits for the sync logs after it.
-            self.status.mark_synced(published);
+            self.status.mark_synced(SystemTime::now());
         } else {
-            tracing::debug!(serial, names, "objects changed; new zone published");
+            tracing::debug!(
+                serial = published.serial,
+                names = published.names,
+                whole = published.whole,
+                build_us = published.build_time.as_micros(),
+                "objects changed; new zone published"
+            );
         }
-        watched
+        Some(watched)
     }
 
-    async fn write_snapshot(&self, watched: Watched) -> Watched {
+    async fn write_snapshot(&self, watched: Watched) -> Option<Watched> {
         let Some(path) = self.snapshot.clone() else {
-            return watched;
+            return Some(watched);
         };
         let (watched, written) = blocking(watched, move |watched| {
-            write_snapshot(&path, &watched.cluster).map_err(|error| (path, error))
+            write_snapshot(&path, watched.publisher.cluster()).map_err(|error| (path, error))
         })
-        .await;
+        .await?;
         match written {
             Some(Ok(())) => {}
             Some(Err((path, error))) => tracing::warn!(
@@ -977,35 +989,28 @@ impl Publisher {
             ),
             None => tracing::error!("writing the snapshot panicked"),
         }
-        watched
+        Some(watched)
     }
 }
 
 /// Runs `work` on the objects on a blocking thread and gives them back with its result
-/// (`None` if it panicked: the objects are still given back).
-async fn blocking<T, F>(watched: Watched, work: F) -> (Watched, Option<T>)
+/// (`None` if it panicked: the objects are still given back). `None` altogether when the
+/// runtime shuts down under it.
+async fn blocking<T, F>(mut watched: Watched, work: F) -> Option<(Watched, Option<T>)>
 where
     T: Send + 'static,
-    F: FnOnce(&Watched) -> T + Send + 'static,
+    F: FnOnce(&mut Watched) -> T + Send + 'static,
 {
     let joined = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&watched)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut watched)));
         (watched, result.ok())
     })
     .await;
     match joined {
-        Ok(done) => done,
-        // Only a runtime shutting down gets here (the closure catches panics). The objects
-        // are gone: what is left is complete only once every resource is listed again.
+        Ok(done) => Some(done),
         Err(error) => {
             tracing::error!("blocking task failed: {error}");
-            let every = vec![
-                Resource::Namespaces,
-                Resource::Services,
-                Resource::EndpointSlices,
-                Resource::Pods,
-            ];
-            (Watched::new(every), None)
+            None
         }
     }
 }
@@ -1079,9 +1084,21 @@ mod tests {
         }))
     }
 
+    fn publisher() -> Publisher {
+        let config = KubernetesConfig::new(vec!["cluster.local.".parse().expect("zone")], 0, 1);
+        let store = Arc::new(Store::new(super::super::publish::empty_or(
+            &Cluster::default(),
+            &config,
+            &[],
+            SystemTime::now(),
+        )));
+        Publisher::new(config, Vec::new(), store, None)
+    }
+
     fn names(watched: &Watched) -> Vec<String> {
         watched
-            .cluster
+            .publisher
+            .cluster()
             .services
             .values()
             .map(|svc: &Service| display_key(&svc.key))
@@ -1091,7 +1108,7 @@ mod tests {
     #[test]
     fn the_state_is_complete_only_when_every_resource_is_listed_and_none_relisting() {
         let status = ApiStatus::new("cluster.local.");
-        let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services]);
+        let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services], publisher());
         assert!(!watched.complete());
         watched.apply(Change::Init(Resource::Namespaces), &status);
         watched.apply(Change::Upsert(namespace("shop")), &status);
@@ -1108,7 +1125,7 @@ mod tests {
     #[test]
     fn a_relist_updates_in_place_and_removes_what_it_did_not_see() {
         let status = ApiStatus::new("cluster.local.");
-        let mut watched = Watched::new(vec![Resource::Services]);
+        let mut watched = Watched::new(vec![Resource::Services], publisher());
         for change in [
             Change::Init(Resource::Services),
             Change::Upsert(service("shop", "web")),
@@ -1137,7 +1154,7 @@ mod tests {
     #[test]
     fn deletes_and_failures() {
         let status = ApiStatus::new("cluster.local.");
-        let mut watched = Watched::new(vec![Resource::Services]);
+        let mut watched = Watched::new(vec![Resource::Services], publisher());
         watched.apply(Change::Init(Resource::Services), &status);
         watched.apply(Change::InitDone(Resource::Services), &status);
         assert!(watched.apply(Change::Upsert(service("shop", "web")), &status));

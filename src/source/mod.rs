@@ -4,11 +4,13 @@
 //!   command).
 //! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
 //! - [`watcher`]: a store kept current with its objects files.
+//! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
 pub mod api;
 pub mod file;
 pub mod programming;
+pub mod publish;
 pub mod watcher;
 
 pub use file::{Error, Loaded, Loader, parse_objects, read_objects};

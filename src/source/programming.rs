@@ -73,22 +73,32 @@ pub fn triggers(cluster: &Cluster) -> Vec<SliceTrigger> {
     cluster
         .endpoint_slices
         .values()
-        .filter_map(|slice| {
-            let at = slice.trigger_time?;
-            let name = slice.service_name.as_ref()?;
-            let service = cluster
-                .services
-                .get(&ObjectKey::new(slice.key.namespace.as_str(), name.as_str()))?;
-            if service.external_name.is_some() {
-                return None;
-            }
-            Some(SliceTrigger {
-                slice: slice.key.clone(),
-                kind: ServiceKind::of(service),
-                at,
-            })
-        })
+        .filter_map(|slice| trigger(cluster, slice))
         .collect()
+}
+
+/// The stamped slices among `keys` (those still in `cluster`), as [`triggers`] gives them.
+pub fn triggers_of(cluster: &Cluster, keys: &[&ObjectKey]) -> Vec<SliceTrigger> {
+    keys.iter()
+        .filter_map(|key| cluster.endpoint_slices.get(*key))
+        .filter_map(|slice| trigger(cluster, slice))
+        .collect()
+}
+
+fn trigger(cluster: &Cluster, slice: &crate::model::EndpointSlice) -> Option<SliceTrigger> {
+    let at = slice.trigger_time?;
+    let name = slice.service_name.as_ref()?;
+    let service = cluster
+        .services
+        .get(&ObjectKey::new(slice.key.namespace.as_str(), name.as_str()))?;
+    if service.external_name.is_some() {
+        return None;
+    }
+    Some(SliceTrigger {
+        slice: slice.key.clone(),
+        kind: ServiceKind::of(service),
+        at,
+    })
 }
 
 /// What the last publication's slices were stamped with.
@@ -130,6 +140,31 @@ impl Tracker {
             seen.insert(trigger.slice.clone(), trigger.at);
         }
         self.seen = seen;
+        latencies
+    }
+
+    /// A snapshot in which only the slices `changed` changed was published at `now`:
+    /// `triggers` are the stamps of those still there (as [`Tracker::published`] would
+    /// observe them, without walking every slice).
+    pub fn changed(
+        &mut self,
+        triggers: &[SliceTrigger],
+        changed: &[&ObjectKey],
+        now: SystemTime,
+    ) -> Vec<(ServiceKind, Duration)> {
+        for key in changed {
+            if !triggers.iter().any(|trigger| trigger.slice == **key) {
+                self.seen.remove(*key);
+            }
+        }
+        let mut latencies = Vec::new();
+        for trigger in triggers {
+            let before = self.seen.insert(trigger.slice.clone(), trigger.at);
+            if before != Some(trigger.at) && trigger.at >= self.since {
+                let latency = now.duration_since(trigger.at).unwrap_or_default();
+                latencies.push((trigger.kind, latency));
+            }
+        }
         latencies
     }
 }

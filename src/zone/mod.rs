@@ -31,7 +31,7 @@ pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 use name::{WireName, labels, suffix_offset};
 use rrset::{RrSet, rtype};
 use shards::Sharded;
-pub use update::{Change, Incremental};
+pub use update::{Applied, Change, Incremental};
 
 use crate::config::PodMode;
 

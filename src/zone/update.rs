@@ -39,14 +39,16 @@ pub enum Change {
 }
 
 impl Change {
-    fn kind(&self) -> Kind {
+    /// The kind of the object changed.
+    pub fn kind(&self) -> Kind {
         match self {
             Self::Upsert(object) => object.kind(),
             Self::Delete(kind, _) => *kind,
         }
     }
 
-    fn key(&self) -> ObjectKey {
+    /// The key of the object changed.
+    pub fn key(&self) -> ObjectKey {
         match self {
             Self::Upsert(object) => object.key(),
             Self::Delete(_, key) => key.clone(),

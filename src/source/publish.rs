@@ -1,0 +1,415 @@
+//! The one place that turns cluster changes into published zones.
+//!
+//! A [`Publisher`] owns the objects of one *kubernetes* block (the only copy the process
+//! keeps) and the store they are published to. The objects files, the API watch and
+//! start-up all go through it: it applies changes, builds the next zone (only the names the
+//! changes touched, or whole after a list), picks the SOA serial, observes programming
+//! latency and keeps the store metrics.
+//!
+//! The serial is the time of the last change in Unix seconds, never behind the previous
+//! one and never ahead of the clock: publications within one second share it, as CoreDNS's
+//! `Modified()` does.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::programming::{self, SliceTrigger, Tracker};
+use crate::config::KubernetesConfig;
+use crate::metrics::process::{ObjectCounts, StoreMetrics};
+use crate::model::{Cluster, Kind, Object};
+use crate::store::Store;
+use crate::zone::{self, Applied, BuildContext, Change, Incremental, Snapshot};
+
+/// The longest TTL of answers from a restored snapshot file, until the API server is synced.
+pub const RESTORED_TTL: u32 = 5;
+
+/// Owns a block's objects and publishes its zone.
+#[derive(Debug)]
+pub struct Publisher {
+    config: KubernetesConfig,
+    local_ips: Vec<IpAddr>,
+    cluster: Cluster,
+    /// What updates follow; `None` until the first whole build, and after the objects were
+    /// edited directly (a list): the next publication is whole.
+    zone: Option<Incremental>,
+    /// Changes not published yet.
+    pending: Vec<Change>,
+    store: Arc<Store>,
+    metrics: Option<Arc<StoreMetrics>>,
+    tracker: Option<Tracker>,
+}
+
+/// What one publication did.
+#[derive(Debug, Clone, Copy)]
+pub struct Published {
+    /// The SOA serial published.
+    pub serial: u32,
+    /// Names in the zone.
+    pub names: usize,
+    /// Whether the zone was built whole.
+    pub whole: bool,
+    /// How long building took.
+    pub build_time: Duration,
+    /// The objects the zone was built from.
+    pub counts: ObjectCounts,
+}
+
+impl Publisher {
+    /// A publisher of `config`'s zone to `store`, with no objects yet.
+    pub fn new(
+        config: KubernetesConfig,
+        local_ips: Vec<IpAddr>,
+        store: Arc<Store>,
+        metrics: Option<Arc<StoreMetrics>>,
+    ) -> Self {
+        Self {
+            config,
+            local_ips,
+            cluster: Cluster::default(),
+            zone: None,
+            pending: Vec::new(),
+            store,
+            metrics,
+            tracker: None,
+        }
+    }
+
+    /// Builds the first zone of `cluster` whole (its serial from `changed`, the time of the
+    /// last change) and a store holding it, with a publisher for what follows.
+    pub fn start(
+        config: KubernetesConfig,
+        local_ips: Vec<IpAddr>,
+        cluster: Cluster,
+        changed: SystemTime,
+        metrics: Option<Arc<StoreMetrics>>,
+    ) -> (Self, Published) {
+        let ctx = BuildContext {
+            local_ips: local_ips.clone(),
+            serial: unix_seconds(changed),
+        };
+        let started = Instant::now();
+        let (snapshot, zone) = Incremental::build(&cluster, &config, &ctx);
+        let build_time = started.elapsed();
+        let store = Arc::new(Store::new(snapshot));
+        let mut publisher = Self::new(config, local_ips, store, metrics);
+        publisher.cluster = cluster;
+        publisher.zone = Some(zone);
+        let snapshot = publisher.store.load();
+        let published = Published {
+            serial: snapshot.serial(),
+            names: snapshot.name_count(),
+            whole: true,
+            build_time,
+            counts: publisher.counts(),
+        };
+        drop(snapshot);
+        publisher.counts_published(published.serial, SystemTime::now());
+        (publisher, published)
+    }
+
+    /// The store the zone is published to.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The objects, as last changed.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Programming latency is observed from now on by `tracker`.
+    pub fn track(&mut self, tracker: Tracker) {
+        self.tracker = Some(tracker);
+    }
+
+    /// The objects to edit directly (a list in progress): the next publication is whole.
+    pub fn edit(&mut self) -> &mut Cluster {
+        for change in std::mem::take(&mut self.pending) {
+            apply(&mut self.cluster, change);
+        }
+        self.zone = None;
+        &mut self.cluster
+    }
+
+    /// Queues `change` for the next publication.
+    pub fn change(&mut self, change: Change) {
+        if self.zone.is_none() {
+            apply(&mut self.cluster, change);
+        } else {
+            self.pending.push(change);
+        }
+    }
+
+    /// Queues the changes that turn the objects into `cluster` (an objects file read again).
+    pub fn replace(&mut self, cluster: Cluster) {
+        let changes = diff(&self.cluster, cluster);
+        for change in changes {
+            self.change(change);
+        }
+    }
+
+    /// Whether the next publication builds the zone whole (worth a blocking thread).
+    pub fn needs_whole(&self) -> bool {
+        self.zone.is_none()
+    }
+
+    /// Whether there is anything to publish.
+    pub fn is_dirty(&self) -> bool {
+        self.zone.is_none() || !self.pending.is_empty()
+    }
+
+    /// Publishes the zone of the objects as changed, with a serial for a change at `at`
+    /// (`None` when nothing changed since the last publication).
+    pub fn publish(&mut self, at: SystemTime) -> Option<Published> {
+        if !self.is_dirty() {
+            return None;
+        }
+        let previous = self.store.snapshot();
+        let serial = unix_seconds(at).max(previous.serial());
+        let started = Instant::now();
+        let changes = std::mem::take(&mut self.pending);
+        let touched: Vec<(Kind, crate::model::ObjectKey)> = changes
+            .iter()
+            .filter(|change| change.kind() == Kind::EndpointSlice)
+            .map(|change| (change.kind(), change.key()))
+            .collect();
+        let (snapshot, whole) = match &mut self.zone {
+            Some(zone) => {
+                let (snapshot, applied) = zone.apply(&mut self.cluster, changes, &previous, serial);
+                (snapshot, applied == Applied::Whole)
+            }
+            None => {
+                let ctx = BuildContext {
+                    local_ips: self.local_ips.clone(),
+                    serial,
+                };
+                let (snapshot, zone) = Incremental::build(&self.cluster, &self.config, &ctx);
+                self.zone = Some(zone);
+                (snapshot, true)
+            }
+        };
+        drop(previous);
+        let build_time = started.elapsed();
+        let now = SystemTime::now();
+        // Metrics first: whoever sees the new answers finds them counted.
+        let published = {
+            let slices: Vec<_> = touched.iter().map(|(_, key)| key).collect();
+            self.observe(whole, now, &slices);
+            self.counts_published(serial, now);
+            Published {
+                serial,
+                names: snapshot.name_count(),
+                whole,
+                build_time,
+                counts: self.counts(),
+            }
+        };
+        self.store.publish(snapshot);
+        Some(published)
+    }
+
+    fn counts_published(&self, serial: u32, now: SystemTime) {
+        if let Some(metrics) = &self.metrics {
+            metrics.published(serial, self.counts(), now);
+        }
+    }
+
+    /// Programming latency of the slices changed (all of them after a whole build).
+    fn observe(&mut self, whole: bool, now: SystemTime, slices: &[&crate::model::ObjectKey]) {
+        let Some(tracker) = &mut self.tracker else {
+            return;
+        };
+        let latencies = if whole {
+            tracker.published(&programming::triggers(&self.cluster), now)
+        } else {
+            let triggers: Vec<SliceTrigger> = programming::triggers_of(&self.cluster, slices);
+            tracker.changed(&triggers, slices, now)
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.programmed(&latencies);
+        }
+    }
+
+    /// The objects by kind.
+    pub fn counts(&self) -> ObjectCounts {
+        counts(&self.cluster)
+    }
+}
+
+/// The objects of `cluster` by kind.
+pub fn counts(cluster: &Cluster) -> ObjectCounts {
+    ObjectCounts {
+        namespaces: cluster.namespaces.len() as u64,
+        services: cluster.services.len() as u64,
+        endpoint_slices: cluster.endpoint_slices.len() as u64,
+        pods: cluster.pods.len() as u64,
+    }
+}
+
+/// The zone of a snapshot file written at `written`, served until the API server is
+/// synced: its answers live at most [`RESTORED_TTL`], so clients ask again soon after.
+pub fn restored(
+    cluster: &Cluster,
+    config: &KubernetesConfig,
+    local_ips: &[IpAddr],
+    written: SystemTime,
+) -> Snapshot {
+    let mut short = config.clone();
+    short.ttl = short.ttl.min(RESTORED_TTL);
+    empty_or(cluster, &short, local_ips, written)
+}
+
+/// The zone of `cluster` built whole, for a store that no publisher feeds yet.
+pub fn empty_or(
+    cluster: &Cluster,
+    config: &KubernetesConfig,
+    local_ips: &[IpAddr],
+    at: SystemTime,
+) -> Snapshot {
+    let ctx = BuildContext {
+        local_ips: local_ips.to_vec(),
+        serial: unix_seconds(at),
+    };
+    zone::build(cluster, config, &ctx)
+}
+
+fn apply(cluster: &mut Cluster, change: Change) {
+    match change {
+        Change::Upsert(object) => {
+            cluster.replace(*object);
+        }
+        Change::Delete(kind, key) => {
+            cluster.remove(kind, &key);
+        }
+    }
+}
+
+/// The changes that turn `old` into `new`.
+pub fn diff(old: &Cluster, new: Cluster) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let Cluster {
+        namespaces,
+        services,
+        endpoint_slices,
+        pods,
+    } = new;
+    for name in old.namespaces.keys() {
+        if !namespaces.contains_key(name) {
+            changes.push(Change::Delete(
+                Kind::Namespace,
+                crate::model::ObjectKey::new("", name.as_str()),
+            ));
+        }
+    }
+    macro_rules! keyed {
+        ($old:expr, $new:expr, $kind:expr, $variant:path) => {
+            for key in $old.keys() {
+                if !$new.contains_key(key) {
+                    changes.push(Change::Delete($kind, key.clone()));
+                }
+            }
+            for (key, object) in $new {
+                if $old.get(&key) != Some(&object) {
+                    changes.push(Change::Upsert(Box::new($variant(object))));
+                }
+            }
+        };
+    }
+    for (name, namespace) in namespaces {
+        if old.namespaces.get(&name) != Some(&namespace) {
+            changes.push(Change::Upsert(Box::new(Object::Namespace(namespace))));
+        }
+    }
+    keyed!(old.services, services, Kind::Service, Object::Service);
+    keyed!(
+        old.endpoint_slices,
+        endpoint_slices,
+        Kind::EndpointSlice,
+        Object::EndpointSlice
+    );
+    keyed!(old.pods, pods, Kind::Pod, Object::Pod);
+    changes
+}
+
+/// Unix seconds of `at` (0 before the epoch).
+pub fn unix_seconds(at: SystemTime) -> u32 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u32::try_from(since.as_secs()).unwrap_or(u32::MAX)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::source::read_objects;
+
+    fn shop() -> Cluster {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
+        read_objects(&[path]).unwrap().cluster
+    }
+
+    fn config() -> KubernetesConfig {
+        let zones = ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]
+            .iter()
+            .map(|z| z.parse().unwrap())
+            .collect();
+        KubernetesConfig::new(zones, 0, 1)
+    }
+
+    fn at(seconds: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn the_serial_follows_the_clock_and_never_runs_ahead_of_it() {
+        let (mut publisher, first) =
+            Publisher::start(config(), Vec::new(), shop(), at(1_000), None);
+        assert_eq!(first.serial, 1_000);
+        let mut cluster = shop();
+        for round in 0..50u64 {
+            // Fifty changes within one second share its serial.
+            let service = cluster.services.values_mut().next().unwrap();
+            service.cluster_ips = vec![format!("10.96.9.{round}").parse().unwrap()];
+            publisher.replace(cluster.clone());
+            let published = publisher.publish(at(2_000)).unwrap();
+            assert_eq!(published.serial, 2_000);
+            assert!(!published.whole);
+        }
+        // A clock that steps back keeps the serial where it was.
+        publisher.replace(shop());
+        assert_eq!(publisher.publish(at(1_500)).unwrap().serial, 2_000);
+        assert_eq!(publisher.store().load().serial(), 2_000);
+        assert!(publisher.publish(at(3_000)).is_none(), "nothing changed");
+    }
+
+    #[test]
+    fn a_changed_file_is_applied_as_a_diff_of_objects() {
+        let old = shop();
+        let mut new = shop();
+        let first = new.services.keys().next().unwrap().clone();
+        new.services.remove(&first);
+        let slice = new.endpoint_slices.values_mut().next().unwrap();
+        slice.endpoints.clear();
+        let changes = diff(&old, new.clone());
+        assert_eq!(changes.len(), 2, "{changes:#?}");
+        let (mut publisher, _) = Publisher::start(config(), Vec::new(), old, at(1), None);
+        publisher.replace(new.clone());
+        let published = publisher.publish(at(2)).unwrap();
+        assert!(!published.whole);
+        assert_eq!(publisher.cluster(), &new);
+        let full = empty_or(&new, &config(), &[], at(2));
+        let zone_file = |snapshot: &Snapshot| {
+            let mut lines: Vec<String> = crate::zone::zonefile::zone_file(snapshot, None)
+                .lines()
+                .map(str::to_owned)
+                .collect();
+            lines.sort_unstable();
+            lines
+        };
+        assert_eq!(zone_file(&publisher.store().load()), zone_file(&full));
+    }
+}
