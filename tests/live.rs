@@ -697,3 +697,218 @@ fn watch_memory_at_scale() {
         synced.as_secs_f64()
     );
 }
+
+/// Server CPU time (user + system) of a process so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
+}
+
+/// How long after the stand-in is told of a new Service its name answers, asked over UDP
+/// every 200 µs: the programming latency a client sees. `n` picks the Service's name and
+/// ClusterIP (10.111.x.y, outside gencluster's range).
+fn new_service_latency(api: &ApiServer, server: &TestServer, n: u32) -> Duration {
+    let name = format!("churn-probe-{n}");
+    let ip = format!("10.111.{}.{}", n / 250, n % 250 + 1);
+    let packet = crate::common::query(&format!("{name}.default.svc.cluster.local."), "A", None);
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let addr = server.addr;
+    let started = Instant::now();
+    api.apply(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "http", "port": 80}]},
+    }));
+    let mut buf = [0u8; 512];
+    loop {
+        socket.send_to(&packet, addr).unwrap();
+        if let Ok((len, _)) = socket.recv_from(&mut buf) {
+            // NOERROR with one answer.
+            if len > 12 && buf[3] & 0x0f == 0 && u16::from_be_bytes([buf[6], buf[7]]) == 1 {
+                return started.elapsed();
+            }
+        }
+        assert!(started.elapsed() < PATIENCE, "{name} never answered");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let at = |p: f64| {
+        let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+        samples[index].as_secs_f64() * 1000.0
+    };
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)",
+        at(0.5),
+        at(0.99),
+        at(1.0),
+        samples.len()
+    )
+}
+
+/// dnsperf against the server for `seconds` (pinned to CPU 1): queries answered and the
+/// server's CPU time meanwhile.
+fn dnsperf(server: &TestServer, queries: &str, seconds: u32) -> Option<(f64, Duration)> {
+    let before = cpu_time(server.pid());
+    let output = std::process::Command::new("taskset")
+        .args(["-c", "1", "dnsperf", "-s", "127.0.0.1", "-p"])
+        .arg(server.addr.port().to_string())
+        .args([
+            "-d",
+            queries,
+            "-l",
+            &seconds.to_string(),
+            "-T",
+            "2",
+            "-c",
+            "8",
+            "-q",
+            "200",
+        ])
+        .output()
+        .ok()?;
+    let cpu = cpu_time(server.pid()) - before;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let completed = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Queries completed:"))?
+        .split_whitespace()
+        .next()?
+        .parse::<f64>()
+        .ok()?;
+    Some((completed, cpu))
+}
+
+/// The watch under churn at scale: `bench/churn.sh` runs it (release build) on a cluster
+/// from `examples/gencluster` named by `CLUSTERDNS_SCALE_FILE` (dnsperf queries in
+/// `CLUSTERDNS_SCALE_QUERIES`, churn rate in `CLUSTERDNS_CHURN_RATE`, slice updates per
+/// second). Prints sync time, RSS, programming latency idle and under churn, the server's CPU
+/// spent on the churn and its query capacity during it against idle.
+#[test]
+#[ignore = "a measurement, run by bench/churn.sh"]
+fn churn_at_scale() {
+    let file = std::env::var("CLUSTERDNS_SCALE_FILE").expect("CLUSTERDNS_SCALE_FILE");
+    let queries = std::env::var("CLUSTERDNS_SCALE_QUERIES").ok();
+    let rate: u32 = std::env::var("CLUSTERDNS_CHURN_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(100);
+    let pods = std::env::var("CLUSTERDNS_SCALE_PODS").unwrap_or_else(|_| "insecure".into());
+    let api = std::sync::Arc::new(ApiServer::start());
+    api.apply_file(&file);
+    let corefile = corefile(
+        &format!("endpoint {}", api.url()),
+        &format!("pods {pods}\n        startup_timeout 600s"),
+        "",
+    );
+    let started = Instant::now();
+    let server = serve(&corefile);
+    let synced = started.elapsed();
+    let pin = |cpu: &str, pid: u32| {
+        let _ = std::process::Command::new("taskset")
+            .args(["-a", "-cp", cpu, &pid.to_string()])
+            .output();
+    };
+    pin("0", server.pid());
+    pin("1", std::process::id());
+    let (peak_sync, _) = memory_mb(server.pid());
+    std::thread::sleep(Duration::from_secs(5));
+    let (_, steady) = memory_mb(server.pid());
+    eprintln!(
+        "sync {:.1} s; RSS peak during sync {peak_sync:.0} MB, steady {steady:.0} MB",
+        synced.as_secs_f64()
+    );
+
+    let samples = 40;
+    let idle: Vec<Duration> = (0..samples)
+        .map(|n| {
+            std::thread::sleep(Duration::from_millis(20));
+            new_service_latency(&api, &server, n)
+        })
+        .collect();
+    eprintln!("programming latency, idle: {}", percentiles(idle));
+    let idle_capacity = queries
+        .as_deref()
+        .and_then(|q| dnsperf(&server, q, 10))
+        .map(|(done, cpu)| done / cpu.as_secs_f64().max(0.001));
+
+    // Churn: `rate` slice updates a second, each flipping one endpoint's readiness.
+    let slices: Vec<Value> = api
+        .objects(Kind::EndpointSlice)
+        .into_iter()
+        .filter(|s| s["endpoints"].as_array().is_some_and(|e| !e.is_empty()))
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (api, stop) = (std::sync::Arc::clone(&api), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let period = Duration::from_secs_f64(1.0 / f64::from(rate));
+            let mut next = Instant::now();
+            let mut updates = 0u64;
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut slice = slices[n % slices.len()].clone();
+                let flip = (n / slices.len()).is_multiple_of(2);
+                slice["endpoints"][0]["conditions"]["ready"] = json!(!flip);
+                let stamp = jiff::Timestamp::now().to_string();
+                slice["metadata"]["annotations"] =
+                    json!({"endpoints.kubernetes.io/last-change-trigger-time": stamp});
+                api.apply(slice);
+                updates += 1;
+                n += 1;
+                next += period;
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            updates
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let window = Instant::now();
+    let cpu_before = cpu_time(server.pid());
+    let mut rss_max: f64 = 0.0;
+    let mut busy: Vec<Duration> = Vec::new();
+    for n in 0..samples {
+        busy.push(new_service_latency(&api, &server, 1000 + n));
+        rss_max = rss_max.max(memory_mb(server.pid()).1);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let cpu = cpu_time(server.pid()) - cpu_before;
+    let elapsed = window.elapsed();
+    let churn_capacity = queries
+        .as_deref()
+        .and_then(|q| dnsperf(&server, q, 10))
+        .map(|(done, cpu)| done / cpu.as_secs_f64().max(0.001));
+    rss_max = rss_max.max(memory_mb(server.pid()).1);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let updates = churn.join().unwrap();
+    eprintln!(
+        "programming latency, {rate} slice updates/s: {}",
+        percentiles(busy)
+    );
+    eprintln!(
+        "server CPU during churn: {:.1} % of a core ({:.2} s over {:.1} s, probes included); \
+         RSS max {rss_max:.0} MB ({:.2} x steady); {updates} updates sent",
+        cpu.as_secs_f64() / elapsed.as_secs_f64() * 100.0,
+        cpu.as_secs_f64(),
+        elapsed.as_secs_f64(),
+        rss_max / steady
+    );
+    if let (Some(idle), Some(churn)) = (idle_capacity, churn_capacity) {
+        eprintln!(
+            "queries per server CPU-second: idle {idle:.0}, during churn {churn:.0} ({:.0} %)",
+            churn / idle * 100.0
+        );
+    }
+}
