@@ -1,4 +1,5 @@
-//! The query path, per query, at 100 and at 10,000 Services; and the snapshot build.
+//! The query path, per query, at 100 and at 10,000 Services; one update of the zone; and
+//! the snapshot built whole.
 //!
 //! Each query is what `Handler::respond` does for a UDP packet: `wire::Request::parse` →
 //! `Snapshot::lookup` → `wire::write_answer` into a reused buffer. `respond/*` benches
@@ -241,6 +242,64 @@ fn bench_build(c: &mut Criterion, fixture: &Fixture) {
     group.finish();
 }
 
+/// One change applied as an update, next to the full build above: an EndpointSlice whose
+/// first endpoint turns unready and ready again (two updates an iteration), and a Service
+/// added and deleted again.
+fn bench_update(c: &mut Criterion, fixture: &Fixture) {
+    use clusterdns::model::{Kind, Object};
+    use clusterdns::zone::{Change, Incremental};
+    let ctx = BuildContext {
+        local_ips: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+        serial: 1,
+    };
+    let mut cluster = fixture.cluster.clone();
+    let (mut snapshot, mut incremental) = Incremental::build(&cluster, &fixture.config, &ctx);
+    let mut group = c.benchmark_group("update");
+    let slice = cluster
+        .endpoint_slices
+        .values()
+        .filter(|slice| !slice.endpoints.is_empty())
+        .nth(cluster.endpoint_slices.len() / 3)
+        .expect("a slice with endpoints")
+        .clone();
+    group.bench_function(
+        format!("{} services/slice readiness", fixture.services),
+        |b| {
+            b.iter(|| {
+                for ready in [false, true] {
+                    let mut changed = slice.clone();
+                    changed.endpoints[0].conditions.ready = Some(ready);
+                    let change = Change::Upsert(Box::new(Object::EndpointSlice(changed)));
+                    let (next, _) = incremental.apply(&mut cluster, vec![change], &snapshot, 1);
+                    snapshot = next;
+                }
+            });
+        },
+    );
+    let mut service = cluster
+        .services
+        .values()
+        .find(|service| !service.headless && !service.cluster_ips.is_empty())
+        .expect("a ClusterIP Service")
+        .clone();
+    service.key.name = "bench-added".into();
+    service.cluster_ips = vec!["10.111.0.1".parse().expect("address")];
+    let key = service.key.clone();
+    group.bench_function(
+        format!("{} services/service add+delete", fixture.services),
+        |b| {
+            b.iter(|| {
+                let add = Change::Upsert(Box::new(Object::Service(service.clone())));
+                let (next, _) = incremental.apply(&mut cluster, vec![add], &snapshot, 1);
+                let delete = Change::Delete(Kind::Service, key.clone());
+                let (next, _) = incremental.apply(&mut cluster, vec![delete], &next, 1);
+                snapshot = next;
+            });
+        },
+    );
+    group.finish();
+}
+
 fn slug(category: Category) -> &'static str {
     match category {
         Category::ClusterIp => "clusterip_a",
@@ -256,6 +315,7 @@ fn benches(c: &mut Criterion) {
     for services in [100, 10_000] {
         let fixture = fixture(services);
         bench_queries(c, &fixture);
+        bench_update(c, &fixture);
         bench_build(c, &fixture);
     }
 }

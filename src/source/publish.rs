@@ -84,6 +84,7 @@ impl Publisher {
         changed: SystemTime,
         metrics: Option<Arc<StoreMetrics>>,
     ) -> (Self, Published) {
+        let cluster = needed(cluster, &config);
         let ctx = BuildContext {
             local_ips: local_ips.clone(),
             serial: unix_seconds(changed),
@@ -143,7 +144,7 @@ impl Publisher {
 
     /// Queues the changes that turn the objects into `cluster` (an objects file read again).
     pub fn replace(&mut self, cluster: Cluster) {
-        let changes = diff(&self.cluster, cluster);
+        let changes = diff(&self.cluster, needed(cluster, &self.config));
         for change in changes {
             self.change(change);
         }
@@ -274,6 +275,15 @@ pub fn empty_or(
     zone::build(cluster, config, &ctx)
 }
 
+/// What of `cluster` the zone of `config` is built from: pods only for `pods verified` (an
+/// objects file holds them for the other commands; kept, they would only cost memory).
+fn needed(mut cluster: Cluster, config: &KubernetesConfig) -> Cluster {
+    if config.pods != crate::config::PodMode::Verified {
+        cluster.pods.clear();
+    }
+    cluster
+}
+
 fn apply(cluster: &mut Cluster, change: Change) {
     match change {
         Change::Upsert(object) => {
@@ -400,7 +410,13 @@ mod tests {
         publisher.replace(new.clone());
         let published = publisher.publish(at(2)).unwrap();
         assert!(!published.whole);
-        assert_eq!(publisher.cluster(), &new);
+        let mut kept = new.clone();
+        kept.pods.clear();
+        assert_eq!(
+            publisher.cluster(),
+            &kept,
+            "pods are kept for `pods verified` only"
+        );
         let full = empty_or(&new, &config(), &[], at(2));
         let zone_file = |snapshot: &Snapshot| {
             let mut lines: Vec<String> = crate::zone::zonefile::zone_file(snapshot, None)

@@ -631,10 +631,16 @@ fn list(
         }
     };
     let objects = state.objects_at(rv);
-    let mut matching = objects
-        .iter()
-        .filter(|(key, _)| key.0 == kind && start.as_ref().is_none_or(|s| *key > s))
-        .filter(|(_, object)| filter.matches(object));
+    // From the continue key on (or the kind's first key), as etcd ranges: a page costs its
+    // own size, not the whole store's.
+    let from = match &start {
+        Some(start) => std::ops::Bound::Excluded(start.clone()),
+        None => std::ops::Bound::Included((kind, String::new(), String::new())),
+    };
+    let in_kind = objects
+        .range((from, std::ops::Bound::Unbounded))
+        .take_while(|(key, _)| key.0 == kind);
+    let mut matching = in_kind.filter(|(_, object)| filter.matches(object));
     let mut items = Vec::new();
     let mut last = None;
     for (key, object) in matching.by_ref() {
@@ -650,7 +656,24 @@ fn list(
             break;
         }
     }
-    let remaining = matching.count();
+    // Whether more follow, and (without selectors, as the real server says) how many; a
+    // filter with nothing to evaluate is not evaluated for the count.
+    let remaining = if !filter.labels.is_empty() || !filter.fields.is_empty() {
+        usize::from(matching.next().is_some())
+    } else if filter.namespace.is_none() {
+        let from = last.map_or(std::ops::Bound::Unbounded, |key| {
+            std::ops::Bound::Excluded(key.clone())
+        });
+        match from {
+            std::ops::Bound::Unbounded => 0,
+            from => objects
+                .range((from, std::ops::Bound::Unbounded))
+                .take_while(|(key, _)| key.0 == kind)
+                .count(),
+        }
+    } else {
+        matching.count()
+    };
     let mut metadata = json!({"resourceVersion": rv.to_string()});
     if remaining > 0
         && let Some((_, namespace, name)) = last
