@@ -8,8 +8,9 @@
 //! ```text
 //!  config (Corefile -> typed config)                 pure; I/O only in read_corefile()
 //!  model (minimal objects from k8s-openapi types)    pure
-//!    -> source (static files) -> store              the only writers of cluster state
-//!    -> store (immutable Snapshot, published whole)
+//!    -> source (static files | API watch -> publish) the only writers of cluster state;
+//!                                                   one publisher turns changes into zones
+//!    -> store (immutable Snapshot, published whole; the next shares what a change left)
 //!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
 //!    -> server (sockets: the UDP fast path, TCP through hickory-server, AXFR)
 //!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)
@@ -20,7 +21,8 @@
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
 //! - [`model`]: Namespace, Service, EndpointSlice, Pod, and the EndpointSlice controller.
-//! - [`source`]: `kubectl get -o json` files into a [`model::Cluster`].
+//! - [`source`]: `kubectl get -o json` files and the API watch into a [`model::Cluster`],
+//!   published by [`source::publish::Publisher`].
 //! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.

@@ -63,7 +63,7 @@ pub(crate) fn build_full(
     let snapshot = Snapshot {
         zones,
         nodes: Sharded::from_entries(nodes.into_iter()),
-        pod_namespaces,
+        pod_namespaces: std::sync::Arc::new(pod_namespaces),
         pods: config.pods,
         clients: Sharded::from_entries(clients.into_iter()),
         ttl: config.ttl,

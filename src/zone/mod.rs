@@ -48,7 +48,7 @@ pub struct Snapshot {
     zones: Vec<ServedZone>,
     nodes: Sharded<Box<[u8]>, Node>,
     /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
-    pod_namespaces: HashSet<Box<[u8]>, ahash::RandomState>,
+    pod_namespaces: std::sync::Arc<HashSet<Box<[u8]>, ahash::RandomState>>,
     pods: PodMode,
     /// `pods verified`: each client pod address and its namespace (`None` when pods of two
     /// namespaces claim the address), for *autopath*.

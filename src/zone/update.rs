@@ -193,7 +193,7 @@ impl Incremental {
 
         let filter = Filter::new(cluster, &self.config);
         if touched.exposure {
-            next.pod_namespaces = build::pod_namespaces(&self.config, &filter);
+            next.pod_namespaces = std::sync::Arc::new(build::pod_namespaces(&self.config, &filter));
         }
         if self.config.pods == PodMode::Verified {
             for ip in &touched.clients {
