@@ -8,6 +8,7 @@ mod common;
 mod corefile;
 mod deploy;
 mod e2e;
+mod external_name;
 mod forward;
 mod live;
 mod loader;

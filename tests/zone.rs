@@ -512,11 +512,11 @@ fn external_names() {
                 NONE,
             ),
             case(
-                "ExternalName TXT is NODATA",
+                "ExternalName TXT is chased like A (CoreDNS plugin.TXT): the CNAME, no forwarder",
                 "ext.rules.svc.cluster.local.",
                 "TXT",
                 NOERROR,
-                NONE,
+                &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
                 NONE,
             ),
             case(

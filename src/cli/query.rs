@@ -51,6 +51,18 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
         &mut out,
     ) {
         Outcome::Reply => Message::from_vec(&out)?,
+        Outcome::Forward(pending) if pending.chase_so_far().is_some() => {
+            let Some((so_far, target)) = pending.chase_so_far() else {
+                anyhow::bail!("no reply");
+            };
+            print!("{}", dig_text(&Message::from_vec(&so_far)?));
+            println!(
+                "; {target} is outside the cluster zone: the server asks it upstream (forward) \
+                 and puts its records after the CNAME; this offline command does not ask \
+                 upstream."
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
         Outcome::Forward(_) => {
             println!(
                 "; {} is not in the cluster zone: the server forwards it upstream, which this \

@@ -5,6 +5,10 @@
 //! [`Handler::respond`] is synchronous and answers everything that needs no upstream (the
 //! cluster zone, cache hits, errors) on the spot; a query that must go upstream comes back as
 //! [`Outcome::Forward`] for [`Handler::complete`] to finish asynchronously.
+//!
+//! An ExternalName whose target lies outside its zone is *chased* (CoreDNS's
+//! `Upstream.Lookup`): the target is asked through this handler again, and the reply is the
+//! CNAME followed by the target's records.
 
 mod autopath;
 
@@ -12,15 +16,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hickory_proto::op::{Message, ResponseCode};
+
 use super::{Block, Outcome, Pending, Transport, transfer};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::{Family, Observation, Plugin, Proto, ServerMetrics};
 use crate::querylog::Entry;
 use crate::wire::{self, Malformed, Request, rcode, reply};
-use crate::zone::Rcode;
-use crate::zone::name::suffix_offset;
+use crate::zone::name::{WireName, suffix_offset};
 use crate::zone::rrset::rtype;
+use crate::zone::{Answer, Rcode, ServedZone};
 
 pub(crate) use self::autopath::AutopathRest;
 
@@ -80,22 +86,38 @@ impl Handler {
         out: &mut Vec<u8>,
     ) -> Outcome {
         let started = Instant::now();
+        match self.step(packet, client, transport, started, out) {
+            Step::Done(outcome) => outcome,
+            Step::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
+        }
+    }
+
+    /// [`respond`](Self::respond), except that an ExternalName whose target lies outside
+    /// the zone comes back as [`Step::Chase`], unanswered and not yet logged.
+    fn step(
+        &self,
+        packet: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+        started: Instant,
+        out: &mut Vec<u8>,
+    ) -> Step {
         // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
         // metrics and logs it is the IPv4 client it is.
         let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         let request = match Request::parse(packet) {
             Ok(request) => request,
-            Err(Malformed::Ignore) => return Outcome::Drop,
+            Err(Malformed::Ignore) => return Step::Done(Outcome::Drop),
             Err(Malformed::Reply {
                 id, flags, rcode, ..
             }) => {
                 wire::write_malformed(id, flags, rcode, out);
-                return Outcome::Reply;
+                return Step::Done(Outcome::Reply);
             }
         };
         if request.edns.is_some_and(|edns| edns.version != 0) {
             wire::write_rcode(&request, rcode::BADVERS, out);
-            return Outcome::Reply;
+            return Step::Done(Outcome::Reply);
         }
         let qname = request.question.name();
         let Some((block, zone)) = self.block_for(qname) else {
@@ -110,7 +132,7 @@ impl Handler {
                     Duration::ZERO,
                 ));
             }
-            return Outcome::Reply;
+            return Step::Done(Outcome::Reply);
         };
         let at = Reached {
             block,
@@ -122,7 +144,7 @@ impl Handler {
         if !wire::is_internet_class(request.question.qclass) {
             wire::write_rcode(&request, rcode::REFUSED, out);
             self.finish(&at, &request, out, Plugin::Server);
-            return Outcome::Reply;
+            return Step::Done(Outcome::Reply);
         }
         let qtype = request.question.qtype;
         if let Some(probe) = &block.loop_detect
@@ -145,10 +167,10 @@ impl Handler {
             if matches!(outcome, Outcome::Reply) {
                 self.finish(&at, &request, out, Plugin::Transfer);
             }
-            return outcome;
+            return Step::Done(outcome);
         }
         if let Some(outcome) = autopath::respond(self, block, &at, &request, packet, out) {
-            return outcome;
+            return Step::Done(outcome);
         }
         let limit = limit(&request, transport);
         if let Some(kubernetes) = &block.kubernetes {
@@ -160,13 +182,18 @@ impl Handler {
                 if nxdomain && !passes && kubernetes.provisional() {
                     wire::write_rcode(&request, rcode::SERVFAIL, out);
                     self.finish(&at, &request, out, Plugin::Kubernetes);
-                    return Outcome::Reply;
+                    return Step::Done(Outcome::Reply);
                 }
                 if !passes {
                     let zone = &snapshot.zones()[answer.zone];
+                    if let Some(target) = answer.chase {
+                        return Step::Chase(Chase::new(
+                            block, at.zone, &request, &answer, zone, target,
+                        ));
+                    }
                     wire::write_answer(&request, &answer, zone, limit, block.loadbalance, out);
                     self.finish(&at, &request, out, Plugin::Kubernetes);
-                    return Outcome::Reply;
+                    return Step::Done(Outcome::Reply);
                 }
             }
         }
@@ -174,7 +201,7 @@ impl Handler {
             // The end of the chain: nothing in the block serves the name, nothing forwards it.
             wire::write_rcode(&request, rcode::REFUSED, out);
             self.finish(&at, &request, out, Plugin::Server);
-            return Outcome::Reply;
+            return Step::Done(Outcome::Reply);
         };
         if block
             .loop_detect
@@ -183,7 +210,7 @@ impl Handler {
         {
             wire::write_rcode(&request, rcode::SERVFAIL, out);
             self.finish(&at, &request, out, Plugin::Loop);
-            return Outcome::Reply;
+            return Step::Done(Outcome::Reply);
         }
         let pending = |packet: &[u8]| {
             Outcome::Forward(Box::new(Pending {
@@ -195,16 +222,17 @@ impl Handler {
                 started,
                 forwarder,
                 autopath: None,
+                chase: None,
             }))
         };
         let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
-            return pending(packet);
+            return Step::Done(pending(packet));
         };
         let refresh = match cache.get(&request, started, limit, out) {
             Some(Hit::Fresh) => false,
             Some(Hit::Prefetch) => true,
             Some(Hit::Stale) if !cache.stale_is_verified() => true,
-            Some(Hit::Stale) | None => return pending(packet),
+            Some(Hit::Stale) | None => return Step::Done(pending(packet)),
         };
         if block.loadbalance
             && let Some(shuffled) = reply::shuffle(out)
@@ -215,11 +243,30 @@ impl Handler {
         if refresh {
             refresh_in_background(Arc::clone(block), packet.to_vec(), forwarder);
         }
-        Outcome::Reply
+        Step::Done(Outcome::Reply)
     }
 
     /// Finishes a query [`respond`](Self::respond) sent upstream, writing the reply into `out`.
-    pub async fn complete(&self, pending: Box<Pending>, out: &mut Vec<u8>) {
+    pub async fn complete(&self, mut pending: Box<Pending>, out: &mut Vec<u8>) {
+        let Some(chase) = pending.chase.take() else {
+            return self.complete_plain(pending, out).await;
+        };
+        let Ok(request) = Request::parse(&pending.packet) else {
+            return;
+        };
+        let at = Reached {
+            block: &pending.block,
+            zone: pending.zone,
+            client: pending.client,
+            transport: pending.transport,
+            started: pending.started,
+        };
+        let merged = self.chase_complete(chase).await;
+        self.deliver_chase(&at, &request, &merged, out);
+    }
+
+    /// [`complete`](Self::complete) for a query that is not an ExternalName's chase.
+    async fn complete_plain(&self, pending: Box<Pending>, out: &mut Vec<u8>) {
         let Pending {
             block,
             zone,
@@ -229,6 +276,7 @@ impl Handler {
             started,
             forwarder,
             autopath,
+            chase: _,
         } = *pending;
         let Ok(request) = Request::parse(&packet) else {
             return;
@@ -241,7 +289,7 @@ impl Handler {
             started,
         };
         if let Some(rest) = autopath {
-            autopath::complete(self, &at, &request, &packet, *rest, out).await;
+            autopath::complete(self, &block, &at, &request, &packet, *rest, out).await;
             return;
         }
         let limit = limit(&request, transport);
@@ -308,6 +356,134 @@ impl Handler {
         self.finish(&at, &request, out, plugin);
     }
 
+    /// An ExternalName whose target lies outside the zone: the target asked through this
+    /// server again — every block, *cache* and *forward* included — as CoreDNS's
+    /// `Upstream.Lookup` does; what needs no upstream is answered at once.
+    fn chase(
+        &self,
+        chase: Box<Chase>,
+        packet: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+        started: Instant,
+        out: &mut Vec<u8>,
+    ) -> Outcome {
+        let Ok(request) = Request::parse(packet) else {
+            return Outcome::Drop;
+        };
+        let block = Arc::clone(&chase.block);
+        let zone = chase.zone;
+        match self.chase_step(chase, packet, client, transport) {
+            Chased::Done(merged) => {
+                let at = Reached {
+                    block: &block,
+                    zone,
+                    client,
+                    transport,
+                    started,
+                };
+                self.deliver_chase(&at, &request, &merged, out);
+                Outcome::Reply
+            }
+            Chased::Upstream(chase) => Outcome::Forward(Box::new(Pending {
+                block,
+                zone,
+                packet: packet.to_vec(),
+                client,
+                transport,
+                started,
+                forwarder: 0,
+                autopath: None,
+                chase: Some(chase),
+            })),
+        }
+    }
+
+    /// Follows `chase` as far as the server answers without an upstream: the merged reply, or
+    /// the chase waiting for the upstream's answer to its last target.
+    pub(crate) fn chase_step(
+        &self,
+        mut chase: Box<Chase>,
+        packet: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+    ) -> Chased {
+        loop {
+            let target = chase.target.to_lowercase();
+            // A target seen before in this chase (names in two zones pointing at each
+            // other) or a chain longer than CoreDNS follows: what an in-zone loop gives.
+            if chase.visited.len() > MAX_CHASE || chase.visited.contains(&target) {
+                return Chased::Done(std::mem::take(&mut chase.nodata));
+            }
+            chase.visited.push(target);
+            let Some(asked) = autopath::ask_as(packet, &chase.target) else {
+                return Chased::Done(chase.merge(None));
+            };
+            let mut reply = Vec::new();
+            match self.step(&asked, client, transport, Instant::now(), &mut reply) {
+                Step::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
+                Step::Done(Outcome::Forward(pending)) => {
+                    chase.upstream = Some(pending);
+                    return Chased::Upstream(chase);
+                }
+                Step::Done(Outcome::Drop | Outcome::Transfer(_)) => {
+                    return Chased::Done(chase.merge(None));
+                }
+                Step::Chase(next) => {
+                    let Chase {
+                        replies, target, ..
+                    } = *next;
+                    chase.replies.extend(replies);
+                    chase.target = target;
+                }
+            }
+        }
+    }
+
+    /// Finishes a chase that went upstream: the merged reply. Boxed, as a trait object:
+    /// the target's query may be an *autopath* walk, which may chase again.
+    pub(crate) fn chase_complete(
+        &self,
+        mut chase: Box<Chase>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send + '_>> {
+        Box::pin(async move {
+            let Some(pending) = chase.upstream.take() else {
+                return chase.merge(None);
+            };
+            let mut reply = Vec::new();
+            self.complete_plain(pending, &mut reply).await;
+            chase.merge((!reply.is_empty()).then_some(&reply[..]))
+        })
+    }
+
+    /// Sends a chase's merged reply: shuffled for *loadbalance*, cut to the client's size.
+    fn deliver_chase(
+        &self,
+        at: &Reached<'_>,
+        request: &Request<'_>,
+        merged: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let shuffled = if at.block.loadbalance {
+            reply::shuffle(merged)
+        } else {
+            None
+        };
+        let bytes = shuffled.as_deref().unwrap_or(merged);
+        if reply::fit_for_client(
+            bytes,
+            request.id,
+            request.edns.as_ref(),
+            limit(request, at.transport),
+            out,
+        )
+        .is_err()
+        {
+            wire::write_rcode(request, rcode::SERVFAIL, out);
+        }
+        self.finish(at, request, out, Plugin::Kubernetes);
+    }
+
     /// What every answered query goes through last: *prometheus* and *log*.
     fn finish(&self, at: &Reached<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
         let block = at.block;
@@ -359,6 +535,132 @@ impl Handler {
             }
         }
         best.map(|(block, index, _)| (block, index))
+    }
+}
+
+/// How many names a chase asks before it counts as a loop (CoreDNS's
+/// `maxCnameChainLength`).
+const MAX_CHASE: usize = 10;
+
+/// What [`Handler::step`] came to.
+enum Step {
+    /// Answered, or on its way upstream.
+    Done(Outcome),
+    /// An ExternalName to chase.
+    Chase(Box<Chase>),
+}
+
+/// Where a chase got to without an upstream.
+pub(crate) enum Chased {
+    /// The reply for the question asked, whole (not yet cut to the client's size).
+    Done(Vec<u8>),
+    /// Waiting for the upstream's answer to the last target.
+    Upstream(Box<Chase>),
+}
+
+/// An ExternalName's chase: the CNAMEs so far, and the name to ask next.
+#[derive(Debug)]
+pub(crate) struct Chase {
+    /// The block and zone of the question asked.
+    block: Arc<Block>,
+    zone: usize,
+    /// The replies, in order, whose answers make the chain: the first answers the question
+    /// asked (its header and question are the reply's); the others, targets in other zones.
+    replies: Vec<Vec<u8>>,
+    /// The reply for a loop: NODATA for the question asked.
+    nodata: Vec<u8>,
+    /// The next name to ask.
+    target: WireName,
+    /// The names asked so far, lower case (the question asked first).
+    visited: Vec<WireName>,
+    /// The last target's query, gone upstream.
+    upstream: Option<Box<Pending>>,
+}
+
+impl Chase {
+    /// The chase of `answer`, the zone's answer to `request`, whose chain ends at `target`.
+    pub(crate) fn new(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        answer: &Answer<'_>,
+        zone: &ServedZone,
+        target: &[u8],
+    ) -> Box<Self> {
+        let mut reply = Vec::new();
+        wire::write_answer(
+            request,
+            answer,
+            zone,
+            usize::from(u16::MAX),
+            false,
+            &mut reply,
+        );
+        let mut nodata = Vec::new();
+        let empty = Answer {
+            rcode: crate::zone::Rcode::NoError,
+            zone: answer.zone,
+            answer: Default::default(),
+            additional: Default::default(),
+            chase: None,
+        };
+        wire::write_answer(
+            request,
+            &empty,
+            zone,
+            usize::from(u16::MAX),
+            false,
+            &mut nodata,
+        );
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            replies: vec![reply],
+            nodata,
+            target: WireName::from_wire_unchecked(target.to_vec()),
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+        })
+    }
+
+    /// The chain's reply, ending with `last`, the reply for the last target: its records
+    /// follow the CNAMEs with their own TTLs, and its rcode (NOERROR or NXDOMAIN) is the
+    /// reply's. Without a usable `last` (the upstream failed, SERVFAIL, REFUSED) the CNAMEs
+    /// alone, NOERROR, as CoreDNS answers.
+    fn merge(&self, last: Option<&[u8]>) -> Vec<u8> {
+        let first = &self.replies[0];
+        let Ok(mut message) = Message::from_vec(first) else {
+            return first.clone();
+        };
+        for reply in &self.replies[1..] {
+            if let Ok(reply) = Message::from_vec(reply) {
+                message.answers.extend(reply.answers);
+            }
+        }
+        if let Some(last) = last.and_then(|last| Message::from_vec(last).ok()) {
+            let code = last.metadata.response_code;
+            if matches!(code, ResponseCode::NoError | ResponseCode::NXDomain) {
+                if last.answers.is_empty() {
+                    // The target's negative answer, with the SOA its zone gives.
+                    message.authorities = last.authorities;
+                }
+                message.answers.extend(last.answers);
+                message.metadata.response_code = code;
+                message.metadata.truncation |= last.metadata.truncation;
+            }
+        }
+        message.to_vec().unwrap_or_else(|_| first.clone())
+    }
+}
+
+impl Pending {
+    /// For an ExternalName's chase waiting for an upstream: the reply so far (the CNAMEs,
+    /// NOERROR, whole) and the name that goes upstream.
+    pub fn chase_so_far(&self) -> Option<(Vec<u8>, String)> {
+        let chase = self.chase.as_ref()?;
+        Some((chase.merge(None), chase.target.to_string()))
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Pending {
     forwarder: usize,
     /// *autopath*'s walk, when it continues upstream.
     autopath: Option<Box<handler::AutopathRest>>,
+    /// An ExternalName's chase, when its target went upstream.
+    chase: Option<Box<handler::Chase>>,
 }
 
 /// One server block at run time: its plugins, in CoreDNS's order.

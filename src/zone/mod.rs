@@ -136,7 +136,7 @@ impl ServedZone {
 pub(crate) struct Node {
     /// RRsets sorted by type; empty for an empty non-terminal.
     rrsets: Box<[RrSet]>,
-    /// For an ExternalName Service: the CNAME target, followed for A and AAAA.
+    /// For an ExternalName Service: the CNAME target, followed for A, AAAA and TXT.
     cname: Option<Box<[u8]>>,
 }
 
@@ -206,7 +206,7 @@ pub struct Answer<'a> {
     pub answer: SmallVec<[Run<'a>; 2]>,
     /// The additional section.
     pub additional: SmallVec<[Run<'a>; 1]>,
-    /// An ExternalName target outside the zone, for a forwarder to resolve and append.
+    /// An ExternalName target outside the zone, for the server to ask and append.
     pub chase: Option<&'a [u8]>,
 }
 
@@ -308,7 +308,7 @@ impl Snapshot {
         depth: usize,
     ) -> Answer<'s> {
         if let Some(target) = &node.cname
-            && matches!(qtype, rtype::A | rtype::AAAA)
+            && matches!(qtype, rtype::A | rtype::AAAA | rtype::TXT)
         {
             return self.chase_cname(zone, qname, node, target, qtype, depth);
         }
@@ -318,9 +318,10 @@ impl Snapshot {
         }
     }
 
-    /// A and AAAA at an ExternalName Service (CoreDNS `plugin.A`): the CNAME, then — for an
-    /// in-zone target — the target's records, or NODATA without the CNAME when the target
-    /// has none; an out-of-zone target is left to a forwarder (`chase`).
+    /// A, AAAA and TXT at an ExternalName Service (CoreDNS `plugin.A`, `AAAA`, `TXT`): the
+    /// CNAME, then — for an in-zone target — the target's records, or NODATA without the
+    /// CNAME when the target has none; an out-of-zone target is left to the server, which
+    /// asks it through the rest of the chain (`chase`, CoreDNS's `Upstream.Lookup`).
     fn chase_cname<'s>(
         &'s self,
         zone: usize,

@@ -18,7 +18,7 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::{Handler, Reached, limit};
+use super::{Chase, Chased, Handler, Reached, limit};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
@@ -44,10 +44,12 @@ enum Step {
     Reply(Vec<u8>),
     /// It goes upstream.
     Upstream,
+    /// An ExternalName whose target is asked through the server again.
+    Chase(Box<Chase>),
 }
 
 /// The query as it would have been asked for `name`: same ID, flags and EDNS.
-fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
+pub(super) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
     let mut message = Message::from_vec(packet).ok()?;
     let query = message.queries.first_mut()?;
     query.set_name(Name::from_ascii(name.to_string()).ok()?);
@@ -56,7 +58,7 @@ fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
 
 /// Answers `name` from the cluster zone, as the handler's *kubernetes* step does, or says it
 /// goes upstream (outside the zone, or `fallthrough`).
-fn local(block: &Block, packet: &[u8], name: &WireName) -> Option<Step> {
+fn local(block: &Arc<Block>, packet: &[u8], name: &WireName) -> Option<Step> {
     let asked = ask_as(packet, name)?;
     let request = Request::parse(&asked).ok()?;
     let qname = request.question.name();
@@ -72,6 +74,11 @@ fn local(block: &Block, packet: &[u8], name: &WireName) -> Option<Step> {
             }
             if !passes {
                 let zone = &snapshot.zones()[answer.zone];
+                if let Some(target) = answer.chase {
+                    let zone_index = 0;
+                    let chase = Chase::new(block, zone_index, &request, &answer, zone, target);
+                    return Some(Step::Chase(chase));
+                }
                 wire::write_answer(
                     &request,
                     &answer,
@@ -135,20 +142,20 @@ pub(super) fn respond(
     };
     let mut first = None;
     for (index, candidate) in plan.candidates.iter().enumerate() {
-        match local(block, packet, candidate)? {
+        match local(shared, packet, candidate)? {
             Step::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
                 if index == 0 {
                     first = Some(bytes);
                 }
             }
             // The asked name answers: the usual path writes that.
-            Step::Reply(_) if index == 0 => return None,
+            Step::Reply(_) | Step::Chase(_) if index == 0 => return None,
             Step::Reply(bytes) => {
                 let written = rewrite(&bytes, packet, index)?;
                 deliver(handler, at, request, &written, out);
                 return Some(Outcome::Reply);
             }
-            Step::Upstream => {
+            Step::Upstream | Step::Chase(_) => {
                 return Some(Outcome::Forward(Box::new(Pending {
                     block: Arc::clone(shared),
                     zone: at.zone,
@@ -162,6 +169,7 @@ pub(super) fn respond(
                         index,
                         first,
                     })),
+                    chase: None,
                 })));
             }
         }
@@ -175,6 +183,7 @@ pub(super) fn respond(
 /// The walk's upstream part.
 pub(super) async fn complete(
     handler: &Handler,
+    shared: &Arc<Block>,
     at: &Reached<'_>,
     request: &Request<'_>,
     packet: &[u8],
@@ -185,8 +194,17 @@ pub(super) async fn complete(
     let mut first = rest.first;
     for (offset, candidate) in rest.candidates.iter().enumerate() {
         let index = rest.index + offset;
-        let bytes = match local(block, packet, candidate) {
+        let bytes = match local(shared, packet, candidate) {
             Some(Step::Reply(bytes)) => bytes,
+            Some(Step::Chase(chase)) => {
+                let Some(asked) = ask_as(packet, candidate) else {
+                    break;
+                };
+                match handler.chase_step(chase, &asked, at.client, at.transport) {
+                    Chased::Done(bytes) => bytes,
+                    Chased::Upstream(chase) => handler.chase_complete(chase).await,
+                }
+            }
             Some(Step::Upstream) => match upstream(block, packet, candidate).await {
                 Some(bytes) => bytes,
                 None => {
