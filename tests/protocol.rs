@@ -135,17 +135,36 @@ fn udp_answers_that_do_not_fit_are_truncated() {
 }
 
 #[test]
-fn glue_is_dropped_before_answers_and_without_tc() {
+fn glue_that_fits_is_kept_without_tc() {
     let (server, _dir) = big_server(15, "");
-    // 15 SRV records fit in 1232 bytes, with their 15 glue records they do not: the answer goes out
-    // whole, without the optional glue and without TC (RFC 2181 §9).
-    let reply = server.ask_with(
-        &query("many.big.svc.cluster.local.", "SRV", Some(1232)),
-        Transport::Udp,
-    );
+    // 15 SRV records fit in 1232 bytes, with their 15 glue records they do not: the answer goes
+    // out whole with as much glue as fits, whole RRsets, and without TC (RFC 2181 §9).
+    let packet = query("many.big.svc.cluster.local.", "SRV", Some(1232));
+    let bytes = server.raw(&packet, Transport::Udp).unwrap();
+    let reply = Reply::decode(&bytes);
     assert!(!reply.truncated);
     assert_eq!(reply.answer.len(), 15);
-    assert!(reply.additional.is_empty());
+    let glue = reply.message.additionals.len();
+    assert!((1..15).contains(&glue), "{glue} glue records");
+    assert!(bytes.len() <= 1232, "{} bytes", bytes.len());
+    // Each glue record is one of the whole reply's, and the next one would not have fit.
+    let whole = Reply::decode(&server.raw(&packet, Transport::Tcp).unwrap());
+    assert_eq!(whole.additional.len(), 15);
+    for line in &reply.additional {
+        assert!(whole.additional.contains(line), "{line}");
+    }
+    let record = "10-1-0-1.many.big.svc.cluster.local".len() + 2 + 10 + 4;
+    assert!(
+        bytes.len() + record > 1232,
+        "{} bytes, room for more",
+        bytes.len()
+    );
+    // Without EDNS (512 bytes) the SRV records alone do not fit: TC, nothing half-sent.
+    let plain = server.ask_with(
+        &query("many.big.svc.cluster.local.", "SRV", None),
+        Transport::Udp,
+    );
+    assert!(plain.truncated && plain.answer.is_empty() && plain.additional.is_empty());
 }
 
 #[test]

@@ -308,6 +308,20 @@ impl<'o> Writer<'o> {
     /// Writes one run into `section` (1 answer, 2 authority, 3 additional); with `shuffle`
     /// (the *loadbalance* plugin), A, AAAA and MX records go out in a random order.
     fn run(&mut self, section: usize, run: &Run<'_>, respell: Option<&Respell<'_>>, shuffle: bool) {
+        self.run_within(section, run, respell, shuffle, usize::MAX);
+    }
+
+    /// [`run`](Self::run), keeping the message within `budget` bytes: an RRset (records in a
+    /// row with one owner and type) that would pass it is left out whole, and so is every
+    /// one after it. Whether all of the run went in.
+    fn run_within(
+        &mut self,
+        section: usize,
+        run: &Run<'_>,
+        respell: Option<&Respell<'_>>,
+        shuffle: bool,
+        budget: usize,
+    ) -> bool {
         let data = &run.data[..];
         let mut records: SmallVec<[(usize, usize, usize); 16]> = SmallVec::new();
         let mut at = 0;
@@ -337,7 +351,15 @@ impl<'o> Writer<'o> {
             }
         }
         let mut named_at: Option<usize> = None;
+        // Where the RRset being written began: its offset, count and (owner, type).
+        let mut set_start = (self.out.len(), self.counts[section]);
+        let mut set_key: Option<(&[u8], &[u8])> = None;
         for (owner_at, rr_start, end) in records {
+            let key = (&data[owner_at..rr_start], &data[rr_start..rr_start + 2]);
+            if set_key != Some(key) {
+                set_start = (self.out.len(), self.counts[section]);
+                set_key = Some(key);
+            }
             match &run.owner {
                 Owner::Question => self.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]),
                 Owner::Name(name) => match named_at {
@@ -371,7 +393,13 @@ impl<'o> Writer<'o> {
                 }
             }
             self.counts[section] += 1;
+            if self.out.len() > budget {
+                self.out.truncate(set_start.0);
+                self.counts[section] = set_start.1;
+                return false;
+            }
         }
+        true
     }
 
     /// The zone's SOA in the authority section, owned by the zone as spelled in the question.
@@ -449,8 +477,8 @@ impl Respell<'_> {
 }
 
 /// Writes the reply to `request` carrying `answer` from `zone`, at most `limit` bytes:
-/// when it does not fit, the additional section goes first, then the answer and authority,
-/// with TC set (the client retries over TCP). `shuffle` is the *loadbalance* plugin.
+/// when it does not fit, the additional section keeps the glue that fits, then the answer
+/// and authority go, with TC set (the client retries over TCP). `shuffle` is the *loadbalance* plugin.
 pub fn write_answer(
     request: &Request<'_>,
     answer: &Answer<'_>,
@@ -470,27 +498,28 @@ pub fn write_answer(
         lower: origin,
         asked,
     });
-    for attempt in 0..3 {
+    // Room for the OPT record, which goes last.
+    let opt_len = if request.edns.is_some() { 11 } else { 0 };
+    for truncated in [false, true] {
         let mut writer = Writer::new(out, Some(request.question_bytes()));
-        let mut truncated = false;
-        if attempt < 2 {
+        if !truncated {
             for run in &answer.answer {
                 writer.run(1, run, respell.as_ref(), shuffle);
             }
             if answer.is_negative() {
                 writer.negative_soa(zone_offset, &zone.soa());
             }
-            if attempt == 0 {
-                for run in &answer.additional {
-                    writer.run(3, run, respell.as_ref(), shuffle);
+            // Glue is optional: as much of it as fits, whole RRsets, without TC (RFC 2181 §9).
+            let budget = limit.saturating_sub(opt_len);
+            for run in &answer.additional {
+                if !writer.run_within(3, run, respell.as_ref(), shuffle, budget) {
+                    break;
                 }
             }
-        } else {
-            truncated = true;
         }
         writer.opt(request.edns.as_ref(), rcode);
         writer.header(request.id, request.flags, true, truncated, rcode);
-        if out.len() <= limit || attempt == 2 {
+        if out.len() <= limit || truncated {
             return;
         }
     }

@@ -118,8 +118,8 @@ pub fn min_ttl(message: &[u8]) -> Result<Option<u32>, Malformed> {
 }
 
 /// Rewrites the reply for a client: its ID, its EDNS (the upstream's OPT replaced by an echo
-/// of the client's, or removed), and cut to `limit` bytes — additional records first, then
-/// everything but the question with TC set.
+/// of the client's, or removed), and cut to `limit` bytes — the additional RRsets that do
+/// not fit first, then everything but the question with TC set.
 pub fn fit_for_client(
     message: &[u8],
     id: u16,
@@ -138,21 +138,31 @@ pub fn fit_for_client(
 
     out.clear();
     out.extend_from_slice(&message[..additional_start]);
+    let opt_len = if edns.is_some() { 11 } else { 0 };
+    // The additional section is optional: the RRsets that fit, in order, without TC
+    // (RFC 2181 §9). A record may point at a name in one before it, so what goes is a tail.
     let mut additional = 0u16;
+    let mut set_start = (out.len(), additional);
+    let mut set_key: Option<(Vec<u8>, u16)> = None;
     for record in records
         .iter()
         .filter(|r| r.section == 3 && r.rtype != rtype::OPT)
     {
+        let key = (owner(message, record.start), record.rtype);
+        if set_key.as_ref() != Some(&key) {
+            set_start = (out.len(), additional);
+            set_key = Some(key);
+        }
         out.extend_from_slice(&message[record.start..record.end]);
         additional += 1;
+        if out.len() + opt_len > limit {
+            out.truncate(set_start.0);
+            additional = set_start.1;
+            break;
+        }
     }
-    let opt_len = if edns.is_some() { 11 } else { 0 };
     let mut counts = [questions, answers, authority, additional];
     let mut truncated = false;
-    if out.len() + opt_len > limit {
-        out.truncate(additional_start);
-        counts[3] = 0;
-    }
     if out.len() + opt_len > limit {
         out.truncate(question_end);
         counts = [questions, 0, 0, 0];
@@ -176,6 +186,41 @@ pub fn fit_for_client(
         out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
     }
     Ok(())
+}
+
+/// The owner name of the record at `at`, pointers followed, lower case (empty when it does
+/// not decode).
+fn owner(message: &[u8], mut at: usize) -> Vec<u8> {
+    let mut name = Vec::new();
+    // Each pointer must go backwards, so this ends.
+    let mut limit = at;
+    loop {
+        let Some(&len) = message.get(at) else {
+            return Vec::new();
+        };
+        match len {
+            0 => return name,
+            1..=63 => {
+                let Some(label) = message.get(at..at + 1 + usize::from(len)) else {
+                    return Vec::new();
+                };
+                name.extend(label.iter().map(u8::to_ascii_lowercase));
+                at += 1 + usize::from(len);
+            }
+            0xc0..=0xff => {
+                let Some(&low) = message.get(at + 1) else {
+                    return Vec::new();
+                };
+                let target = usize::from(u16::from_be_bytes([len & 0x3f, low]));
+                if target >= limit {
+                    return Vec::new();
+                }
+                limit = target;
+                at = target;
+            }
+            _ => return Vec::new(),
+        }
+    }
 }
 
 /// The *loadbalance* plugin on a reply from elsewhere (CoreDNS `roundRobin`, per section):
@@ -317,6 +362,33 @@ mod tests {
         fit_for_client(&medium[..], 9, None, medium.len() - 1, &mut out).unwrap();
         let m = Message::from_vec(&out).unwrap();
         assert!(!m.metadata.truncation && m.additionals.is_empty() && m.answers.len() == 25);
+    }
+
+    #[test]
+    fn fitting_keeps_the_glue_rrsets_that_fit() {
+        // Four glue RRsets (one name each, two A records apiece) after one answer.
+        let name = Name::from_str("www.example.com.").unwrap();
+        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(name.clone(), RecordType::A));
+        m.add_answer(Record::from_rdata(name, 60, RData::A(A::new(192, 0, 2, 1))));
+        for host in 0..4u8 {
+            let owner = Name::from_str(&format!("ns{host}.glue-for-a-long-name.example.")).unwrap();
+            for last in 0..2u8 {
+                m.add_additional(Record::from_rdata(
+                    owner.clone(),
+                    30,
+                    RData::A(A::new(198, 51, 100, host * 10 + last)),
+                ));
+            }
+        }
+        let bytes = m.to_vec().unwrap();
+        let mut out = Vec::new();
+        // Room for all but the last record: the last RRset goes whole, its first record too.
+        fit_for_client(&bytes, 9, None, bytes.len() - 1, &mut out).unwrap();
+        let fitted = Message::from_vec(&out).unwrap();
+        assert!(!fitted.metadata.truncation);
+        assert_eq!((fitted.answers.len(), fitted.additionals.len()), (1, 6));
+        assert_eq!(fitted.additionals[..], m.additionals[..6]);
     }
 
     #[test]
