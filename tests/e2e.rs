@@ -351,6 +351,144 @@ fn bad_input_is_a_clear_error_and_exit_2() {
     assert!(stderr.contains("missing.json"), "{stderr}");
 }
 
+/// Runs the binary: (exit code, stdout, stderr).
+fn run_all(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Each message says what the user wrote, where, and what is wrong with it, in words.
+#[test]
+fn error_messages_say_what_the_user_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let missing = missing.to_str().unwrap();
+
+    // A missing --objects file: the flag and the file, not a line of a Corefile never written.
+    for command in ["records", "endpoints"] {
+        let (code, _, stderr) = run_all(&[command, "--objects", missing]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(&format!("--objects {missing}: No such file")),
+            "{command}: {stderr}"
+        );
+        assert!(!stderr.contains("(line"), "{command}: {stderr}");
+    }
+
+    // An objects error inside a Corefile names the Corefile and its line; a Rust type does
+    // not leak into it.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"ports":[{"port":"eighty"}]}}]}"#,
+    )
+    .unwrap();
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:53 {{\n  kubernetes cluster.local {{\n    objects {}\n  }}\n}}\n",
+            bad.display()
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = run_all(&["records", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:2: kubernetes: objects ", corefile.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("spec.ports[0].port") && stderr.contains("expected a whole number"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("i32"), "{stderr}");
+
+    // `import` of a path that does not exist: the file, not a snippet.
+    std::fs::write(&corefile, ".:53 {\n  import /nonexistent/x\n}\n").unwrap();
+    let (code, _, stderr) = run_all(&["records", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("file /nonexistent/x does not exist") && !stderr.contains("snippet"),
+        "{stderr}"
+    );
+
+    // A /33 prefix is too long, not "invalid IP address syntax".
+    let (code, _, stderr) = run_all(&[
+        "proxy",
+        "render",
+        "--mode",
+        "iptables",
+        "--objects",
+        "fixtures/shop.json",
+        "--cluster-cidr",
+        "10.244.0.0/33",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("prefix length 33 is too long (an IPv4 prefix is at most 32)"),
+        "{stderr}"
+    );
+
+    // A namespace name is an RFC 1123 label.
+    for command in [
+        &["resolv-conf", "--namespace", "Shop_1"][..],
+        &["resolve-cost", "web", "--namespace", "Shop_1"],
+    ] {
+        let (code, _, stderr) = run_all(command);
+        assert_eq!(code, 2, "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("--namespace 'Shop_1' is not a namespace name (an RFC 1123 label"),
+            "{command:?}: {stderr}"
+        );
+    }
+
+    // An --ndots past what resolvers take is used as 15, with a warning.
+    let (code, stdout, stderr) = run_all(&[
+        "resolve-cost",
+        "web",
+        "--namespace",
+        "shop",
+        "--ndots",
+        "20",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ndots:15"), "{stdout}");
+    assert!(
+        stderr.contains("warning: --ndots 20 is more than 15"),
+        "{stderr}"
+    );
+
+    // One endpoint is one endpoint.
+    let one = dir.path().join("one.json");
+    std::fs::write(
+        &one,
+        r#"{"apiVersion":"v1","kind":"List","items":[
+        {"apiVersion":"v1","kind":"Service","metadata":{"name":"solo","namespace":"shop"},
+         "spec":{"clusterIP":"10.96.0.50","ports":[{"name":"http","port":80,"protocol":"TCP"}]}},
+        {"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+         "metadata":{"name":"solo-a","namespace":"shop","labels":{"kubernetes.io/service-name":"solo"}},
+         "addressType":"IPv4","ports":[{"name":"http","port":8080,"protocol":"TCP"}],
+         "endpoints":[{"addresses":["10.244.1.9"],"conditions":{"ready":true}}]}]}"#,
+    )
+    .unwrap();
+    let (_, stdout, stderr) =
+        run_all(&["explain", "shop/solo", "--objects", one.to_str().unwrap()]);
+    assert!(
+        stdout.contains("solo-a (IPv4): 1 endpoint, 1 ready"),
+        "{stdout}{stderr}"
+    );
+}
+
 #[test]
 fn query_prints_like_dig() {
     let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))

@@ -427,7 +427,7 @@ fn object_errors_name_file_item_object_and_field() {
         (
             "wrong JSON type",
             bad_type,
-            "shop.json: items[3] (Service shop/web): spec.ports[0].port: invalid type: string \"eighty\", expected i32",
+            "shop.json: items[3] (Service shop/web): spec.ports[0].port: invalid type: string \"eighty\", expected a whole number",
         ),
         (
             "bad slice address",

@@ -7,7 +7,6 @@ use clap::{Args, ValueEnum};
 
 use crate::model::ObjectKey;
 use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
-use crate::source::file::read_objects;
 
 /// Arguments of `endpoints`.
 #[derive(Debug, Args)]
@@ -59,7 +58,7 @@ pub(super) enum Output {
 }
 
 pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
-    let loaded = read_objects(&args.objects)?;
+    let loaded = super::read_objects_flag(&args.objects)?;
     let source = SliceSource::from(args.slices);
     let mut cluster = with_slices(&loaded.cluster, source);
     if !args.service.is_empty() {

@@ -18,7 +18,6 @@ use crate::model::ObjectKey;
 use crate::proxy::explain::{DnsAnswer, ExplainInput, explain, report_text};
 use crate::proxy::ruleset;
 use crate::server::{self, Handler, Outcome, Transport};
-use crate::source::file::read_objects;
 
 /// Arguments of `explain`.
 #[derive(Debug, Args)]
@@ -37,7 +36,7 @@ pub(super) struct ExplainArgs {
     #[arg(long, value_name = "NODE")]
     node: Option<String>,
     /// The cluster's pod CIDRs (comma-separated).
-    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = super::parse_cidr)]
     cluster_cidr: Vec<IpNet>,
     /// The cluster zone DNS answers for.
     #[arg(long, value_name = "ZONE", default_value = "cluster.local")]
@@ -53,7 +52,7 @@ fn lookup(objects: &[PathBuf], name: &str) -> anyhow::Result<Vec<IpAddr>> {
     let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
     options.resolv_conf = None;
     let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
-    let blocks = server::load(&config)?;
+    let blocks = server::load(&config).map_err(|error| super::start_error(None, error))?;
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
     let qname = Name::from_str(name).with_context(|| format!("not a domain name: {name}"))?;
     let mut addresses = Vec::new();
@@ -83,7 +82,7 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let Some((namespace, name)) = args.service.split_once('/') else {
         anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.service);
     };
-    let loaded = read_objects(&args.objects)?;
+    let loaded = super::read_objects_flag(&args.objects)?;
     let key = ObjectKey::new(namespace, name);
     let ruleset = match &args.ruleset {
         None => None,

@@ -103,6 +103,61 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The blocks of `config`, loaded offline; an objects error says where the files were
+    /// given.
+    fn load(&self, config: &Config) -> anyhow::Result<Vec<crate::server::LoadedBlock>> {
+        crate::server::load(config).map_err(|error| start_error(self.corefile.as_deref(), error))
+    }
+}
+
+/// A start error with where its files were given: the Corefile (and its line), or the
+/// `--objects` flag of the shorthand, whose Corefile the user never wrote.
+fn start_error(
+    corefile: Option<&std::path::Path>,
+    error: crate::server::StartError,
+) -> anyhow::Error {
+    use crate::server::StartError;
+    match (corefile, error) {
+        (None, StartError::Objects { error, .. }) => anyhow::anyhow!("--objects {error}"),
+        (Some(path), StartError::Objects { line, error }) => {
+            anyhow::anyhow!("{}:{line}: kubernetes: objects {error}", path.display())
+        }
+        (Some(path), error @ (StartError::NoObjects { .. } | StartError::Api { .. })) => {
+            anyhow::anyhow!("{}: {error}", path.display())
+        }
+        (_, error) => error.into(),
+    }
+}
+
+/// `read_objects` for an `--objects` flag: errors name the flag.
+fn read_objects_flag(paths: &[PathBuf]) -> anyhow::Result<crate::source::file::Loaded> {
+    crate::source::file::read_objects(paths).map_err(|error| anyhow::anyhow!("--objects {error}"))
+}
+
+/// A CIDR flag's value (`10.244.0.0/16`, `fd00::/64`), with what is wrong said plainly.
+fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
+    if let Ok(net) = text.parse() {
+        return Ok(net);
+    }
+    let Some((address, prefix)) = text.split_once('/') else {
+        return Err("not a CIDR: expected ADDRESS/PREFIX, as 10.244.0.0/16".to_owned());
+    };
+    let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+        return Err(format!("'{address}' is not an IP address"));
+    };
+    let most = if ip.is_ipv4() { 32 } else { 128 };
+    match prefix.parse::<u32>() {
+        Ok(length) if length > most => Err(format!(
+            "prefix length {length} is too long (an {} prefix is at most {most})",
+            if ip.is_ipv4() { "IPv4" } else { "IPv6" }
+        )),
+        _ => Err(format!(
+            "'{prefix}' is not a prefix length (a whole number, 0 to {most})"
+        )),
+    }
+}
+
 /// Parse the arguments, run the command, and turn its result into an exit code: 0 on
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {

@@ -18,7 +18,6 @@ use crate::proxy::nftables::{self, NftOptions};
 use crate::proxy::plan::{IpFamily, PlanOptions, plan};
 use crate::proxy::ruleset;
 use crate::proxy::trace::{self, TraceOptions, TraceVerdict};
-use crate::source::file::read_objects;
 
 /// Arguments of `proxy`.
 #[derive(Debug, Args)]
@@ -99,7 +98,7 @@ struct RenderArgs {
     objects: Vec<PathBuf>,
     /// The cluster's pod CIDR (kube-proxy's `--cluster-cidr`): sources outside it are
     /// masqueraded. Both families may be given, comma-separated.
-    #[arg(long, value_name = "CIDR", value_delimiter = ',', required = true)]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', required = true, value_parser = super::parse_cidr)]
     cluster_cidr: Vec<IpNet>,
     /// The node the rules are for: its endpoints are the local ones (externalTrafficPolicy
     /// and internalTrafficPolicy Local).
@@ -124,7 +123,7 @@ struct RenderArgs {
     #[arg(long, value_name = "IP", value_delimiter = ',')]
     node_ip: Vec<IpAddr>,
     /// nftables: the Service CIDRs; traffic to an unallocated ClusterIP in them is dropped.
-    #[arg(long, value_name = "CIDR", value_delimiter = ',')]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = super::parse_cidr)]
     service_cidr: Vec<IpNet>,
 }
 
@@ -239,7 +238,7 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
                 .join(",")
         );
     }
-    let loaded = read_objects(&args.objects)?;
+    let loaded = super::read_objects_flag(&args.objects)?;
     let cluster = with_slices(&loaded.cluster, SliceSource::from(args.slices));
     let options = PlanOptions {
         family,

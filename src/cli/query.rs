@@ -10,7 +10,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use super::Source;
-use crate::server::{self, Handler, Outcome, Transport};
+use crate::server::{Handler, Outcome, Transport};
 use crate::zone::zonefile::record_line;
 
 /// Arguments of `query`.
@@ -27,7 +27,7 @@ pub(super) struct QueryArgs {
 
 pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     let config = args.source.config()?;
-    let blocks = server::load(&config)?;
+    let blocks = args.source.load(&config)?;
     // `from_ascii` keeps the spelling (the answer's owner keeps it too); `from_str` would
     // lower-case it through IDNA, which non-ASCII names need.
     let name = Name::from_ascii(&args.name)

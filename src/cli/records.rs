@@ -6,7 +6,6 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use super::Source;
-use crate::server;
 use crate::zone::name::WireName;
 use crate::zone::zonefile;
 
@@ -33,7 +32,7 @@ enum Format {
 
 pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
     let config = args.source.config()?;
-    let blocks = server::load(&config)?;
+    let blocks = args.source.load(&config)?;
     let Some(kubernetes) = blocks.iter().find_map(|loaded| loaded.block.kubernetes()) else {
         bail!("the configuration has no kubernetes block");
     };

@@ -52,9 +52,18 @@ pub(super) struct PodArgs {
 impl PodArgs {
     /// `--namespace`, which every use but `resolve-cost --log` needs.
     pub(super) fn namespace(&self) -> anyhow::Result<&str> {
-        self.namespace
+        let namespace = self
+            .namespace
             .as_deref()
-            .context("--namespace NS is required (the pod's namespace)")
+            .context("--namespace NS is required (the pod's namespace)")?;
+        if !crate::config::is_dns_label(namespace) {
+            anyhow::bail!(
+                "--namespace '{namespace}' is not a namespace name (an RFC 1123 label: at most \
+                 63 lower-case letters, digits and '-', starting and ending with a letter or \
+                 digit)"
+            );
+        }
+        Ok(namespace)
     }
 
     /// The pod's resolver configuration, as the kubelet forms it.

@@ -14,7 +14,7 @@ use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_loss
 use crate::resolver_sim::answer::Upstream;
 use crate::resolver_sim::report::Setup;
 use crate::resolver_sim::stub::{Families, Libc, StubConfig};
-use crate::source::file::{parse_objects, read_objects};
+use crate::source::file::parse_objects;
 use crate::zone::name::WireName;
 use crate::zone::{BuildContext, Snapshot, build};
 
@@ -131,7 +131,7 @@ pub(super) fn cluster_zone(
     config.fallthrough = Some(zones[1..].to_vec());
     config.objects = objects.to_vec();
     let cluster = match (objects.is_empty(), namespace) {
-        (false, _) => read_objects(objects)?.cluster,
+        (false, _) => super::read_objects_flag(objects)?.cluster,
         (true, None) => crate::model::Cluster::default(),
         (true, Some(namespace)) => {
             let object = serde_json::json!({
@@ -176,7 +176,14 @@ fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
         config.search = search.clone();
     }
     if let Some(ndots) = args.ndots {
-        config.ndots = ndots.min(crate::config::MAX_NDOTS);
+        let max = crate::config::MAX_NDOTS;
+        if ndots > max {
+            eprintln!(
+                "clusterdns: warning: --ndots {ndots} is more than {max}, the most a resolver \
+                 takes: ndots:{max} is used"
+            );
+        }
+        config.ndots = ndots.min(max);
     }
     Ok(config)
 }
@@ -244,7 +251,7 @@ fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<Exi
     let pods = if args.objects.is_empty() {
         Default::default()
     } else {
-        LogContext::pods_of(&read_objects(&args.objects)?.cluster)
+        LogContext::pods_of(&super::read_objects_flag(&args.objects)?.cluster)
     };
     let context = LogContext {
         cluster_domain: args.pod.cluster_domain.clone(),

@@ -39,7 +39,9 @@ pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// `corefile`: the Corefile's path and the text the configuration was read from.
 async fn serve(config: Config, corefile: Option<(PathBuf, Vec<u8>)>) -> anyhow::Result<ExitCode> {
-    let mut running = server::start(&config).await?;
+    let mut running = server::start(&config).await.map_err(|error| {
+        super::start_error(corefile.as_ref().map(|(path, _)| path.as_path()), error)
+    })?;
     let (reloads, mut reloaded) = mpsc::channel::<Box<Config>>(1);
     let (results, results_in) = mpsc::channel::<Applied>(1);
     if let Some((path, text)) = &corefile {

@@ -53,6 +53,7 @@ use ipnet::IpNet;
 use crate::selector::LabelSelector;
 
 pub use directives::COREDNS_DIRECTIVES;
+pub(crate) use directives::kubernetes::is_dns_label;
 pub use env::Environment;
 pub use error::Error;
 pub(crate) use resolv_conf::read_text_lossy;

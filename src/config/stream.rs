@@ -239,6 +239,12 @@ impl<'e> Stream<'e> {
             glob::glob(&pattern).map_err(&error)?
         } else if pattern.symlink_metadata().is_ok() {
             vec![pattern]
+        } else if name.contains('/') {
+            // A path: no snippet is named like that.
+            return Err(error(format!(
+                "import '{name}': file {} does not exist",
+                pattern.display()
+            )));
         } else {
             return Err(error(format!(
                 "import '{name}': no snippet of that name is defined above, and file {} does \
@@ -356,6 +362,11 @@ mod tests {
             ("brace", "import {", "not a brace"),
             ("empty", "import \"\"", "non-empty"),
             ("missing", "\nimport nope", "no snippet of that name"),
+            (
+                "missing file",
+                "import /nonexistent/x",
+                "import '/nonexistent/x': file /nonexistent/x does not exist",
+            ),
             ("self", "import self.conf", "import cycle"),
             ("ping pong", "import ping.conf", "import cycle"),
             ("directory", "import dir.conf", "is a directory"),

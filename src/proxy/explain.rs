@@ -323,11 +323,12 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
                 .iter()
                 .filter(|e| e.conditions.ready())
                 .count();
+            let count = slice.endpoints.len();
             format!(
-                "{} ({}): {} endpoints, {ready} ready",
+                "{} ({}): {count} endpoint{}, {ready} ready",
                 slice.key.name,
                 slice.address_type.as_str(),
-                slice.endpoints.len()
+                if count == 1 { "" } else { "s" }
             )
         })
         .collect();

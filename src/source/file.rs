@@ -677,9 +677,42 @@ impl Reader<'_> {
         serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
             let path = error.path().to_string();
             let path = if path == "." { String::new() } else { path };
-            self.error(location, object, &path, error.into_inner().to_string())
+            self.error(
+                location,
+                object,
+                &path,
+                plain_types(&error.into_inner().to_string()),
+            )
         })
     }
+}
+
+/// serde's message with its Rust type names said in words: `expected i32` is `expected a
+/// whole number`.
+fn plain_types(message: &str) -> String {
+    const WHOLE: [&str; 10] = [
+        "i8", "i16", "i32", "i64", "isize", "u8", "u16", "u32", "u64", "usize",
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("expected ") {
+        let (before, after) = rest.split_at(at + "expected ".len());
+        out.push_str(before);
+        let end = after
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(after.len());
+        let word = &after[..end];
+        if WHOLE.contains(&word) {
+            out.push_str("a whole number");
+        } else if word == "f32" || word == "f64" {
+            out.push_str("a number");
+        } else {
+            out.push_str(word);
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn json_error(error: &serde_json::Error, file: &Path) -> Error {

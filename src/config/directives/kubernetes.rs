@@ -297,7 +297,7 @@ fn positive(arg: &Token, bad: &dyn Fn(&Token, String) -> Error) -> Result<u32, E
 }
 
 /// A DNS-1123 label (what a namespace name is).
-fn is_dns_label(text: &str) -> bool {
+pub(crate) fn is_dns_label(text: &str) -> bool {
     let bytes = text.as_bytes();
     match (bytes.first(), bytes.last()) {
         (Some(first), Some(last)) => {
