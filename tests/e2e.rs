@@ -489,6 +489,46 @@ fn error_messages_say_what_the_user_wrote() {
     );
 }
 
+/// `query` asks a name as given: a short name a pod would complete through its search path
+/// is not in the zone, says so, points to resolve-cost, and exits 1.
+#[test]
+fn query_with_a_short_name_points_to_resolve_cost() {
+    for (name, reaches) in [
+        ("web.shop", ", and reaches web.shop.svc.cluster.local."),
+        ("web", " (from namespace NS: web.NS.svc.cluster.local.)"),
+    ] {
+        let (code, stdout, stderr) = run_all(&[
+            "query",
+            name,
+            "--objects",
+            "fixtures/shop.json",
+            "--upstream",
+            "none",
+        ]);
+        assert_eq!(code, 1, "{name}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("{name} is not in the cluster zone"))
+                && stderr.contains(reaches),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("clusterdns resolve-cost {name} --namespace NS")),
+            "{name}: {stderr}"
+        );
+    }
+    // A name outside the zone that is not short is still asked as given.
+    let (code, stdout, _) = run_all(&[
+        "query",
+        "example.com.",
+        "--objects",
+        "fixtures/shop.json",
+        "--upstream",
+        "none",
+    ]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("status: REFUSED"), "{stdout}");
+}
+
 #[test]
 fn query_prints_like_dig() {
     let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))

@@ -1285,6 +1285,101 @@ fn explain_agreeing_layers_exit_zero() {
     assert_eq!(code, 0, "{headless}");
 }
 
+/// A Service whose name DNS does not answer is drift, whatever the other layers say.
+#[test]
+fn explain_a_name_that_does_not_resolve_is_drift() {
+    // An IP address as externalName: NXDOMAIN, as in CoreDNS.
+    let (code, json) = explain_json(&["rules/ext-ip", "--objects", "fixtures/rules.json"]);
+    assert_eq!(code, 1, "{json}");
+    assert_eq!(finding_kinds(&json), ["dns-unresolved"]);
+    let message = finding(&json, "dns-unresolved");
+    assert!(
+        message.starts_with("ext-ip.rules.svc.cluster.local.: does not resolve (NXDOMAIN)"),
+        "{message}"
+    );
+    // A headless Service with no ready endpoint: its name is NXDOMAIN.
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("empty-headless.json");
+    std::fs::write(
+        &objects,
+        r#"{"apiVersion":"v1","kind":"List","items":[
+        {"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"},
+         "spec":{"clusterIP":"None","selector":{"app":"db"},"ports":[{"name":"pg","port":5432}]}}]}"#,
+    )
+    .unwrap();
+    let (code, json) = explain_json(&["shop/db", "--objects", objects.to_str().unwrap()]);
+    assert_eq!(code, 1, "{json}");
+    assert!(
+        finding_kinds(&json).contains(&"dns-unresolved".to_owned()),
+        "{json}"
+    );
+    let text = clusterdns(&["explain", "shop/db", "--objects", objects.to_str().unwrap()]);
+    assert!(
+        text.stdout
+            .contains("dns: db.shop.svc.cluster.local. -> no address (NXDOMAIN)"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        !text.stdout.contains("every layer agrees"),
+        "{}",
+        text.stdout
+    );
+    // An ExternalName to a DNS name resolves (to its CNAME): no finding.
+    let (code, json) = explain_json(&["rules/ext", "--objects", "fixtures/rules.json"]);
+    assert_eq!(code, 0, "{json}");
+}
+
+/// `--node` naming a node no pod or endpoint is on is a warning, in each command taking it.
+#[test]
+fn a_node_no_pod_runs_on_is_a_warning() {
+    let want = "warning: --node kind-wrker: no pod or endpoint in the objects is on that node \
+                (the nodes in them: kind-control-plane, kind-worker, kind-worker2)";
+    for args in [
+        &[
+            "endpoints",
+            "--objects",
+            "fixtures/shop.json",
+            "--node",
+            "kind-wrker",
+        ][..],
+        &[
+            "proxy",
+            "render",
+            "--mode",
+            "iptables",
+            "--objects",
+            "fixtures/shop.json",
+            "--cluster-cidr",
+            "10.244.0.0/16",
+            "--node",
+            "kind-wrker",
+        ],
+        &[
+            "explain",
+            "shop/web",
+            "--objects",
+            "fixtures/shop.json",
+            "--node",
+            "kind-wrker",
+        ],
+    ] {
+        let run = clusterdns(args);
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+        let known = clusterdns(
+            &args
+                .iter()
+                .map(|a| if *a == "kind-wrker" { "kind-worker" } else { a })
+                .collect::<Vec<_>>(),
+        );
+        assert!(
+            !known.stderr.contains("warning: --node"),
+            "{args:?}: {}",
+            known.stderr
+        );
+    }
+}
+
 #[test]
 fn explain_the_payments_incident() {
     let (code, json) = explain_json(&["pay/payments", "--objects", "fixtures/proxy.json"]);

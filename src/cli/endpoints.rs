@@ -61,6 +61,7 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     let loaded = super::read_objects_flag(&args.objects)?;
     let source = SliceSource::from(args.slices);
     let mut cluster = with_slices(&loaded.cluster, source);
+    super::warn_unknown_node(&cluster, args.node.as_deref());
     if !args.service.is_empty() {
         let mut wanted = Vec::new();
         for text in &args.service {

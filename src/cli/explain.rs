@@ -48,34 +48,53 @@ pub(super) struct ExplainArgs {
 
 /// What the cluster's DNS (the server's own request path, over the same objects) answers for
 /// `name`, A and AAAA.
-fn lookup(objects: &[PathBuf], name: &str) -> anyhow::Result<Vec<IpAddr>> {
+fn lookup(objects: &[PathBuf], name: &str) -> anyhow::Result<DnsAnswer> {
     let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
     options.resolv_conf = None;
     let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
     let blocks = server::load(&config).map_err(|error| super::start_error(None, error))?;
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
     let qname = Name::from_str(name).with_context(|| format!("not a domain name: {name}"))?;
-    let mut addresses = Vec::new();
+    let mut answer = DnsAnswer {
+        name: name.to_owned(),
+        addresses: Vec::new(),
+        rcode: "SERVFAIL".to_owned(),
+        cname: None,
+    };
     for qtype in [RecordType::A, RecordType::AAAA] {
         let mut query = Message::new(1, MessageType::Query, OpCode::Query);
         query.add_query(Query::query(qname.clone(), qtype));
         let mut out = Vec::new();
-        if let Outcome::Reply = handler.respond(
+        let reply = match handler.respond(
             &query.to_vec()?,
             ([127, 0, 0, 1], 0).into(),
             Transport::Tcp,
             &mut out,
         ) {
-            for record in Message::from_vec(&out)?.answers {
-                match record.data {
-                    RData::A(a) => addresses.push(IpAddr::V4(a.0)),
-                    RData::AAAA(aaaa) => addresses.push(IpAddr::V6(aaaa.0)),
-                    _ => {}
+            Outcome::Reply => Message::from_vec(&out)?,
+            // An ExternalName's target goes upstream: the CNAME so far.
+            Outcome::Forward(pending) => match pending.chase_so_far() {
+                Some((so_far, _)) => Message::from_vec(&so_far)?,
+                None => continue,
+            },
+            Outcome::Drop | Outcome::Transfer(_) => continue,
+        };
+        if qtype == RecordType::A {
+            answer.rcode =
+                crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned();
+        }
+        for record in reply.answers {
+            match record.data {
+                RData::A(a) => answer.addresses.push(IpAddr::V4(a.0)),
+                RData::AAAA(aaaa) => answer.addresses.push(IpAddr::V6(aaaa.0)),
+                RData::CNAME(target) if answer.cname.is_none() => {
+                    answer.cname = Some(target.0.to_string());
                 }
+                _ => {}
             }
         }
     }
-    Ok(addresses)
+    Ok(answer)
 }
 
 pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -83,6 +102,7 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.service);
     };
     let loaded = super::read_objects_flag(&args.objects)?;
+    super::warn_unknown_node(&loaded.cluster, args.node.as_deref());
     let key = ObjectKey::new(namespace, name);
     let ruleset = match &args.ruleset {
         None => None,
@@ -98,10 +118,7 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         "{name}.{namespace}.svc.{}.",
         args.zone.trim_end_matches('.')
     );
-    let dns = DnsAnswer {
-        addresses: lookup(&args.objects, &dns_name)?,
-        name: dns_name,
-    };
+    let dns = lookup(&args.objects, &dns_name)?;
     let slices_computed = loaded.computed_slices.contains(&key);
     let input = ExplainInput {
         cluster: &loaded.cluster,

@@ -135,6 +135,39 @@ fn read_objects_flag(paths: &[PathBuf]) -> anyhow::Result<crate::source::file::L
     crate::source::file::read_objects(paths).map_err(|error| anyhow::anyhow!("--objects {error}"))
 }
 
+/// `--node NODE` names a node no pod or endpoint in the objects is on: say so (a typo, or
+/// the wrong dump), since no endpoint is then local to it.
+fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
+    let Some(node) = node else { return };
+    let mut nodes: std::collections::BTreeSet<&str> = cluster
+        .pods
+        .values()
+        .filter_map(|pod| pod.node_name.as_deref())
+        .collect();
+    nodes.extend(
+        cluster
+            .endpoint_slices
+            .values()
+            .flat_map(|slice| &slice.endpoints)
+            .filter_map(|endpoint| endpoint.node_name.as_deref()),
+    );
+    if nodes.contains(node) {
+        return;
+    }
+    let known = if nodes.is_empty() {
+        "none has a node".to_owned()
+    } else {
+        format!(
+            "the nodes in them: {}",
+            nodes.into_iter().collect::<Vec<_>>().join(", ")
+        )
+    };
+    eprintln!(
+        "clusterdns: warning: --node {node}: no pod or endpoint in the objects is on that node \
+         ({known}); no endpoint is local to it"
+    );
+}
+
 /// A CIDR flag's value (`10.244.0.0/16`, `fd00::/64`), with what is wrong said plainly.
 fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
     if let Ok(net) = text.parse() {

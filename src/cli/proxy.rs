@@ -240,6 +240,7 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
     }
     let loaded = super::read_objects_flag(&args.objects)?;
     let cluster = with_slices(&loaded.cluster, SliceSource::from(args.slices));
+    super::warn_unknown_node(&cluster, args.node.as_deref());
     let options = PlanOptions {
         family,
         node: args.node.clone(),

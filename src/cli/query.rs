@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use anyhow::Context as _;
 use clap::Args;
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use super::Source;
@@ -64,6 +64,9 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Outcome::Forward(_) => {
+            if let Some(code) = short_name(&handler, &args.name, qtype) {
+                return Ok(code);
+            }
             println!(
                 "; {} is not in the cluster zone: the server forwards it upstream, which this \
                  offline command does not do.",
@@ -73,8 +76,73 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
         }
         Outcome::Drop | Outcome::Transfer(_) => anyhow::bail!("no reply"),
     };
+    if reply.metadata.response_code == ResponseCode::Refused
+        && let Some(code) = short_name(&handler, &args.name, qtype)
+    {
+        return Ok(code);
+    }
     print!("{}", dig_text(&reply));
     Ok(ExitCode::SUCCESS)
+}
+
+/// A name outside the cluster zone typed as a pod's application would, relying on the
+/// search path (`web`, `web.shop`, `web.shop.svc`): say so, point to `resolve-cost`, and
+/// exit 1. `None` for other names.
+fn short_name(handler: &Handler, name: &str, qtype: RecordType) -> Option<ExitCode> {
+    if name.ends_with('.') {
+        return None;
+    }
+    let zones: Vec<String> = handler
+        .blocks()
+        .iter()
+        .filter_map(|block| block.kubernetes())
+        .flat_map(|kubernetes| &kubernetes.config.zones)
+        .map(|zone| zone.to_ascii())
+        .filter(|zone| !zone.ends_with(".arpa."))
+        .collect();
+    // The names a pod's search path tries after `<ns>.svc.<zone>`.
+    let found = zones.iter().find_map(|zone| {
+        [format!("{name}.svc.{zone}"), format!("{name}.{zone}")]
+            .into_iter()
+            .find(|candidate| answers(handler, candidate, qtype))
+    });
+    if found.is_none() && name.contains('.') {
+        return None;
+    }
+    let zone = zones.first().map_or("cluster.local.", String::as_str);
+    let hint = match &found {
+        Some(candidate) => format!(", and reaches {candidate}"),
+        None => format!(" (from namespace NS: {name}.NS.svc.{zone})"),
+    };
+    eprintln!(
+        "clusterdns: {name} is not in the cluster zone: query asks a name as given, where a \
+         pod's resolver tries its search path first{hint}. For the walk a pod makes and what \
+         it costs: clusterdns resolve-cost {name} --namespace NS --objects FILE..."
+    );
+    Some(ExitCode::from(1))
+}
+
+/// Whether the server answers `name` (NOERROR) without going upstream.
+fn answers(handler: &Handler, name: &str, qtype: RecordType) -> bool {
+    let Ok(qname) = Name::from_ascii(name) else {
+        return false;
+    };
+    let mut query = Message::new(0, MessageType::Query, OpCode::Query);
+    query.add_query(Query::query(qname, qtype));
+    let Ok(packet) = query.to_vec() else {
+        return false;
+    };
+    let mut out = Vec::new();
+    matches!(
+        handler.respond(
+            &packet,
+            ([127, 0, 0, 1], 0).into(),
+            Transport::Tcp,
+            &mut out
+        ),
+        Outcome::Reply
+    ) && Message::from_vec(&out)
+        .is_ok_and(|reply| reply.metadata.response_code == ResponseCode::NoError)
 }
 
 /// A reply in dig's layout: header, flags and counts, then each non-empty section.

@@ -16,7 +16,10 @@
 //!   Service's chain still reaches it or it is a leftover chain;
 //! - `unequal-shares`: endpoints of one port that do not get equal shares of new connections
 //!   (a cascade that is not 1/n, 1/(n-1), ...);
-//! - `dns-mismatch`: a headless Service whose DNS answer differs from its ready endpoints.
+//! - `dns-mismatch`: a headless Service whose DNS answer differs from its ready endpoints, or
+//!   a ClusterIP one whose answer is not its ClusterIPs;
+//! - `dns-unresolved`: the Service's name does not resolve (NXDOMAIN, or no address): clients
+//!   get "no such host" whatever the other layers say.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -59,6 +62,10 @@ pub struct DnsAnswer {
     pub name: String,
     /// The addresses (A and AAAA), or empty for NXDOMAIN/NODATA.
     pub addresses: Vec<IpAddr>,
+    /// The rcode of the A query (`NOERROR`, `NXDOMAIN`, ...).
+    pub rcode: String,
+    /// The CNAME the name answers with (an ExternalName's target), if any.
+    pub cname: Option<String>,
 }
 
 /// One disagreement.
@@ -484,20 +491,62 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
     // DNS.
     if let Some(dns) = &input.dns {
         let answered: BTreeSet<IpAddr> = dns.addresses.iter().copied().collect();
-        let mut lines = vec![format!(
-            "{} -> {}",
-            dns.name,
-            if answered.is_empty() {
-                "no address".to_owned()
-            } else {
-                answered
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ")
+        let shown = if let Some(target) = &dns.cname {
+            let mut shown = format!("CNAME {target}");
+            for ip in &answered {
+                let _ = write!(shown, " {ip}");
             }
-        )];
-        if service.headless {
+            shown
+        } else if answered.is_empty() {
+            format!("no address ({})", no_address(&dns.rcode))
+        } else {
+            answered
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut lines = vec![format!("{} -> {shown}", dns.name)];
+        let external = service.service_type == ServiceType::ExternalName;
+        let unresolved = dns.rcode != "NOERROR" || (answered.is_empty() && dns.cname.is_none());
+        if unresolved {
+            let why = if external {
+                " (an externalName must be a DNS name: an IP address is NXDOMAIN, as in CoreDNS)"
+            } else if service.headless {
+                " (a headless Service's name has its ready endpoints' addresses, and it has none)"
+            } else {
+                ""
+            };
+            findings.push(Finding {
+                kind: "dns-unresolved",
+                message: format!(
+                    "{}: does not resolve ({}){why}: clients get no address, whatever the other \
+                     layers say",
+                    dns.name,
+                    no_address(&dns.rcode)
+                ),
+            });
+        } else if !service.headless && !external {
+            let want: BTreeSet<IpAddr> = service.cluster_ips.iter().copied().collect();
+            if answered != want {
+                let list = |set: &BTreeSet<IpAddr>| {
+                    set.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                findings.push(Finding {
+                    kind: "dns-mismatch",
+                    message: format!(
+                        "{}: DNS answers {}, not the ClusterIPs {}",
+                        dns.name,
+                        list(&answered),
+                        list(&want)
+                    ),
+                });
+            }
+        }
+        if service.headless && !unresolved {
             let source: Vec<&EndpointSlice> = if service.selector.is_some() {
                 computed.iter().collect()
             } else {
@@ -550,6 +599,14 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
         sections,
         findings,
     })
+}
+
+/// What an answer without addresses is, in its rcode's words.
+fn no_address(rcode: &str) -> &str {
+    match rcode {
+        "NOERROR" => "NODATA",
+        other => other,
+    }
 }
 
 /// Traces one port's ClusterIP through the ruleset and compares with kube-proxy's endpoints.
