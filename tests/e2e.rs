@@ -438,6 +438,16 @@ fn error_messages_say_what_the_user_wrote() {
         stderr.contains("prefix length 33 is too long (an IPv4 prefix is at most 32)"),
         "{stderr}"
     );
+    // The same in a Corefile's reverse-zone key.
+    std::fs::write(&corefile, "fd00::/129:53 {\n  whoami\n}\n").unwrap();
+    let (code, _, stderr) = run_all(&["records", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "'fd00::/129': prefix length 129 is too long (an IPv6 prefix is at most 128)"
+        ),
+        "{stderr}"
+    );
 
     // A namespace name is an RFC 1123 label.
     for command in [

@@ -36,7 +36,7 @@ pub(super) struct ExplainArgs {
     #[arg(long, value_name = "NODE")]
     node: Option<String>,
     /// The cluster's pod CIDRs (comma-separated).
-    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = super::parse_cidr)]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = crate::config::parse_cidr)]
     cluster_cidr: Vec<IpNet>,
     /// The cluster zone DNS answers for.
     #[arg(long, value_name = "ZONE", default_value = "cluster.local")]

@@ -168,29 +168,6 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
     );
 }
 
-/// A CIDR flag's value (`10.244.0.0/16`, `fd00::/64`), with what is wrong said plainly.
-fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
-    if let Ok(net) = text.parse() {
-        return Ok(net);
-    }
-    let Some((address, prefix)) = text.split_once('/') else {
-        return Err("not a CIDR: expected ADDRESS/PREFIX, as 10.244.0.0/16".to_owned());
-    };
-    let Ok(ip) = address.parse::<std::net::IpAddr>() else {
-        return Err(format!("'{address}' is not an IP address"));
-    };
-    let most = if ip.is_ipv4() { 32 } else { 128 };
-    match prefix.parse::<u32>() {
-        Ok(length) if length > most => Err(format!(
-            "prefix length {length} is too long (an {} prefix is at most {most})",
-            if ip.is_ipv4() { "IPv4" } else { "IPv6" }
-        )),
-        _ => Err(format!(
-            "'{prefix}' is not a prefix length (a whole number, 0 to {most})"
-        )),
-    }
-}
-
 /// Parse the arguments, run the command, and turn its result into an exit code: 0 on
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {

@@ -98,7 +98,7 @@ struct RenderArgs {
     objects: Vec<PathBuf>,
     /// The cluster's pod CIDR (kube-proxy's `--cluster-cidr`): sources outside it are
     /// masqueraded. Both families may be given, comma-separated.
-    #[arg(long, value_name = "CIDR", value_delimiter = ',', required = true, value_parser = super::parse_cidr)]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', required = true, value_parser = crate::config::parse_cidr)]
     cluster_cidr: Vec<IpNet>,
     /// The node the rules are for: its endpoints are the local ones (externalTrafficPolicy
     /// and internalTrafficPolicy Local).
@@ -123,7 +123,7 @@ struct RenderArgs {
     #[arg(long, value_name = "IP", value_delimiter = ',')]
     node_ip: Vec<IpAddr>,
     /// nftables: the Service CIDRs; traffic to an unallocated ClusterIP in them is dropped.
-    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = super::parse_cidr)]
+    #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = crate::config::parse_cidr)]
     service_cidr: Vec<IpNet>,
 }
 

@@ -7,8 +7,6 @@
 //! (`10.0.0.0/23` is `0.0.10.in-addr.arpa.` and `1.0.10.in-addr.arpa.`), as CoreDNS's
 //! `NormalizeExact` expands it.
 
-use std::str::FromStr;
-
 use hickory_proto::rr::Name;
 use ipnet::IpNet;
 
@@ -83,10 +81,34 @@ fn split_port(text: &str) -> Result<(&str, Option<&str>), String> {
     }
 }
 
+/// A CIDR (`10.244.0.0/16`, `fd00::/64`); the error says what is wrong, in words (a
+/// prefix too long, not "invalid IP address syntax"), without repeating the text.
+pub fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
+    if let Ok(net) = text.parse() {
+        return Ok(net);
+    }
+    let Some((address, prefix)) = text.split_once('/') else {
+        return Err("not a CIDR: expected ADDRESS/PREFIX, as 10.244.0.0/16".to_owned());
+    };
+    let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+        return Err(format!("'{address}' is not an IP address"));
+    };
+    let most = if ip.is_ipv4() { 32 } else { 128 };
+    match prefix.parse::<u32>() {
+        Ok(length) if length > most => Err(format!(
+            "prefix length {length} is too long (an {} prefix is at most {most})",
+            if ip.is_ipv4() { "IPv4" } else { "IPv6" }
+        )),
+        _ => Err(format!(
+            "'{prefix}' is not a prefix length (a whole number, 0 to {most})"
+        )),
+    }
+}
+
 /// A zone name or a CIDR.
 fn parse_host(host: &str) -> Result<Vec<Name>, String> {
     if host.contains('/') {
-        let net = IpNet::from_str(host).map_err(|_| format!("'{host}' is not a valid CIDR"))?;
+        let net = parse_cidr(host).map_err(|why| format!("'{host}': {why}"))?;
         reverse_zones(net.trunc())
     } else {
         Ok(vec![parse_domain(host)?])
@@ -277,7 +299,12 @@ mod tests {
             ("grpc", "grpc://.", "not supported"),
             ("dangling colon", ".:", "port after the last ':'"),
             ("big port", ".:65536", "0..=65535"),
-            ("bad cidr", "10.0.0.0/33", "not a valid CIDR"),
+            ("bad cidr", "10.0.0.0/33", "prefix length 33 is too long"),
+            (
+                "bad cidr address",
+                "10.0.0/8",
+                "'10.0.0' is not an IP address",
+            ),
             ("bad char", "exa mple.org", "invalid character"),
             ("colon in zone", "a:b", "invalid character"),
             ("empty label", "a..b", "empty label"),
