@@ -22,7 +22,6 @@ use crate::common::{fixture, root};
 /// Set in the re-run child to the parent's network namespace, so that the child refuses to
 /// run in the parent's (it mounts over /etc/resolv.conf).
 const CHILD: &str = "CLUSTERDNS_REAL_RESOLVERS_PARENT_NETNS";
-const TEST: &str = "real_resolvers::glibc_and_musl_ask_what_resolve_cost_predicts";
 
 /// The names outside the cluster zone that exist (as the upstream answers them).
 const EXTERNAL: &[&str] = &[
@@ -71,6 +70,15 @@ fn netns() -> String {
 
 #[test]
 fn glibc_and_musl_ask_what_resolve_cost_predicts() {
+    in_namespaces(
+        "real_resolvers::glibc_and_musl_ask_what_resolve_cost_predicts",
+        inside_the_namespace,
+    );
+}
+
+/// Runs `inside` in a private network and mount namespace: the test binary re-runs `test`
+/// under `unshare`.
+fn in_namespaces(test: &str, inside: fn()) {
     if let Some(parent) = std::env::var_os(CHILD) {
         assert_ne!(
             parent.to_string_lossy(),
@@ -78,7 +86,7 @@ fn glibc_and_musl_ask_what_resolve_cost_predicts() {
             "{CHILD} is set but this is the parent's network namespace: refusing to mount over \
              /etc/resolv.conf"
         );
-        inside_the_namespace();
+        inside();
         return;
     }
     let exe = std::env::current_exe().unwrap();
@@ -91,7 +99,7 @@ fn glibc_and_musl_ask_what_resolve_cost_predicts() {
         let output = Command::new(prefix[0])
             .args(&prefix[1..])
             .arg(&exe)
-            .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD, netns())
             .output();
         let output = match output {
@@ -390,6 +398,153 @@ fn inside_the_namespace() {
         server.stdout(),
         autopath_server.stdout()
     );
+}
+
+/// A name whose AAAA question the upstream never answers, one whose A it never answers, and
+/// a name under a domain it answers SERVFAIL for.
+const LOST_AAAA: &str = "lost-aaaa.example.com.";
+const LOST_A: &str = "lost-a.example.com.";
+const SERVFAIL_NAME: &str = "x.broken.example.";
+
+/// Lost replies: glibc (Python's `getaddrinfo`, one process per list, each name in turn) asks
+/// an upstream that loses some replies, as the pod's only nameserver (`timeout:1
+/// attempts:2`, no search list); the questions the upstream saw, in order, and the time
+/// each lookup took must be what `resolve-cost` predicts for the same names in one run.
+#[test]
+fn glibc_after_a_lost_reply_does_what_resolve_cost_predicts() {
+    in_namespaces(
+        "real_resolvers::glibc_after_a_lost_reply_does_what_resolve_cost_predicts",
+        lost_replies,
+    );
+}
+
+fn lost_replies() {
+    use hickory_proto::rr::RecordType;
+    must("ip", &["link", "set", "lo", "up"]);
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = NamesUpstream::losing(
+        "127.0.0.1:53".parse().unwrap(),
+        &[LOST_AAAA, LOST_A, "api.example.com"],
+        &["broken.example"],
+        &[(LOST_AAAA, RecordType::AAAA), (LOST_A, RecordType::A)],
+    );
+    let hosts = dir.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 localhost\n").unwrap();
+    let nsswitch = dir.path().join("nsswitch.conf");
+    std::fs::write(&nsswitch, "hosts: files dns\n").unwrap();
+    for (file, over) in [(&hosts, "/etc/hosts"), (&nsswitch, "/etc/nsswitch.conf")] {
+        must("mount", &["--bind", file.to_str().unwrap(), over]);
+    }
+    let resolver = "import socket, sys, time\nfor name in sys.argv[1:]:\n    start = time.monotonic()\n    try:\n        socket.getaddrinfo(name, None)\n        found = 1\n    except socket.gaierror:\n        found = 0\n    print(name, found, int((time.monotonic() - start) * 1000), flush=True)";
+    // (options, the names one process resolves in turn)
+    let runs: &[(&str, &[&str])] = &[
+        // The pair, single-request, single-request-reopen, A alone; the process stays in
+        // single-request-reopen for the names after.
+        ("", &[LOST_AAAA, "api.example.com.", LOST_AAAA]),
+        // A lost: AAAA's answer is lost with it, and single-request stays.
+        ("", &[LOST_A, LOST_A]),
+        // Starting in single-request: one switch; SERVFAIL for A is asked again at once.
+        ("single-request", &[LOST_AAAA, SERVFAIL_NAME]),
+        ("single-request-reopen", &[SERVFAIL_NAME, LOST_AAAA]),
+    ];
+    let mut failures = Vec::new();
+    for (index, (options, names)) in runs.iter().enumerate() {
+        let resolv = dir.path().join(format!("resolv-lost-{index}.conf"));
+        std::fs::write(
+            &resolv,
+            format!("nameserver 127.0.0.1\noptions timeout:1 attempts:2 {options}\n"),
+        )
+        .unwrap();
+        must(
+            "mount",
+            &["--bind", resolv.to_str().unwrap(), "/etc/resolv.conf"],
+        );
+        // The prediction asks the upstream too (a lost question costs it 4 s): before the
+        // resolver runs.
+        let mut args = vec![
+            "resolve-cost",
+            "--namespace",
+            "default",
+            "--resolv-conf",
+            resolv.to_str().unwrap(),
+            "--upstream",
+            "127.0.0.1:53",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(names);
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::resolve::stdout_of(&args)).unwrap();
+        let before = upstream.asked().len();
+        let output = Command::new("python3")
+            .args(["-c", resolver])
+            .args(*names)
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run python3: {error}"));
+        let asked: Vec<(String, String)> = upstream.asked()[before..]
+            .iter()
+            .map(|(name, qtype)| (name.clone(), qtype.to_string()))
+            .collect();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        let mut predicted = Vec::new();
+        for (at, name) in names.iter().enumerate() {
+            let report = &json["reports"][at];
+            for step in report["steps"].as_array().unwrap() {
+                for query in step["queries"].as_array().unwrap() {
+                    for _ in 0..query["sent"].as_u64().unwrap() {
+                        predicted.push((
+                            step["name"].as_str().unwrap().to_owned(),
+                            query["type"].as_str().unwrap().to_owned(),
+                        ));
+                    }
+                }
+            }
+            let waited: u64 = report["totals"]["waited_ms"].as_u64().unwrap();
+            let found = !report["answered_by"].is_null();
+            let want = format!("{name} {}", u8::from(found));
+            let line = lines.get(at).copied().unwrap_or("(nothing)");
+            let took: u64 = line
+                .rsplit(' ')
+                .next()
+                .and_then(|ms| ms.parse().ok())
+                .unwrap_or(u64::MAX);
+            if !line.starts_with(&want) || took.abs_diff(waited) > 500 {
+                failures.push(format!(
+                    "options '{options}', {name}: resolve-cost says found={found} after \
+                     {waited} ms waiting; python3 getaddrinfo printed '{line}' (name, found, \
+                     ms)"
+                ));
+            }
+        }
+        // The JSON gives each name's count per type, not their interleaving.
+        if type_counts(&asked) != type_counts(&predicted) {
+            failures.push(format!(
+                "options '{options}', names {names:?}:\n  predicted: {}\n  asked:     {}",
+                show(&predicted),
+                show(&asked)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "glibc after a lost reply differs from resolve-cost:\n\n{}",
+        failures.join("\n\n")
+    );
+}
+
+/// Consecutive queries for the same name, as (name, how many of each type).
+fn type_counts(
+    queries: &[(String, String)],
+) -> Vec<(String, std::collections::BTreeMap<String, usize>)> {
+    let mut out: Vec<(String, std::collections::BTreeMap<String, usize>)> = Vec::new();
+    for (name, qtype) in queries {
+        match out.last_mut() {
+            Some((last, counts)) if last == name => *counts.entry(qtype.clone()).or_default() += 1,
+            _ => out.push((name.clone(), [(qtype.clone(), 1)].into())),
+        }
+    }
+    out
 }
 
 /// `musl-gcc -static` of tests/fixtures/musl_lookup.c.

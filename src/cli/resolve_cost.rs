@@ -220,6 +220,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
             .map(|zone| zone.to_ascii())
             .unwrap_or_default(),
         asked: Default::default(),
+        send_mode: Default::default(),
     };
     let reports: Vec<_> = args.names.iter().map(|name| setup.report(name)).collect();
     match args.output {

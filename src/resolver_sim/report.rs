@@ -1,12 +1,13 @@
 //! One name's cost, and what each fix would save: `resolve-cost`'s report.
 
+use std::cell::Cell;
 use std::fmt::Write as _;
 use std::net::IpAddr;
 
 use serde::Serialize;
 
 use super::answer::{ClusterAnswerer, Upstream, UpstreamCache};
-use super::stub::{self, Families, Libc, Source, StubConfig, Totals, Verdict, Walk};
+use super::stub::{self, Families, Libc, SendMode, Source, StubConfig, Totals, Verdict, Walk};
 use crate::autopath::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
 use crate::zone::name::WireName;
@@ -31,6 +32,10 @@ pub struct Setup<'a> {
     pub cluster_domain: String,
     /// Upstream replies, shared by every walk.
     pub asked: UpstreamCache,
+    /// How the process's glibc sends A and AAAA now: the names of one run are looked up in
+    /// turn by one process, and a lost reply switches it for the names after (`None`: as
+    /// the options say).
+    pub send_mode: Cell<Option<SendMode>>,
 }
 
 /// The report for one name.
@@ -94,6 +99,7 @@ impl Saving {
 
 impl Setup<'_> {
     fn run(&self, config: &StubConfig, name: &str, autopath: bool) -> Walk {
+        let mode = self.send_mode.get().unwrap_or(config.send_mode);
         let mut answerer = ClusterAnswerer::new(
             self.snapshot,
             self.fallthrough.clone(),
@@ -107,7 +113,7 @@ impl Setup<'_> {
             // The namespace comes from the query, so the client address does not matter.
             answerer = answerer.with_autopath(&search, IpAddr::from([0, 0, 0, 0]));
         }
-        stub::walk(self.libc, config, name, self.families, &mut answerer)
+        stub::walk_in(self.libc, config, mode, name, self.families, &mut answerer)
     }
 
     /// The server's autopath: namespace from the query; its own search domains are the
@@ -136,7 +142,10 @@ impl Setup<'_> {
     pub fn report(&self, name: &str) -> Report {
         let walk = self.run(&self.config, name, self.autopath);
         let totals = walk.totals();
-        let worst_case_ms = stub::step_budget_ms(self.libc, &self.config) * totals.names as u64;
+        // Every name waiting out all its retries, or longer where a lost reply made glibc
+        // ask again.
+        let budget = stub::step_budget_ms(self.libc, &self.config);
+        let worst_case_ms = walk.steps.iter().map(|s| s.waited_ms.max(budget)).sum();
         let found = walk.answered_by.is_some();
         let mut fixes = Vec::new();
         let fix = |fix: &'static str, change: String, with: &Walk| Fix {
@@ -186,6 +195,9 @@ impl Setup<'_> {
                 ));
             }
         }
+        // The fixes are walked from the mode this name started in; the next name starts
+        // from the mode this one left.
+        self.send_mode.set(Some(walk.send_mode_after));
         Report {
             walk,
             totals,
@@ -219,8 +231,8 @@ impl Report {
             format!("attempts:{}", config.attempts),
             format!("timeout:{}", config.timeout),
         ];
-        if config.single_request {
-            options.push("single-request".into());
+        if config.send_mode != SendMode::Parallel {
+            options.push(config.send_mode.to_string());
         }
         if config.no_aaaa {
             options.push("no-aaaa".into());
@@ -238,6 +250,13 @@ impl Report {
         for note in &config.notes {
             let _ = writeln!(out, "note: {note}");
         }
+        if walk.send_mode != config.send_mode {
+            let _ = writeln!(
+                out,
+                "note: an earlier name's lost reply left the process in {} mode",
+                walk.send_mode
+            );
+        }
         out.push('\n');
         let width = walk
             .steps
@@ -251,25 +270,44 @@ impl Report {
             .first()
             .map(|s| s.queries.iter().map(|q| q.qtype.to_string()).collect())
             .unwrap_or_default();
+        let cell = |query: &stub::Query| {
+            let mut cell = query.reply.summary();
+            if query.sent != 1 {
+                let _ = write!(cell, " x{}", query.sent);
+            }
+            cell
+        };
+        // Each type's column: 12 wide, or its widest cell.
+        let columns: Vec<usize> = (0..types.len())
+            .map(|i| {
+                walk.steps
+                    .iter()
+                    .filter_map(|s| s.queries.get(i))
+                    .map(|q| cell(q).len())
+                    .max()
+                    .unwrap_or(0)
+                    .max(12)
+            })
+            .collect();
         let _ = write!(out, "  {:<width$}", "name tried");
-        for qtype in &types {
-            let _ = write!(out, "  {qtype:<12}");
+        for (qtype, column) in types.iter().zip(&columns) {
+            let _ = write!(out, "  {qtype:<column$}");
         }
         let _ = writeln!(out, "  answered by");
         for step in &walk.steps {
             let _ = write!(out, "  {:<width$}", step.name);
-            for query in &step.queries {
-                let mut cell = query.reply.summary();
-                if query.sent != 1 {
-                    let _ = write!(cell, " x{}", query.sent);
-                }
-                let _ = write!(out, "  {cell:<12}");
+            for (query, column) in step.queries.iter().zip(&columns) {
+                let text = cell(query);
+                let _ = write!(out, "  {text:<column$}");
             }
             let source = step
                 .queries
                 .first()
                 .map_or("-", |q| source_name(&q.reply.source));
             let _ = writeln!(out, "  {source}");
+            for note in &step.notes {
+                let _ = writeln!(out, "    {note}");
+            }
             for query in step.queries.iter().take(1) {
                 if let Source::Autopath { lookups } = &query.reply.source {
                     for lookup in lookups {

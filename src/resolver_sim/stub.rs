@@ -15,10 +15,18 @@
 //!   When A and AAAA disagree, the answer that is not SERVFAIL/REFUSED/NOTIMP counts; between
 //!   NXDOMAIN and NODATA, NXDOMAIN wins.
 //! - A and AAAA go out together (`sendmmsg`) and are waited for together; with
-//!   `single-request` (or `single-request-reopen`) AAAA is sent after A's reply. A SERVFAIL,
-//!   REFUSED or NOTIMP for both is retried on every nameserver, `attempts` times. With
-//!   `single-request`, such a reply to A leaves AAAA unsent and the resolver waits out the
-//!   timeout before the next try (glibc waits for a second reply that was never asked for).
+//!   `single-request` AAAA is sent after A's reply, on the same socket; with
+//!   `single-request-reopen`, on a new one. A SERVFAIL, REFUSED or NOTIMP for both is retried
+//!   on every nameserver, `attempts` times. Under `single-request(-reopen)` such a reply to A
+//!   leaves AAAA unsent and the next try goes out at once, on a new socket (glibc 2.36 as
+//!   Debian ships it, checked with a server that answers SERVFAIL).
+//! - When one reply of the pair never arrives and the other did, glibc does not give up on
+//!   it: after the timeout it switches the *process* to `single-request` and asks both again
+//!   (same nameserver, a fresh timeout); after the next timeout, to `single-request-reopen`,
+//!   and asks again; after a third, it returns the reply it has. The switches stay for the
+//!   rest of the process (`statp->options`), so later names start in that mode. If it is A's
+//!   reply that is missing, in `single-request` mode AAAA is never sent again and the try
+//!   fails (each later try waits out its timeout for A).
 //! - `options no-aaaa` (glibc 2.36) asks A only.
 //! - Timeouts: the k-th nameserver (from 0) is given `timeout << k` seconds, divided by the
 //!   number of nameservers for k > 0 (at least 1 s); `attempts` rounds over all of them.
@@ -117,6 +125,30 @@ impl Families {
     }
 }
 
+/// How glibc sends a name's A and AAAA queries (`RES_SNGLKUP`, `RES_SNGLKUPREOP`): from the
+/// options, and switched for the rest of the process when a reply of a pair is lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SendMode {
+    /// Both at once (`sendmmsg`), waited for together.
+    #[default]
+    Parallel,
+    /// AAAA after A's reply, on the same socket (`single-request`).
+    SingleRequest,
+    /// AAAA after A's reply, on a new socket (`single-request-reopen`).
+    SingleRequestReopen,
+}
+
+impl fmt::Display for SendMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Parallel => "parallel",
+            Self::SingleRequest => "single-request",
+            Self::SingleRequestReopen => "single-request-reopen",
+        })
+    }
+}
+
 /// What the resolver options come to, for one libc.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StubConfig {
@@ -130,8 +162,8 @@ pub struct StubConfig {
     pub timeout: u32,
     /// How many nameservers are used (at most 3).
     pub nameservers: usize,
-    /// glibc `single-request` or `single-request-reopen`.
-    pub single_request: bool,
+    /// glibc `single-request` / `single-request-reopen`: how the process starts.
+    pub send_mode: SendMode,
     /// glibc `no-aaaa`.
     pub no_aaaa: bool,
     /// glibc `no-tld-query`.
@@ -155,8 +187,13 @@ impl StubConfig {
             attempts: conf.attempts.unwrap_or(DEFAULT_ATTEMPTS).clamp(1, 5),
             timeout: conf.timeout.unwrap_or(DEFAULT_TIMEOUT).min(30),
             nameservers: conf.nameservers.len().clamp(1, 3),
-            single_request: conf.has_option("single-request")
-                || conf.has_option("single-request-reopen"),
+            send_mode: if conf.has_option("single-request-reopen") {
+                SendMode::SingleRequestReopen
+            } else if conf.has_option("single-request") {
+                SendMode::SingleRequest
+            } else {
+                SendMode::Parallel
+            },
             no_aaaa: conf.has_option("no-aaaa"),
             no_tld_query: conf.has_option("no-tld-query") || conf.has_option("no_tld_query"),
             notes: Vec::new(),
@@ -171,7 +208,7 @@ impl StubConfig {
             attempts: DEFAULT_ATTEMPTS,
             timeout: DEFAULT_TIMEOUT,
             nameservers: 0,
-            single_request: false,
+            send_mode: SendMode::Parallel,
             no_aaaa: false,
             no_tld_query: false,
             notes: Vec::new(),
@@ -367,6 +404,9 @@ pub struct Step {
     pub round_trips: u32,
     /// Time spent waiting for replies that never came (timeouts), in milliseconds.
     pub waited_ms: u64,
+    /// What the resolver did on the way (a switch to single-request, a resend at once).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// What a step means to the walk.
@@ -396,6 +436,11 @@ pub struct Walk {
     pub answered_by: Option<String>,
     /// What the application gets when there is no answer (`EAI_NONAME`, ...).
     pub error: Option<String>,
+    /// How glibc sent the pairs when the walk started, and after it (the process keeps it for
+    /// its next lookups).
+    pub send_mode: SendMode,
+    /// The mode after the walk.
+    pub send_mode_after: SendMode,
 }
 
 /// Counts over a walk.
@@ -454,6 +499,16 @@ impl Walk {
     }
 }
 
+/// glibc's timeout for the k-th nameserver (from 0), milliseconds: `timeout << k` seconds,
+/// divided by the number of nameservers for k > 0, at least one second.
+fn glibc_timeout_ms(config: &StubConfig, ns: usize) -> u64 {
+    let mut seconds = u64::from(config.timeout) << ns;
+    if ns > 0 {
+        seconds /= config.nameservers as u64;
+    }
+    seconds.max(1) * 1000
+}
+
 /// The time the libc gives one step before it gives up, milliseconds: glibc `attempts`
 /// rounds over every nameserver, the k-th (from 0) waited on `timeout << k` seconds divided
 /// by the number of nameservers for k > 0 (at least one second); musl `timeout` in all.
@@ -461,15 +516,9 @@ pub fn step_budget_ms(libc: Libc, config: &StubConfig) -> u64 {
     match libc {
         Libc::Glibc => {
             let per_round: u64 = (0..config.nameservers)
-                .map(|ns| {
-                    let mut seconds = u64::from(config.timeout) << ns;
-                    if ns > 0 {
-                        seconds /= config.nameservers as u64;
-                    }
-                    seconds.max(1)
-                })
+                .map(|ns| glibc_timeout_ms(config, ns))
                 .sum();
-            u64::from(config.attempts) * per_round * 1000
+            u64::from(config.attempts) * per_round
         }
         Libc::Musl => u64::from(config.timeout) * 1000,
     }
@@ -485,7 +534,7 @@ fn musl_rounds(config: &StubConfig) -> u32 {
         .max(1)
 }
 
-/// Walks `name` the way `libc` does under `config`, asking `answerer`.
+/// Walks `name` the way `libc` does under `config`, asking `answerer`, in a new process.
 pub fn walk(
     libc: Libc,
     config: &StubConfig,
@@ -493,7 +542,25 @@ pub fn walk(
     families: Families,
     answerer: &mut dyn Answerer,
 ) -> Walk {
+    walk_in(libc, config, config.send_mode, name, families, answerer)
+}
+
+/// [`walk`], in a process whose glibc resolver is in `mode` (an earlier lookup may have
+/// switched it); the walk's `send_mode_after` is the mode it leaves.
+pub fn walk_in(
+    libc: Libc,
+    config: &StubConfig,
+    mode: SendMode,
+    name: &str,
+    families: Families,
+    answerer: &mut dyn Answerer,
+) -> Walk {
     let families = config.families(families, libc);
+    let mode = if libc == Libc::Glibc {
+        mode
+    } else {
+        SendMode::Parallel
+    };
     let mut walk = Walk {
         name: name.to_owned(),
         libc,
@@ -501,6 +568,8 @@ pub fn walk(
         steps: Vec::new(),
         answered_by: None,
         error: None,
+        send_mode: mode,
+        send_mode_after: mode,
     };
     match libc {
         Libc::Glibc => glibc_walk(config, name, families, answerer, &mut walk),
@@ -544,7 +613,8 @@ fn glibc_walk(
     let dots = name.matches('.').count();
     let trailing = name.ends_with('.');
     let mut step = |qname: String, walk: &mut Walk| -> Herrno {
-        let (step, herrno) = glibc_step(config, qname, families, answerer);
+        let (step, herrno) =
+            glibc_step(config, qname, families, answerer, &mut walk.send_mode_after);
         walk.steps.push(step);
         herrno
     };
@@ -607,70 +677,203 @@ fn glibc_walk(
 fn finish_glibc(walk: &mut Walk, herrno: Herrno) {
     walk.error = match herrno {
         Herrno::Found => None,
-        // getaddrinfo: HOST_NOT_FOUND and NO_DATA are EAI_NONAME; TRY_AGAIN is EAI_AGAIN.
-        Herrno::HostNotFound | Herrno::NoData => Some("EAI_NONAME".to_owned()),
+        // getaddrinfo: HOST_NOT_FOUND is EAI_NONAME; NO_DATA (the name exists, without
+        // addresses) is EAI_NODATA; TRY_AGAIN is EAI_AGAIN.
+        Herrno::HostNotFound => Some("EAI_NONAME".to_owned()),
+        Herrno::NoData => Some("EAI_NODATA".to_owned()),
         Herrno::TryAgain(_) => Some("EAI_AGAIN".to_owned()),
         Herrno::NoRecovery => Some("EAI_FAIL".to_owned()),
     };
 }
 
-/// One glibc step: `__res_context_query` over `send_dg`.
+/// What glibc makes of one reply in `send_dg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An answer it keeps (NOERROR, NXDOMAIN, ...).
+    Kept,
+    /// SERVFAIL, REFUSED or NOTIMP: the next server is tried.
+    Rejected,
+    /// Nothing came back.
+    Lost,
+}
+
+fn kind(reply: &Reply) -> Kind {
+    match reply.rcode {
+        None => Kind::Lost,
+        Some(_) if reply.rejected() => Kind::Rejected,
+        Some(_) => Kind::Kept,
+    }
+}
+
+/// What glibc does for one step: `send_dg` on each nameserver, `attempts` rounds.
+struct Exchanges<'a> {
+    kinds: &'a [Kind],
+    /// A's rcode, for the notes.
+    a_rcode: &'static str,
+    sent: Vec<u32>,
+    round_trips: u32,
+    waited_ms: u64,
+    notes: Vec<String>,
+}
+
+impl Exchanges<'_> {
+    fn send(&mut self, index: usize) {
+        self.sent[index] += 1;
+        self.round_trips += 1;
+    }
+
+    /// One `send_dg` call on a nameserver given `timeout` ms, in `mode`: the replies kept
+    /// when it returns an answer, `None` when the next server is to be tried.
+    fn send_dg(&mut self, mode: &mut SendMode, timeout: u64) -> Option<Vec<usize>> {
+        if self.kinds.len() == 1 {
+            self.send(0);
+            return match self.kinds[0] {
+                Kind::Kept => Some(vec![0]),
+                Kind::Rejected => None,
+                Kind::Lost => {
+                    self.waited_ms += timeout;
+                    None
+                }
+            };
+        }
+        let seconds = timeout / 1000;
+        loop {
+            if *mode == SendMode::Parallel {
+                self.sent[0] += 1;
+                self.sent[1] += 1;
+                self.round_trips += 1;
+                match (self.kinds[0], self.kinds[1]) {
+                    (Kind::Kept, Kind::Kept) => return Some(vec![0, 1]),
+                    (Kind::Kept, Kind::Rejected) => return Some(vec![0]),
+                    (Kind::Rejected, Kind::Kept) => return Some(vec![1]),
+                    (Kind::Rejected, Kind::Rejected) => return None,
+                    (Kind::Kept, Kind::Lost) | (Kind::Lost, Kind::Kept) => {
+                        let (lost, had) = if self.kinds[0] == Kind::Lost {
+                            (Qtype::A, Qtype::Aaaa)
+                        } else {
+                            (Qtype::Aaaa, Qtype::A)
+                        };
+                        self.waited_ms += timeout;
+                        *mode = SendMode::SingleRequest;
+                        self.notes.push(format!(
+                            "no {lost} reply in {seconds} s with {had}'s in hand: glibc switches \
+                             the process to single-request and asks again"
+                        ));
+                        continue;
+                    }
+                    _ => {
+                        self.waited_ms += timeout;
+                        return None;
+                    }
+                }
+            }
+            // single-request(-reopen): A first, AAAA after A's reply.
+            self.send(0);
+            match self.kinds[0] {
+                Kind::Lost => {
+                    self.waited_ms += timeout;
+                    return None;
+                }
+                Kind::Rejected => {
+                    let note = format!(
+                        "{} for A under {mode}: AAAA is not sent; the next try goes out at \
+                         once, on a new socket",
+                        self.a_rcode
+                    );
+                    if !self.notes.contains(&note) {
+                        self.notes.push(note);
+                    }
+                    return None;
+                }
+                Kind::Kept => {}
+            }
+            self.send(1);
+            match self.kinds[1] {
+                Kind::Kept => return Some(vec![0, 1]),
+                Kind::Rejected => return Some(vec![0]),
+                Kind::Lost => {
+                    self.waited_ms += timeout;
+                    if *mode == SendMode::SingleRequest {
+                        *mode = SendMode::SingleRequestReopen;
+                        self.notes.push(format!(
+                            "no AAAA reply in {seconds} s under single-request: glibc switches \
+                             the process to single-request-reopen and asks again"
+                        ));
+                        continue;
+                    }
+                    self.notes.push(format!(
+                        "no AAAA reply in {seconds} s under single-request-reopen: glibc \
+                         returns A's reply alone"
+                    ));
+                    return Some(vec![0]);
+                }
+            }
+        }
+    }
+}
+
+/// One glibc step: `__res_context_query` over `send_dg`, in the process's `mode` (which a
+/// lost reply switches).
 fn glibc_step(
     config: &StubConfig,
     name: String,
     families: Families,
     answerer: &mut dyn Answerer,
+    mode: &mut SendMode,
 ) -> (Step, Herrno) {
     let qtypes = families.qtypes();
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
-    let tries = config.attempts * config.nameservers as u32;
-    let budget = step_budget_ms(Libc::Glibc, config);
-    let mut sent = vec![1u32; replies.len()];
-    let mut round_trips = if config.single_request {
-        replies.len() as u32
-    } else {
-        1
+    let kinds: Vec<Kind> = replies.iter().map(kind).collect();
+    let mut exchanges = Exchanges {
+        kinds: &kinds,
+        a_rcode: replies
+            .first()
+            .and_then(|r| r.rcode)
+            .map_or("no reply", crate::wire::rcode_name),
+        sent: vec![0; replies.len()],
+        round_trips: 0,
+        waited_ms: 0,
+        notes: Vec::new(),
     };
-    let mut waited_ms = 0;
-    let first_rejected = replies.first().is_some_and(Reply::rejected);
-    let all_rejected = replies.iter().all(Reply::rejected);
-    // The replies send_dg keeps: a rejected one is dropped when the other is fine. When none
-    // is kept, the search goes on only if the reply left in the answer buffer (the first to
-    // arrive, A's) is a SERVFAIL.
-    let mut kept: Vec<&Reply> = Vec::new();
-    let mut servfail_kept = false;
-    if config.single_request && replies.len() == 2 && first_rejected {
-        // A rejected: AAAA is never sent, and glibc waits out the timeout for a second reply,
-        // on every nameserver, every attempt.
-        sent = vec![tries, 0];
-        round_trips = tries;
-        waited_ms = budget;
-        servfail_kept = replies[0].rcode == Some(rcode::SERVFAIL);
-    } else if all_rejected {
-        sent = vec![tries; replies.len()];
-        if replies.iter().any(|r| r.rcode.is_none()) {
-            waited_ms = budget;
+    let mut kept: Option<Vec<usize>> = None;
+    'tries: for _ in 0..config.attempts {
+        for ns in 0..config.nameservers {
+            let timeout = glibc_timeout_ms(config, ns);
+            if let Some(answer) = exchanges.send_dg(mode, timeout) {
+                kept = Some(answer);
+                break 'tries;
+            }
         }
-        round_trips = tries
-            * if config.single_request {
-                replies.len() as u32
-            } else {
-                1
-            };
-        servfail_kept = replies
-            .iter()
-            .find_map(|r| r.rcode)
-            .is_some_and(|code| code == rcode::SERVFAIL);
-    } else {
-        kept = replies.iter().filter(|r| !r.rejected()).collect();
     }
-    let herrno = match kept.first() {
-        None => Herrno::TryAgain(servfail_kept),
-        Some(_) if kept.iter().any(|r| r.has_records()) => Herrno::Found,
-        Some(first) => {
+    let Exchanges {
+        sent,
+        round_trips,
+        waited_ms,
+        notes,
+        ..
+    } = exchanges;
+    let herrno = match &kept {
+        None => {
+            // Every try failed: the search goes on only if the reply left in the answer
+            // buffer is a SERVFAIL (a kept reply of a pair whose other half was lost stays
+            // there).
+            let received: Vec<&Reply> = replies
+                .iter()
+                .zip(&sent)
+                .filter(|(r, sent)| **sent > 0 && r.rcode.is_some())
+                .map(|(r, _)| r)
+                .collect();
+            let buffer = received
+                .iter()
+                .find(|r| kind(r) == Kind::Kept)
+                .or_else(|| received.first());
+            Herrno::TryAgain(buffer.is_some_and(|r| r.rcode == Some(rcode::SERVFAIL)))
+        }
+        Some(kept) if kept.iter().any(|&i| replies[i].has_records()) => Herrno::Found,
+        Some(kept) => {
             // __res_context_query: the first reply's rcode unless it is NOERROR.
-            let first = first.rcode.unwrap_or(rcode::SERVFAIL);
-            let second = kept.last().and_then(|r| r.rcode).unwrap_or(first);
+            let first = replies[kept[0]].rcode.unwrap_or(rcode::SERVFAIL);
+            let second = kept.last().and_then(|&i| replies[i].rcode).unwrap_or(first);
             match if first == rcode::NOERROR {
                 second
             } else {
@@ -700,6 +903,7 @@ fn glibc_step(
             verdict,
             round_trips,
             waited_ms,
+            notes,
         },
         herrno,
     )
@@ -833,6 +1037,7 @@ fn musl_step(
             verdict,
             round_trips,
             waited_ms,
+            notes: Vec::new(),
         },
         result,
     )

@@ -1,6 +1,6 @@
 //! An upstream that knows a fixed set of names: each has an A (192.0.2.10) and an AAAA
-//! (2001:db8::10) record; names under a failing suffix are SERVFAIL; every other name is
-//! NXDOMAIN. UDP on a loopback port, one thread.
+//! (2001:db8::10) record; names under a failing suffix are SERVFAIL; questions it is told to
+//! lose get no reply at all; every other name is NXDOMAIN. UDP on a loopback port, one thread.
 //! It stands for the Internet in tests where a name as typed exists and its search-expanded
 //! forms do not (`resolve-cost --upstream assume`).
 
@@ -29,6 +29,25 @@ impl NamesUpstream {
 
     /// [`start`](Self::start), answering SERVFAIL for names under `failing` domains.
     pub fn failing(bind: SocketAddr, names: &[&str], failing: &[&str]) -> Self {
+        Self::losing(bind, names, failing, &[])
+    }
+
+    /// [`failing`](Self::failing), never answering the questions in `lost` (name, type).
+    pub fn losing(
+        bind: SocketAddr,
+        names: &[&str],
+        failing: &[&str],
+        lost: &[(&str, RecordType)],
+    ) -> Self {
+        let lost: HashSet<(String, RecordType)> = lost
+            .iter()
+            .map(|(n, t)| {
+                (
+                    format!("{}.", n.trim_end_matches('.').to_ascii_lowercase()),
+                    *t,
+                )
+            })
+            .collect();
         let socket = UdpSocket::bind(bind).unwrap();
         socket
             .set_read_timeout(Some(Duration::from_millis(100)))
@@ -60,6 +79,9 @@ impl NamesUpstream {
                 let name = question.name().to_ascii().to_ascii_lowercase();
                 let qtype = question.query_type();
                 log.lock().unwrap().push((name.clone(), qtype));
+                if lost.contains(&(name.clone(), qtype)) {
+                    continue;
+                }
                 let mut reply = Message::new(
                     query.metadata.id,
                     MessageType::Response,

@@ -211,7 +211,18 @@ fn walks() {
                 "shop.cluster.local.",
                 "shop.",
             ],
-            Some("EAI_NONAME"),
+            // The name exists without addresses: getaddrinfo says EAI_NODATA ("No address
+            // associated with hostname"), as glibc 2.36 does.
+            Some("EAI_NODATA"),
+        ),
+        (
+            "glibc: a name asked as is that is NODATA ends in EAI_NODATA",
+            Libc::Glibc,
+            SHOP,
+            "shop.svc.cluster.local.",
+            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            &["shop.svc.cluster.local."],
+            Some("EAI_NODATA"),
         ),
         (
             "musl: NODATA ends the walk",
@@ -383,25 +394,35 @@ fn retries_and_waits() {
         ),
         (2, 2, 2, 0)
     );
-    // glibc, single-request: A's SERVFAIL leaves AAAA unsent and waits out 2 × 5 s.
+    // glibc, single-request(-reopen): A's SERVFAIL leaves AAAA unsent, and the next try goes
+    // out at once on a new socket: no waiting (glibc 2.36: two A queries, 0 s).
+    for option in ["single-request", "single-request-reopen"] {
+        let single = format!("{SHOP}options {option}\n");
+        let walk = super::walk(
+            Libc::Glibc,
+            &config(Libc::Glibc, &single),
+            "x",
+            Families::Both,
+            &mut Fake::new(&servfail),
+        );
+        let first = &walk.steps[0];
+        assert_eq!(
+            (
+                first.queries[0].sent,
+                first.queries[1].sent,
+                first.round_trips,
+                first.waited_ms
+            ),
+            (2, 0, 2, 0),
+            "{option}"
+        );
+        assert_eq!(first.verdict, Verdict::Continue, "{option}");
+        assert!(
+            first.notes[0].contains("at once, on a new socket"),
+            "{option}"
+        );
+    }
     let single = format!("{SHOP}options single-request\n");
-    let walk = super::walk(
-        Libc::Glibc,
-        &config(Libc::Glibc, &single),
-        "x",
-        Families::Both,
-        &mut Fake::new(&servfail),
-    );
-    let first = &walk.steps[0];
-    assert_eq!(
-        (
-            first.queries[0].sent,
-            first.queries[1].sent,
-            first.waited_ms
-        ),
-        (2, 0, 10_000)
-    );
-    assert_eq!(first.verdict, Verdict::Continue);
     // single-request doubles the round trips of a plain walk.
     let walk = super::walk(
         Libc::Glibc,
@@ -475,13 +496,17 @@ fn options() {
         ),
         (15, 30, 5, 3)
     );
-    assert!(glibc.single_request && glibc.no_aaaa);
+    assert_eq!(glibc.send_mode, SendMode::SingleRequestReopen);
+    assert!(glibc.no_aaaa);
+    let plain = config(Libc::Glibc, "options single-request\n");
+    assert_eq!(plain.send_mode, SendMode::SingleRequest);
+    assert_eq!(config(Libc::Glibc, SHOP).send_mode, SendMode::Parallel);
     let musl = config(Libc::Musl, text);
     assert_eq!(
         (musl.ndots, musl.timeout, musl.attempts, musl.nameservers),
         (15, 45, 9, 3)
     );
-    assert!(!musl.single_request && !musl.no_aaaa);
+    assert!(musl.send_mode == SendMode::Parallel && !musl.no_aaaa);
     // no-aaaa: glibc asks A only.
     let walk = super::walk(
         Libc::Glibc,
@@ -513,4 +538,118 @@ fn options() {
         step_budget_ms(Libc::Musl, &config(Libc::Musl, three)),
         5_000
     );
+}
+
+/// One step's (A sent, AAAA sent, round trips, seconds waited).
+fn counts(step: &Step) -> (u32, u32, u32, u64) {
+    (
+        step.queries[0].sent,
+        step.queries[1].sent,
+        step.round_trips,
+        step.waited_ms / 1000,
+    )
+}
+
+/// A lost AAAA reply, as glibc 2.36 handles it (recorded with `getaddrinfo` against a server
+/// that never answers AAAA, `timeout:1 attempts:2`): the pair, a timeout; single-request,
+/// both again, a timeout; single-request-reopen, both again, a timeout; A's addresses. The
+/// process stays in single-request-reopen: its next lookup of that name waits once.
+#[test]
+fn a_lost_aaaa_reply_switches_the_process_to_single_request() {
+    let conf = "nameserver 127.0.0.1\noptions timeout:1 attempts:2\n";
+    let glibc = config(Libc::Glibc, conf);
+    let lost = [("lost.example.", [OK, SILENT]), ("ok.example.", [OK, OK])];
+    let walk = super::walk(
+        Libc::Glibc,
+        &glibc,
+        "lost.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(walk.answered_by.as_deref(), Some("lost.example."));
+    assert_eq!(counts(&walk.steps[0]), (3, 3, 5, 3));
+    assert_eq!(walk.steps[0].notes.len(), 3, "{:?}", walk.steps[0].notes);
+    assert_eq!(
+        (walk.send_mode, walk.send_mode_after),
+        (SendMode::Parallel, SendMode::SingleRequestReopen)
+    );
+    // The process's next names: one query after the other.
+    let after = walk.send_mode_after;
+    let next = walk_in(
+        Libc::Glibc,
+        &glibc,
+        after,
+        "ok.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(counts(&next.steps[0]), (1, 1, 2, 0));
+    let again = walk_in(
+        Libc::Glibc,
+        &glibc,
+        after,
+        "lost.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(counts(&again.steps[0]), (1, 1, 2, 1));
+    assert_eq!(again.answered_by.as_deref(), Some("lost.example."));
+    // Starting in single-request: one switch, two timeouts.
+    let single = config(Libc::Glibc, &format!("{conf}options single-request\n"));
+    let walk = super::walk(
+        Libc::Glibc,
+        &single,
+        "lost.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(counts(&walk.steps[0]), (2, 2, 4, 2));
+    assert_eq!(walk.send_mode_after, SendMode::SingleRequestReopen);
+    // A NODATA A with the AAAA lost: three timeouts, then NODATA, and the walk goes on.
+    let nodata = [("web.shop.svc.cluster.local.", [NODATA, SILENT])];
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(
+            Libc::Glibc,
+            "search shop.svc.cluster.local\nnameserver 127.0.0.1\noptions timeout:1 attempts:2\n",
+        ),
+        "web",
+        Families::Both,
+        &mut Fake::new(&nodata),
+    );
+    assert_eq!(names(&walk), ["web.shop.svc.cluster.local.", "web."]);
+    assert_eq!(counts(&walk.steps[0]), (3, 3, 5, 3));
+    assert_eq!(walk.error.as_deref(), Some("EAI_NODATA"));
+}
+
+/// A lost A reply with AAAA's in hand (glibc 2.36, `timeout:1 attempts:2`): the pair, a
+/// timeout; single-request sends A alone and waits again; the second try, A alone, a third
+/// timeout; no addresses (EAI_AGAIN), and the process stays in single-request.
+#[test]
+fn a_lost_a_reply_loses_the_aaaa_answer_too() {
+    let glibc = config(
+        Libc::Glibc,
+        "nameserver 127.0.0.1\noptions timeout:1 attempts:2\n",
+    );
+    let lost = [("lost.example.", [SILENT, OK])];
+    let walk = super::walk(
+        Libc::Glibc,
+        &glibc,
+        "lost.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(walk.answered_by, None);
+    assert_eq!(walk.error.as_deref(), Some("EAI_AGAIN"));
+    assert_eq!(counts(&walk.steps[0]), (3, 1, 3, 3));
+    assert_eq!(walk.send_mode_after, SendMode::SingleRequest);
+    let again = walk_in(
+        Libc::Glibc,
+        &glibc,
+        walk.send_mode_after,
+        "lost.example.",
+        Families::Both,
+        &mut Fake::new(&lost),
+    );
+    assert_eq!(counts(&again.steps[0]), (2, 0, 2, 2));
 }
