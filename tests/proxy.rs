@@ -917,6 +917,50 @@ fn trace_iptables_dash_s_output() {
     );
 }
 
+/// kube-proxy writes its rules for iptables-restore with the match modules before the
+/// protocol and the port options after the addresses (`-m tcp -p tcp -d 10.96.0.20 --dport
+/// 80`); tests/fixtures/kube-proxy-restore-shop.txt is the kind-worker golden in that order
+/// (iptables-restore and iptables-save 1.8.9 print the golden back from it). Traced, the two
+/// agree.
+#[test]
+fn trace_reads_rules_in_the_order_kube_proxy_writes_them() {
+    let golden = "tests/golden/proxy/iptables-shop-kind-worker.txt";
+    let restore = "tests/fixtures/kube-proxy-restore-shop.txt";
+    let probes: &[&[&str]] = &[
+        &["--to", "10.96.0.20:80"],
+        &["--to", "10.96.0.20:80", "--from", "172.18.0.9"],
+        &["--to", "10.96.0.40:80"],
+        &["--to", "10.96.0.10:53", "--proto", "udp"],
+        &["--to", "172.18.0.3:30080", "--node-local"],
+        &[
+            "--to",
+            "172.18.0.3:30080",
+            "--node-local",
+            "--from",
+            "10.244.1.9",
+        ],
+    ];
+    for probe in probes {
+        let (code, saved) = trace_json(golden, probe);
+        let (restore_code, written) = trace_json(restore, probe);
+        assert_eq!(code, restore_code, "{probe:?}");
+        assert_eq!(saved["verdict"], written["verdict"], "{probe:?}: {written}");
+        assert_eq!(endpoint_list(&saved), endpoint_list(&written), "{probe:?}");
+        let when = |json: &serde_json::Value| -> Vec<String> {
+            json["masquerade"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["when"].to_string())
+                .collect()
+        };
+        assert_eq!(when(&saved), when(&written), "{probe:?}");
+    }
+    let (_, web) = trace_json(restore, &["--to", "10.96.0.20:80"]);
+    assert_eq!(web["verdict"], "dnat");
+    assert_eq!(endpoint_list(&web).len(), 3);
+}
+
 // --- proxy render --mode nftables and nft traces --------------------------------------------
 
 fn render_nft(fixture: &str, extra: &[&str]) -> String {

@@ -4,7 +4,10 @@
 //! chain, the rules as `-A CHAIN options...`, and `COMMIT`. `iptables -S` prints
 //! `-P CHAIN POLICY`, `-N CHAIN` and `-A` lines without a table header; such a text is read
 //! as the nat table when it has PREROUTING or POSTROUTING, else as filter. Options are read
-//! in any order, the way `iptables-restore` reads them; every known option and module is
+//! in any order, the way `iptables-restore` reads them: a module's option may come after
+//! other options (kube-proxy writes `-m tcp -p tcp -d 10.96.0.20 --dport 80`) and goes to the
+//! last module of the rule that takes it, or to the protocol's own module (`-p tcp --dport
+//! 80`); every known option and module is
 //! turned into a match or an action, and an unknown module or target is kept as
 //! unsupported (reported by the tracer if reached). Malformed text (an unknown option, an
 //! option without its value, a bad address, a rule before its table, a jump to a chain that
@@ -192,6 +195,89 @@ const NON_TERMINATING: &[&str] = &[
     "LED",
 ];
 
+/// The options each match module takes (`iptables -m NAME --help`), so that an option
+/// written after other options (`-m tcp -p tcp -d 10.0.0.1 --dport 80`, as kube-proxy
+/// writes its rules) reaches its module, as iptables' option parser has it.
+fn module_takes(module: &str, option: &str) -> Option<bool> {
+    let options: &[&str] = match module {
+        "tcp" => &[
+            "--dport",
+            "--destination-port",
+            "--sport",
+            "--source-port",
+            "--syn",
+            "--tcp-flags",
+            "--tcp-option",
+        ],
+        "udp" | "udplite" => &["--dport", "--destination-port", "--sport", "--source-port"],
+        "sctp" => &[
+            "--dport",
+            "--destination-port",
+            "--sport",
+            "--source-port",
+            "--chunk-types",
+        ],
+        "multiport" => &[
+            "--dports",
+            "--destination-ports",
+            "--sports",
+            "--source-ports",
+            "--ports",
+        ],
+        "comment" => &["--comment"],
+        "mark" => &["--mark"],
+        "conntrack" => &[
+            "--ctstate",
+            "--ctproto",
+            "--ctorigsrc",
+            "--ctorigdst",
+            "--ctreplsrc",
+            "--ctrepldst",
+            "--ctorigsrcport",
+            "--ctorigdstport",
+            "--ctreplsrcport",
+            "--ctrepldstport",
+            "--ctstatus",
+            "--ctexpire",
+            "--ctdir",
+        ],
+        "state" => &["--state"],
+        "addrtype" => &[
+            "--src-type",
+            "--dst-type",
+            "--limit-iface-in",
+            "--limit-iface-out",
+        ],
+        "statistic" => &["--mode", "--probability", "--every", "--packet"],
+        "recent" => &[
+            "--set",
+            "--rcheck",
+            "--update",
+            "--remove",
+            "--name",
+            "--seconds",
+            "--reap",
+            "--hitcount",
+            "--rttl",
+            "--mask",
+            "--rsource",
+            "--rdest",
+        ],
+        "nfacct" => &["--nfacct-name"],
+        // A module clusterdns does not know: it may take anything.
+        _ => return None,
+    };
+    Some(options.contains(&option))
+}
+
+/// One `-m NAME` of a rule, with its options (`!`, name, values), and where its matches go
+/// among the rule's.
+struct ModuleUse {
+    at: usize,
+    name: String,
+    options: Vec<(bool, String, Vec<String>)>,
+}
+
 /// A rule's options, read word by word.
 struct RuleReader<'a> {
     words: &'a [String],
@@ -200,6 +286,8 @@ struct RuleReader<'a> {
     rule: Rule,
     /// The protocol of `-p`, for the port matches of `-m tcp`/`-m udp`.
     protocol: Option<Protocol>,
+    /// The rule's modules, turned into matches once the whole rule is read.
+    modules: Vec<ModuleUse>,
 }
 
 impl RuleReader<'_> {
@@ -292,8 +380,13 @@ impl RuleReader<'_> {
                     if negated { "! " } else { "" }
                 ))),
                 "-m" | "--match" => {
-                    let module = self.value(&option)?;
-                    self.module(&module)?;
+                    let name = self.value(&option)?;
+                    let options = self.module_options(&name);
+                    self.modules.push(ModuleUse {
+                        at: self.rule.matches.len(),
+                        name,
+                        options,
+                    });
                 }
                 "-j" | "--jump" => {
                     let target = self.value(&option)?;
@@ -309,38 +402,105 @@ impl RuleReader<'_> {
                     self.value(&option)?;
                     self.value(&option)?;
                 }
+                other if other.starts_with("--") => {
+                    // An option of a module named earlier in the rule (the last one that
+                    // takes it), or of the protocol's own module, which `-p tcp` loads.
+                    let index = match self
+                        .modules
+                        .iter()
+                        .rposition(|m| module_takes(&m.name, other) == Some(true))
+                    {
+                        Some(index) => index,
+                        None => {
+                            let implicit = match self.protocol {
+                                Some(Protocol::Tcp) => "tcp",
+                                Some(Protocol::Udp) => "udp",
+                                Some(Protocol::Sctp) => "sctp",
+                                None => "",
+                            };
+                            if module_takes(implicit, other) == Some(true) {
+                                self.modules.push(ModuleUse {
+                                    at: self.rule.matches.len(),
+                                    name: implicit.to_owned(),
+                                    options: Vec::new(),
+                                });
+                                self.modules.len() - 1
+                            } else if let Some(index) = self
+                                .modules
+                                .iter()
+                                .rposition(|m| module_takes(&m.name, other).is_none())
+                            {
+                                index
+                            } else {
+                                return Err(self.error(format!("unknown option {other:?}")));
+                            }
+                        }
+                    };
+                    let values = self.option_values();
+                    self.modules[index]
+                        .options
+                        .push((negated, other.to_owned(), values));
+                }
                 other => {
                     return Err(self.error(format!("unknown option {other:?}")));
                 }
             }
         }
+        // The modules' matches, each where its `-m` was (the last first, so that the
+        // earlier places stay put).
+        let modules = std::mem::take(&mut self.modules);
+        for module in modules.into_iter().rev() {
+            let before = std::mem::take(&mut self.rule.matches);
+            self.module(&module.name, module.options)?;
+            let made = std::mem::replace(&mut self.rule.matches, before);
+            let at = module.at.min(self.rule.matches.len());
+            self.rule.matches.splice(at..at, made);
+        }
         Ok(self.rule)
     }
 
-    /// `-m NAME` and its options.
-    fn module(&mut self, module: &str) -> Result<(), ParseError> {
+    /// The values after a module option: the words up to the next option.
+    fn option_values(&mut self) -> Vec<String> {
+        let mut values = Vec::new();
+        while let Some(word) = self.peek() {
+            if word.starts_with('-')
+                && word.len() > 1
+                && !word[1..].starts_with(|c: char| c.is_ascii_digit())
+                || word == "!"
+            {
+                break;
+            }
+            values.push(word.to_owned());
+            self.next();
+        }
+        values
+    }
+
+    /// The options right after `-m NAME` that the module takes.
+    fn module_options(&mut self, module: &str) -> Vec<(bool, String, Vec<String>)> {
         let mut options: Vec<(bool, String, Vec<String>)> = Vec::new();
         while self.module_option_next() {
-            let mut negated = false;
-            if self.peek() == Some("!") {
+            let negated = self.peek() == Some("!");
+            let option = self.words[self.at + usize::from(negated)].as_str();
+            if module_takes(module, option) == Some(false) {
+                break;
+            }
+            if negated {
                 self.next();
-                negated = true;
             }
             let name = self.next().unwrap_or_default().to_owned();
-            let mut values = Vec::new();
-            while let Some(word) = self.peek() {
-                if word.starts_with('-')
-                    && word.len() > 1
-                    && !word[1..].starts_with(|c: char| c.is_ascii_digit())
-                    || word == "!"
-                {
-                    break;
-                }
-                values.push(word.to_owned());
-                self.next();
-            }
+            let values = self.option_values();
             options.push((negated, name, values));
         }
+        options
+    }
+
+    /// `-m NAME` and its options, turned into matches.
+    fn module(
+        &mut self,
+        module: &str,
+        options: Vec<(bool, String, Vec<String>)>,
+    ) -> Result<(), ParseError> {
         let unsupported = |options: &[(bool, String, Vec<String>)]| {
             let mut text = format!("-m {module}");
             for (negated, name, values) in options {
@@ -727,6 +887,7 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
                         comment: None,
                     },
                     protocol: None,
+                    modules: Vec::new(),
                 };
                 let rule = reader.read()?;
                 if table.chain(&chain).is_none() && headerless {
@@ -950,6 +1111,65 @@ mod tests {
                 port: Some(8080)
             }]
         );
+    }
+
+    /// Rules as kube-proxy writes them for iptables-restore (its own test dumps,
+    /// pkg/proxy/iptables/proxier_test.go): modules before the protocol, module options
+    /// after other options, nfacct counters, `--random-fully`.
+    #[test]
+    fn options_in_the_order_kube_proxy_writes_them() {
+        let written = rule("-A KUBE-SVC-X -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp -p tcp -d 172.30.0.41 --dport 80 ! -s 10.0.0.0/8 -j KUBE-MARK-MASQ").expect("parses");
+        let saved = rule("-A KUBE-SVC-X ! -s 10.0.0.0/8 -d 172.30.0.41/32 -p tcp -m comment --comment \"ns1/svc1:p80 cluster IP\" -m tcp --dport 80 -j KUBE-MARK-MASQ").expect("parses");
+        let sorted = |r: &Rule| {
+            let mut matches: Vec<String> = r.matches.iter().map(|m| format!("{m:?}")).collect();
+            matches.sort();
+            matches
+        };
+        assert_eq!(sorted(&written), sorted(&saved));
+        assert_eq!(written.comment, saved.comment);
+        assert!(written.matches.contains(&Match::Port {
+            side: Side::Destination,
+            negated: false,
+            ranges: vec![(80, 80)],
+            protocol: Some(Protocol::Tcp),
+        }));
+        // The localhost NodePort rule with its nfacct counter.
+        let r = rule("-A KUBE-SVC-X -m comment --comment ns2/svc2:p80 -m tcp -p tcp -d 127.0.0.0/8 --dport 3001 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-MARK-MASQ").expect("parses");
+        assert!(r.matches.contains(&Match::Always));
+        assert!(
+            r.matches
+                .iter()
+                .any(|m| matches!(m, Match::Port { ranges, .. } if ranges == &[(3001, 3001)]))
+        );
+        let r = rule("-A KUBE-SVC-X -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP").expect("parses");
+        assert_eq!(r.matches.len(), 2);
+        // A module option after another module: the module that takes it.
+        let r = rule("-A KUBE-SVC-X -m recent --name KUBE-SEP-X --set -m tcp -p tcp -j DNAT --to-destination 10.180.0.3:80").expect("parses");
+        assert!(matches!(
+            r.matches[0],
+            Match::Recent {
+                op: RecentOp::Set,
+                ..
+            }
+        ));
+        let r = rule("-A KUBE-SVC-X -m multiport -p udp --dports 53,5353 -j KUBE-MARK-MASQ")
+            .expect("parses");
+        assert!(r.matches.contains(&Match::Port {
+            side: Side::Destination,
+            negated: false,
+            ranges: vec![(53, 53), (5353, 5353)],
+            protocol: Some(Protocol::Udp),
+        }));
+        // `-p tcp --dport 80` loads tcp's match as iptables does.
+        let r = rule("-A KUBE-SVC-X -p tcp --dport 80 -j KUBE-MARK-MASQ").expect("parses");
+        assert!(r.matches.iter().any(|m| matches!(m, Match::Port { .. })));
+        let r = rule("-A KUBE-SVC-X -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully").expect("parses");
+        assert_eq!(r.actions, vec![Action::Masquerade]);
+        // An option no module of the rule takes is still an error.
+        let error = rule("-A KUBE-SVC-X -m comment --comment x --dport 80 -j ACCEPT")
+            .map(|_| ())
+            .expect_err("no tcp module");
+        assert_eq!(error.to_string(), "line 5: unknown option \"--dport\"");
     }
 
     #[test]
