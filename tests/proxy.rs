@@ -961,6 +961,246 @@ fn trace_reads_rules_in_the_order_kube_proxy_writes_them() {
     assert_eq!(endpoint_list(&web).len(), 3);
 }
 
+/// `iptables-save -t nat` (what the lesson takes) has no filter table, where kube-proxy's
+/// REJECT and the firewall are: the trace says so instead of a bare no-match, and a
+/// masquerade without kube-proxy's mark says which rule did it.
+#[test]
+fn trace_a_nat_only_dump_says_the_filter_table_is_missing() {
+    let empty = clusterdns(&[
+        "proxy",
+        "trace",
+        "--ruleset",
+        "fixtures/node-nat.txt",
+        "--to",
+        "10.96.0.40:80",
+    ]);
+    assert_eq!(empty.code, 1);
+    let mut lines = empty.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("10.96.0.40:80/tcp from the network (PREROUTING), source unknown: no-match")
+    );
+    assert!(
+        lines.next().is_some_and(|l| l.starts_with(
+            "note: the ruleset has no filter table (`iptables-save -t nat`): kube-proxy's REJECT"
+        )),
+        "{}",
+        empty.stdout
+    );
+    // kind's masq agent masquerades without a mark: no empty "marked by".
+    assert!(
+        !empty.stdout.contains("    ; masqueraded"),
+        "{}",
+        empty.stdout
+    );
+    assert!(
+        empty
+            .stdout
+            .contains("    masqueraded by nat KIND-MASQ-AGENT line 46\n"),
+        "{}",
+        empty.stdout
+    );
+    let (_, json) = trace_json("fixtures/node-nat.txt", &["--to", "10.96.0.40:80"]);
+    assert!(
+        json["masquerade"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("kind-masq-agent: outbound traffic is subject to MASQUERADE")
+    );
+    assert!(
+        json["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no filter table")
+    );
+    // With the filter table: the REJECT, and no such note.
+    let whole = rendered("fixtures/shop.json", &["--node", "kind-worker"]);
+    let (code, json) = trace_json(&whole.path, &["--to", "10.96.0.40:80"]);
+    assert_eq!((code, json["verdict"].as_str()), (1, Some("reject")));
+    assert!(json.get("notes").is_none(), "{json}");
+    // explain says the same of its rule trace, instead of "no-match" beside "rejected".
+    let explain = clusterdns(&[
+        "explain",
+        "shop/empty",
+        "--objects",
+        "fixtures/shop.json",
+        "--ruleset",
+        "fixtures/node-nat.txt",
+    ]);
+    assert!(
+        explain.stdout.contains(
+            "rules (fixtures/node-nat.txt): 10.96.0.40:80/tcp -> no-match in the nat table; the dump has no filter table, where kube-proxy rejects connections to a Service without endpoints\n"
+        ),
+        "{}",
+        explain.stdout
+    );
+}
+
+/// A NodePort probe to the node's own address: `--node-ip`, or the addresses kube-proxy's
+/// rules name (`--nodeport-addresses`: nft's nodeport-ips set, iptables' `-d NODE-IP -j
+/// KUBE-NODEPORTS`), decide `--dst-type LOCAL` and `fib daddr type local` without
+/// `--node-local`.
+#[test]
+fn trace_knows_the_nodes_addresses() {
+    let worker = rendered("fixtures/shop.json", &["--node", "kind-worker"]);
+    let (_, local) = trace_json(&worker.path, &["--to", "172.18.0.3:30080", "--node-local"]);
+    let (code, given) = trace_json(
+        &worker.path,
+        &["--to", "172.18.0.3:30080", "--node-ip", "172.18.0.3"],
+    );
+    assert_eq!(
+        (code, given["verdict"].as_str()),
+        (0, Some("dnat")),
+        "{given}"
+    );
+    assert_eq!(endpoint_list(&given), endpoint_list(&local));
+    assert_eq!(given["node_ips"], serde_json::json!(["172.18.0.3"]));
+    // Another node's address is still forwarded.
+    let (code, other) = trace_json(
+        &worker.path,
+        &["--to", "172.18.0.4:30080", "--node-ip", "172.18.0.3"],
+    );
+    assert_eq!((code, other["verdict"].as_str()), (1, Some("no-match")));
+    // nft: the nodeport-ips set names kind-control-plane's address; lb-local has no local
+    // endpoint there, so its NodePort drops, as iptables' does with --node-local.
+    let (code, nft) = trace_json(
+        "tests/golden/proxy/nftables-proxy-kind-control-plane.nft",
+        &["--to", "172.18.0.2:31080"],
+    );
+    assert_eq!((code, nft["verdict"].as_str()), (1, Some("drop")), "{nft}");
+    assert_eq!(nft["node_ips"], serde_json::json!(["172.18.0.2"]));
+    // iptables with --nodeport-addresses: the last KUBE-SERVICES rule names the address.
+    let text = std::fs::read_to_string(&worker.path).unwrap().replace(
+        "-m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS",
+        "-d 172.18.0.3/32 -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -j KUBE-NODEPORTS",
+    );
+    assert!(text.contains("-d 172.18.0.3/32 -m comment"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nodeport-addresses.txt");
+    std::fs::write(&path, text).unwrap();
+    let (code, named) = trace_json(path.to_str().unwrap(), &["--to", "172.18.0.3:30080"]);
+    assert_eq!(
+        (code, named["verdict"].as_str()),
+        (0, Some("dnat")),
+        "{named}"
+    );
+    assert_eq!(endpoint_list(&named), endpoint_list(&local));
+    let text = clusterdns(&[
+        "proxy",
+        "trace",
+        "--ruleset",
+        path.to_str().unwrap(),
+        "--to",
+        "172.18.0.3:30080",
+    ]);
+    assert!(
+        text.stdout.contains(
+            "note: 172.18.0.3 is this node's address (named by the ruleset's NodePort rules)"
+        ),
+        "{}",
+        text.stdout
+    );
+}
+
+/// `ping` to a ClusterIP gets nothing: kube-proxy DNATs only the Service's ports, and no
+/// interface owns the address. `--proto icmp` traces it and says so; so does a port the
+/// Service does not expose.
+#[test]
+fn trace_icmp_and_ports_a_service_does_not_expose() {
+    let worker = rendered("fixtures/shop.json", &["--node", "kind-worker"]);
+    let ping = clusterdns(&[
+        "proxy",
+        "trace",
+        "--ruleset",
+        &worker.path,
+        "--to",
+        "10.96.0.20",
+        "--proto",
+        "icmp",
+    ]);
+    assert_eq!(ping.code, 1);
+    assert!(
+        ping.stdout.starts_with("10.96.0.20/icmp from the network (PREROUTING), source unknown: no-match\nnote: 10.96.0.20 is a Service address (shop/web:http cluster IP): kube-proxy's rules rewrite only tcp/80 to it; no interface on any node owns the address, so nothing answers an ICMP echo (ping)"),
+        "{}",
+        ping.stdout
+    );
+    let (code, other_port) = trace_json(&worker.path, &["--to", "10.96.0.20:81"]);
+    assert_eq!(
+        (code, other_port["verdict"].as_str()),
+        (1, Some("no-match"))
+    );
+    assert!(
+        other_port["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("rewrite only tcp/80 to it; no interface on any node owns the address, so nothing answers tcp/81"),
+        "{other_port}"
+    );
+    // kube-dns: every port the rules name.
+    let (_, dns) = trace_json(&worker.path, &["--to", "10.96.0.10", "--proto", "icmp"]);
+    assert!(
+        dns["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("rewrite only tcp/53, tcp/9153, udp/53 to it"),
+        "{dns}"
+    );
+    // kube-proxy's nftables mode rejects what a ClusterIP does not serve, ICMP included
+    // (`ip daddr @cluster-ips reject`): the ping gets "port unreachable".
+    let (code, nft) = trace_json(
+        "tests/golden/proxy/nftables-shop-kind-worker.nft",
+        &["--to", "10.96.0.20", "--proto", "icmp"],
+    );
+    assert_eq!(
+        (code, nft["verdict"].as_str()),
+        (1, Some("reject")),
+        "{nft}"
+    );
+    assert!(
+        nft["terminal"]["rule"]
+            .as_str()
+            .unwrap()
+            .contains("Reject traffic to invalid ports of ClusterIPs"),
+        "{nft}"
+    );
+    // An address that is no Service's: no such note.
+    let (_, nowhere) = trace_json(&worker.path, &["--to", "10.96.0.99:80"]);
+    assert!(nowhere.get("notes").is_none(), "{nowhere}");
+    // A port with ICMP, or none without it, is an error.
+    let with_port = clusterdns(&[
+        "proxy",
+        "trace",
+        "--ruleset",
+        &worker.path,
+        "--to",
+        "10.96.0.20:80",
+        "--proto",
+        "icmp",
+    ]);
+    assert_eq!(with_port.code, 2);
+    assert!(
+        with_port.stderr.contains("an ICMP packet has no port"),
+        "{}",
+        with_port.stderr
+    );
+    let without = clusterdns(&[
+        "proxy",
+        "trace",
+        "--ruleset",
+        &worker.path,
+        "--to",
+        "10.96.0.20",
+    ]);
+    assert_eq!(without.code, 2);
+    assert!(
+        without
+            .stderr
+            .contains("expected IP:PORT (an address alone is for --proto icmp)"),
+        "{}",
+        without.stderr
+    );
+}
+
 // --- proxy render --mode nftables and nft traces --------------------------------------------
 
 fn render_nft(fixture: &str, extra: &[&str]) -> String {

@@ -42,9 +42,9 @@ struct TraceArgs {
     /// kube-proxy` output, or an `nft -f` transaction.
     #[arg(long, value_name = "FILE")]
     ruleset: PathBuf,
-    /// The destination: `IP:PORT` (`[IPv6]:PORT`).
+    /// The destination: `IP:PORT` (`[IPv6]:PORT`); `IP` alone with `--proto icmp`.
     #[arg(long, value_name = "IP:PORT", value_parser = parse_to)]
-    to: SocketAddr,
+    to: (IpAddr, Option<u16>),
     /// The protocol.
     #[arg(long, value_enum, default_value_t = Proto::Tcp)]
     proto: Proto,
@@ -60,6 +60,10 @@ struct TraceArgs {
     /// `--dst-type LOCAL` and `fib daddr type local` match it.
     #[arg(long)]
     node_local: bool,
+    /// The node's own addresses: a destination among them is local (as is one the
+    /// ruleset's NodePort rules name, with kube-proxy's `--nodeport-addresses`).
+    #[arg(long, value_name = "IP", num_args = 1.., value_delimiter = ',')]
+    node_ip: Vec<IpAddr>,
     /// Draw N new connections with a seeded generator and print the observed shares.
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
@@ -79,11 +83,21 @@ enum Proto {
     Udp,
     /// SCTP.
     Sctp,
+    /// ICMP (a ping): no port.
+    Icmp,
 }
 
-/// `IP:PORT` or `[IPv6]:PORT`.
-fn parse_to(text: &str) -> Result<SocketAddr, String> {
-    text.parse::<SocketAddr>()
+/// `IP:PORT`, `[IPv6]:PORT`, or an address alone.
+fn parse_to(text: &str) -> Result<(IpAddr, Option<u16>), String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok((addr.ip(), Some(addr.port())));
+    }
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    bare.parse::<IpAddr>()
+        .map(|ip| (ip, None))
         .map_err(|_| format!("expected IP:PORT (or [IPv6]:PORT), found {text:?}"))
 }
 
@@ -178,25 +192,40 @@ fn run_trace(args: &TraceArgs) -> anyhow::Result<ExitCode> {
             error.message
         )
     })?;
+    let (to, port) = args.to;
+    let icmp = matches!(args.proto, Proto::Icmp);
+    let port = match (port, icmp) {
+        (Some(_), true) => {
+            anyhow::bail!("--to {to}: an ICMP packet has no port (give the address alone)")
+        }
+        (None, false) => {
+            anyhow::bail!("--to {to}: expected IP:PORT (an address alone is for --proto icmp)")
+        }
+        (port, _) => port.unwrap_or(0),
+    };
+    for ip in &args.node_ip {
+        if IpFamily::of(*ip) != IpFamily::of(to) {
+            anyhow::bail!("--node-ip {ip} and --to {to} are of different families");
+        }
+    }
     let options = TraceOptions {
-        to: args.to.ip(),
-        port: args.to.port(),
+        to,
+        port,
         protocol: match args.proto {
-            Proto::Tcp => Protocol::Tcp,
+            Proto::Tcp | Proto::Icmp => Protocol::Tcp,
             Proto::Udp => Protocol::Udp,
             Proto::Sctp => Protocol::Sctp,
         },
         from: args.from,
         local: args.local,
         node_local: args.node_local,
+        node_ips: args.node_ip.clone(),
+        icmp,
     };
     if let Some(from) = args.from
         && IpFamily::of(from) != IpFamily::of(options.to)
     {
-        anyhow::bail!(
-            "--from {from} and --to {} are of different families",
-            args.to
-        );
+        anyhow::bail!("--from {from} and --to {to} are of different families");
     }
     let report = trace::trace(&ruleset, &options);
     let simulation = args

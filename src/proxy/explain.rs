@@ -635,6 +635,8 @@ fn rules_for_port(
             from: None,
             local: false,
             node_local: false,
+            node_ips: Vec::new(),
+            icmp: false,
         },
     );
     let target = join_host_port(port.cluster_ip, port.port);
@@ -646,10 +648,24 @@ fn rules_for_port(
             (join_host_port(ip, e.port), e.share)
         })
         .collect();
+    // A nat-only dump (`iptables-save -t nat`) lacks the filter table, where kube-proxy
+    // REJECTs a Service without endpoints: its no-match is not the whole story.
+    let nat_only = ruleset.format == super::ruleset::Format::IptablesSave
+        && !ruleset.tables.iter().any(|t| t.name == "filter");
     lines.push(format!(
         "{target}/{} -> {}",
         port.name.protocol.lower(),
-        if traced.is_empty() {
+        if traced.is_empty() && nat_only {
+            format!(
+                "{} in the nat table; the dump has no filter table, where kube-proxy {}",
+                report.verdict.as_str(),
+                if port.has_endpoints {
+                    "filters load-balancer traffic"
+                } else {
+                    "rejects connections to a Service without endpoints"
+                }
+            )
+        } else if traced.is_empty() {
             report.verdict.as_str().to_owned()
         } else {
             traced

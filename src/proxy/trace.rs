@@ -37,8 +37,8 @@ use super::cascade::Stored;
 use super::names::join_host_port;
 use super::plan::IpFamily;
 use super::ruleset::{
-    Action, AddrValue, CtState, Element, Hook, KeyPart, KeyValue, MapRef, Match, ProtoValue,
-    RecentOp, Rule, Ruleset, Side, Slot, Table, Verdict,
+    Action, AddrValue, CtState, Element, Format, Hook, KeyPart, KeyValue, MapRef, Match,
+    ProtoValue, RecentOp, Rule, Ruleset, Side, Slot, Table, TableFamily, Verdict,
 };
 use crate::model::Protocol;
 
@@ -58,6 +58,11 @@ pub struct TraceOptions {
     /// The destination is one of the node's own addresses (`-m addrtype --dst-type LOCAL`,
     /// `fib daddr type local`).
     pub node_local: bool,
+    /// The node's own addresses (besides those the ruleset names): a destination among them
+    /// is local.
+    pub node_ips: Vec<IpAddr>,
+    /// An ICMP packet (a ping) instead of `protocol`: no port, and no port match takes it.
+    pub icmp: bool,
 }
 
 /// Where the connection ends up.
@@ -180,6 +185,13 @@ pub struct TraceReport {
     pub conditions: Vec<String>,
     /// Rules the tracer does not understand.
     pub warnings: Vec<Warning>,
+    /// What the verdict means where the ruleset cannot show it all (a nat-only dump, a
+    /// Service address nothing answers on).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The node's addresses the walk used (given, and named by the ruleset).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_ips: Vec<String>,
 }
 
 /// How a chain ended.
@@ -238,6 +250,8 @@ enum Mode {
 struct Tracer<'r> {
     ruleset: &'r Ruleset,
     options: &'r TraceOptions,
+    /// The node's own addresses: given, and read from the ruleset.
+    node_ips: Vec<IpAddr>,
     family: IpFamily,
     mode: Mode,
     warnings: BTreeMap<usize, Warning>,
@@ -286,6 +300,151 @@ fn describe_addr(side: Side, negated: bool, value: &AddrValue) -> String {
     }
 }
 
+/// Whether a rule's protocol names the packet's (`icmp` is also `1`, ICMPv6 `58`/`icmpv6`).
+fn same_protocol(rule: &ProtoValue, packet: &ProtoValue) -> bool {
+    match (rule, packet) {
+        (ProtoValue::Other(rule), ProtoValue::Other(packet)) => {
+            let canonical = |name: &str| {
+                match name {
+                    "1" | "icmp" => "icmp",
+                    "58" | "icmpv6" | "ipv6-icmp" => "ipv6-icmp",
+                    other => other,
+                }
+                .to_owned()
+            };
+            canonical(&rule.to_ascii_lowercase()) == canonical(packet)
+        }
+        (rule, packet) => rule == packet,
+    }
+}
+
+/// The node's own addresses as kube-proxy's rules name them: with `--nodeport-addresses`,
+/// iptables' last KUBE-SERVICES rules (`-d NODE-IP -j KUBE-NODEPORTS`), nft's
+/// `nodeport-ips` set.
+pub fn ruleset_node_ips(ruleset: &Ruleset) -> Vec<IpAddr> {
+    let mut ips: Vec<IpAddr> = Vec::new();
+    let host = |net: &IpNet| (net.prefix_len() == net.max_prefix_len()).then(|| net.addr());
+    for table in &ruleset.tables {
+        if let Some(chain) = table.chain("KUBE-SERVICES") {
+            for rule in &chain.rules {
+                let to_nodeports = rule.actions.iter().any(|a| {
+                    matches!(a, Action::Verdict(Verdict::Jump(c) | Verdict::Goto(c)) if c == "KUBE-NODEPORTS")
+                });
+                if !to_nodeports {
+                    continue;
+                }
+                for m in &rule.matches {
+                    if let Match::Addr {
+                        side: Side::Destination,
+                        negated: false,
+                        value: AddrValue::Net(net),
+                    } = m
+                        && let Some(ip) = host(net)
+                        && !ip.is_loopback()
+                    {
+                        ips.push(ip);
+                    }
+                }
+            }
+        }
+        if let Some(set) = table.sets.get("nodeport-ips") {
+            for element in &set.elements {
+                if let Some(KeyValue::Net(net)) = element.key.first()
+                    && let Some(ip) = host(net)
+                {
+                    ips.push(ip);
+                }
+            }
+        }
+    }
+    ips.sort();
+    ips.dedup();
+    ips
+}
+
+/// The protocols and ports a ruleset sends to `ip` (its rules that test that destination,
+/// and nft map elements keyed by it), as `tcp/80`; and the rule comment naming it.
+fn service_ports(ruleset: &Ruleset, ip: IpAddr) -> (Vec<String>, Option<String>) {
+    let mut ports: BTreeSet<String> = BTreeSet::new();
+    let mut name = None;
+    let exactly = |net: &IpNet| net.prefix_len() == net.max_prefix_len() && net.addr() == ip;
+    let proto_text = |p: &ProtoValue| match p {
+        ProtoValue::Known(p) => p.lower().to_owned(),
+        ProtoValue::Other(other) => other.clone(),
+    };
+    for table in &ruleset.tables {
+        if table.name != "nat" && table.family == TableFamily::Ip {
+            continue;
+        }
+        for chain in &table.chains {
+            for rule in &chain.rules {
+                let names_it = rule.matches.iter().any(|m| {
+                    matches!(m, Match::Addr { side: Side::Destination, negated: false, value: AddrValue::Net(net) } if exactly(net))
+                });
+                if !names_it {
+                    continue;
+                }
+                let protocol = rule.matches.iter().find_map(|m| match m {
+                    Match::Protocol {
+                        negated: false,
+                        protocols,
+                    } => protocols.first().map(proto_text),
+                    _ => None,
+                });
+                for m in &rule.matches {
+                    if let Match::Port {
+                        side: Side::Destination,
+                        negated: false,
+                        ranges,
+                        protocol: port_protocol,
+                    } = m
+                    {
+                        let protocol = port_protocol
+                            .map(|p| p.lower().to_owned())
+                            .or_else(|| protocol.clone())
+                            .unwrap_or_else(|| "any".to_owned());
+                        for (low, high) in ranges {
+                            ports.insert(if low == high {
+                                format!("{protocol}/{low}")
+                            } else {
+                                format!("{protocol}/{low}-{high}")
+                            });
+                        }
+                    }
+                }
+                if name.is_none() {
+                    name.clone_from(&rule.comment);
+                }
+            }
+        }
+        for set in table.sets.values() {
+            for element in &set.elements {
+                let [
+                    KeyValue::Net(net),
+                    KeyValue::Proto(protocol),
+                    KeyValue::Port(low, high),
+                ] = element.key.as_slice()
+                else {
+                    continue;
+                };
+                if !exactly(net) {
+                    continue;
+                }
+                let protocol = proto_text(protocol);
+                ports.insert(if low == high {
+                    format!("{protocol}/{low}")
+                } else {
+                    format!("{protocol}/{low}-{high}")
+                });
+                if name.is_none() {
+                    name.clone_from(&element.comment);
+                }
+            }
+        }
+    }
+    (ports.into_iter().collect(), name)
+}
+
 fn in_nets(ip: IpAddr, nets: &[IpNet]) -> bool {
     nets.iter().any(|net| net.contains(&ip))
 }
@@ -305,9 +464,16 @@ fn key_matches(value: &KeyValue, packet: &KeyValue) -> bool {
 
 impl<'r> Tracer<'r> {
     fn new(ruleset: &'r Ruleset, options: &'r TraceOptions, mode: Mode) -> Self {
+        let mut node_ips = options.node_ips.clone();
+        for ip in ruleset_node_ips(ruleset) {
+            if !node_ips.contains(&ip) {
+                node_ips.push(ip);
+            }
+        }
         Self {
             ruleset,
             options,
+            node_ips,
             family: IpFamily::of(options.to),
             mode,
             warnings: BTreeMap::new(),
@@ -324,7 +490,24 @@ impl<'r> Tracer<'r> {
     }
 
     fn is_local(&self, ip: IpAddr) -> bool {
-        ip.is_loopback() || (self.options.node_local && ip == self.options.to)
+        ip.is_loopback()
+            || (self.options.node_local && ip == self.options.to)
+            || self.node_ips.contains(&ip)
+    }
+
+    /// The packet's protocol as a rule names it.
+    fn packet_protocol(&self) -> ProtoValue {
+        if self.options.icmp {
+            ProtoValue::Other(
+                match self.family {
+                    IpFamily::V4 => "icmp",
+                    IpFamily::V6 => "ipv6-icmp",
+                }
+                .to_owned(),
+            )
+        } else {
+            ProtoValue::Known(self.options.protocol)
+        }
     }
 
     fn step(table: &Table, chain: &str, rule: &Rule) -> Step {
@@ -400,7 +583,8 @@ impl<'r> Tracer<'r> {
                     }
                 }
                 Match::Protocol { negated, protocols } => {
-                    Some(protocols.contains(&ProtoValue::Known(self.options.protocol)) != *negated)
+                    let packet = self.packet_protocol();
+                    Some(protocols.iter().any(|p| same_protocol(p, &packet)) != *negated)
                 }
                 Match::Port {
                     side,
@@ -408,7 +592,10 @@ impl<'r> Tracer<'r> {
                     ranges,
                     protocol,
                 } => {
-                    if protocol.is_some_and(|p| p != self.options.protocol) {
+                    if self.options.icmp {
+                        // An ICMP packet has no port: tcp/udp/sctp matches never take it.
+                        Some(false)
+                    } else if protocol.is_some_and(|p| p != self.options.protocol) {
                         Some(false)
                     } else {
                         match side {
@@ -809,7 +996,9 @@ impl<'r> Tracer<'r> {
                         return None;
                     }
                 },
-                KeyPart::L4proto => KeyValue::Proto(ProtoValue::Known(self.options.protocol)),
+                KeyPart::L4proto => KeyValue::Proto(self.packet_protocol()),
+                // No element of kube-proxy's maps is keyed by an ICMP packet's bytes.
+                KeyPart::Dport if self.options.icmp => return None,
                 KeyPart::Dport => KeyValue::Port(walk.dport, walk.dport),
                 KeyPart::Sport => {
                     self.warn(
@@ -1012,6 +1201,18 @@ fn why(step: &Step, when: Option<&str>) -> String {
     format!("marked by {} {} line {}", step.table, step.chain, step.line)
 }
 
+/// The `--comment` of a rule as written (`-m comment --comment "..."`, nft `comment "..."`).
+fn comment_of(rule: &str) -> Option<String> {
+    let (_, rest) = rule
+        .split_once("--comment ")
+        .or_else(|| rule.split_once("comment "))?;
+    let text = match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split_once('"').map_or(quoted, |(text, _)| text),
+        None => rest.split_whitespace().next().unwrap_or_default(),
+    };
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
 fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Step>) {
     match &walk.end {
         Some(End::Drop(step)) => (TraceVerdict::Drop, Some(step.clone())),
@@ -1132,9 +1333,13 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
         let mut found: Vec<Masquerade> = Vec::new();
         if let Some(by) = &walk.masquerade {
             let marked_by = walk.marked_by.clone();
-            let why = marked_by
-                .as_ref()
-                .map_or_else(|| "masqueraded".to_owned(), |step| why(step, None));
+            let why = marked_by.as_ref().map_or_else(
+                || match comment_of(&by.rule) {
+                    Some(comment) => format!("a rule that tests no kube-proxy mark: \"{comment}\""),
+                    None => "a rule that tests no kube-proxy mark".to_owned(),
+                },
+                |step| why(step, None),
+            );
             found.push(Masquerade {
                 when: None,
                 why,
@@ -1161,10 +1366,73 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
         })
         .collect();
 
+    let mut notes = Vec::new();
+    let nat_only = ruleset.format == Format::IptablesSave
+        && ruleset.tables.iter().any(|t| t.name == "nat")
+        && !ruleset.tables.iter().any(|t| t.name == "filter");
+    if nat_only && verdict != TraceVerdict::Dnat {
+        notes.push(
+            "the ruleset has no filter table (`iptables-save -t nat`): kube-proxy's REJECT for \
+             a Service without endpoints and the load-balancer firewall's DROP live there, so \
+             this verdict is the nat table's alone; take `iptables-save` without -t to see them"
+                .to_owned(),
+        );
+    }
+    let packet = if options.icmp {
+        "an ICMP echo (ping)".to_owned()
+    } else {
+        format!("{}/{}", options.protocol.lower(), options.port)
+    };
+    if options.icmp && verdict == TraceVerdict::Dnat {
+        // Not kube-proxy's: some other rule rewrites ICMP.
+    } else if verdict == TraceVerdict::NoMatch && !tracer.is_local(options.to) {
+        let (ports, name) = service_ports(ruleset, options.to);
+        if !ports.is_empty() {
+            let service = name.map(|n| format!(" ({n})")).unwrap_or_default();
+            notes.push(format!(
+                "{} is a Service address{service}: kube-proxy's rules rewrite only {} to it; \
+                 no interface on any node owns the address, so nothing answers {packet}: the \
+                 packet goes on toward the default route and gets no reply{}",
+                options.to,
+                ports.join(", "),
+                if options.icmp {
+                    " (ping a Service's endpoints, or test it with a connection to one of its \
+                     ports)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if tracer.is_local(options.to) && !options.node_local && !options.to.is_loopback() {
+        let given = options.node_ips.contains(&options.to);
+        notes.push(format!(
+            "{} is this node's address ({}): `--dst-type LOCAL` and `fib daddr type local` \
+             match it",
+            options.to,
+            if given {
+                "given with --node-ip"
+            } else {
+                "named by the ruleset's NodePort rules"
+            }
+        ));
+    }
     TraceReport {
         verdict,
-        to: join_host_port(options.to, options.port),
-        protocol: options.protocol.lower().to_owned(),
+        to: if options.icmp {
+            options.to.to_string()
+        } else {
+            join_host_port(options.to, options.port)
+        },
+        protocol: if options.icmp {
+            match IpFamily::of(options.to) {
+                IpFamily::V4 => "icmp",
+                IpFamily::V6 => "icmpv6",
+            }
+            .to_owned()
+        } else {
+            options.protocol.lower().to_owned()
+        },
         from: options.from.map(|ip| ip.to_string()),
         origin: if options.local { "node" } else { "network" }.to_owned(),
         path,
@@ -1178,6 +1446,8 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             .map(|(_, text)| text)
             .collect(),
         warnings: tracer.warnings.into_values().collect(),
+        notes,
+        node_ips: tracer.node_ips.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -1278,6 +1548,9 @@ pub fn report_text(report: &TraceReport, simulation: Option<&Simulation>) -> Str
         report.protocol,
         report.verdict.as_str()
     );
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
     if !report.path.is_empty() {
         out.push_str("path:\n");
         for step in &report.path {
@@ -1335,12 +1608,12 @@ pub fn report_text(report: &TraceReport, simulation: Option<&Simulation>) -> Str
             let marked = masq
                 .marked_by
                 .as_ref()
-                .map(|s| format!("marked by {} {} line {}", s.table, s.chain, s.line))
+                .map(|s| format!("marked by {} {} line {}; ", s.table, s.chain, s.line))
                 .unwrap_or_default();
             let _ = writeln!(out, "  {when}: {}", masq.why);
             let _ = writeln!(
                 out,
-                "    {marked}; masqueraded by {} {} line {}",
+                "    {marked}masqueraded by {} {} line {}",
                 masq.masqueraded_by.table, masq.masqueraded_by.chain, masq.masqueraded_by.line
             );
         }
@@ -1417,6 +1690,8 @@ mod tests {
             from: None,
             local: false,
             node_local: false,
+            node_ips: Vec::new(),
+            icmp: false,
         }
     }
 
@@ -1648,6 +1923,8 @@ mod family_tests {
                 from: None,
                 local: false,
                 node_local: false,
+                node_ips: Vec::new(),
+                icmp: false,
             },
         );
         assert_eq!(report.verdict, TraceVerdict::NoMatch);
