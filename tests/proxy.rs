@@ -431,6 +431,53 @@ fn iptables_features_of_the_proxy_fixture() {
     );
 }
 
+/// kube-proxy 1.29+ on a kernel with nfacct counts INVALID drops and localhost NodePort
+/// connections (pkg/proxy/iptables/proxier.go): `--nfacct` renders both, as iptables-save
+/// prints them, and the localhost NodePort rule is the one a node's own `curl
+/// 127.0.0.1:NODEPORT` takes.
+#[test]
+fn iptables_render_with_nfacct_has_kube_proxys_counters() {
+    let plain = render(
+        "fixtures/shop.json",
+        &["--node", "kind-worker", "--kube-proxy-names"],
+    );
+    let counted = render(
+        "fixtures/shop.json",
+        &["--node", "kind-worker", "--kube-proxy-names", "--nfacct"],
+    );
+    assert!(!plain.contains("nfacct"));
+    let added: Vec<&str> = counted
+        .lines()
+        .filter(|line| !plain.lines().any(|p| p == *line))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP",
+            "-A KUBE-NODEPORTS -d 127.0.0.0/8 -p tcp -m comment --comment \"shop/checkout:http\" -m tcp --dport 30080 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-FAXFPGMJVQWLKPGL",
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nfacct.txt");
+    std::fs::write(&path, &counted).unwrap();
+    let (code, json) = trace_json(
+        path.to_str().unwrap(),
+        &["--to", "127.0.0.1:30080", "--local"],
+    );
+    assert_eq!(code, 0, "{json}");
+    assert!(
+        json["path"].as_array().unwrap().iter().any(|s| s["rule"]
+            .as_str()
+            .unwrap()
+            .contains("localhost_nps_accepted_pkts")),
+        "{json}"
+    );
+    // IPv6 has no localhost NodePorts.
+    let v6 = render("fixtures/dualstack.json", &["--family", "ipv6", "--nfacct"]);
+    assert!(!v6.contains("localhost_nps_accepted_pkts"));
+    assert!(v6.contains("ct_state_invalid_dropped_pkts"));
+}
+
 #[test]
 fn ip6tables_render_uses_the_ipv6_addresses() {
     let v6 = render(

@@ -122,6 +122,11 @@ struct RenderArgs {
     /// names clusterdns uses by default.
     #[arg(long)]
     kube_proxy_names: bool,
+    /// iptables: the node's kernel has nfacct, so kube-proxy (1.29+) adds its counters: `-m
+    /// nfacct --nfacct-name ct_state_invalid_dropped_pkts` on KUBE-FORWARD's INVALID drop,
+    /// and a `-d 127.0.0.0/8` rule per NodePort (`localhost_nps_accepted_pkts`).
+    #[arg(long)]
+    nfacct: bool,
     /// Where the EndpointSlices come from.
     #[arg(long, value_enum, default_value_t = Slices::Input)]
     slices: Slices,
@@ -282,7 +287,13 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
         NameScheme::Hex
     };
     let text = match args.mode {
-        Mode::Iptables => iptables::render(&plan, names),
+        Mode::Iptables => iptables::render_with(
+            &plan,
+            names,
+            iptables::IptablesOptions {
+                nfacct: args.nfacct,
+            },
+        ),
         Mode::Nftables => {
             let options = NftOptions {
                 node_ips: args.node_ip.clone(),

@@ -3,7 +3,9 @@
 //! The rules are `syncProxyRules` of `pkg/proxy/iptables/proxier.go`, chain for chain, with
 //! the default flags (`--masquerade-bit 14`, `--detect-local-mode ClusterCIDR`,
 //! `--iptables-localhost-nodeports`, every node address accepting NodePorts, iptables with
-//! `--random-fully`, no nfacct). What kube-proxy *writes* and what `iptables-save` *prints*
+//! `--random-fully`; nfacct counters only with [`IptablesOptions::nfacct`], since kube-proxy
+//! writes them only where the kernel has `xt_nfacct`). What kube-proxy *writes* and what
+//! `iptables-save` *prints*
 //! differ, and this module prints the latter:
 //!
 //! - an address is printed with its prefix length (`-d 10.96.0.20/32`) and before the
@@ -205,9 +207,23 @@ struct Chains {
     fw: String,
 }
 
+/// What the node's kube-proxy could use.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IptablesOptions {
+    /// The kernel has nfacct (`xt_nfacct`): kube-proxy 1.29+ counts the INVALID packets
+    /// KUBE-FORWARD drops (`ct_state_invalid_dropped_pkts`) and, for IPv4, accepts localhost
+    /// NodePorts through a rule of their own (`localhost_nps_accepted_pkts`).
+    pub nfacct: bool,
+}
+
 /// kube-proxy's rules for `plan`, as `iptables-save` (or `ip6tables-save`) prints them: the
 /// mangle table (the canary), filter, then nat.
 pub fn render(plan: &Plan, names: NameScheme) -> String {
+    render_with(plan, names, IptablesOptions::default())
+}
+
+/// [`render`], for a node with `options`.
+pub fn render_with(plan: &Plan, names: NameScheme, options: IptablesOptions) -> String {
     let family = plan.options.family;
     let cidr = plan.options.cluster_cidr();
     let protocol_of = |port: &PortPlan| port.name.protocol.lower();
@@ -456,6 +472,18 @@ pub fn render(plan: &Plan, names: NameScheme) -> String {
 
         // NodePort.
         if let Some(node_port) = port.node_port {
+            if port.has_endpoints && options.nfacct && family == IpFamily::V4 {
+                nat.add(
+                    NODEPORTS,
+                    &Rule::new()
+                        .dst(false, "127.0.0.0/8")
+                        .proto(protocol)
+                        .comment(&name)
+                        .matching(format!("-m {protocol} --dport {node_port}"))
+                        .matching("-m nfacct --nfacct-name localhost_nps_accepted_pkts")
+                        .jump(&chains.ext),
+                );
+            }
             if port.has_endpoints {
                 nat.add(
                     NODEPORTS,
@@ -621,12 +649,13 @@ pub fn render(plan: &Plan, names: NameScheme) -> String {
     };
     nat.add(SERVICES, &nodeports);
 
-    filter.add(
-        FORWARD,
-        &Rule::new()
-            .matching("-m conntrack --ctstate INVALID")
-            .jump("DROP"),
-    );
+    let invalid = Rule::new().matching("-m conntrack --ctstate INVALID");
+    let invalid = if options.nfacct {
+        invalid.matching("-m nfacct --nfacct-name ct_state_invalid_dropped_pkts")
+    } else {
+        invalid
+    };
+    filter.add(FORWARD, &invalid.jump("DROP"));
     filter.add(
         FORWARD,
         &Rule::new()
