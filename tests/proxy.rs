@@ -1116,12 +1116,22 @@ fn trace_knows_the_nodes_addresses() {
     );
     assert_eq!((code, nft["verdict"].as_str()), (1, Some("drop")), "{nft}");
     assert_eq!(nft["node_ips"], serde_json::json!(["172.18.0.2"]));
-    // iptables with --nodeport-addresses: the last KUBE-SERVICES rule names the address.
-    let text = std::fs::read_to_string(&worker.path).unwrap().replace(
-        "-m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS",
-        "-d 172.18.0.3/32 -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -j KUBE-NODEPORTS",
+    // iptables with --nodeport-addresses: the last KUBE-SERVICES rule names the address
+    // (iptables-save 1.8.9 prints kube-proxy's `-m comment ... -d 172.18.0.3` so), and no
+    // localhost NodePort rule is written.
+    let text = render(
+        "fixtures/shop.json",
+        &[
+            "--node",
+            "kind-worker",
+            "--node-ip",
+            "172.18.0.3",
+            "--nfacct",
+        ],
     );
-    assert!(text.contains("-d 172.18.0.3/32 -m comment"));
+    assert!(text.contains("\n-A KUBE-SERVICES -d 172.18.0.3/32 -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -j KUBE-NODEPORTS\n"), "{text}");
+    assert!(!text.contains("--dst-type LOCAL -j KUBE-NODEPORTS"));
+    assert!(!text.contains("localhost_nps_accepted_pkts"));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nodeport-addresses.txt");
     std::fs::write(&path, text).unwrap();

@@ -137,8 +137,9 @@ struct RenderArgs {
     /// `nft -f` input kube-proxy writes.
     #[arg(long, value_enum, default_value_t = NftFormat::List)]
     nft_format: NftFormat,
-    /// nftables: the node's addresses that accept NodePorts (kube-proxy's default
-    /// `--nodeport-addresses primary`); without it, every local address does.
+    /// The node's addresses that accept NodePorts (kube-proxy's `--nodeport-addresses`; the
+    /// nftables mode's default is `primary`, the node's own address); without it, every
+    /// local address does.
     #[arg(long, value_name = "IP", value_delimiter = ',')]
     node_ip: Vec<IpAddr>,
     /// nftables: the Service CIDRs; traffic to an unallocated ClusterIP in them is dropped.
@@ -290,7 +291,8 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
         Mode::Iptables => iptables::render_with(
             &plan,
             names,
-            iptables::IptablesOptions {
+            &iptables::IptablesOptions {
+                node_ips: args.node_ip.clone(),
                 nfacct: args.nfacct,
             },
         ),

@@ -208,8 +208,12 @@ struct Chains {
 }
 
 /// What the node's kube-proxy could use.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct IptablesOptions {
+    /// kube-proxy's `--nodeport-addresses`, as the node's addresses: NodePorts are taken on
+    /// these only (`-d IP -j KUBE-NODEPORTS`) instead of every local address (`-m addrtype
+    /// --dst-type LOCAL`). Empty: every local address.
+    pub node_ips: Vec<IpAddr>,
     /// The kernel has nfacct (`xt_nfacct`): kube-proxy 1.29+ counts the INVALID packets
     /// KUBE-FORWARD drops (`ct_state_invalid_dropped_pkts`) and, for IPv4, accepts localhost
     /// NodePorts through a rule of their own (`localhost_nps_accepted_pkts`).
@@ -219,12 +223,20 @@ pub struct IptablesOptions {
 /// kube-proxy's rules for `plan`, as `iptables-save` (or `ip6tables-save`) prints them: the
 /// mangle table (the canary), filter, then nat.
 pub fn render(plan: &Plan, names: NameScheme) -> String {
-    render_with(plan, names, IptablesOptions::default())
+    render_with(plan, names, &IptablesOptions::default())
 }
 
 /// [`render`], for a node with `options`.
-pub fn render_with(plan: &Plan, names: NameScheme, options: IptablesOptions) -> String {
+pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) -> String {
     let family = plan.options.family;
+    let node_ips: Vec<IpAddr> = options
+        .node_ips
+        .iter()
+        .copied()
+        .filter(|ip| family.contains(*ip) && !ip.is_loopback())
+        .collect();
+    // Localhost NodePorts only when every local address takes NodePorts.
+    let localhost_nodeports = node_ips.is_empty();
     let cidr = plan.options.cluster_cidr();
     let protocol_of = |port: &PortPlan| port.name.protocol.lower();
 
@@ -472,7 +484,8 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: IptablesOptions) -> 
 
         // NodePort.
         if let Some(node_port) = port.node_port {
-            if port.has_endpoints && options.nfacct && family == IpFamily::V4 {
+            if port.has_endpoints && options.nfacct && localhost_nodeports && family == IpFamily::V4
+            {
                 nat.add(
                     NODEPORTS,
                     &Rule::new()
@@ -638,16 +651,31 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: IptablesOptions) -> 
         }
     }
 
-    // NodePorts: last in KUBE-SERVICES, for packets to any of the node's addresses.
-    let nodeports = Rule::new()
-        .comment("kubernetes service nodeports; NOTE: this must be the last rule in this chain")
-        .matching("-m addrtype --dst-type LOCAL")
-        .jump(NODEPORTS);
-    let nodeports = match family {
-        IpFamily::V4 => nodeports,
-        IpFamily::V6 => nodeports.dst(true, "::1/128"),
-    };
-    nat.add(SERVICES, &nodeports);
+    // NodePorts: last in KUBE-SERVICES, for packets to any of the node's addresses (or to
+    // the --nodeport-addresses ones).
+    const NODEPORTS_COMMENT: &str =
+        "kubernetes service nodeports; NOTE: this must be the last rule in this chain";
+    if node_ips.is_empty() {
+        let nodeports = Rule::new()
+            .comment(NODEPORTS_COMMENT)
+            .matching("-m addrtype --dst-type LOCAL")
+            .jump(NODEPORTS);
+        let nodeports = match family {
+            IpFamily::V4 => nodeports,
+            IpFamily::V6 => nodeports.dst(true, "::1/128"),
+        };
+        nat.add(SERVICES, &nodeports);
+    } else {
+        for ip in &node_ips {
+            nat.add(
+                SERVICES,
+                &Rule::new()
+                    .dst(false, IpNet::from(*ip))
+                    .comment(NODEPORTS_COMMENT)
+                    .jump(NODEPORTS),
+            );
+        }
+    }
 
     let invalid = Rule::new().matching("-m conntrack --ctstate INVALID");
     let invalid = if options.nfacct {
