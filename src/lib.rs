@@ -12,7 +12,7 @@
 //!                                                   one publisher turns changes into zones
 //!    -> store (immutable Snapshot, published whole; the next shares what a change left)
 //!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
-//!    -> server (sockets: the UDP fast path, TCP through hickory-server, AXFR)
+//!    -> server (sockets: the UDP fast path, TCP framing, AXFR)
 //!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)
 //!  resolver_sim (search-path walk over zone::lookup, the same lookup the server answers with)
 //!  cli (clap; the only place that prints or picks an exit code)
@@ -26,6 +26,7 @@
 //! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
 //! - [`zone`]: the cluster zone: names prepared at build time, answers as wire bytes.
 //! - [`server`]: UDP and TCP listeners and the request path.
+//! - [`limits`]: the descriptor limit, and the caps on TCP connections and forwards.
 //! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
 //! - [`autopath`]: the server-side search path (*autopath*), shared by server and simulator.
 //! - [`cache`]: the *cache* plugin, for upstream answers.
@@ -44,6 +45,7 @@ pub mod cli;
 pub mod config;
 pub mod forward;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod proxy;

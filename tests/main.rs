@@ -18,6 +18,7 @@ mod protocol;
 mod proxy;
 mod readme;
 mod real_resolvers;
+mod reliability;
 mod resolve;
 mod watch;
 mod zone;

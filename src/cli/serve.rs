@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::Source;
 use crate::config::Config;
+use crate::limits;
 use crate::metrics::reload::ReloadMetrics;
 use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 
@@ -17,10 +18,19 @@ use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 pub(super) struct ServeArgs {
     #[command(flatten)]
     source: Source,
+    /// The most TCP client connections open at once; past it the longest-idle one is closed.
+    /// Default: half of what the file descriptor limit leaves after 128.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tcp_connections: Option<u64>,
+    /// The most queries waiting for an upstream at once, all *forward*s together; past it
+    /// they are answered REFUSED. Default: as --max-tcp-connections.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_forwards: Option<u64>,
 }
 
 /// Runs the server until SIGINT or SIGTERM, then leaves through lameduck.
 pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    descriptor_budget(args);
     // What the reload plugin compares with: the Corefile as it was read now, not once the
     // server is up (the start can wait for the API server for startup_timeout, and a change
     // made meanwhile must not become the baseline unapplied).
@@ -35,6 +45,30 @@ pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     let corefile = args.source.corefile.clone().zip(baseline);
     runtime.block_on(serve(config, corefile))
+}
+
+/// Raises the descriptor limit to the hard one and sets the caps that share it out.
+fn descriptor_budget(args: &ServeArgs) {
+    match limits::raise_nofile() {
+        Ok(limit) if limit.soft > limit.before => tracing::info!(
+            "file descriptor limit raised from {} to {} (the hard limit)",
+            limit.before,
+            limit.soft
+        ),
+        Ok(limit) => tracing::info!("file descriptor limit {} (the hard limit)", limit.soft),
+        Err(error) => tracing::warn!(
+            "file descriptor limit {} not raised to the hard limit: {error}",
+            limits::soft_nofile()
+        ),
+    }
+    let cap = |n: Option<u64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    limits::configure(cap(args.max_tcp_connections), cap(args.max_forwards));
+    let state = limits::limits();
+    tracing::info!(
+        "at most {} TCP connections (the longest-idle is closed past it) and {} forwards in flight",
+        state.tcp.max(),
+        state.forwards.max()
+    );
 }
 
 /// `corefile`: the Corefile's path and the text the configuration was read from.

@@ -294,6 +294,10 @@ impl Forwarder {
             metrics::forward_metrics().max_concurrent_rejects.inc();
             return Forwarded::Refused;
         };
+        // The process-wide bound: each forward in flight holds an upstream socket.
+        let Some(_budget) = crate::limits::forward_slot() else {
+            return Forwarded::Refused;
+        };
         if self.upstreams.is_empty() {
             return Forwarded::Failed(ForwardError::NoUpstream);
         }

@@ -2,8 +2,8 @@
 //!
 //! UDP, where nearly every query arrives, is served by a loop of our own
 //! ([`udp`]): parse the question in place, look the name up in the current snapshot, copy
-//! the prepared records out, send — no task, no allocation per query. TCP goes through
-//! hickory-server ([`tcp`]), which owns connection handling and framing, and calls the same
+//! the prepared records out, send — no task, no allocation per query. TCP ([`tcp`]) frames
+//! messages on connections of its own, capped process-wide, and hands each to the same
 //! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
 
 mod handler;

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
-use super::tcp::TcpHandler;
-use super::{Block, Handler, Kubernetes, Plugins, bind_all, block_addresses, local_ips, udp};
+use super::{Block, Handler, Kubernetes, Plugins, bind_all, block_addresses, local_ips, tcp, udp};
 use crate::cache::Cache;
 use crate::config::{Config, KubernetesConfig};
 use crate::forward::{Forwarder, forward_metrics};
@@ -33,11 +32,6 @@ use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
 use crate::source::{file, programming, watcher};
 use crate::store::Store;
-
-/// How long an idle TCP connection stays open (CoreDNS: 10 s read timeout).
-const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Per-connection response buffer of hickory-server's TCP handling.
-const TCP_RESPONSE_BUFFER: usize = 32;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +133,7 @@ impl Observability {
             registry.register(Arc::clone(&reload) as Arc<dyn Collect>),
             registry.register(Arc::clone(&plugins) as Arc<dyn Collect>),
             registry.register(Arc::new(ForwardCollector)),
+            registry.register(Arc::new(crate::limits::LimitsCollector)),
         ];
         Self {
             registry,
@@ -597,7 +592,7 @@ struct Listener {
     handler: Arc<ArcSwap<Handler>>,
     stop: CancellationToken,
     udp: Vec<tokio::task::JoinHandle<()>>,
-    tcp: hickory_server::Server<TcpHandler>,
+    tcp: tokio::task::JoinHandle<()>,
 }
 
 /// A running server.
@@ -685,8 +680,7 @@ impl Running {
                     ))
                 })
                 .collect();
-            let mut tcp = hickory_server::Server::new(TcpHandler(Arc::clone(&handler)));
-            tcp.register_listener(listener.tcp, TCP_IDLE_TIMEOUT, TCP_RESPONSE_BUFFER);
+            let tcp = tokio::spawn(tcp::serve(listener.tcp, Arc::clone(&handler), stop.clone()));
             tracing::info!("listening on udp {}", listener.addr);
             tracing::info!("listening on tcp {}", listener.addr);
             self.listeners.insert(
@@ -864,9 +858,7 @@ async fn close(mut listener: Listener) {
     for task in listener.udp.drain(..) {
         let _ = task.await;
     }
-    if let Err(error) = listener.tcp.shutdown_gracefully().await {
-        tracing::debug!(%error, "tcp shutdown");
-    }
+    let _ = (&mut listener.tcp).await;
 }
 
 fn display_addr(addr: SocketAddr) -> String {

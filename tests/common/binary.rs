@@ -20,7 +20,21 @@ pub struct TestServer {
 impl TestServer {
     /// Starts `clusterdns ARGS...` and waits for it to listen on UDP and TCP.
     pub fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        Self::start_command(Command::new(env!("CARGO_BIN_EXE_clusterdns")), args)
+    }
+
+    /// Starts `clusterdns ARGS...` under `prlimit --nofile=NOFILE` (`SOFT:HARD`): the
+    /// process id is the server's, as prlimit execs it.
+    pub fn start_limited(nofile: &str, args: &[&str]) -> Self {
+        let mut command = Command::new("prlimit");
+        command
+            .arg(format!("--nofile={nofile}"))
+            .arg(env!("CARGO_BIN_EXE_clusterdns"));
+        Self::start_command(command, args)
+    }
+
+    fn start_command(mut command: Command, args: &[&str]) -> Self {
+        let mut child = command
             .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
@@ -105,11 +119,27 @@ impl TestServer {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends the signal `name` (`TERM`, `USR1`, ...) with kill(1).
+    pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
+    }
+
+    /// CPU time (user + system) the process has used so far, from /proc/PID/stat.
+    pub fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let fields: Vec<&str> = rest.split(' ').collect();
+        // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after `(comm)`.
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_millis(ticks * 10)
     }
 
     /// Waits up to `timeout` for the process to exit; its status.

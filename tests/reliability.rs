@@ -1,0 +1,194 @@
+//! What a hostile client, an odd file or a signal must not do to the server: the real
+//! binary, run under `prlimit` or sent signals with kill(1).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::common::binary::{TestServer, http_get};
+use crate::common::{Reply, TempCorefile, fixture, query};
+
+fn shop() -> String {
+    fixture("shop.json").display().to_string()
+}
+
+/// `serve --objects shop.json` on a free loopback port, with `/metrics`, under `nofile`.
+fn serve_limited(nofile: &str, extra: &[&str]) -> TestServer {
+    let objects = shop();
+    let mut args = vec![
+        "serve",
+        "--objects",
+        &objects,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+        "--upstream",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    TestServer::start_limited(nofile, &args)
+}
+
+/// The soft `Max open files` of a process, from /proc/PID/limits.
+fn soft_nofile(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// One sample of `/metrics` (its value), if the series is there.
+fn metric(server: &TestServer, series: &str) -> Option<f64> {
+    let (_, body) = http_get(server.http_addr("metrics"), "/metrics");
+    body.lines()
+        .find(|line| line.starts_with(series) && line[series.len()..].starts_with(' '))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+/// One query over a connection already open; the reply, or `None` if the connection is gone
+/// or silent for `wait`.
+fn ask_on(stream: &mut TcpStream, name: &str, wait: Duration) -> Option<Reply> {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let packet = query(name, "A", None);
+    let mut framed = (packet.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&packet);
+    stream.write_all(&framed).ok()?;
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).ok()?;
+    let mut message = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut message).ok()?;
+    Some(Reply::decode(&message))
+}
+
+/// A query over a new TCP connection, within `wait`.
+fn ask_new_tcp(addr: SocketAddr, name: &str, wait: Duration) -> Option<Reply> {
+    let mut stream = TcpStream::connect_timeout(&addr, wait).ok()?;
+    ask_on(&mut stream, name, wait)
+}
+
+/// CPU the server uses over `window`, as a share of one core.
+fn cpu_share(server: &TestServer, window: Duration) -> f64 {
+    let before = server.cpu_time();
+    std::thread::sleep(window);
+    (server.cpu_time() - before).as_secs_f64() / window.as_secs_f64()
+}
+
+#[test]
+fn the_soft_descriptor_limit_is_raised_to_the_hard_one_and_logged() {
+    let server = serve_limited("200:4096", &[]);
+    assert_eq!(soft_nofile(server.pid()), 4096);
+    server.wait_log("file descriptor limit", Duration::from_secs(5));
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|line| line.contains("file descriptor limit"))
+        .unwrap();
+    assert!(
+        line.contains("200") && line.contains("4096"),
+        "the line says from what to what: {line}"
+    );
+    assert_eq!(
+        metric(&server, "clusterdns_tcp_connections_limit").map(|v| v > 0.0),
+        Some(true)
+    );
+}
+
+#[test]
+fn idle_tcp_clients_cannot_exhaust_descriptors() {
+    // Under 256 descriptors that cannot be raised, 400 idle clients: the oldest are shed,
+    // new clients and UDP are served, and the accept loop does not spin.
+    let server = serve_limited("256:256", &[]);
+    let name = "web.shop.svc.cluster.local.";
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(TcpStream::connect(server.addr).unwrap());
+    }
+    // Let the server take them all in.
+    std::thread::sleep(Duration::from_millis(500));
+    let share = cpu_share(&server, Duration::from_secs(1));
+    assert!(share < 0.3, "the server spins: {share:.2} of a core");
+    assert_eq!(server.ask_udp(name, "A").rcode, "NOERROR");
+    let started = Instant::now();
+    let reply = ask_new_tcp(server.addr, name, Duration::from_secs(3))
+        .expect("a new TCP client is answered");
+    assert_eq!(reply.rcode, "NOERROR");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // The newest of the idle clients were kept.
+    let newest = idle.last_mut().unwrap();
+    assert_eq!(
+        ask_on(newest, name, Duration::from_secs(3))
+            .expect("the newest idle connection is still served")
+            .rcode,
+        "NOERROR"
+    );
+    let limit = metric(&server, "clusterdns_tcp_connections_limit").unwrap();
+    assert!(limit > 0.0 && limit < 256.0, "{limit}");
+    let open = metric(&server, "clusterdns_tcp_connections").unwrap();
+    assert!(open <= limit, "{open} open over a limit of {limit}");
+    let shed = metric(&server, "clusterdns_tcp_connections_shed_total").unwrap();
+    assert!(shed >= 400.0 - limit, "{shed} shed");
+}
+
+#[test]
+fn a_descriptor_shortage_is_waited_out_without_spinning() {
+    // A connection cap above what the descriptors allow: accept meets EMFILE, backs off,
+    // sheds the longest-idle connection, and keeps UDP and the other connections served.
+    let server = serve_limited("256:256", &["--max-tcp-connections", "10000"]);
+    let name = "web.shop.svc.cluster.local.";
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(TcpStream::connect(server.addr).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let share = cpu_share(&server, Duration::from_secs(1));
+    assert!(share < 0.3, "the server spins: {share:.2} of a core");
+    assert_eq!(server.ask_udp(name, "A").rcode, "NOERROR");
+    let reply = ask_new_tcp(server.addr, name, Duration::from_secs(5))
+        .expect("a new TCP client is answered once descriptors are freed");
+    assert_eq!(reply.rcode, "NOERROR");
+    assert!(metric(&server, "clusterdns_tcp_accept_errors_total").unwrap() >= 1.0);
+}
+
+#[test]
+fn forwards_in_flight_are_bounded() {
+    // An upstream that never answers, and 600 distinct names forwarded to it under 256
+    // descriptors: past the cap, queries are refused at once; the cluster zone keeps being
+    // answered over UDP and TCP.
+    let blackhole = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{
+    bind 127.0.0.1
+    kubernetes cluster.local {{
+       objects {{FIXTURES}}/shop.json
+    }}
+    prometheus 127.0.0.1:0
+    forward . {}
+}}
+",
+        blackhole.local_addr().unwrap()
+    ));
+    let server = TestServer::start_limited(
+        "256:256",
+        &["serve", "--corefile", corefile.path.to_str().unwrap()],
+    );
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for n in 0..600 {
+        let packet = query(&format!("n{n}.example.com."), "A", Some(1232));
+        client.send_to(&packet, server.addr).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let name = "web.shop.svc.cluster.local.";
+    assert_eq!(server.ask_udp(name, "A").rcode, "NOERROR");
+    let reply = ask_new_tcp(server.addr, name, Duration::from_secs(2))
+        .expect("a TCP client is answered while forwards are stuck");
+    assert_eq!(reply.rcode, "NOERROR");
+    let limit = metric(&server, "clusterdns_forward_in_flight_limit").unwrap();
+    assert!(limit > 0.0 && limit < 256.0, "{limit}");
+    let in_flight = metric(&server, "clusterdns_forward_in_flight").unwrap();
+    assert!(in_flight <= limit, "{in_flight} over {limit}");
+    assert!(metric(&server, "clusterdns_forward_in_flight_rejects_total").unwrap() >= 1.0);
+}
