@@ -192,3 +192,87 @@ fn forwards_in_flight_are_bounded() {
     assert!(in_flight <= limit, "{in_flight} over {limit}");
     assert!(metric(&server, "clusterdns_forward_in_flight_rejects_total").unwrap() >= 1.0);
 }
+
+/// A Corefile serving the fixture with `ttl`, and lameduck 5 s.
+fn signals_corefile(ttl: u32) -> String {
+    format!(
+        ".:0 {{
+    bind 127.0.0.1
+    health 127.0.0.1:0 {{
+       lameduck 5s
+    }}
+    kubernetes cluster.local {{
+       ttl {ttl}
+       objects {{FIXTURES}}/shop.json
+    }}
+}}
+"
+    )
+}
+
+fn ttl_of(server: &TestServer) -> u32 {
+    server
+        .ask_udp("web.shop.svc.cluster.local.", "A")
+        .message
+        .answers[0]
+        .ttl
+}
+
+#[test]
+fn sigusr1_reloads_the_corefile_and_a_broken_one_keeps_the_running() {
+    let corefile = TempCorefile::new(&signals_corefile(30));
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    assert_eq!(ttl_of(&server), 30);
+    let changed = signals_corefile(7).replace(
+        "{FIXTURES}",
+        &crate::common::root().join("fixtures").display().to_string(),
+    );
+    std::fs::write(&corefile.path, changed).unwrap();
+    server.signal("USR1");
+    server.wait_log("Corefile reloaded", Duration::from_secs(5));
+    assert_eq!(ttl_of(&server), 7);
+    std::fs::write(&corefile.path, ".:0 {\n    nonsense\n}\n").unwrap();
+    server.signal("USR1");
+    server.wait_log("Corefile reload failed", Duration::from_secs(5));
+    assert_eq!(ttl_of(&server), 7, "the running configuration stays");
+}
+
+#[test]
+fn sighup_is_logged_and_ignored() {
+    let corefile = TempCorefile::new(&signals_corefile(30));
+    let mut server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    server.signal("HUP");
+    server.wait_log("SIGHUP", Duration::from_secs(5));
+    assert!(server.wait_exit(Duration::from_millis(300)).is_none());
+    assert_eq!(ttl_of(&server), 30);
+}
+
+#[test]
+fn sigquit_exits_at_once_without_lameduck() {
+    let corefile = TempCorefile::new(&signals_corefile(30));
+    let mut server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    let started = Instant::now();
+    server.signal("QUIT");
+    let status = server
+        .wait_exit(Duration::from_secs(3))
+        .expect("exits at once");
+    assert!(started.elapsed() < Duration::from_secs(2), "no lameduck");
+    assert!(status.success(), "{status:?}");
+    assert!(server.log().contains("SIGQUIT"), "{}", server.log());
+}
+
+#[test]
+fn sigterm_and_sigint_keep_lameduck() {
+    for signal in ["TERM", "INT"] {
+        let corefile = TempCorefile::new(&signals_corefile(30).replace("5s", "1s"));
+        let mut server =
+            TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+        let started = Instant::now();
+        server.signal(signal);
+        server.wait_log("lameduck", Duration::from_secs(5));
+        assert_eq!(ttl_of(&server), 30, "answers during lameduck");
+        let status = server.wait_exit(Duration::from_secs(5)).expect("exits");
+        assert!(status.success(), "{signal}: {status:?}");
+        assert!(started.elapsed() >= Duration::from_millis(900), "{signal}");
+    }
+}

@@ -1,16 +1,13 @@
 //! `clusterdns serve`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
-use tokio::sync::mpsc;
 
 use super::Source;
 use crate::config::Config;
 use crate::limits;
-use crate::metrics::reload::ReloadMetrics;
 use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 
 /// Arguments of `serve`.
@@ -28,7 +25,7 @@ pub(super) struct ServeArgs {
     max_forwards: Option<u64>,
 }
 
-/// Runs the server until SIGINT or SIGTERM, then leaves through lameduck.
+/// Runs the server until SIGINT or SIGTERM, then leaves through lameduck (see [`serve`]).
 pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     descriptor_budget(args);
     // What the reload plugin compares with: the Corefile as it was read now, not once the
@@ -72,38 +69,120 @@ fn descriptor_budget(args: &ServeArgs) {
 }
 
 /// `corefile`: the Corefile's path and the text the configuration was read from.
+///
+/// Signals as CoreDNS takes them: SIGTERM and SIGINT leave through lameduck, SIGQUIT at
+/// once; SIGUSR1 reloads the Corefile (a broken one keeps the running configuration, as
+/// *reload* does); SIGHUP and SIGUSR2 are logged and ignored. All are taken before the
+/// server starts, so that none kills the process by its default action.
 async fn serve(config: Config, corefile: Option<(PathBuf, Vec<u8>)>) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut reload = signal(SignalKind::user_defined1())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    let mut upgrade = signal(SignalKind::user_defined2())?;
+    let mut quit = signal(SignalKind::quit())?;
+    tokio::spawn(async move {
+        if quit.recv().await.is_some() {
+            tracing::info!("SIGQUIT: exiting at once, without lameduck");
+            std::process::exit(0);
+        }
+    });
     let mut running = server::start(&config).await.map_err(|error| {
         super::start_error(corefile.as_ref().map(|(path, _)| path.as_path()), error)
     })?;
-    let (reloads, mut reloaded) = mpsc::channel::<Box<Config>>(1);
-    let (results, results_in) = mpsc::channel::<Applied>(1);
-    if let Some((path, text)) = &corefile {
-        spawn_reloader(
-            path,
-            text,
-            running.reload_metrics(),
-            running.reload_schedule(),
-            reloads,
-            results_in,
-        );
-    }
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut watch = corefile
+        .as_ref()
+        .map(|(path, text)| CorefileWatch::new(path, text, running.reload_metrics()));
+    let mut next_check = next_check(running.reload_schedule());
     loop {
-        tokio::select! {
-            _ = terminate.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
-            Some(config) = reloaded.recv() => {
-                let applied = apply(&mut running, &config)
-                    .await
-                    .then(|| running.reload_schedule());
-                let _ = results.send(applied).await;
+        let due = async {
+            match next_check {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
             }
+        };
+        let forced = tokio::select! {
+            _ = terminate.recv() => {
+                tracing::info!("SIGTERM: shutting down");
+                break;
+            }
+            _ = interrupt.recv() => {
+                tracing::info!("SIGINT: shutting down");
+                break;
+            }
+            _ = hangup.recv() => {
+                tracing::info!("SIGHUP: ignored (SIGUSR1 reloads the Corefile)");
+                continue;
+            }
+            _ = upgrade.recv() => {
+                tracing::info!("SIGUSR2: ignored (no in-place upgrade; SIGUSR1 reloads the Corefile)");
+                continue;
+            }
+            _ = reload.recv() => true,
+            () = due => false,
+        };
+        let Some(watch) = watch.as_mut() else {
+            tracing::info!(
+                "SIGUSR1: no Corefile to reload (the objects files are watched by themselves)"
+            );
+            continue;
+        };
+        if forced {
+            tracing::info!("SIGUSR1: reloading the Corefile");
         }
+        let had_schedule = running.reload_schedule().is_some();
+        reread(&mut running, watch, forced).await;
+        let schedule = running.reload_schedule();
+        if had_schedule && schedule.is_none() {
+            tracing::info!("reload: no longer in the Corefile; not checking it");
+        }
+        next_check = next_check_after(schedule, next_check, forced);
     }
     tracing::info!("shutting down");
     running.shut_down().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// When the *reload* plugin checks next, with `schedule` (interval, jitter).
+fn next_check(schedule: Schedule) -> Option<tokio::time::Instant> {
+    schedule.map(|(interval, jitter)| tokio::time::Instant::now() + next_wait(interval, jitter))
+}
+
+/// The next check after one: a new wait after a scheduled check, the one already set after a
+/// signal (unless the schedule came or went with the reloaded file).
+fn next_check_after(
+    schedule: Schedule,
+    pending: Option<tokio::time::Instant>,
+    forced: bool,
+) -> Option<tokio::time::Instant> {
+    match (forced, pending, schedule) {
+        (true, Some(at), Some(_)) => Some(at),
+        _ => next_check(schedule),
+    }
+}
+
+/// Reads the Corefile again (`forced`: even if its bytes are unchanged) and applies it if
+/// it parses; the running configuration stays otherwise.
+async fn reread(running: &mut Running, watch: &mut CorefileWatch, forced: bool) {
+    let check = if forced {
+        watch.reread()
+    } else {
+        watch.check()
+    };
+    match check {
+        Check::Unchanged => {}
+        Check::Failed(message) => {
+            tracing::error!("Corefile reload failed, the running configuration stays: {message}");
+        }
+        Check::Changed(config) => {
+            if apply(running, &config).await {
+                watch.applied();
+            } else {
+                watch.apply_failed();
+            }
+        }
+    }
 }
 
 async fn apply(running: &mut Running, config: &Config) -> bool {
@@ -121,57 +200,3 @@ async fn apply(running: &mut Running, config: &Config) -> bool {
 
 /// The *reload* schedule (interval, jitter), if the Corefile has one.
 type Schedule = Option<(std::time::Duration, std::time::Duration)>;
-
-/// What became of a reloaded configuration: `None` if it was not applied, else the schedule
-/// of the configuration now running.
-type Applied = Option<Schedule>;
-
-/// The *reload* plugin: checks the Corefile on its schedule and sends changed configurations
-/// to the serving loop, which applies them and answers with the schedule now in force — a
-/// reloaded `reload` directive takes effect from the next check, and a Corefile without one
-/// stops the checks, as in CoreDNS.
-fn spawn_reloader(
-    path: &Path,
-    text: &[u8],
-    metrics: Arc<ReloadMetrics>,
-    schedule: Schedule,
-    reloads: mpsc::Sender<Box<Config>>,
-    mut results: mpsc::Receiver<Applied>,
-) {
-    let Some((mut interval, mut jitter)) = schedule else {
-        return;
-    };
-    let mut watch = CorefileWatch::new(path, text, metrics);
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(next_wait(interval, jitter)).await;
-            match watch.check() {
-                Check::Unchanged => {}
-                Check::Failed(message) => {
-                    tracing::error!(
-                        "Corefile reload failed, the running configuration stays: {message}"
-                    );
-                }
-                Check::Changed(config) => {
-                    if reloads.send(config).await.is_err() {
-                        return;
-                    }
-                    match results.recv().await {
-                        Some(Some(schedule)) => {
-                            watch.applied();
-                            let Some(next) = schedule else {
-                                tracing::info!(
-                                    "reload: no longer in the Corefile; not checking it"
-                                );
-                                return;
-                            };
-                            (interval, jitter) = next;
-                        }
-                        Some(None) => watch.apply_failed(),
-                        None => return,
-                    }
-                }
-            }
-        }
-    });
-}

@@ -61,6 +61,20 @@ impl CorefileWatch {
         }
     }
 
+    /// Reads and parses the file again even if its bytes are those running (SIGUSR1).
+    pub fn reread(&mut self) -> Check {
+        let text = match std::fs::read(&self.path) {
+            Ok(text) => text,
+            Err(error) => return self.failed(format!("{}: {error}", self.path.display())),
+        };
+        self.hash = sha512(&text);
+        let text = String::from_utf8_lossy(&text);
+        match config::parse_corefile(&text, &self.path) {
+            Ok(config) => Check::Changed(Box::new(config)),
+            Err(error) => self.failed(error.to_string()),
+        }
+    }
+
     /// Records that the configuration read last is now running.
     pub fn applied(&self) {
         self.metrics.loaded(&self.hash);
