@@ -276,3 +276,113 @@ fn sigterm_and_sigint_keep_lameduck() {
         assert!(started.elapsed() >= Duration::from_millis(900), "{signal}");
     }
 }
+
+/// `clusterdns ARGS...`, given `within` to exit: its status and stderr (`None` if it was
+/// still running, and then killed).
+fn run_briefly(args: &[&str], within: Duration) -> Option<(std::process::ExitStatus, String)> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return Some((status, stderr));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn fifo(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
+
+/// A start that must fail at once with status 2 and a message naming `path` and `why`.
+fn refused(args: &[&str], path: &str, why: &str) {
+    let (status, stderr) = run_briefly(args, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("{args:?}: still running after 5 s"));
+    assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(path) && stderr.contains(why),
+        "{args:?}: {stderr}"
+    );
+}
+
+#[test]
+fn a_corefile_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = fifo(dir.path());
+    let fifo = fifo.to_str().unwrap();
+    refused(&["serve", "--corefile", fifo], fifo, "not a regular file");
+    refused(
+        &["serve", "--corefile", "/dev/zero"],
+        "/dev/zero",
+        "not a regular file",
+    );
+    refused(&["-conf", "/dev/zero"], "/dev/zero", "not a regular file");
+}
+
+#[test]
+fn an_objects_file_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = fifo(dir.path());
+    let fifo = fifo.to_str().unwrap();
+    for command in ["serve", "records"] {
+        let mut args = vec![command, "--objects", fifo];
+        if command == "serve" {
+            args.extend(["--listen", "127.0.0.1:0"]);
+        }
+        refused(&args, fifo, "not a regular file");
+        args[2] = "/dev/zero";
+        refused(&args, "/dev/zero", "not a regular file");
+    }
+}
+
+#[test]
+fn an_unusable_upstream_file_is_a_start_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = fifo(dir.path());
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "# no nameserver\n").unwrap();
+    let shop = shop();
+    for (file, why) in [
+        (fifo.to_str().unwrap(), "not a regular file"),
+        ("/dev/null", "not a regular file"),
+        (dir.path().to_str().unwrap(), "is a directory"),
+        (empty.to_str().unwrap(), "nameserver"),
+    ] {
+        refused(
+            &[
+                "serve",
+                "--objects",
+                &shop,
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                file,
+            ],
+            file,
+            why,
+        );
+    }
+}

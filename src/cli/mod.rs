@@ -95,6 +95,8 @@ impl Source {
                 if let Some(upstream) = &self.upstream {
                     options.resolv_conf =
                         (upstream.as_os_str() != "none").then(|| upstream.clone());
+                    // Asked for by name: a file that cannot serve is an error, as in a Corefile.
+                    options.resolv_conf_required = options.resolv_conf.is_some();
                 }
                 config::shorthand_with(&self.objects, &options)
                     .context("building the --objects configuration")

@@ -27,16 +27,14 @@ pub(super) struct ServeArgs {
 
 /// Runs the server until SIGINT or SIGTERM, then leaves through lameduck (see [`serve`]).
 pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    descriptor_budget(args);
     // What the reload plugin compares with: the Corefile as it was read now, not once the
     // server is up (the start can wait for the API server for startup_timeout, and a change
     // made meanwhile must not become the baseline unapplied).
-    let baseline = args
-        .source
-        .corefile
-        .as_ref()
-        .map(|path| std::fs::read(path).unwrap_or_default());
+    let baseline = args.source.corefile.as_ref().map(|path| {
+        crate::config::read_regular(path, crate::config::MAX_FILE_BYTES).unwrap_or_default()
+    });
     let config = args.source.config()?;
+    descriptor_budget(args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -65,6 +65,7 @@ pub use shorthand::{
     DEFAULT_RESOLV_CONF, SHORTHAND_FILE, ShorthandOptions, shorthand, shorthand_corefile,
     shorthand_corefile_with, shorthand_with,
 };
+pub(crate) use stream::{MAX_FILE_BYTES, read_regular};
 pub use zone::parse_cidr;
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).

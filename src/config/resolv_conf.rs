@@ -27,7 +27,6 @@
 //!   kept by name in [`ResolvConf::options`]. Later values win; several `options` lines add up.
 //! - The `LOCALDOMAIN` and `RES_OPTIONS` environment variables are not applied here.
 
-use std::io::Read;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -142,25 +141,7 @@ pub(crate) fn read_resolv_conf_in(
 /// Reads a small text file; bytes that are not UTF-8 (a comment in Latin-1) become U+FFFD
 /// rather than an error.
 pub(crate) fn read_text_lossy(path: &Path) -> std::io::Result<String> {
-    use std::io::{Error as IoError, ErrorKind};
-    // Checked before opening: opening a FIFO would block, and a device may never end.
-    let metadata = std::fs::metadata(path)?;
-    if metadata.is_dir() {
-        return Err(IoError::new(ErrorKind::InvalidInput, "is a directory"));
-    }
-    if !metadata.is_file() {
-        return Err(IoError::new(ErrorKind::InvalidInput, "not a regular file"));
-    }
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_RESOLV_CONF_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_RESOLV_CONF_BYTES {
-        return Err(IoError::new(
-            ErrorKind::InvalidData,
-            format!("larger than {MAX_RESOLV_CONF_BYTES} bytes"),
-        ));
-    }
+    let bytes = super::stream::read_regular(path, MAX_RESOLV_CONF_BYTES)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -13,7 +13,9 @@
 //!   only when that file (or [`ShorthandOptions::resolv_conf`]) can be read and gives between
 //!   1 and 15 usable `nameserver`s. Otherwise (a sandbox or container without one, an empty
 //!   one) the shorthand still starts, without `forward`, and logs a warning saying why: names
-//!   outside the cluster zone are then not forwarded anywhere.
+//!   outside the cluster zone are then not forwarded anywhere. A file named with
+//!   [`ShorthandOptions::resolv_conf_required`] (`--upstream FILE`) must be usable: it is
+//!   an error at start, as `forward . FILE` in a Corefile is.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,9 @@ pub struct ShorthandOptions {
     /// default); `None` leaves `forward` out. [`shorthand_with`] also leaves it out when the
     /// file gives no usable upstream.
     pub resolv_conf: Option<PathBuf>,
+    /// Whether `resolv_conf` was asked for (`--upstream FILE`): then a file that gives no
+    /// usable upstream is an error, as in a Corefile, rather than a warning.
+    pub resolv_conf_required: bool,
 }
 
 impl ShorthandOptions {
@@ -59,6 +64,7 @@ impl ShorthandOptions {
             ready: None,
             metrics: None,
             resolv_conf: Some(PathBuf::from(DEFAULT_RESOLV_CONF)),
+            resolv_conf_required: false,
         }
     }
 }
@@ -162,6 +168,7 @@ pub fn shorthand_with(objects: &[PathBuf], options: &ShorthandOptions) -> Result
     let isolated = Environment::isolated();
     let mut options = options.clone();
     if let Some(path) = &options.resolv_conf
+        && !options.resolv_conf_required
         && let Err(reason) = usable_resolv_conf(&isolated, path)
     {
         tracing::warn!(

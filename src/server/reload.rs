@@ -44,7 +44,7 @@ impl CorefileWatch {
 
     /// Reads the file again.
     pub fn check(&mut self) -> Check {
-        let text = match std::fs::read(&self.path) {
+        let text = match config::read_regular(&self.path, config::MAX_FILE_BYTES) {
             Ok(text) => text,
             Err(error) => return self.failed(format!("{}: {error}", self.path.display())),
         };
@@ -63,7 +63,7 @@ impl CorefileWatch {
 
     /// Reads and parses the file again even if its bytes are those running (SIGUSR1).
     pub fn reread(&mut self) -> Check {
-        let text = match std::fs::read(&self.path) {
+        let text = match config::read_regular(&self.path, config::MAX_FILE_BYTES) {
             Ok(text) => text,
             Err(error) => return self.failed(format!("{}: {error}", self.path.display())),
         };

@@ -172,6 +172,10 @@ enum Item {
     Ignored(String),
 }
 
+/// The largest objects file read: a `kubectl get -o json` dump of 10,000 Services and 150,000
+/// pods is about 300 MB.
+pub const MAX_OBJECTS_BYTES: u64 = 4 << 30;
+
 impl Loader {
     /// An empty loader.
     pub fn new() -> Self {
@@ -180,9 +184,16 @@ impl Loader {
 
     /// Reads one file and adds its objects.
     pub fn read_file(&mut self, path: &Path) -> Result<(), Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        let read = |error| Error::Read {
             file: path.to_owned(),
-            error: source,
+            error,
+        };
+        let bytes = crate::config::read_regular(path, MAX_OBJECTS_BYTES).map_err(read)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            read(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ))
         })?;
         self.add_text(&text, path)
     }
