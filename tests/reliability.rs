@@ -386,3 +386,35 @@ fn an_unusable_upstream_file_is_a_start_error() {
         );
     }
 }
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let shop = shop();
+    for args in [
+        vec!["records", "--objects", &shop],
+        vec!["records", "--objects", &shop, "--format", "json"],
+        vec!["query", "web.shop.svc.cluster.local", "--objects", &shop],
+        vec!["endpoints", "--objects", &shop],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `| head -0`: the reader is gone before the command writes.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("clusterdns:") && !stderr.contains("ERROR"),
+            "{args:?}: quietly: {stderr}"
+        );
+        assert!(
+            output.status.success() || output.status.code().is_none(),
+            "{args:?}: {:?}",
+            output.status
+        );
+    }
+}

@@ -77,8 +77,8 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
         cluster.services.retain(|key, _| wanted.contains(key));
     }
     match args.output {
-        Output::Text => print!("{}", report_text(&cluster, args.node.as_deref(), &[])),
-        Output::Json => println!(
+        Output::Text => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
+        Output::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&report_json(
                 &cluster,

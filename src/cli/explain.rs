@@ -133,8 +133,8 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no Service {} in the objects", args.service);
     };
     match args.output {
-        Output::Text => print!("{}", report_text(&explanation)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&explanation)?),
+        Output::Text => out!("{}", report_text(&explanation)),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&explanation)?),
     }
     Ok(if explanation.findings.is_empty() {
         ExitCode::SUCCESS

@@ -1,7 +1,20 @@
 //! The command line: argument parsing and dispatch. The only module that prints to stdout
 //! or chooses an exit code.
 
-#![allow(clippy::print_stdout)]
+/// `print!` that returns an error instead of panicking when stdout is closed (`| head`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))?
+    };
+}
+
+/// [`out!`] with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        $crate::cli::write_stdout(format_args!($($arg)*))?;
+        $crate::cli::write_stdout(format_args!("\n"))?;
+    }};
+}
 
 mod endpoints;
 mod explain;
@@ -187,11 +200,36 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader of a pipe went away (`records | head`): nothing more to say, as `cat`.
+        Err(error)
+            if error.chain().any(|cause| {
+                cause
+                    .downcast_ref::<StdoutError>()
+                    .is_some_and(|StdoutError(io)| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(error) => {
             eprintln!("clusterdns: {error:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// Writing to stdout failed.
+#[derive(Debug, thiserror::Error)]
+#[error("writing to stdout: {0}")]
+pub(crate) struct StdoutError(std::io::Error);
+
+/// Writes to stdout, flushed; what [`out!`] expands to.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<(), StdoutError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .map_err(StdoutError)
 }
 
 /// CoreDNS is started as `coredns -conf FILE` (kubeadm's Deployment): accept that, and

@@ -239,14 +239,14 @@ fn run_trace(args: &TraceArgs) -> anyhow::Result<ExitCode> {
         .map(|n| trace::simulate(&ruleset, &options, n, args.seed));
     match args.output {
         super::endpoints::Output::Text => {
-            print!("{}", trace::report_text(&report, simulation.as_ref()));
+            out!("{}", trace::report_text(&report, simulation.as_ref()));
         }
         super::endpoints::Output::Json => {
             let mut json = serde_json::to_value(&report)?;
             if let (Some(simulation), Some(object)) = (&simulation, json.as_object_mut()) {
                 object.insert("simulation".to_owned(), serde_json::to_value(simulation)?);
             }
-            println!("{}", serde_json::to_string_pretty(&json)?);
+            outln!("{}", serde_json::to_string_pretty(&json)?);
         }
     }
     Ok(if report.verdict == TraceVerdict::Dnat {
@@ -307,6 +307,6 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    print!("{text}");
+    out!("{text}");
     Ok(ExitCode::SUCCESS)
 }

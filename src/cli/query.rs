@@ -55,8 +55,8 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             let Some((so_far, target)) = pending.chase_so_far() else {
                 anyhow::bail!("no reply");
             };
-            print!("{}", dig_text(&Message::from_vec(&so_far)?));
-            println!(
+            out!("{}", dig_text(&Message::from_vec(&so_far)?));
+            outln!(
                 "; {target} is outside the cluster zone: the server asks it upstream (forward) \
                  and puts its records after the CNAME; this offline command does not ask \
                  upstream."
@@ -67,7 +67,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             if let Some(code) = short_name(&handler, &args.name, qtype) {
                 return Ok(code);
             }
-            println!(
+            outln!(
                 "; {} is not in the cluster zone: the server forwards it upstream, which this \
                  offline command does not do.",
                 args.name
@@ -81,7 +81,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     {
         return Ok(code);
     }
-    print!("{}", dig_text(&reply));
+    out!("{}", dig_text(&reply));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -54,8 +54,8 @@ pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
             }
         };
     match args.format {
-        Format::Zone => print!("{}", zonefile::zone_file(&snapshot, only)),
-        Format::Json => println!(
+        Format::Zone => out!("{}", zonefile::zone_file(&snapshot, only)),
+        Format::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&zonefile::zone_json(&snapshot, only))?
         ),

@@ -130,6 +130,6 @@ pub(super) fn run(args: &ResolvConfArgs) -> anyhow::Result<ExitCode> {
     for warning in &dns.warnings {
         eprintln!("clusterdns: warning: {warning}");
     }
-    print!("{}", dns.resolv_conf());
+    out!("{}", dns.resolv_conf());
     Ok(ExitCode::SUCCESS)
 }

@@ -226,7 +226,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Output::Text => {
             let texts: Vec<String> = reports.iter().map(|r| r.text(namespace)).collect();
-            print!("{}", texts.join("\n"));
+            out!("{}", texts.join("\n"));
         }
         Output::Json => {
             #[derive(serde::Serialize)]
@@ -238,7 +238,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
                 namespace,
                 reports: &reports,
             };
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            outln!("{}", serde_json::to_string_pretty(&out)?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -261,8 +261,8 @@ fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<Exi
     };
     let report = analyse(&log, &context);
     match args.output {
-        Output::Text => print!("{}", report.text(file, args.top)),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Output::Text => out!("{}", report.text(file, args.top)),
+        Output::Json => outln!("{}", serde_json::to_string_pretty(&report)?),
     }
     Ok(ExitCode::SUCCESS)
 }
