@@ -797,3 +797,29 @@ async fn metrics_are_written_under_coredns_names() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_upstream_formerr_without_a_question_is_answered_at_once() {
+    // A server that could not read the query says FORMERR and echoes no question: the
+    // client hears FORMERR now (as from CoreDNS), with its own question, not a SERVFAIL
+    // after the deadline.
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let upstream = TestUpstream::start(Behaviour::Questionless(1)).await;
+        let forwarder = forwarder(&config(&[upstream.addr]));
+        let started = Instant::now();
+        let message = reply(forwarder.forward(&query(), transport).await);
+        assert!(started.elapsed() < Duration::from_secs(1), "{transport:?}");
+        assert_eq!(message.metadata.response_code, ResponseCode::FormErr);
+        assert_eq!(message.metadata.id, CLIENT_ID);
+        assert_eq!(
+            message.queries.len(),
+            1,
+            "{transport:?}: the client's question"
+        );
+        assert_eq!(upstream.queries(), 1, "{transport:?}: asked once");
+    }
+    // Without a question, only an error is taken: a NOERROR is still someone else's.
+    let upstream = TestUpstream::start(Behaviour::Questionless(0)).await;
+    let forwarder = forwarder(&config(&[upstream.addr]));
+    failure(forwarder.forward(&query(), Transport::Udp).await);
+}

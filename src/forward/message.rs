@@ -72,6 +72,10 @@ pub(super) enum Verdict {
     Match(ReplyInfo),
     /// The header and question match but the records do not parse.
     Malformed,
+    /// The upstream could not read the query: an error rcode, no question echoed (RFC 1035
+    /// §4.1.1 lets a FORMERR leave it out). The client is answered with this rcode and its
+    /// own question ([`error_reply`]), at once, as CoreDNS does.
+    Questionless(ReplyInfo),
 }
 
 /// The parts of a matching reply that decide what happens next.
@@ -89,11 +93,17 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
     let Some(header) = Header::read(reply) else {
         return Verdict::Mismatch;
     };
-    if header.id != id
-        || header.flags & FLAG_QR == 0
-        || header.opcode() != info.opcode
-        || header.counts[0] != 1
-    {
+    if header.id != id || header.flags & FLAG_QR == 0 || header.opcode() != info.opcode {
+        return Verdict::Mismatch;
+    }
+    let rcode = header.flags & 0x000f;
+    if header.counts[0] == 0 && rcode != 0 {
+        return Verdict::Questionless(ReplyInfo {
+            rcode,
+            truncated: false,
+        });
+    }
+    if header.counts[0] != 1 {
         return Verdict::Mismatch;
     }
     let question = &query[HEADER_LEN..info.question_end];
@@ -122,6 +132,19 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
         }
     }
     Verdict::Match(ReplyInfo { rcode, truncated })
+}
+
+/// A reply to `query` (sent with ID `id`) with `rcode` and nothing but the question: what a
+/// [`Verdict::Questionless`] upstream reply becomes.
+pub(super) fn error_reply(query: &[u8], info: &QueryInfo, id: u16, rcode: u16) -> Vec<u8> {
+    let mut reply = query[..info.question_end].to_vec();
+    set_id(&mut reply, id);
+    let flags = u16::from_be_bytes([query[2], query[3]]);
+    // QR, the query's opcode and RD (and CD), the rcode; no AA, TC, RA or AD.
+    let flags = FLAG_QR | (flags & 0x7800) | (flags & FLAG_RD) | (flags & 0x0010) | (rcode & 0xf);
+    reply[2..4].copy_from_slice(&flags.to_be_bytes());
+    reply[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    reply
 }
 
 /// Whether `reply` is any response to the health check sent with ID `id`: CoreDNS counts

@@ -188,6 +188,13 @@ impl Upstream {
                         info: reply,
                     });
                 }
+                Verdict::Questionless(reply) => {
+                    self.pool.put_udp(socket);
+                    return Ok(Reply {
+                        bytes: message::error_reply(query, info, id, reply.rcode),
+                        info: reply,
+                    });
+                }
             }
         }
     }
@@ -253,6 +260,9 @@ impl Upstream {
                         }));
                     }
                     Verdict::Match(reply) => return Ok((body, reply)),
+                    Verdict::Questionless(reply) => {
+                        return Ok((message::error_reply(query, info, id, reply.rcode), reply));
+                    }
                 }
             }
         };

@@ -27,6 +27,9 @@ pub enum Behaviour {
     Truncate,
     /// Reply with this rcode and no records.
     Rcode(u16),
+    /// Reply with this rcode and no question section either (a FORMERR from a server that
+    /// could not read the query).
+    Questionless(u16),
     /// First some garbage, a reply with another ID and one to another question (each
     /// answering 203.0.113.66), then the right answer.
     WrongFirst,
@@ -284,6 +287,12 @@ async fn respond(state: &State, bytes: &[u8], via: Via) -> Vec<Vec<u8>> {
         Behaviour::Rcode(rcode) => {
             let mut message = reply_message(&query, id, &question);
             message.metadata.response_code = ResponseCode::from_low(rcode as u8);
+            vec![message.to_vec().unwrap()]
+        }
+        Behaviour::Questionless(rcode) => {
+            let mut message = reply_message(&query, id, &question);
+            message.metadata.response_code = ResponseCode::from_low(rcode as u8);
+            message.queries.clear();
             vec![message.to_vec().unwrap()]
         }
         Behaviour::WrongFirst => {
