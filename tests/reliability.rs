@@ -418,3 +418,114 @@ fn a_closed_stdout_ends_a_command_quietly() {
         );
     }
 }
+
+/// A query for `web.shop.svc.cluster.local. A` with these section counts (an, ns, ar) and
+/// `records` after the question.
+fn raw_query(counts: [u16; 3], records: &[u8]) -> Vec<u8> {
+    let mut packet = vec![0x12, 0x34, 0x01, 0x00, 0, 1];
+    for count in counts {
+        packet.extend_from_slice(&count.to_be_bytes());
+    }
+    for label in ["web", "shop", "svc", "cluster", "local"] {
+        packet.push(label.len() as u8);
+        packet.extend_from_slice(label.as_bytes());
+    }
+    packet.extend_from_slice(&[0, 0, 1, 0, 1]);
+    packet.extend_from_slice(records);
+    packet
+}
+
+/// An OPT record (payload 1232) with `rdata`.
+fn opt(rdata: &[u8]) -> Vec<u8> {
+    let mut record = vec![0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0];
+    record.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+    record.extend_from_slice(rdata);
+    record
+}
+
+fn rcode_of(reply: &[u8]) -> u8 {
+    reply[3] & 0x0f
+}
+
+#[test]
+fn odd_queries_get_the_same_answer_over_udp_and_tcp() {
+    let server = serve_limited("1024:1024", &[]);
+    let question_end = raw_query([0, 0, 0], &[]).len();
+    // A record whose owner is a pointer to itself.
+    let mut looped = vec![0xc0 | (question_end >> 8) as u8, question_end as u8];
+    looped.extend_from_slice(&[0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 192, 0, 2, 1]);
+    let mut tsig = vec![3, b'k', b'e', b'y', 0, 0, 250, 0, 255, 0, 0, 0, 0];
+    let mut tsig_rdata = b"\x0bhmac-sha256\x00".to_vec();
+    tsig_rdata.extend_from_slice(&[0, 0, 0x65, 0, 0, 0, 1, 44, 0, 0, 0x12, 0x34, 0, 0, 0, 0]);
+    tsig.extend_from_slice(&(tsig_rdata.len() as u16).to_be_bytes());
+    tsig.extend_from_slice(&tsig_rdata);
+    let cases: [(&str, Vec<u8>, u8); 6] = [
+        ("a plain query", raw_query([0, 0, 1], &opt(&[])), 0),
+        (
+            "an EDNS option overrunning its OPT record (RFC 6891 6.1.2)",
+            raw_query([0, 0, 1], &opt(&[0, 10, 0, 8])),
+            1,
+        ),
+        (
+            "ECS with an unknown family: an option clusterdns does not implement, ignored",
+            raw_query([0, 0, 1], &opt(&[0, 8, 0, 4, 0, 3, 0, 0])),
+            0,
+        ),
+        (
+            "an unsigned TSIG: TSIG is not implemented, the record is ignored",
+            raw_query([0, 0, 1], &tsig),
+            0,
+        ),
+        (
+            "an OPT in the answer section (RFC 6891 6.1.1)",
+            raw_query([1, 0, 0], &opt(&[])),
+            1,
+        ),
+        (
+            "a compression loop in an additional record",
+            raw_query([0, 0, 1], &looped),
+            1,
+        ),
+    ];
+    for (what, packet, rcode) in cases {
+        let udp = server.udp(&packet);
+        let mut framed = (packet.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&packet);
+        let tcp = server.tcp_messages_raw(&framed, 1).remove(0);
+        assert_eq!(rcode_of(&udp), rcode, "{what}: over UDP");
+        assert_eq!(rcode_of(&tcp), rcode, "{what}: over TCP");
+        assert_eq!(udp[..4], tcp[..4], "{what}: the same header");
+    }
+}
+
+#[test]
+fn tcp_drops_responses_and_empty_frames_and_answers_what_follows() {
+    let server = serve_limited("1024:1024", &[]);
+    let good = raw_query([0, 0, 0], &[]);
+    // A response (QR=1) hickory cannot parse: garbage after the header.
+    let mut response = vec![0x55, 0x55, 0x80, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    response.extend_from_slice(&[0xff; 7]);
+    let mut stream = Vec::new();
+    for message in [&response[..], &[][..], &good[..]] {
+        stream.extend_from_slice(&(message.len() as u16).to_be_bytes());
+        stream.extend_from_slice(message);
+    }
+    let replies = server.tcp_messages_raw(&stream, 1);
+    assert_eq!(
+        replies[0][..2],
+        [0x12, 0x34],
+        "the query behind them is answered"
+    );
+    assert_eq!(rcode_of(&replies[0]), 0);
+    // And over UDP the response gets nothing either.
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    socket.send_to(&response, server.addr).unwrap();
+    let mut buf = [0u8; 512];
+    assert!(
+        socket.recv_from(&mut buf).is_err(),
+        "no reply to a response"
+    );
+}

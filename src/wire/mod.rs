@@ -217,7 +217,9 @@ impl<'a> Request<'a> {
             let records = [ancount, nscount, arcount][section];
             for _ in 0..records {
                 let owner_root = bytes.get(at) == Some(&0);
-                at = skip_name(bytes, at).ok_or_else(formerr)?;
+                // A name that cannot be read (a compression loop, a pointer past the end) makes
+                // the whole message unreadable: FORMERR, over UDP as over TCP.
+                at = skip_checked_name(bytes, at).ok_or_else(formerr)?;
                 let fixed = bytes.get(at..at + 10).ok_or_else(formerr)?;
                 let rr_type = u16::from_be_bytes([fixed[0], fixed[1]]);
                 let class = u16::from_be_bytes([fixed[2], fixed[3]]);
@@ -230,7 +232,14 @@ impl<'a> Request<'a> {
                 }
                 match (section, rr_type) {
                     (2, rtype::OPT) => {
-                        if edns.is_some() || !owner_root {
+                        // One OPT, owned by the root, its options within its RDATA
+                        // (RFC 6891 §6.1.1-2). Options are not otherwise read: those
+                        // clusterdns does not implement (ECS, cookies) are ignored, as §6.1.2
+                        // says unknown ones must be.
+                        if edns.is_some()
+                            || !owner_root
+                            || !options_fit(&bytes[rdata_at..rdata_at + rdlen])
+                        {
                             return Err(formerr());
                         }
                         edns = Some(Edns {
@@ -239,6 +248,8 @@ impl<'a> Request<'a> {
                             dnssec_ok: ttl & 0x8000 != 0,
                         });
                     }
+                    // OPT belongs in the additional section only (RFC 6891 §6.1.1).
+                    (_, rtype::OPT) => return Err(formerr()),
                     (1, rtype::SOA) => soa_serial = soa_serial_of(bytes, rdata_at),
                     _ => {}
                 }
@@ -277,6 +288,56 @@ pub(crate) fn skip_name(bytes: &[u8], mut at: usize) -> Option<usize> {
             _ => return None,
         }
     }
+}
+
+/// The most compression pointers one name may follow (a name has at most 127 labels).
+const MAX_POINTERS: usize = 127;
+
+/// [`skip_name`] for a name in a received message, whose pointers are followed too: each
+/// must land inside the message on a name that ends, within [`MAX_POINTERS`] jumps and 255
+/// bytes (no loop).
+fn skip_checked_name(bytes: &[u8], at: usize) -> Option<usize> {
+    let end = skip_name(bytes, at)?;
+    let mut cursor = at;
+    let mut jumps = 0;
+    let mut length = 0usize;
+    loop {
+        let len = *bytes.get(cursor)? as usize;
+        match len {
+            0 => return Some(end),
+            1..=63 => {
+                length += 1 + len;
+                if length > MAX_NAME_LEN {
+                    return None;
+                }
+                cursor += 1 + len;
+            }
+            0xc0..=0xff => {
+                jumps += 1;
+                if jumps > MAX_POINTERS {
+                    return None;
+                }
+                let low = *bytes.get(cursor + 1)? as usize;
+                cursor = ((len & 0x3f) << 8) | low;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Whether the options in an OPT record's RDATA each fit in it.
+fn options_fit(mut rdata: &[u8]) -> bool {
+    while !rdata.is_empty() {
+        let Some(header) = rdata.get(..4) else {
+            return false;
+        };
+        let len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+        let Some(rest) = rdata.get(4 + len..) else {
+            return false;
+        };
+        rdata = rest;
+    }
+    true
 }
 
 fn soa_serial_of(bytes: &[u8], rdata_at: usize) -> Option<u32> {
