@@ -118,13 +118,22 @@ fn udp_answers_that_do_not_fit_are_truncated() {
     );
     assert!(reply.truncated, "TC set");
     assert!(reply.answer.is_empty() && reply.additional.is_empty());
-    // They fit in the payload the client offers.
-    let reply = server.ask_with(
+    // Nor in 1232, the most a UDP answer carries whatever payload the client offers (DNS
+    // Flag Day 2020): 4096 does not make room for them.
+    let packet = query("many.big.svc.cluster.local.", "A", Some(4096));
+    let raw = server.raw(&packet, Transport::Udp).unwrap();
+    assert!(raw.len() <= 1232, "{} bytes", raw.len());
+    let reply = Reply::decode(&raw);
+    assert!(reply.truncated, "TC set at 1232 bytes");
+    assert!(reply.answer.is_empty());
+    // Fewer do.
+    let (fewer, _fewer_dir) = big_server(60, "");
+    let reply = fewer.ask_with(
         &query("many.big.svc.cluster.local.", "A", Some(4096)),
         Transport::Udp,
     );
     assert!(!reply.truncated);
-    assert_eq!(reply.answer.len(), 100);
+    assert_eq!(reply.answer.len(), 60);
     // Over TCP everything fits.
     let reply = server.ask_with(
         &query("many.big.svc.cluster.local.", "SRV", None),

@@ -49,7 +49,10 @@ pub(super) fn parse_query(query: &[u8]) -> Option<QueryInfo> {
         for _ in 0..count {
             let record = Record::read(query, at)?;
             if section == 2 && record.rtype == TYPE_OPT {
-                udp_limit = record.class.max(UDP_MIN_PAYLOAD);
+                // The client's payload, within what clusterdns sends over UDP at all.
+                udp_limit = record
+                    .class
+                    .clamp(UDP_MIN_PAYLOAD, crate::wire::MAX_UDP_REPLY);
             }
             at = record.end;
         }

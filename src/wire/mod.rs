@@ -16,6 +16,11 @@ use crate::zone::{Answer, Owner, Run, ServedZone, Soa};
 pub const HEADER_LEN: usize = 12;
 /// Largest UDP answer without EDNS (RFC 1035 §4.2.1).
 pub const UDP_MIN_PAYLOAD: u16 = 512;
+/// The most a UDP reply carries, whatever payload the requestor offers: DNS Flag Day 2020's
+/// 1232 bytes, which fit an IPv6 packet in a 1280-byte MTU without fragments and bound what
+/// one spoofed query can make the server send (there is no *bufsize* to raise it). Larger
+/// answers are truncated and asked again over TCP.
+pub const MAX_UDP_REPLY: u16 = 1232;
 
 /// Opcode QUERY.
 pub const OPCODE_QUERY: u8 = 0;
@@ -271,9 +276,11 @@ impl<'a> Request<'a> {
         &self.bytes[HEADER_LEN..self.question.end()]
     }
 
-    /// The largest reply this requestor accepts over UDP.
+    /// The largest reply sent to this requestor over UDP: its payload size, at most
+    /// [`MAX_UDP_REPLY`].
     pub fn udp_limit(&self) -> usize {
-        self.edns.map_or(UDP_MIN_PAYLOAD, |edns| edns.payload) as usize
+        self.edns
+            .map_or(UDP_MIN_PAYLOAD, |edns| edns.payload.min(MAX_UDP_REPLY)) as usize
     }
 }
 
