@@ -529,3 +529,97 @@ fn tcp_drops_responses_and_empty_frames_and_answers_what_follows() {
         "no reply to a response"
     );
 }
+
+/// A loopback port free for UDP and TCP just now.
+fn free_port() -> u16 {
+    loop {
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// A server on `port` (0: any) serving the fixture and forwarding the rest to `upstream`
+/// as kubeadm does, without *loop*.
+fn forwarding_server(port: u16, upstream: SocketAddr) -> (TestServer, TempCorefile) {
+    let corefile = TempCorefile::new(&format!(
+        ".:{port} {{
+    bind 127.0.0.1
+    kubernetes cluster.local {{
+       objects {{FIXTURES}}/shop.json
+    }}
+    prometheus 127.0.0.1:0
+    forward . {upstream} {{
+       max_concurrent 1000
+    }}
+}}
+"
+    ));
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    (server, corefile)
+}
+
+/// What a server's `coredns_dns_requests_total` series add up to.
+fn requests_total(server: &TestServer) -> f64 {
+    let (_, body) = http_get(server.http_addr("metrics"), "/metrics");
+    body.lines()
+        .filter(|line| line.starts_with("coredns_dns_requests_total{"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn two_servers_forwarding_to_each_other_answer_servfail_at_once() {
+    let port_b = free_port();
+    let (a, _a_file) = forwarding_server(0, SocketAddr::from(([127, 0, 0, 1], port_b)));
+    let (b, _b_file) = forwarding_server(port_b, a.addr);
+    assert_eq!(b.addr.port(), port_b);
+    let started = Instant::now();
+    let reply = a.ask_udp("loop.example.com.", "A");
+    assert_eq!(reply.rcode, "SERVFAIL");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "answered at once, not after the deadline: {:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let total = requests_total(&a) + requests_total(&b);
+    assert!(total <= 6.0, "one query became {total}");
+    // The cluster zone is answered as ever.
+    assert_eq!(
+        a.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
+        "NOERROR"
+    );
+}
+
+#[test]
+fn two_clients_asking_the_same_name_at_once_is_not_a_loop() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let upstream = runtime.block_on(crate::common::upstream::TestUpstream::start(
+        crate::common::upstream::Behaviour::Delay(Duration::from_millis(500)),
+    ));
+    let (server, _file) = forwarding_server(0, upstream.addr);
+    let packet = query("same.example.com.", "A", Some(1232));
+    // Two clients, neither of them the upstream's address (127.0.0.1).
+    let clients: Vec<UdpSocket> = ["127.0.0.2:0", "127.0.0.3:0"]
+        .into_iter()
+        .map(|addr| UdpSocket::bind(addr).unwrap())
+        .collect();
+    for client in &clients {
+        client.send_to(&packet, server.addr).unwrap();
+    }
+    for client in &clients {
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut buf = [0u8; 1232];
+        let (len, _) = client.recv_from(&mut buf).unwrap();
+        assert_eq!(Reply::decode(&buf[..len]).rcode, "NOERROR");
+    }
+}

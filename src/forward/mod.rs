@@ -59,6 +59,7 @@
 //! ```
 
 mod error;
+mod looped;
 mod message;
 mod metrics;
 mod policy;
@@ -75,6 +76,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Cause, ForwardError, NetError, Op};
+pub use looped::is_looping;
 pub use metrics::{ForwardMetrics, forward_metrics};
 
 use crate::config::{ForwardConfig, Upstream as UpstreamConfig};
@@ -419,6 +421,7 @@ impl Forwarder {
         client: Transport,
         limits: Limits,
     ) -> Result<Reply, ForwardError> {
+        let _in_flight = looped::note(upstream.addr.ip(), &framed[2..], info.question_end);
         let reply = upstream.exchange(framed, info, proto, limits).await?;
         if !(reply.info.truncated && proto == Proto::Udp) {
             return Ok(reply);

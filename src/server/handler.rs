@@ -212,6 +212,15 @@ impl Handler {
             self.finish(&at, &request, out, Plugin::Loop);
             return Step::Done(Outcome::Reply);
         }
+        // A query for upstream that is this server's own forward coming back: a loop. (Not
+        // the *loop* plugin's probe, which must come back for the plugin to see it.)
+        let probe = block
+            .loop_detect
+            .as_ref()
+            .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
+        let looping = || {
+            !probe && crate::forward::is_looping(client.ip(), qname, qtype, request.question.qclass)
+        };
         let pending = |packet: &[u8]| {
             Outcome::Forward(Box::new(Pending {
                 block: Arc::clone(block),
@@ -226,12 +235,18 @@ impl Handler {
             }))
         };
         let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
+            if looping() {
+                return Step::Done(self.looped(&at, &request, out));
+            }
             return Step::Done(pending(packet));
         };
         let refresh = match cache.get(&request, started, limit, out) {
             Some(Hit::Fresh) => false,
             Some(Hit::Prefetch) => true,
             Some(Hit::Stale) if !cache.stale_is_verified() => true,
+            Some(Hit::Stale) | None if looping() => {
+                return Step::Done(self.looped(&at, &request, out));
+            }
             Some(Hit::Stale) | None => return Step::Done(pending(packet)),
         };
         if block.loadbalance
@@ -482,6 +497,13 @@ impl Handler {
             wire::write_rcode(request, rcode::SERVFAIL, out);
         }
         self.finish(at, request, out, Plugin::Kubernetes);
+    }
+
+    /// Answers a query that is this server's own forward come back: SERVFAIL at once.
+    fn looped(&self, at: &Reached<'_>, request: &Request<'_>, out: &mut Vec<u8>) -> Outcome {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
+        self.finish(at, request, out, Plugin::Forward);
+        Outcome::Reply
     }
 
     /// What every answered query goes through last: *prometheus* and *log*.
