@@ -136,18 +136,31 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
             ..base
         },
     ];
-    let before = allocations();
-    for _ in 0..1000 {
-        for observation in &observations {
-            metrics.record(observation);
+    // As above: recording that allocates does so on every try; the harness's noise does not
+    // repeat.
+    let mut counts = Vec::new();
+    for _ in 0..3 {
+        let before = allocations();
+        for _ in 0..1000 {
+            for observation in &observations {
+                metrics.record(observation);
+            }
+            dropped.record(&Observation {
+                rcode: 5,
+                plugin: Plugin::Server,
+                ..base
+            });
         }
-        dropped.record(&Observation {
-            rcode: 5,
-            plugin: Plugin::Server,
-            ..base
-        });
+        counts.push(allocations() - before);
+        if counts.last() == Some(&0) {
+            break;
+        }
     }
-    let allocated = allocations() - before;
-    assert_eq!(allocated, 0, "recording allocated {allocated} times");
-    assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), 2000);
+    assert_eq!(
+        counts.last(),
+        Some(&0),
+        "recording allocated on every try: {counts:?}"
+    );
+    let tries = counts.len() as u64;
+    assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), 2000 * tries);
 }

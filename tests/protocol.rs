@@ -145,24 +145,26 @@ fn udp_answers_that_do_not_fit_are_truncated() {
 
 #[test]
 fn glue_that_fits_is_kept_without_tc() {
-    let (server, _dir) = big_server(15, "");
-    // 15 SRV records fit in 1232 bytes, with their 15 glue records they do not: the answer goes
-    // out whole with as much glue as fits, whole RRsets, and without TC (RFC 2181 §9).
+    let (server, _dir) = big_server(20, "");
+    // 20 SRV records fit in 1232 bytes, with their 20 glue records (compressed to a pointer and
+    // an address each) they do not: the answer goes out whole with as much glue as fits, whole
+    // RRsets, and without TC (RFC 2181 §9).
     let packet = query("many.big.svc.cluster.local.", "SRV", Some(1232));
     let bytes = server.raw(&packet, Transport::Udp).unwrap();
     let reply = Reply::decode(&bytes);
     assert!(!reply.truncated);
-    assert_eq!(reply.answer.len(), 15);
+    assert_eq!(reply.answer.len(), 20);
     let glue = reply.message.additionals.len();
-    assert!((1..15).contains(&glue), "{glue} glue records");
+    assert!((1..20).contains(&glue), "{glue} glue records");
     assert!(bytes.len() <= 1232, "{} bytes", bytes.len());
     // Each glue record is one of the whole reply's, and the next one would not have fit.
     let whole = Reply::decode(&server.raw(&packet, Transport::Tcp).unwrap());
-    assert_eq!(whole.additional.len(), 15);
+    assert_eq!(whole.additional.len(), 20);
     for line in &reply.additional {
         assert!(whole.additional.contains(line), "{line}");
     }
-    let record = "10-1-0-1.many.big.svc.cluster.local".len() + 2 + 10 + 4;
+    // A glue record: a pointer to its SRV target, the header, the address.
+    let record = 2 + 10 + 4;
     assert!(
         bytes.len() + record > 1232,
         "{} bytes, room for more",
@@ -258,4 +260,117 @@ fn zone_transfers_need_a_transfer_block_and_tcp() {
         Transport::Tcp,
     );
     assert_eq!(not_apex.rcode, "REFUSED", "not a zone apex");
+}
+
+/// The records of a reply as raw slices: (section, owner as written, type, RDATA as
+/// written).
+fn raw_records(reply: &[u8]) -> Vec<(usize, Vec<u8>, u16, Vec<u8>)> {
+    let count = |at: usize| usize::from(u16::from_be_bytes([reply[at], reply[at + 1]]));
+    let skip = |mut at: usize| loop {
+        match reply[at] {
+            0 => return at + 1,
+            len if len >= 0xc0 => return at + 2,
+            len => at += 1 + usize::from(len),
+        }
+    };
+    let mut at = skip(12) + 4;
+    let mut records = Vec::new();
+    for (section, n) in [(1, count(6)), (2, count(8)), (3, count(10))] {
+        for _ in 0..n {
+            let owner_end = skip(at);
+            let owner = reply[at..owner_end].to_vec();
+            let rtype = u16::from_be_bytes([reply[owner_end], reply[owner_end + 1]]);
+            let rdlen = count(owner_end + 8);
+            let rdata = reply[owner_end + 10..owner_end + 10 + rdlen].to_vec();
+            records.push((section, owner, rtype, rdata));
+            at = owner_end + 10 + rdlen;
+        }
+    }
+    assert_eq!(at, reply.len(), "the records fill the message");
+    records
+}
+
+/// `count` headless Services in namespace `big`, each with the one endpoint 10.2.0.1.
+fn one_ip_many_services(count: usize) -> String {
+    let mut items =
+        vec![r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"big"}}"#.to_owned()];
+    for n in 0..count {
+        items.push(format!(
+            r#"{{"apiVersion":"v1","kind":"Service","metadata":{{"name":"s{n}","namespace":"big"}},
+              "spec":{{"clusterIP":"None","ports":[{{"name":"p","port":80}}]}}}}"#
+        ));
+        items.push(format!(
+            r#"{{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+              "metadata":{{"name":"s{n}-a","namespace":"big","labels":{{"kubernetes.io/service-name":"s{n}"}}}},
+              "addressType":"IPv4","ports":[{{"name":"p","port":80,"protocol":"TCP"}}],
+              "endpoints":[{{"addresses":["10.2.0.1"],"conditions":{{"ready":true}}}}]}}"#
+        ));
+    }
+    format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    )
+}
+
+#[test]
+fn answers_compress_owner_names_and_the_rdata_names_rfc_3597_allows() {
+    // SRV: the glue's owners point at the SRV targets; the targets stay whole (RFC 2782).
+    let (server, _dir) = big_server(10, "");
+    for transport in [Transport::Udp, Transport::Tcp] {
+        let packet = query("many.big.svc.cluster.local.", "SRV", Some(1232));
+        let raw = server.raw(&packet, transport).unwrap();
+        let records = raw_records(&raw);
+        let glue: Vec<_> = records.iter().filter(|r| r.0 == 3 && r.2 == 1).collect();
+        assert_eq!(glue.len(), 10, "{transport:?}");
+        for (_, owner, _, _) in &glue {
+            assert_eq!(owner.len(), 2, "{transport:?}: a pointer: {owner:?}");
+            assert_eq!(owner[0] & 0xc0, 0xc0);
+        }
+        for (_, _, _, rdata) in records.iter().filter(|r| r.2 == 33) {
+            let target = &rdata[6..];
+            assert_eq!(
+                target.last(),
+                Some(&0),
+                "{transport:?}: an SRV target is whole"
+            );
+        }
+        let reply = Reply::decode(&raw);
+        assert_eq!((reply.answer.len(), reply.additional.len()), (10, 10));
+    }
+    // PTR: one address behind many Services; the names share `big.svc.cluster.local.`.
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("ptr.json");
+    std::fs::write(&objects, one_ip_many_services(20)).unwrap();
+    let server = Offline::new(&format!(
+        ".:53 {{\n kubernetes cluster.local in-addr.arpa {{\n  objects {}\n }}\n}}\n",
+        objects.display()
+    ));
+    let packet = query("1.0.2.10.in-addr.arpa.", "PTR", Some(1232));
+    let raw = server.raw(&packet, Transport::Udp).unwrap();
+    let records = raw_records(&raw);
+    assert_eq!(records.len(), 21, "20 PTRs and the OPT");
+    let mut whole = 0;
+    for (_, _, _, rdata) in records.iter().filter(|r| r.2 == 12) {
+        // `10-2-0-1.sN.` then a pointer, after the first.
+        if rdata.last() == Some(&0) {
+            whole += 1;
+        } else {
+            assert_eq!(rdata[rdata.len() - 2] & 0xc0, 0xc0, "{rdata:?}");
+        }
+    }
+    assert_eq!(whole, 1, "only the first target is written whole");
+    let reply = Reply::decode(&raw);
+    let mut targets: Vec<String> = reply
+        .answer
+        .iter()
+        .map(|line| line.rsplit(' ').next().unwrap().to_owned())
+        .collect();
+    targets.sort();
+    assert_eq!(targets.len(), 20);
+    assert!(
+        targets
+            .iter()
+            .all(|t| t.starts_with("10-2-0-1.s") && t.ends_with(".big.svc.cluster.local.")),
+        "{targets:?}"
+    );
 }

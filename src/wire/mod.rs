@@ -355,10 +355,101 @@ fn soa_serial_of(bytes: &[u8], rdata_at: usize) -> Option<u32> {
     ]))
 }
 
+/// How many label positions a reply keeps as compression targets: enough for the names of
+/// the largest answers that fit in a UDP reply; past it, names are written whole.
+const COMPRESSION_TARGETS: usize = 192;
+
+/// Name compression (RFC 1035 §4.1.4) for a reply being written: where the labels of the
+/// names written so far start, so that a later name can end in a pointer to one of them.
+/// A fixed table on the stack: compressing allocates nothing.
+struct Compression {
+    at: [u16; COMPRESSION_TARGETS],
+    len: usize,
+}
+
+impl Compression {
+    fn new() -> Self {
+        Self {
+            at: [0; COMPRESSION_TARGETS],
+            len: 0,
+        }
+    }
+
+    /// Keeps the labels of the name at `start` in `out` written out in full (up to its end
+    /// or its first pointer) as targets.
+    fn record(&mut self, out: &[u8], mut start: usize) {
+        while let Some(&len) = out.get(start) {
+            if len == 0 || len > 63 || start >= 0x4000 || self.len == COMPRESSION_TARGETS {
+                return;
+            }
+            self.at[self.len] = start as u16;
+            self.len += 1;
+            start += 1 + usize::from(len);
+        }
+    }
+
+    /// The name written whole at the end of `out`, from `start`: its longest suffix that
+    /// an earlier name has is replaced with a pointer to it.
+    fn compress(&mut self, out: &mut Vec<u8>, start: usize) {
+        let mut suffix = start;
+        while let Some(&len) = out.get(suffix) {
+            if len == 0 || len > 63 {
+                break;
+            }
+            if let Some(&target) = self.at[..self.len]
+                .iter()
+                .find(|&&target| same_name(out, usize::from(target), &out[suffix..]))
+            {
+                out.truncate(suffix);
+                out.extend_from_slice(&(0xc000 | target).to_be_bytes());
+                break;
+            }
+            suffix += 1 + usize::from(len);
+        }
+        self.record(out, start);
+    }
+}
+
+/// Whether the name at `at` in `out` (its pointers followed) is `name` (whole, no pointer),
+/// byte for byte: the spelling a pointer gives is the spelling written.
+fn same_name(out: &[u8], mut at: usize, name: &[u8]) -> bool {
+    let mut i = 0;
+    let mut jumps = 0;
+    loop {
+        let Some(&len) = out.get(at) else {
+            return false;
+        };
+        if len >= 0xc0 {
+            jumps += 1;
+            let Some(&low) = out.get(at + 1) else {
+                return false;
+            };
+            if jumps > MAX_POINTERS {
+                return false;
+            }
+            at = (usize::from(len & 0x3f) << 8) | usize::from(low);
+            continue;
+        }
+        if name.get(i) != Some(&len) {
+            return false;
+        }
+        if len == 0 {
+            return true;
+        }
+        let n = usize::from(len);
+        if out.get(at + 1..at + 1 + n) != name.get(i + 1..i + 1 + n) {
+            return false;
+        }
+        at += 1 + n;
+        i += 1 + n;
+    }
+}
+
 /// A reply being written into a caller's buffer.
 struct Writer<'o> {
     out: &'o mut Vec<u8>,
     counts: [u16; 4],
+    names: Compression,
 }
 
 impl<'o> Writer<'o> {
@@ -366,11 +457,13 @@ impl<'o> Writer<'o> {
         out.clear();
         out.extend_from_slice(&[0; HEADER_LEN]);
         let mut counts = [0; 4];
+        let mut names = Compression::new();
         if let Some(question) = question {
             out.extend_from_slice(question);
             counts[0] = 1;
+            names.record(out, HEADER_LEN);
         }
-        Self { out, counts }
+        Self { out, counts, names }
     }
 
     /// Writes one run into `section` (1 answer, 2 authority, 3 additional); with `shuffle`
@@ -435,8 +528,10 @@ impl<'o> Writer<'o> {
                         .out
                         .extend_from_slice(&(0xc000 | offset as u16).to_be_bytes()),
                     _ => {
-                        named_at = Some(self.out.len());
+                        let written = self.out.len();
+                        named_at = Some(written);
                         self.out.extend_from_slice(name);
+                        self.names.compress(self.out, written);
                     }
                 },
                 Owner::Embedded => {
@@ -445,6 +540,7 @@ impl<'o> Writer<'o> {
                     if let Some(respell) = respell {
                         respell.apply(&mut self.out[written..]);
                     }
+                    self.names.compress(self.out, written);
                 }
             }
             let rr_type = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
@@ -459,6 +555,26 @@ impl<'o> Writer<'o> {
                 if let Some(target_at) = target_at {
                     respell.apply(&mut self.out[target_at..]);
                 }
+            }
+            match rr_type {
+                // The RDATA names RFC 3597 §4 lets a server compress, each the end of its
+                // RDATA; RDLENGTH follows.
+                rtype::NS | rtype::CNAME | rtype::PTR | rtype::MX => {
+                    let name_at = if rr_type == rtype::MX {
+                        rdata_at + 2
+                    } else {
+                        rdata_at
+                    };
+                    if name_at < self.out.len() {
+                        self.names.compress(self.out, name_at);
+                        let rdlen = (self.out.len() - rdata_at) as u16;
+                        self.out[rdata_at - 2..rdata_at].copy_from_slice(&rdlen.to_be_bytes());
+                    }
+                }
+                // An SRV target is never compressed (RFC 2782), but later names may point
+                // at it.
+                rtype::SRV => self.names.record(self.out, rdata_at + 6),
+                _ => {}
             }
             self.counts[section] += 1;
             if self.out.len() > budget {
