@@ -256,13 +256,13 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     out
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory's per-query
-/// logging off, and kube-rs's client errors off: the API watch reports those itself, once
+/// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory-proto's warnings only,
+/// and kube-rs's client errors off: the API watch reports those itself, once
 /// per outage rather than once per retry).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(
-            "info,hickory_server=warn,hickory_proto=warn,kube_client=off,kube_runtime=warn",
+            "info,hickory_proto=warn,kube_client=off,kube_runtime=warn",
         )
     });
     let _ = tracing_subscriber::fmt()
