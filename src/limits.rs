@@ -126,10 +126,17 @@ fn now_ms() -> u64 {
 #[derive(Debug)]
 pub struct Connections {
     max: AtomicUsize,
-    table: Mutex<HashMap<u64, Entry>>,
+    table: Mutex<Table>,
     next: AtomicU64,
     shed: Counter,
     accept_errors: Counter,
+}
+
+/// The connections, and how many of them are not being shed.
+#[derive(Debug, Default)]
+struct Table {
+    entries: HashMap<u64, Entry>,
+    live: usize,
 }
 
 #[derive(Debug)]
@@ -182,12 +189,16 @@ pub struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        limits()
+        let mut table = limits()
             .tcp
             .table
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.id);
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = table.entries.remove(&self.id)
+            && !entry.shed.is_cancelled()
+        {
+            table.live -= 1;
+        }
     }
 }
 
@@ -195,7 +206,7 @@ impl Connections {
     fn new(max: usize) -> Self {
         Self {
             max: AtomicUsize::new(max),
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
             next: AtomicU64::new(0),
             shed: Counter::new(),
             accept_errors: Counter::new(),
@@ -212,6 +223,7 @@ impl Connections {
         self.table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .entries
             .len()
     }
 
@@ -224,17 +236,17 @@ impl Connections {
         });
         let shed = CancellationToken::new();
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        let live = table.values().filter(|e| !e.shed.is_cancelled()).count();
-        if live >= self.max() {
-            self.shed_longest_idle(&table);
+        if table.live >= self.max() {
+            self.shed_longest_idle(&mut table);
         }
-        table.insert(
+        table.entries.insert(
             id,
             Entry {
                 activity: Arc::clone(&activity),
                 shed: shed.clone(),
             },
         );
+        table.live += 1;
         Registered { id, activity, shed }
     }
 
@@ -242,8 +254,8 @@ impl Connections {
     /// shed to free one. Whether there was one to shed.
     pub fn out_of_descriptors(&self) -> bool {
         self.accept_errors.inc();
-        let table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
-        self.shed_longest_idle(&table)
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        self.shed_longest_idle(&mut table)
     }
 
     /// Another `accept` error.
@@ -252,8 +264,9 @@ impl Connections {
     }
 
     /// Sheds the connection idle the longest: one with nothing in progress if there is any.
-    fn shed_longest_idle(&self, table: &HashMap<u64, Entry>) -> bool {
+    fn shed_longest_idle(&self, table: &mut Table) -> bool {
         let victim = table
+            .entries
             .values()
             .filter(|entry| !entry.shed.is_cancelled())
             .min_by_key(|entry| {
@@ -265,6 +278,7 @@ impl Connections {
         match victim {
             Some(entry) => {
                 entry.shed.cancel();
+                table.live -= 1;
                 self.shed.inc();
                 true
             }
