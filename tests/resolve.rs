@@ -261,6 +261,152 @@ fn resolve_cost_over_the_fixture() {
     assert_eq!(a["reports"][0]["totals"]["queries"], 1);
 }
 
+/// `--type SRV|PTR|...`: a res_search lookup over the fixture. glibc walks the search list
+/// with one query per name; musl's res_search asks the name as given; a failure is an
+/// h_errno value; `--type A` is getaddrinfo with A alone, as `--families a`.
+#[test]
+fn resolve_cost_type_is_a_res_search() {
+    let shop = fixture("shop.json");
+    let shop = shop.to_str().unwrap();
+    let out = json_of(&[
+        "resolve-cost",
+        "_http._tcp.web",
+        "20.0.96.10.in-addr.arpa",
+        "_ldap._tcp.web",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--type",
+        "srv",
+    ]);
+    let reports = out["reports"].as_array().unwrap();
+    let srv = &reports[0];
+    assert_eq!(srv["function"], "res_search");
+    assert_eq!(srv["type"], "SRV");
+    assert_eq!(tried(srv), ["_http._tcp.web.shop.svc.cluster.local."]);
+    assert_eq!(srv["steps"][0]["queries"].as_array().unwrap().len(), 1);
+    assert_eq!(srv["steps"][0]["queries"][0]["type"], "SRV");
+    assert_eq!(srv["steps"][0]["queries"][0]["answers"], 1);
+    assert_eq!(srv["answered_by"], "_http._tcp.web.shop.svc.cluster.local.");
+    assert_eq!(srv["error"], serde_json::Value::Null);
+    // The address has no SRV record: NODATA as typed (five dots), then the search list.
+    assert_eq!(tried(&reports[1]).len(), 4);
+    assert_eq!(reports[1]["error"], "NO_DATA");
+    assert_eq!(reports[2]["error"], "HOST_NOT_FOUND");
+    assert_eq!(reports[2]["totals"]["queries"], 4);
+
+    let ptr = json_of(&[
+        "resolve-cost",
+        "20.0.96.10.in-addr.arpa",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--type",
+        "PTR",
+    ]);
+    assert_eq!(tried(&ptr["reports"][0]), ["20.0.96.10.in-addr.arpa."]);
+    assert_eq!(ptr["reports"][0]["steps"][0]["queries"][0]["answers"], 1);
+
+    let musl = json_of(&[
+        "resolve-cost",
+        "_http._tcp.web",
+        "_http._tcp.web.shop.svc.cluster.local",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--type",
+        "SRV",
+        "--libc",
+        "musl",
+    ]);
+    assert_eq!(tried(&musl["reports"][0]), ["_http._tcp.web."]);
+    assert_eq!(musl["reports"][0]["error"], "HOST_NOT_FOUND");
+    assert_eq!(
+        musl["reports"][0]["fixes"].as_array().map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(
+        tried(&musl["reports"][1]),
+        ["_http._tcp.web.shop.svc.cluster.local."]
+    );
+    assert_eq!(musl["reports"][1]["error"], serde_json::Value::Null);
+
+    let text = stdout_of(&[
+        "resolve-cost",
+        "_http._tcp.web",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--type",
+        "SRV",
+        "--libc",
+        "musl",
+    ]);
+    assert!(
+        text.starts_with("_http._tcp.web from namespace shop (musl, res_search SRV)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("note: musl's res_search is res_query"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-> no SRV records (res_search fails with HOST_NOT_FOUND)"),
+        "{text}"
+    );
+
+    // Offline (`--upstream assume`), a cluster name written short is not taken to exist
+    // upstream as typed: with ndots 1, `web.shop` is asked as typed first and walks on.
+    let short = json_of(&[
+        "resolve-cost",
+        "web.shop",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--ndots",
+        "1",
+    ]);
+    assert_eq!(
+        short["reports"][0]["answered_by"],
+        "web.shop.svc.cluster.local."
+    );
+    // --type A: getaddrinfo with A alone, EAI_* errors, as --families a.
+    let a = json_of(&[
+        "resolve-cost",
+        "nowhere",
+        "--namespace",
+        "shop",
+        "--objects",
+        shop,
+        "--type",
+        "a",
+    ]);
+    assert_eq!(a["reports"][0]["function"], "getaddrinfo");
+    assert_eq!(a["reports"][0]["families"], "a");
+    assert_eq!(a["reports"][0]["error"], "EAI_NONAME");
+    let error = error_of(&["resolve-cost", "x", "--namespace", "shop", "--type", "SPF"]);
+    assert!(
+        error.contains("'SPF': expected one of A, AAAA, SRV, PTR"),
+        "{error}"
+    );
+    let error = error_of(&[
+        "resolve-cost",
+        "x",
+        "--namespace",
+        "shop",
+        "--type",
+        "A",
+        "--families",
+        "a,aaaa",
+    ]);
+    assert!(error.contains("cannot be used with"), "{error}");
+}
+
 #[test]
 fn resolve_cost_fixes() {
     let out = json_of(&[

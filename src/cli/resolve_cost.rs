@@ -13,7 +13,7 @@ use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
 use crate::resolver_sim::answer::Upstream;
 use crate::resolver_sim::report::Setup;
-use crate::resolver_sim::stub::{Families, Libc, StubConfig};
+use crate::resolver_sim::stub::{Call, Families, Libc, Qtype, StubConfig};
 use crate::source::file::parse_objects;
 use crate::zone::name::WireName;
 use crate::zone::{BuildContext, Snapshot, build};
@@ -43,6 +43,12 @@ pub(super) struct ResolveCostArgs {
     /// The address families asked for: `a,aaaa` (getaddrinfo's default) or `a`.
     #[arg(long, value_name = "LIST", default_value = "a,aaaa", value_parser = parse_families)]
     families: Families,
+    /// Look up this record type with `res_search` (SRV, PTR, TXT, MX, CNAME, NS, SOA, CAA):
+    /// one query per name, failing with h_errno; glibc walks the search list as for
+    /// addresses, musl asks the name as given only. `A` or `AAAA` is getaddrinfo with that
+    /// family alone, as `--families a` or `--families aaaa`.
+    #[arg(long = "type", value_name = "T", value_parser = parse_qtype, conflicts_with_all = ["families", "log"])]
+    qtype: Option<Qtype>,
     /// Where names outside the cluster zone are answered: `assume` (the name as typed
     /// exists, search-expanded names do not) or a server's `IP[:PORT]`.
     #[arg(long, value_name = "assume|ADDR", default_value = "assume", value_parser = parse_upstream)]
@@ -86,6 +92,13 @@ fn parse_families(text: &str) -> Result<Families, String> {
         ["aaaa"] => Ok(Families::Aaaa),
         _ => Err(format!("'{text}': expected a,aaaa or a or aaaa")),
     }
+}
+
+fn parse_qtype(text: &str) -> Result<Qtype, String> {
+    Qtype::parse(text).ok_or_else(|| {
+        let all: Vec<String> = Qtype::ALL.iter().map(ToString::to_string).collect();
+        format!("'{text}': expected one of {}", all.join(", "))
+    })
 }
 
 fn parse_upstream(text: &str) -> Result<Upstream, String> {
@@ -204,7 +217,18 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     let setup = Setup {
         libc: args.libc,
         config,
-        families: args.families,
+        call: match args.qtype {
+            None => Call::Getaddrinfo {
+                families: args.families,
+            },
+            Some(Qtype::A) => Call::Getaddrinfo {
+                families: Families::A,
+            },
+            Some(Qtype::Aaaa) => Call::Getaddrinfo {
+                families: Families::Aaaa,
+            },
+            Some(qtype) => Call::ResSearch { qtype },
+        },
         snapshot: &snapshot,
         fallthrough: kubernetes.fallthrough.as_ref().map(|zones| {
             zones

@@ -19,8 +19,10 @@ use crate::zone::{Rcode, Snapshot};
 /// Where names outside the cluster zone are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upstream {
-    /// Offline: the name as typed exists (A and AAAA), every search-expanded name does not; a
-    /// name of one label does not exist either.
+    /// Offline: the name as typed exists (for every type asked), every search-expanded name
+    /// does not; a name of one label does not exist either, nor does one whose last label
+    /// the search list completes to a cluster name (`_http._tcp.web`, `web.shop`: a cluster
+    /// name written short).
     Assume,
     /// Ask this server (UDP, 2 s, twice).
     Server(SocketAddr),
@@ -35,6 +37,8 @@ pub struct ClusterAnswerer<'a> {
     upstream: Upstream,
     /// The name as typed, lower case, without its final dot.
     typed: String,
+    /// The name as typed is a cluster name written short (see [`Upstream::Assume`]).
+    typed_is_short: bool,
     autopath: Option<(&'a SearchPath, IpAddr)>,
     /// Upstream replies already fetched, shared between walks.
     asked: &'a UpstreamCache,
@@ -58,9 +62,26 @@ impl<'a> ClusterAnswerer<'a> {
             fallthrough,
             upstream,
             typed: typed.trim_end_matches('.').to_ascii_lowercase(),
+            typed_is_short: false,
             autopath: None,
             asked,
         }
+    }
+
+    /// With the client's search list: a name as typed whose last label it completes to a
+    /// name of the cluster zone (a Service, a namespace) is not assumed to exist upstream.
+    pub fn with_search(mut self, search: &[String]) -> Self {
+        let last = self.typed.rsplit('.').next().unwrap_or_default().to_owned();
+        self.typed_is_short = self.typed.contains('.')
+            && search.iter().any(|domain| {
+                let name = format!("{last}.{}.", domain.trim_matches('.'));
+                WireName::from_dotted(&name).is_ok_and(|wire| {
+                    self.snapshot
+                        .lookup(wire.to_lowercase().as_bytes(), Qtype::A.number())
+                        .is_some_and(|answer| answer.rcode == Rcode::NoError)
+                })
+            });
+        self
     }
 
     /// With *autopath* in front, for a client at `client`.
@@ -103,7 +124,7 @@ impl<'a> ClusterAnswerer<'a> {
             // Per walk (it depends on the name typed): not kept.
             Upstream::Assume => {
                 let bare = key.0.trim_end_matches('.');
-                return if bare == self.typed && bare.contains('.') {
+                return if bare == self.typed && bare.contains('.') && !self.typed_is_short {
                     Reply::new(rcode::NOERROR, 1, Source::Assumed)
                 } else {
                     Reply::new(rcode::NXDOMAIN, 0, Source::Assumed)

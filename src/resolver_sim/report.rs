@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::answer::{ClusterAnswerer, Upstream, UpstreamCache};
-use super::stub::{self, Families, Libc, SendMode, Source, StubConfig, Totals, Verdict, Walk};
+use super::stub::{self, Call, Libc, SendMode, Source, StubConfig, Totals, Verdict, Walk};
 use crate::autopath::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
 use crate::zone::name::WireName;
@@ -18,8 +18,8 @@ pub struct Setup<'a> {
     pub libc: Libc,
     /// Its options (search list, ndots, ...).
     pub config: StubConfig,
-    /// Families asked.
-    pub families: Families,
+    /// The call modelled (getaddrinfo's families, or res_search's type).
+    pub call: Call,
     /// The cluster zone.
     pub snapshot: &'a Snapshot,
     /// The kubernetes block's `fallthrough` zones.
@@ -106,14 +106,15 @@ impl Setup<'_> {
             self.upstream,
             name,
             &self.asked,
-        );
+        )
+        .with_search(&config.search);
         let search;
         if autopath {
             search = self.autopath_search(config);
             // The namespace comes from the query, so the client address does not matter.
             answerer = answerer.with_autopath(&search, IpAddr::from([0, 0, 0, 0]));
         }
-        stub::walk_in(self.libc, config, mode, name, self.families, &mut answerer)
+        stub::call_in(self.libc, config, mode, name, self.call, &mut answerer)
     }
 
     /// The server's autopath: namespace from the query; its own search domains are the
@@ -155,8 +156,10 @@ impl Setup<'_> {
             same_answer: with.answered_by.is_some() == found,
             saves: Saving::between(&totals, &with.totals()),
         };
+        // musl's res_search asks the name as given only: no fix changes its walk.
+        let searches = !(self.libc == Libc::Musl && matches!(self.call, Call::ResSearch { .. }));
         // The trailing dot: the name that answered (behind autopath's CNAME), fully qualified.
-        if !name.ends_with('.') {
+        if searches && !name.ends_with('.') {
             let target =
                 real_answer(&walk).unwrap_or_else(|| format!("{}.", name.trim_end_matches('.')));
             let with = self.run(&self.config, &target, self.autopath);
@@ -166,7 +169,12 @@ impl Setup<'_> {
         let dots = name.trim_end_matches('.').matches('.').count() as u32;
         let as_typed = format!("{}.", name.trim_end_matches('.'));
         let answered_as_typed = real_answer(&walk).is_none_or(|n| n == as_typed);
-        if !name.ends_with('.') && dots > 0 && dots < self.config.ndots && answered_as_typed {
+        if searches
+            && !name.ends_with('.')
+            && dots > 0
+            && dots < self.config.ndots
+            && answered_as_typed
+        {
             let config = StubConfig {
                 ndots: dots,
                 ..self.config.clone()
@@ -217,9 +225,13 @@ impl Report {
         let config = &self.resolver;
         let _ = writeln!(
             out,
-            "{} from namespace {namespace} ({}{})",
+            "{} from namespace {namespace} ({}{}{})",
             walk.name,
             walk.libc,
+            match walk.call {
+                Call::Getaddrinfo { .. } => String::new(),
+                Call::ResSearch { qtype } => format!(", res_search {qtype}"),
+            },
             if self.autopath {
                 ", server-side autopath"
             } else {
@@ -249,6 +261,12 @@ impl Report {
         );
         for note in &config.notes {
             let _ = writeln!(out, "note: {note}");
+        }
+        if walk.libc == Libc::Musl && matches!(walk.call, Call::ResSearch { .. }) {
+            let _ = writeln!(
+                out,
+                "note: musl's res_search is res_query: the name as given, without the search list"
+            );
         }
         if walk.send_mode != config.send_mode {
             let _ = writeln!(
@@ -322,19 +340,27 @@ impl Report {
                 }
             }
         }
+        let what = match walk.call {
+            Call::Getaddrinfo { .. } => "addresses".to_owned(),
+            Call::ResSearch { qtype } => format!("{qtype} records"),
+        };
         match (&walk.answered_by, &walk.error) {
             (Some(name), _) => {
-                let _ = writeln!(out, "  -> addresses from {name}");
+                let _ = writeln!(out, "  -> {what} from {name}");
             }
             (None, error) => {
                 let stop = walk
                     .steps
                     .last()
                     .is_some_and(|s| s.verdict == Verdict::Stop);
+                let (default, call) = match walk.call {
+                    Call::Getaddrinfo { .. } => ("EAI_NONAME", ""),
+                    Call::ResSearch { .. } => ("HOST_NOT_FOUND", "res_search fails with "),
+                };
                 let _ = writeln!(
                     out,
-                    "  -> no addresses ({}{})",
-                    error.as_deref().unwrap_or("EAI_NONAME"),
+                    "  -> no {what} ({call}{}{})",
+                    error.as_deref().unwrap_or(default),
                     if stop { ", the walk stopped early" } else { "" }
                 );
             }

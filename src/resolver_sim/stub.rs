@@ -32,6 +32,13 @@
 //!   number of nameservers for k > 0 (at least 1 s); `attempts` rounds over all of them.
 //! - Caps: `ndots` 15, `timeout` 30, `attempts` 5.
 //!
+//! **res_search** (a lookup of one type: SRV, PTR, TXT, MX, ...; what `host -t SRV` and
+//! client libraries call): glibc's `res_nsearch` is the same `__res_context_search` walk as
+//! above with that one type (one query per name, no A/AAAA pair), and it fails with `h_errno`
+//! (HOST_NOT_FOUND, NO_DATA when a name answered NODATA, TRY_AGAIN on SERVFAIL) instead of an
+//! `EAI_*` code. musl's `res_search` is a weak alias of `res_query`: the name as given, one
+//! query, never the search list (`src/network/res_query.c`).
+//!
 //! **musl** (1.2.3, Debian's and Alpine 3.17's; `src/network/lookup_name.c`
 //! `name_from_dns_search`, `src/network/res_msend.c`):
 //!
@@ -86,23 +93,68 @@ pub enum Families {
     Aaaa,
 }
 
-/// An A or AAAA question.
+/// A question's type: A and AAAA (getaddrinfo's), or another type asked with `res_search`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Qtype {
     /// IPv4 address.
     A,
     /// IPv6 address.
-    #[serde(rename = "AAAA")]
     Aaaa,
+    /// Service (port and target).
+    Srv,
+    /// Pointer (reverse lookup).
+    Ptr,
+    /// Text.
+    Txt,
+    /// Mail exchanger.
+    Mx,
+    /// Alias.
+    Cname,
+    /// Name server.
+    Ns,
+    /// Start of authority.
+    Soa,
+    /// Certification authority authorization.
+    Caa,
 }
 
 impl Qtype {
+    /// Every type `resolve-cost --type` takes.
+    pub const ALL: [Self; 10] = [
+        Self::A,
+        Self::Aaaa,
+        Self::Srv,
+        Self::Ptr,
+        Self::Txt,
+        Self::Mx,
+        Self::Cname,
+        Self::Ns,
+        Self::Soa,
+        Self::Caa,
+    ];
+
     /// The record type number.
     pub fn number(self) -> u16 {
         match self {
             Self::A => 1,
             Self::Aaaa => 28,
+            Self::Srv => 33,
+            Self::Ptr => 12,
+            Self::Txt => 16,
+            Self::Mx => 15,
+            Self::Cname => 5,
+            Self::Ns => 2,
+            Self::Soa => 6,
+            Self::Caa => 257,
         }
+    }
+
+    /// The type its mnemonic names (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|qtype| qtype.to_string().eq_ignore_ascii_case(text))
     }
 }
 
@@ -111,8 +163,34 @@ impl fmt::Display for Qtype {
         f.write_str(match self {
             Self::A => "A",
             Self::Aaaa => "AAAA",
+            Self::Srv => "SRV",
+            Self::Ptr => "PTR",
+            Self::Txt => "TXT",
+            Self::Mx => "MX",
+            Self::Cname => "CNAME",
+            Self::Ns => "NS",
+            Self::Soa => "SOA",
+            Self::Caa => "CAA",
         })
     }
+}
+
+/// The library call whose lookup is modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "function", rename_all = "snake_case")]
+pub enum Call {
+    /// `getaddrinfo`: A and/or AAAA, failing with an `EAI_*` code.
+    Getaddrinfo {
+        /// The families asked.
+        families: Families,
+    },
+    /// `res_search` (what `host -t SRV` and client libraries' SRV, PTR, TXT, MX lookups
+    /// call): one query type, one query per name, failing with an `h_errno` value.
+    ResSearch {
+        /// The type asked.
+        #[serde(rename = "type")]
+        qtype: Qtype,
+    },
 }
 
 impl Families {
@@ -428,13 +506,15 @@ pub struct Walk {
     pub name: String,
     /// The resolver.
     pub libc: Libc,
-    /// Families asked.
-    pub families: Families,
+    /// The call modelled: getaddrinfo and its families, or res_search and its type.
+    #[serde(flatten)]
+    pub call: Call,
     /// Every name tried, in order.
     pub steps: Vec<Step>,
     /// The name that gave addresses, if any.
     pub answered_by: Option<String>,
-    /// What the application gets when there is no answer (`EAI_NONAME`, ...).
+    /// What the application gets when there is no answer: getaddrinfo's `EAI_NONAME`, ...;
+    /// res_search's `h_errno` (`HOST_NOT_FOUND`, `NO_DATA`, `TRY_AGAIN`, `NO_RECOVERY`).
     pub error: Option<String>,
     /// How glibc sent the pairs when the walk started, and after it (the process keeps it for
     /// its next lookups).
@@ -555,7 +635,55 @@ pub fn walk_in(
     families: Families,
     answerer: &mut dyn Answerer,
 ) -> Walk {
-    let families = config.families(families, libc);
+    call_in(
+        libc,
+        config,
+        mode,
+        name,
+        Call::Getaddrinfo { families },
+        answerer,
+    )
+}
+
+/// `res_search(name, C_IN, qtype)` as `libc` makes it under `config`, in a new process:
+/// glibc's walks the search list as getaddrinfo does (`__res_context_search`, one query
+/// per name); musl's is `res_query`, the name as given.
+pub fn res_search(
+    libc: Libc,
+    config: &StubConfig,
+    name: &str,
+    qtype: Qtype,
+    answerer: &mut dyn Answerer,
+) -> Walk {
+    call_in(
+        libc,
+        config,
+        config.send_mode,
+        name,
+        Call::ResSearch { qtype },
+        answerer,
+    )
+}
+
+/// The lookup `call` makes for `name`, in a process whose glibc resolver is in `mode`.
+pub fn call_in(
+    libc: Libc,
+    config: &StubConfig,
+    mode: SendMode,
+    name: &str,
+    call: Call,
+    answerer: &mut dyn Answerer,
+) -> Walk {
+    let call = match call {
+        Call::Getaddrinfo { families } => Call::Getaddrinfo {
+            families: config.families(families, libc),
+        },
+        res_search @ Call::ResSearch { .. } => res_search,
+    };
+    let qtypes: &[Qtype] = match &call {
+        Call::Getaddrinfo { families } => families.qtypes(),
+        Call::ResSearch { qtype } => std::slice::from_ref(qtype),
+    };
     let mode = if libc == Libc::Glibc {
         mode
     } else {
@@ -564,16 +692,21 @@ pub fn walk_in(
     let mut walk = Walk {
         name: name.to_owned(),
         libc,
-        families,
+        call,
         steps: Vec::new(),
         answered_by: None,
         error: None,
         send_mode: mode,
         send_mode_after: mode,
     };
-    match libc {
-        Libc::Glibc => glibc_walk(config, name, families, answerer, &mut walk),
-        Libc::Musl => musl_walk(config, name, families, answerer, &mut walk),
+    match (libc, call) {
+        (Libc::Glibc, _) => glibc_walk(config, name, qtypes, answerer, &mut walk),
+        (Libc::Musl, Call::Getaddrinfo { .. }) => {
+            musl_walk(config, name, qtypes, answerer, &mut walk);
+        }
+        (Libc::Musl, Call::ResSearch { .. }) => {
+            musl_res_query(config, name, qtypes, answerer, &mut walk);
+        }
     }
     if let Some(step) = walk.steps.last()
         && step.verdict == Verdict::Answer
@@ -606,15 +739,14 @@ enum Herrno {
 fn glibc_walk(
     config: &StubConfig,
     name: &str,
-    families: Families,
+    qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
     walk: &mut Walk,
 ) {
     let dots = name.matches('.').count();
     let trailing = name.ends_with('.');
     let mut step = |qname: String, walk: &mut Walk| -> Herrno {
-        let (step, herrno) =
-            glibc_step(config, qname, families, answerer, &mut walk.send_mode_after);
+        let (step, herrno) = glibc_step(config, qname, qtypes, answerer, &mut walk.send_mode_after);
         walk.steps.push(step);
         herrno
     };
@@ -675,6 +807,17 @@ fn glibc_walk(
 }
 
 fn finish_glibc(walk: &mut Walk, herrno: Herrno) {
+    if let Call::ResSearch { .. } = walk.call {
+        // res_search returns -1 and leaves the reason in h_errno.
+        walk.error = match herrno {
+            Herrno::Found => None,
+            Herrno::HostNotFound => Some("HOST_NOT_FOUND".to_owned()),
+            Herrno::NoData => Some("NO_DATA".to_owned()),
+            Herrno::TryAgain(_) => Some("TRY_AGAIN".to_owned()),
+            Herrno::NoRecovery => Some("NO_RECOVERY".to_owned()),
+        };
+        return;
+    }
     walk.error = match herrno {
         Herrno::Found => None,
         // getaddrinfo: HOST_NOT_FOUND is EAI_NONAME; NO_DATA (the name exists, without
@@ -817,11 +960,10 @@ impl Exchanges<'_> {
 fn glibc_step(
     config: &StubConfig,
     name: String,
-    families: Families,
+    qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
     mode: &mut SendMode,
 ) -> (Step, Herrno) {
-    let qtypes = families.qtypes();
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
     let kinds: Vec<Kind> = replies.iter().map(kind).collect();
     let mut exchanges = Exchanges {
@@ -912,7 +1054,7 @@ fn glibc_step(
 fn musl_walk(
     config: &StubConfig,
     name: &str,
-    families: Families,
+    qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
     walk: &mut Walk,
 ) {
@@ -933,14 +1075,14 @@ fn musl_walk(
         if domain.len() >= 256 - bare.len() - 1 {
             continue;
         }
-        let (step, result) = musl_step(config, join(bare, Some(domain)), families, answerer);
+        let (step, result) = musl_step(config, join(bare, Some(domain)), qtypes, answerer);
         walk.steps.push(step);
         if let Some(error) = result {
             walk.error = error;
             return;
         }
     }
-    let (step, result) = musl_step(config, join(bare, None), families, answerer);
+    let (step, result) = musl_step(config, join(bare, None), qtypes, answerer);
     walk.steps.push(step);
     walk.error = match result {
         Some(error) => error,
@@ -954,10 +1096,9 @@ fn musl_walk(
 fn musl_step(
     config: &StubConfig,
     name: String,
-    families: Families,
+    qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
 ) -> (Step, Option<Option<String>>) {
-    let qtypes = families.qtypes();
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
     let accepted = |r: &Reply| matches!(r.rcode, Some(rcode::NOERROR | rcode::NXDOMAIN));
     let nns = config.nameservers as u32;
@@ -1041,6 +1182,40 @@ fn musl_step(
         },
         result,
     )
+}
+
+/// musl's `res_search`, a weak alias of `res_query` (`src/network/res_query.c`): the name as
+/// given (`__res_mkquery` drops a final dot), one query through `__res_send`; no reply, or a
+/// reply other than NOERROR/NXDOMAIN, is TRY_AGAIN; NXDOMAIN is HOST_NOT_FOUND; NOERROR
+/// without answers is NO_DATA.
+fn musl_res_query(
+    config: &StubConfig,
+    name: &str,
+    qtypes: &[Qtype],
+    answerer: &mut dyn Answerer,
+    walk: &mut Walk,
+) {
+    let bare = name.strip_suffix('.').unwrap_or(name);
+    if bare.is_empty() || bare.ends_with('.') {
+        // __res_mkquery refuses the name: -1, h_errno untouched.
+        walk.error = Some("NO_RECOVERY".to_owned());
+        return;
+    }
+    let (mut step, _) = musl_step(config, join(bare, None), qtypes, answerer);
+    let reply = step.queries.first().map(|q| &q.reply);
+    walk.error = match reply.and_then(|r| r.rcode) {
+        Some(rcode::NXDOMAIN) => Some("HOST_NOT_FOUND".to_owned()),
+        Some(rcode::NOERROR) if reply.is_some_and(Reply::has_records) => None,
+        Some(rcode::NOERROR) => Some("NO_DATA".to_owned()),
+        _ => Some("TRY_AGAIN".to_owned()),
+    };
+    // One name: there is no walk to go on with or stop early.
+    step.verdict = if walk.error.is_none() {
+        Verdict::Answer
+    } else {
+        Verdict::Continue
+    };
+    walk.steps.push(step);
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use crate::config::parse_resolv_conf;
 
 type Replies = [(Option<u16>, u16); 2];
 
-/// Replies by name: (A rcode, A records, AAAA rcode, AAAA records); NXDOMAIN otherwise.
+/// Replies by name: (A rcode, A records, AAAA rcode, AAAA records); NXDOMAIN otherwise. Any
+/// other type (SRV, PTR, ...) gets the first reply.
 struct Fake {
     names: HashMap<String, Replies>,
     asked: Vec<(String, Qtype)>,
@@ -35,7 +36,10 @@ impl Fake {
 impl Answerer for Fake {
     fn ask(&mut self, name: &str, qtype: Qtype) -> Reply {
         self.asked.push((name.to_owned(), qtype));
-        let (rcode, answers) = self.names.get(name).map_or(NX, |r| r[qtype as usize]);
+        let (rcode, answers) = self
+            .names
+            .get(name)
+            .map_or(NX, |r| r[usize::from(qtype == Qtype::Aaaa)]);
         Reply {
             rcode,
             answers,
@@ -652,4 +656,155 @@ fn a_lost_a_reply_loses_the_aaaa_answer_too() {
         &mut Fake::new(&lost),
     );
     assert_eq!(counts(&again.steps[0]), (2, 0, 2, 2));
+}
+
+/// `res_search` (`host -t SRV`, a client library's SRV or PTR lookup): glibc walks the same
+/// search list with the same ndots rule, one query of the type per name, and fails with
+/// h_errno (not an EAI_* code).
+#[test]
+fn glibc_res_search_walks_the_search_list_with_one_query_per_name() {
+    let glibc = config(Libc::Glibc, SHOP);
+    let srv = "_http._tcp.web.shop.svc.cluster.local.";
+    let mut fake = Fake::new(&[(srv, [OK, NX])]);
+    let walk = super::res_search(Libc::Glibc, &glibc, "_http._tcp.web", Qtype::Srv, &mut fake);
+    assert_eq!(names(&walk), [srv]);
+    assert_eq!(walk.call, Call::ResSearch { qtype: Qtype::Srv });
+    assert_eq!(fake.asked, [(srv.to_owned(), Qtype::Srv)]);
+    assert_eq!(walk.steps[0].queries.len(), 1);
+    assert_eq!(walk.answered_by.as_deref(), Some(srv));
+    assert_eq!(walk.error, None);
+    assert_eq!(walk.totals().queries, 1);
+
+    // Nowhere: every search domain, then the name as typed; HOST_NOT_FOUND.
+    let mut fake = Fake::new(&[]);
+    let walk = super::res_search(Libc::Glibc, &glibc, "_ldap._tcp.dc", Qtype::Srv, &mut fake);
+    assert_eq!(
+        names(&walk),
+        [
+            "_ldap._tcp.dc.shop.svc.cluster.local.",
+            "_ldap._tcp.dc.svc.cluster.local.",
+            "_ldap._tcp.dc.cluster.local.",
+            "_ldap._tcp.dc.",
+        ]
+    );
+    assert!(fake.asked.iter().all(|(_, qtype)| *qtype == Qtype::Srv));
+    assert_eq!(walk.error.as_deref(), Some("HOST_NOT_FOUND"));
+    assert_eq!(walk.totals().queries, 4);
+
+    // A name that answered NODATA on the way: NO_DATA at the end.
+    let mut fake = Fake::new(&[("web.shop.svc.cluster.local.", [NODATA, NODATA])]);
+    let walk = super::res_search(Libc::Glibc, &glibc, "web", Qtype::Srv, &mut fake);
+    assert_eq!(names(&walk).len(), 4);
+    assert_eq!(walk.error.as_deref(), Some("NO_DATA"));
+
+    // SERVFAIL everywhere: the walk goes on (after every attempt), TRY_AGAIN at the end.
+    let servfail: Vec<(String, Replies)> = [
+        "x.shop.svc.cluster.local.",
+        "x.svc.cluster.local.",
+        "x.cluster.local.",
+        "x.",
+    ]
+    .iter()
+    .map(|n| ((*n).to_owned(), [SERVFAIL, SERVFAIL]))
+    .collect();
+    let servfail: Vec<(&str, Replies)> = servfail.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+    let walk = super::res_search(
+        Libc::Glibc,
+        &glibc,
+        "x",
+        Qtype::Txt,
+        &mut Fake::new(&servfail),
+    );
+    assert_eq!(names(&walk).len(), 4);
+    assert_eq!(walk.steps[0].queries[0].sent, 2);
+    assert_eq!(walk.error.as_deref(), Some("TRY_AGAIN"));
+
+    // REFUSED ends the search list; the name as typed is still asked.
+    let mut fake = Fake::new(&[("x.shop.svc.cluster.local.", [REFUSED, REFUSED])]);
+    let walk = super::res_search(Libc::Glibc, &glibc, "x", Qtype::Mx, &mut fake);
+    assert_eq!(names(&walk), ["x.shop.svc.cluster.local.", "x."]);
+
+    // A PTR name has five dots: with ndots 5 it is asked as it is first.
+    let ptr = "20.0.96.10.in-addr.arpa.";
+    let walk = super::res_search(
+        Libc::Glibc,
+        &glibc,
+        "20.0.96.10.in-addr.arpa",
+        Qtype::Ptr,
+        &mut Fake::new(&[(ptr, [OK, NX])]),
+    );
+    assert_eq!(names(&walk), [ptr]);
+    assert_eq!(walk.answered_by.as_deref(), Some(ptr));
+}
+
+/// musl's `res_search` is `res_query` (a weak alias): the name as given, one query, no
+/// search list whatever ndots says.
+#[test]
+fn musl_res_search_asks_the_name_as_given_only() {
+    let musl = config(Libc::Musl, SHOP);
+    let mut fake = Fake::new(&[("_http._tcp.web.shop.svc.cluster.local.", [OK, NX])]);
+    let walk = super::res_search(Libc::Musl, &musl, "_http._tcp.web", Qtype::Srv, &mut fake);
+    assert_eq!(names(&walk), ["_http._tcp.web."]);
+    assert_eq!(fake.asked, [("_http._tcp.web.".to_owned(), Qtype::Srv)]);
+    assert_eq!(walk.answered_by, None);
+    assert_eq!(walk.error.as_deref(), Some("HOST_NOT_FOUND"));
+
+    let full = "_http._tcp.web.shop.svc.cluster.local.";
+    for typed in [full, full.trim_end_matches('.')] {
+        let walk = super::res_search(
+            Libc::Musl,
+            &musl,
+            typed,
+            Qtype::Srv,
+            &mut Fake::new(&[(full, [OK, NX])]),
+        );
+        assert_eq!(names(&walk), [full]);
+        assert_eq!(walk.answered_by.as_deref(), Some(full));
+        assert_eq!(walk.error, None);
+    }
+    // NODATA is NO_DATA; SERVFAIL or silence is TRY_AGAIN after the whole timeout.
+    let walk = super::res_search(
+        Libc::Musl,
+        &musl,
+        "web.shop.svc.cluster.local",
+        Qtype::Srv,
+        &mut Fake::new(&[("web.shop.svc.cluster.local.", [NODATA, NODATA])]),
+    );
+    assert_eq!(walk.error.as_deref(), Some("NO_DATA"));
+    for failure in [SERVFAIL, SILENT, REFUSED] {
+        let walk = super::res_search(
+            Libc::Musl,
+            &musl,
+            "x.example",
+            Qtype::Txt,
+            &mut Fake::new(&[("x.example.", [failure, failure])]),
+        );
+        assert_eq!(names(&walk), ["x.example."]);
+        assert_eq!(walk.error.as_deref(), Some("TRY_AGAIN"));
+        assert_eq!(walk.steps[0].waited_ms, 5_000);
+    }
+}
+
+/// getaddrinfo keeps its EAI_* codes; the walk says which call it models.
+#[test]
+fn getaddrinfo_walks_say_so() {
+    let walk = super::walk(
+        Libc::Glibc,
+        &config(Libc::Glibc, SHOP),
+        "nowhere",
+        Families::A,
+        &mut Fake::new(&[]),
+    );
+    assert_eq!(
+        walk.call,
+        Call::Getaddrinfo {
+            families: Families::A
+        }
+    );
+    assert_eq!(walk.error.as_deref(), Some("EAI_NONAME"));
+    assert_eq!(Qtype::parse("srv"), Some(Qtype::Srv));
+    assert_eq!(Qtype::parse("AAAA"), Some(Qtype::Aaaa));
+    assert_eq!(Qtype::parse("SPF"), None);
+    assert_eq!(Qtype::Ptr.number(), 12);
+    assert_eq!(Qtype::Srv.to_string(), "SRV");
 }
