@@ -4,7 +4,8 @@
 //! where clusterdns serves the shop fixture on 127.0.0.1:53 with a `log` directive and a
 //! resolv.conf written by `clusterdns resolv-conf` is bind-mounted over /etc/resolv.conf. The
 //! queries clusterdns logged must be exactly the ones `resolve-cost --libc glibc|musl`
-//! predicted, in order.
+//! predicted, in order. glibc's and musl's `res_search` (SRV, PTR, TXT, MX lookups) are
+//! checked the same way against `resolve-cost --type`.
 //!
 //! The test re-runs itself under `unshare -rmn` (a user namespace; as root, `unshare -mn`
 //! is tried too). Where the machine refuses namespaces, it fails and says so.
@@ -400,6 +401,176 @@ fn inside_the_namespace() {
     );
 }
 
+/// res_search lookups (SRV, PTR, TXT, MX), as `host -t SRV` and client libraries make them:
+/// glibc's `res_search` (Python's ctypes) and musl's (a small C program built with
+/// `musl-gcc`), under the kubelet's resolv.conf, against clusterdns serving the shop fixture;
+/// the queries clusterdns logged, in order, and the h_errno each call ended with must be what
+/// `resolve-cost --type T` predicts.
+const RES_SEARCH_NAMES: &[(&str, &str)] = &[
+    ("_http._tcp.web", "SRV"),
+    ("_http._tcp.web.shop", "SRV"),
+    ("_http._tcp.web.shop.svc.cluster.local", "SRV"),
+    ("_http._tcp.web.shop.svc.cluster.local.", "SRV"),
+    ("_ldap._tcp.web", "SRV"),
+    ("web.shop.svc.cluster.local", "SRV"),
+    ("20.0.96.10.in-addr.arpa", "PTR"),
+    ("web", "TXT"),
+    ("example.com", "MX"),
+    ("x.broken.example", "TXT"),
+];
+
+#[test]
+fn glibc_and_musl_res_search_ask_what_resolve_cost_predicts() {
+    in_namespaces(
+        "real_resolvers::glibc_and_musl_res_search_ask_what_resolve_cost_predicts",
+        res_search_inside,
+    );
+}
+
+fn res_search_inside() {
+    must("ip", &["link", "set", "lo", "up"]);
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = NamesUpstream::failing("127.0.0.1:5300".parse().unwrap(), EXTERNAL, &[BROKEN]);
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:53 {{\n    bind 127.0.0.1\n    log\n    kubernetes cluster.local in-addr.arpa ip6.arpa {{\n        pods insecure\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n        objects \"{}\"\n    }}\n    forward . {}\n}}\n",
+            fixture("shop.json").display(),
+            upstream.addr
+        ),
+    )
+    .unwrap();
+    let server = TestServer::start(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(server.addr, "127.0.0.1:53".parse::<SocketAddr>().unwrap());
+    let resolv = dir.path().join("resolv.conf");
+    let written = crate::resolve::stdout_of(&[
+        "resolv-conf",
+        "--namespace",
+        "shop",
+        "--nameserver",
+        "127.0.0.1",
+    ]);
+    std::fs::write(&resolv, &written).unwrap();
+    must(
+        "mount",
+        &["--bind", resolv.to_str().unwrap(), "/etc/resolv.conf"],
+    );
+
+    // Each prints `found` or the h_errno name.
+    let musl_source = dir.path().join("musl_res_search.c");
+    std::fs::write(
+        &musl_source,
+        "#include <netdb.h>\n#include <resolv.h>\n#include <stdio.h>\n#include <stdlib.h>\n\
+         int main(int argc, char **argv) {\n\
+         \tunsigned char answer[4096];\n\
+         \tif (argc != 3) return 3;\n\
+         \tif (res_search(argv[1], 1, atoi(argv[2]), answer, sizeof answer) > 0) { puts(\"found\"); return 0; }\n\
+         \tswitch (h_errno) {\n\
+         \tcase HOST_NOT_FOUND: puts(\"HOST_NOT_FOUND\"); break;\n\
+         \tcase NO_DATA: puts(\"NO_DATA\"); break;\n\
+         \tcase TRY_AGAIN: puts(\"TRY_AGAIN\"); break;\n\
+         \tcase NO_RECOVERY: puts(\"NO_RECOVERY\"); break;\n\
+         \tdefault: printf(\"h_errno %d\\n\", h_errno);\n\
+         \t}\n\
+         \treturn 2;\n}\n",
+    )
+    .unwrap();
+    let musl = dir.path().join("musl_res_search");
+    let output = Command::new("musl-gcc")
+        .args(["-static", "-O1", "-o"])
+        .arg(&musl)
+        .arg(&musl_source)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run musl-gcc: {error}"));
+    assert!(
+        output.status.success(),
+        "musl-gcc failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let python = "import ctypes, sys\n\
+                  libc = ctypes.CDLL('libc.so.6')\n\
+                  libc.__h_errno_location.restype = ctypes.POINTER(ctypes.c_int)\n\
+                  answer = ctypes.create_string_buffer(4096)\n\
+                  n = libc.res_search(sys.argv[1].encode(), 1, int(sys.argv[2]), answer, 4096)\n\
+                  names = {1: 'HOST_NOT_FOUND', 2: 'TRY_AGAIN', 3: 'NO_RECOVERY', 4: 'NO_DATA'}\n\
+                  h = libc.__h_errno_location()[0]\n\
+                  print('found' if n > 0 else names.get(h, 'h_errno %d' % h))\n";
+    let resolvers: [(&str, &str, Vec<String>); 2] = [
+        (
+            "python3 ctypes res_search (glibc)",
+            "glibc",
+            vec!["python3".into(), "-c".into(), python.into()],
+        ),
+        ("musl res_search", "musl", vec![musl.display().to_string()]),
+    ];
+
+    let mut seen = 0;
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (label, libc, command) in &resolvers {
+        for (marker, (name, qtype)) in RES_SEARCH_NAMES.iter().enumerate() {
+            let number = match *qtype {
+                "SRV" => "33",
+                "PTR" => "12",
+                "TXT" => "16",
+                "MX" => "15",
+                other => panic!("no number for {other}"),
+            };
+            let report = predict_report(libc, name, &resolv, upstream.addr, &["--type", qtype]);
+            let predicted = prediction_of(&report);
+            let output = Command::new(&command[0])
+                .args(&command[1..])
+                .args([name, &number])
+                .output()
+                .unwrap_or_else(|error| panic!("cannot run {}: {error}", command[0]));
+            let printed = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            let marker_name = format!("marker-{libc}-{marker}.cluster.local.");
+            server.ask_udp(&marker_name, "TXT");
+            let log = wait_for_line(&server, &marker_name);
+            let lines: Vec<&str> = log.lines().collect();
+            let end = lines
+                .iter()
+                .position(|line| line.contains(&marker_name))
+                .unwrap();
+            let logged: Vec<(String, String)> = lines[seen..end]
+                .iter()
+                .filter_map(|line| query_of(line))
+                .collect();
+            seen = end + 1;
+            checked += 1;
+            let mut problems = compare(&predicted, &logged, printed == "found");
+            let expected = report["error"].as_str().unwrap_or("found");
+            if printed != expected {
+                problems.push(format!(
+                    "resolve-cost says res_search ends with {expected}; it printed '{printed}' \
+                     ({})",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ));
+            }
+            if !problems.is_empty() {
+                failures.push(format!(
+                    "{label}, {qtype} {name}:\n  predicted: {}\n  logged:    {}\n  {}",
+                    show(&predicted.queries),
+                    show(&logged),
+                    problems.join("\n  ")
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "real resolvers: {checked} res_search lookups checked against resolve-cost --type's \
+         predictions"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} res_search lookups differ from the prediction:\n\n{}\n\nserver log:\n{}",
+        failures.len(),
+        failures.join("\n\n"),
+        server.stdout()
+    );
+}
+
 /// A name whose AAAA question the upstream never answers, one whose A it never answers, and
 /// a name under a domain it answers SERVFAIL for.
 const LOST_AAAA: &str = "lost-aaaa.example.com.";
@@ -648,6 +819,18 @@ fn predict(
     upstream: SocketAddr,
     autopath: bool,
 ) -> Prediction {
+    let extra: &[&str] = if autopath { &["--autopath"] } else { &[] };
+    prediction_of(&predict_report(libc, name, resolv, upstream, extra))
+}
+
+/// `resolve-cost`'s JSON report for one lookup, with `extra` arguments.
+fn predict_report(
+    libc: &str,
+    name: &str,
+    resolv: &Path,
+    upstream: SocketAddr,
+    extra: &[&str],
+) -> serde_json::Value {
     let upstream = upstream.to_string();
     let objects = fixture("shop.json");
     let mut args = vec![
@@ -666,12 +849,14 @@ fn predict(
         "--output",
         "json",
     ];
-    if autopath {
-        args.push("--autopath");
-    }
+    args.extend(extra);
     let out = crate::resolve::stdout_of(&args);
-    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let report = &json["reports"][0];
+    let mut json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    json["reports"][0].take()
+}
+
+/// The queries a report predicts, and whether it finds an answer.
+fn prediction_of(report: &serde_json::Value) -> Prediction {
     let mut queries = Vec::new();
     for step in report["steps"].as_array().unwrap() {
         for query in step["queries"].as_array().unwrap() {
