@@ -50,7 +50,8 @@ pub(super) struct ResolveCostArgs {
     #[arg(long = "type", value_name = "T", value_parser = parse_qtype, conflicts_with_all = ["families", "log"])]
     qtype: Option<Qtype>,
     /// Where names outside the cluster zone are answered: `assume` (the name as typed
-    /// exists, search-expanded names do not) or a server's `IP[:PORT]`.
+    /// exists, search-expanded names do not, nor does a cluster name written short, such as
+    /// `web.shop`) or a server's `IP[:PORT]`.
     #[arg(long, value_name = "assume|ADDR", default_value = "assume", value_parser = parse_upstream)]
     upstream: Upstream,
     /// The server runs autopath (the walk moves to the server).
