@@ -548,6 +548,55 @@ fn a_restart_serves_the_snapshot_before_the_api_server_answers() {
 }
 
 #[test]
+fn under_churn_the_snapshot_file_is_rewritten_every_few_seconds_not_every_change() {
+    let api = shop();
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("snapshot.json");
+    let corefile = corefile(
+        &format!("endpoint {}", api.url()),
+        &format!("snapshot {}", snapshot.display()),
+        "",
+    );
+    let server = serve(&corefile);
+    eventually("the snapshot file is written", || snapshot.exists());
+    // A change every 100 ms for 8 s: 80 publications.
+    let written = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let mut writes = std::collections::BTreeSet::new();
+    let started = Instant::now();
+    let mut n = 0u32;
+    while started.elapsed() < Duration::from_secs(8) {
+        modify(&api, Kind::Service, "shop", "web", |object| {
+            object["metadata"]["labels"] = json!({"churn": n.to_string()});
+        });
+        n += 1;
+        for _ in 0..4 {
+            writes.extend(written(&snapshot));
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+    // Each write replaced the file whole (the stand-in's 80 changes were answered at once).
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
+        "NOERROR"
+    );
+    assert!(
+        (1..=3).contains(&writes.len()),
+        "{} writes in 8 s of a change every 100 ms: at most one per 5 s",
+        writes.len()
+    );
+    // The last change reaches the file within the interval.
+    let last = format!("\"churn\":\"{}\"", n - 1);
+    let deadline = Instant::now() + Duration::from_secs(7);
+    while !std::fs::read_to_string(&snapshot).is_ok_and(|text| text.contains(&last)) {
+        assert!(
+            Instant::now() < deadline,
+            "the last change never reached the file"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn programming_latency_is_measured_from_the_watch() {
     let api = shop();
     let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
