@@ -626,3 +626,41 @@ fn a_block_without_bind_answers_both_families() {
     assert_eq!(crate::common::Reply::decode(&buf[..len]).answer, want);
     assert!(std::net::TcpStream::connect(v6).is_ok(), "TCP on IPv6");
 }
+
+#[test]
+fn services_in_namespaces_the_input_does_not_list_are_served() {
+    // The input lists the `shop` Namespace only; `batch` has a Service and no Namespace
+    // object. CoreDNS serves a Service whatever its Namespace object: so do we, and say so.
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects.json");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+         "spec": {"clusterIP": "10.96.0.20", "ports": [{"port": 80}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "jobs", "namespace": "batch"},
+         "spec": {"clusterIP": "10.96.0.30", "ports": [{"port": 80}]}},
+    ]});
+    std::fs::write(&objects, list.to_string()).unwrap();
+    let server = TestServer::start(&[
+        "serve",
+        "--objects",
+        objects.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(
+        server.ask_udp("jobs.batch.svc.cluster.local.", "A").answer,
+        expect(&["jobs.batch.svc.cluster.local. 30 IN A 10.96.0.30"])
+    );
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"])
+    );
+    let log = server.log();
+    assert_eq!(
+        log.matches("not in the input").count(),
+        1,
+        "said once:\n{log}"
+    );
+    assert!(log.contains("batch"), "{log}");
+}

@@ -586,7 +586,7 @@ fn files_merge_and_the_later_object_wins() {
 }
 
 #[test]
-fn namespaces_are_synthesized_only_without_namespace_objects() {
+fn namespaces_the_input_does_not_list_are_synthesized() {
     let mut other = web_pod("job-1", "10.244.1.7");
     other["metadata"]["namespace"] = json!("batch");
     let loaded = parse(&list(vec![
@@ -596,6 +596,10 @@ fn namespaces_are_synthesized_only_without_namespace_objects() {
     ]))
     .expect("no Namespace objects");
     assert_eq!(loaded.synthesized_namespaces, ["batch", "shop"]);
+    assert!(
+        loaded.unlisted_namespaces.is_empty(),
+        "no Namespace objects at all: nothing to say"
+    );
     let shop = &loaded.cluster.namespaces["shop"];
     assert_eq!(
         shop.labels
@@ -610,10 +614,13 @@ fn namespaces_are_synthesized_only_without_namespace_objects() {
         other,
     ]))
     .expect("one Namespace object");
-    assert!(with_one.synthesized_namespaces.is_empty());
+    // `batch` is not listed, but a pod lives there: CoreDNS serves its Services whatever
+    // their Namespace object, so it exists, and the loader says it was not in the input.
+    assert_eq!(with_one.synthesized_namespaces, ["batch"]);
+    assert_eq!(with_one.unlisted_namespaces, ["batch"]);
     assert_eq!(
         with_one.cluster.namespaces.keys().collect::<Vec<_>>(),
-        ["shop"]
+        ["batch", "shop"]
     );
 }
 

@@ -82,8 +82,9 @@ pub struct LoadedBlock {
     triggers: Vec<SliceTrigger>,
     /// The API watch's status, when metrics are on and the block watches the API.
     api_status: Option<Arc<ApiStatus>>,
-    /// The publisher of a block with `objects`, until its files are watched.
-    publisher: std::sync::Mutex<Option<Publisher>>,
+    /// The publisher of a block with `objects` (and the namespaces its files did not list),
+    /// until its files are watched.
+    publisher: std::sync::Mutex<Option<(Publisher, Vec<String>)>>,
 }
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
@@ -223,6 +224,8 @@ fn load_with(
                 });
                 store_metrics.clone_from(&metrics);
                 let fingerprint = loaded.fingerprint();
+                loaded.report_unlisted(&[]);
+                let unlisted = loaded.unlisted_namespaces;
                 triggers = programming::triggers(&loaded.cluster);
                 let (owner, published) = Publisher::start(
                     k8s.clone(),
@@ -240,7 +243,7 @@ fn load_with(
                     "zone loaded"
                 );
                 let store = Arc::clone(owner.store());
-                publisher = Some(owner);
+                publisher = Some((owner, unlisted));
                 Some(Kubernetes::new(k8s.clone(), store, fingerprint))
             }
         };
@@ -485,7 +488,7 @@ impl Generation {
                         error,
                     })?;
             } else if let Some(k8s) = block.kubernetes()
-                && let Some(mut publisher) = loaded
+                && let Some((mut publisher, unlisted)) = loaded
                     .publisher
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -496,6 +499,7 @@ impl Generation {
                     k8s.config.objects.clone(),
                     publisher,
                     k8s.fingerprint,
+                    unlisted,
                     self.token.clone(),
                 )
                 .map_err(StartError::Watch)?;

@@ -38,9 +38,10 @@
 //!
 //! [`Loader::finish`] makes the objects usable on their own:
 //!
-//! - when the input has no Namespace object at all, one Namespace is synthesized for every
-//!   namespace an object lives in, labelled only with `kubernetes.io/metadata.name` (the label
-//!   the API server puts on every Namespace), so that names in those namespaces exist;
+//! - one Namespace is synthesized for every namespace an object lives in that the input has
+//!   no Namespace object for, labelled only with `kubernetes.io/metadata.name` (the label the
+//!   API server puts on every Namespace), so that names in those namespaces exist, as CoreDNS
+//!   serves a Service whatever its Namespace object;
 //! - every Service that has a selector, is not ExternalName, and has no EndpointSlice in the
 //!   input gets the slices the EndpointSlice controller would write for the input's pods
 //!   ([`crate::model::endpoints::reconcile_slices`]), so `kubectl get svc,pods -o json` is
@@ -68,8 +69,12 @@ pub struct Loaded {
     pub cluster: Cluster,
     /// How many objects of each kind were skipped (for one log line per kind).
     pub ignored: BTreeMap<String, usize>,
-    /// The Namespaces that were synthesized (empty when the input had Namespace objects).
+    /// The Namespaces that were synthesized: every namespace objects live in that the input
+    /// has no Namespace object for.
     pub synthesized_namespaces: Vec<String>,
+    /// Those of them synthesized although the input has Namespace objects (worth saying:
+    /// the input may be missing some).
+    pub unlisted_namespaces: Vec<String>,
     /// The Services whose EndpointSlices were computed from pods, not read.
     pub computed_slices: Vec<ObjectKey>,
 }
@@ -246,6 +251,7 @@ impl Loader {
             cluster: self.cluster,
             ignored: self.ignored,
             synthesized_namespaces: Vec::new(),
+            unlisted_namespaces: Vec::new(),
             computed_slices: Vec::new(),
         }
     }
@@ -258,27 +264,33 @@ impl Loader {
             namespace_objects,
         } = self;
 
+        // A namespace objects live in but the input does not list gets a Namespace, as the
+        // API server would have one: CoreDNS serves a Service whatever its Namespace object.
+        let names: BTreeSet<String> = cluster
+            .services
+            .keys()
+            .chain(cluster.endpoint_slices.keys())
+            .chain(cluster.pods.keys())
+            .map(|key| key.namespace.clone())
+            .filter(|name| !cluster.namespaces.contains_key(name))
+            .collect();
         let mut synthesized_namespaces = Vec::new();
-        if namespace_objects == 0 {
-            let names: BTreeSet<String> = cluster
-                .services
-                .keys()
-                .chain(cluster.endpoint_slices.keys())
-                .chain(cluster.pods.keys())
-                .map(|key| key.namespace.clone())
-                .collect();
-            for name in names {
-                let labels = Labels::from([(LABEL_NAMESPACE_NAME.to_owned(), name.clone())]);
-                cluster.namespaces.insert(
-                    name.clone(),
-                    Namespace {
-                        name: name.clone(),
-                        labels,
-                    },
-                );
-                synthesized_namespaces.push(name);
-            }
+        for name in names {
+            let labels = Labels::from([(LABEL_NAMESPACE_NAME.to_owned(), name.clone())]);
+            cluster.namespaces.insert(
+                name.clone(),
+                Namespace {
+                    name: name.clone(),
+                    labels,
+                },
+            );
+            synthesized_namespaces.push(name);
         }
+        let unlisted_namespaces = if namespace_objects > 0 {
+            synthesized_namespaces.clone()
+        } else {
+            Vec::new()
+        };
 
         let mut computed_slices = Vec::new();
         let mut new_slices = Vec::new();
@@ -311,6 +323,7 @@ impl Loader {
             cluster,
             ignored,
             synthesized_namespaces,
+            unlisted_namespaces,
             computed_slices,
         }
     }

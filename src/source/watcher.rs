@@ -27,6 +27,8 @@ pub struct LoadedObjects {
     pub read_time: Duration,
     /// The newest file modification time: the time of the last change.
     pub modified: SystemTime,
+    /// Namespaces objects live in that the files do not list although they list others.
+    pub unlisted_namespaces: Vec<String>,
     fingerprint: u64,
 }
 
@@ -35,7 +37,10 @@ pub fn load(paths: &[PathBuf]) -> Result<LoadedObjects, file::Error> {
     let fingerprint = fingerprint(paths);
     let started = Instant::now();
     let Loaded {
-        cluster, ignored, ..
+        cluster,
+        ignored,
+        unlisted_namespaces,
+        ..
     } = file::read_objects(paths)?;
     let modified = paths
         .iter()
@@ -47,8 +52,23 @@ pub fn load(paths: &[PathBuf]) -> Result<LoadedObjects, file::Error> {
         ignored,
         read_time: started.elapsed(),
         modified,
+        unlisted_namespaces,
         fingerprint,
     })
+}
+
+impl LoadedObjects {
+    /// Says (once per set) that objects live in namespaces the files do not list: they are
+    /// served all the same, as CoreDNS serves a Service whatever its Namespace object.
+    pub fn report_unlisted(&self, before: &[String]) {
+        if !self.unlisted_namespaces.is_empty() && self.unlisted_namespaces != before {
+            tracing::warn!(
+                namespaces = ?self.unlisted_namespaces,
+                "objects in namespaces that are not in the input (it lists other Namespace \
+                 objects); served as if their Namespace existed"
+            );
+        }
+    }
 }
 
 impl LoadedObjects {
@@ -90,6 +110,7 @@ pub fn watch(
     paths: Vec<PathBuf>,
     publisher: Publisher,
     initial_fingerprint: u64,
+    initial_unlisted: Vec<String>,
     shutdown: CancellationToken,
 ) -> notify::Result<()> {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -119,6 +140,7 @@ pub fn watch(
         let _watcher = watcher;
         let mut publisher = Some(publisher);
         let mut fingerprint = initial_fingerprint;
+        let mut unlisted = initial_unlisted;
         loop {
             tokio::select! {
                 event = rx.recv() => if event.is_none() { return },
@@ -138,11 +160,17 @@ pub fn watch(
                 return;
             };
             let paths = paths.clone();
+            let before = std::mem::take(&mut unlisted);
             let done = tokio::task::spawn_blocking(move || {
                 let result = load(&paths).map(|loaded| {
+                    loaded.report_unlisted(&before);
                     let read_time = loaded.read_time;
                     owned.replace(loaded.cluster);
-                    (owned.publish(loaded.modified), read_time)
+                    (
+                        owned.publish(loaded.modified),
+                        read_time,
+                        loaded.unlisted_namespaces,
+                    )
                 });
                 (owned, result)
             })
@@ -152,6 +180,10 @@ pub fn watch(
                 return;
             };
             publisher = Some(owned);
+            let result = result.map(|(published, read_time, now_unlisted)| {
+                unlisted = now_unlisted;
+                (published, read_time)
+            });
             match result {
                 Ok((Some(published), read_time)) => tracing::info!(
                     serial = published.serial,
