@@ -336,7 +336,7 @@ fn new_api_watch(
                      the API server is synced)",
                     path.display()
                 );
-                Store::new(publish::empty_or(
+                Store::new(publish::standalone(
                     &crate::model::Cluster::default(),
                     k8s,
                     local_ips,
@@ -345,7 +345,7 @@ fn new_api_watch(
             }
         }
     } else {
-        Store::new(publish::empty_or(
+        Store::new(publish::standalone(
             &crate::model::Cluster::default(),
             k8s,
             local_ips,

@@ -1086,7 +1086,7 @@ mod tests {
 
     fn publisher() -> Publisher {
         let config = KubernetesConfig::new(vec!["cluster.local.".parse().expect("zone")], 0, 1);
-        let store = Arc::new(Store::new(super::super::publish::empty_or(
+        let store = Arc::new(Store::new(super::super::publish::standalone(
             &Cluster::default(),
             &config,
             &[],

@@ -258,11 +258,11 @@ pub fn restored(
 ) -> Snapshot {
     let mut short = config.clone();
     short.ttl = short.ttl.min(RESTORED_TTL);
-    empty_or(cluster, &short, local_ips, written)
+    standalone(cluster, &short, local_ips, written)
 }
 
 /// The zone of `cluster` built whole, for a store that no publisher feeds yet.
-pub fn empty_or(
+pub fn standalone(
     cluster: &Cluster,
     config: &KubernetesConfig,
     local_ips: &[IpAddr],
@@ -417,7 +417,7 @@ mod tests {
             &kept,
             "pods are kept for `pods verified` only"
         );
-        let full = empty_or(&new, &config(), &[], at(2));
+        let full = standalone(&new, &config(), &[], at(2));
         let zone_file = |snapshot: &Snapshot| {
             let mut lines: Vec<String> = crate::zone::zonefile::zone_file(snapshot, None)
                 .lines()
