@@ -277,7 +277,7 @@ impl Handler {
             started: pending.started,
         };
         let merged = self.chase_complete(chase).await;
-        self.deliver_chase(&at, &request, &merged, out);
+        self.deliver(&at, &request, &merged, out, Plugin::Kubernetes);
     }
 
     /// [`complete`](Self::complete) for a query that is not an ExternalName's chase.
@@ -397,7 +397,7 @@ impl Handler {
                     transport,
                     started,
                 };
-                self.deliver_chase(&at, &request, &merged, out);
+                self.deliver(&at, &request, &merged, out, Plugin::Kubernetes);
                 Outcome::Reply
             }
             Chased::Upstream(chase) => Outcome::Forward(Box::new(Pending {
@@ -471,20 +471,22 @@ impl Handler {
         })
     }
 
-    /// Sends a chase's merged reply: shuffled for *loadbalance*, cut to the client's size.
-    fn deliver_chase(
+    /// Sends a reply made of other replies (a chase's, autopath's): shuffled for
+    /// *loadbalance*, cut to the client's size, counted for `plugin`.
+    fn deliver(
         &self,
         at: &Reached<'_>,
         request: &Request<'_>,
-        merged: &[u8],
+        bytes: &[u8],
         out: &mut Vec<u8>,
+        plugin: Plugin,
     ) {
         let shuffled = if at.block.loadbalance {
-            reply::shuffle(merged)
+            reply::shuffle(bytes)
         } else {
             None
         };
-        let bytes = shuffled.as_deref().unwrap_or(merged);
+        let bytes = shuffled.as_deref().unwrap_or(bytes);
         if reply::fit_for_client(
             bytes,
             request.id,
@@ -496,7 +498,7 @@ impl Handler {
         {
             wire::write_rcode(request, rcode::SERVFAIL, out);
         }
-        self.finish(at, request, out, Plugin::Kubernetes);
+        self.finish(at, request, out, plugin);
     }
 
     /// Answers a query that is this server's own forward come back: SERVFAIL at once.

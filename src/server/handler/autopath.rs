@@ -152,7 +152,7 @@ pub(super) fn respond(
             Step::Reply(_) | Step::Chase(_) if index == 0 => return None,
             Step::Reply(bytes) => {
                 let written = rewrite(&bytes, packet, index)?;
-                deliver(handler, at, request, &written, out);
+                handler.deliver(at, request, &written, out, Plugin::Autopath);
                 return Some(Outcome::Reply);
             }
             Step::Upstream | Step::Chase(_) => {
@@ -227,7 +227,7 @@ pub(super) async fn complete(
         }
         let written = rewrite(&bytes, packet, index);
         match written {
-            Some(written) => deliver(handler, at, request, &written, out),
+            Some(written) => handler.deliver(at, request, &written, out, Plugin::Autopath),
             None => {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
                 handler.finish(at, request, out, Plugin::Autopath);
@@ -278,34 +278,6 @@ async fn upstream(block: &Block, packet: &[u8], name: &WireName) -> Option<Vec<u
         cache.put(&request, &bytes, Instant::now());
     }
     Some(bytes)
-}
-
-/// Sends the walk's answer: shuffled for *loadbalance*, cut to the client's size.
-fn deliver(
-    handler: &Handler,
-    at: &Reached<'_>,
-    request: &Request<'_>,
-    bytes: &[u8],
-    out: &mut Vec<u8>,
-) {
-    let shuffled = if at.block.loadbalance {
-        reply::shuffle(bytes)
-    } else {
-        None
-    };
-    let bytes = shuffled.as_deref().unwrap_or(bytes);
-    if reply::fit_for_client(
-        bytes,
-        request.id,
-        request.edns.as_ref(),
-        limit(request, at.transport),
-        out,
-    )
-    .is_err()
-    {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-    }
-    handler.finish(at, request, out, Plugin::Autopath);
 }
 
 /// Sends the asked name's own reply (no rewriting needed).
