@@ -486,18 +486,7 @@ impl Handler {
         } else {
             None
         };
-        let bytes = shuffled.as_deref().unwrap_or(bytes);
-        if reply::fit_for_client(
-            bytes,
-            request.id,
-            request.edns.as_ref(),
-            limit(request, at.transport),
-            out,
-        )
-        .is_err()
-        {
-            wire::write_rcode(request, rcode::SERVFAIL, out);
-        }
+        fit(at, request, shuffled.as_deref().unwrap_or(bytes), out);
         self.finish(at, request, out, plugin);
     }
 
@@ -559,6 +548,21 @@ impl Handler {
             }
         }
         best.map(|(block, index, _)| (block, index))
+    }
+}
+
+/// `bytes` (a whole reply) cut to the client's size into `out`; SERVFAIL if it cannot be.
+fn fit(at: &Reached<'_>, request: &Request<'_>, bytes: &[u8], out: &mut Vec<u8>) {
+    if reply::fit_for_client(
+        bytes,
+        request.id,
+        request.edns.as_ref(),
+        limit(request, at.transport),
+        out,
+    )
+    .is_err()
+    {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
     }
 }
 

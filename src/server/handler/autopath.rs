@@ -18,7 +18,7 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::{Chase, Chased, Handler, Reached, limit};
+use super::{Chase, Chased, Handler, Reached};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
@@ -288,17 +288,7 @@ fn deliver_plain(
     bytes: &[u8],
     out: &mut Vec<u8>,
 ) {
-    if reply::fit_for_client(
-        bytes,
-        request.id,
-        request.edns.as_ref(),
-        limit(request, at.transport),
-        out,
-    )
-    .is_err()
-    {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-    }
+    super::fit(at, request, bytes, out);
     let plugin = if at.block.kubernetes.is_some() {
         Plugin::Kubernetes
     } else {
