@@ -696,6 +696,19 @@ fn memory_mb(pid: u32) -> (f64, f64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// The server watching the stand-in `api` (a synthetic cluster loaded) with `pods MODE`,
+/// and how long it took to sync.
+fn serve_at_scale(api: &ApiServer, pods: &str) -> (TestServer, TempCorefile, Duration) {
+    let corefile = corefile(
+        &format!("endpoint {}", api.url()),
+        &format!("pods {pods}\n        startup_timeout 600s"),
+        "",
+    );
+    let started = Instant::now();
+    let server = serve(&corefile);
+    (server, corefile, started.elapsed())
+}
+
 /// Memory of the watch at scale: `bench/watch-memory.sh` runs it (release build) on a
 /// cluster from `examples/gencluster`, named by `CLUSTERDNS_SCALE_FILE`; with
 /// `CLUSTERDNS_SCALE_PODS=verified` the pods are watched too. Prints the figures.
@@ -711,14 +724,7 @@ fn watch_memory_at_scale() {
         "stand-in loaded {file} in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let corefile = corefile(
-        &format!("endpoint {}", api.url()),
-        &format!("pods {pods}\n        startup_timeout 600s"),
-        "",
-    );
-    let started = Instant::now();
-    let server = serve(&corefile);
-    let synced = started.elapsed();
+    let (server, _corefile, synced) = serve_at_scale(&api, &pods);
     assert!(
         server.log().contains("synced with the API server"),
         "{}",
@@ -855,14 +861,7 @@ fn churn_at_scale() {
     let pods = std::env::var("CLUSTERDNS_SCALE_PODS").unwrap_or_else(|_| "insecure".into());
     let api = std::sync::Arc::new(ApiServer::start());
     api.apply_file(&file);
-    let corefile = corefile(
-        &format!("endpoint {}", api.url()),
-        &format!("pods {pods}\n        startup_timeout 600s"),
-        "",
-    );
-    let started = Instant::now();
-    let server = serve(&corefile);
-    let synced = started.elapsed();
+    let (server, _corefile, synced) = serve_at_scale(&api, &pods);
     let pin = |cpu: &str, pid: u32| {
         let _ = std::process::Command::new("taskset")
             .args(["-a", "-cp", cpu, &pid.to_string()])
