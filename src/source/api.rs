@@ -556,7 +556,7 @@ impl Watched {
                 if self.complete() {
                     self.publisher.change(zone::Change::Upsert(object));
                 } else {
-                    self.publisher.edit().insert(*object);
+                    self.publisher.insert_listed(*object);
                 }
                 true
             }

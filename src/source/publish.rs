@@ -133,8 +133,29 @@ impl Publisher {
         &mut self.cluster
     }
 
+    /// Adds `object` to the objects (a list in progress, as [`edit`](Self::edit)): the next
+    /// publication is whole.
+    pub fn insert_listed(&mut self, mut object: Object) {
+        zone::trim(&mut object, &self.config);
+        self.edit().insert(object);
+    }
+
     /// Queues `change` for the next publication.
-    pub fn change(&mut self, change: Change) {
+    pub fn change(&mut self, mut change: Change) {
+        if let Change::Upsert(object) = &mut change {
+            zone::trim(object, &self.config);
+            // A change of nothing the zone reads (a pod's conditions, an object's
+            // annotations) is no change.
+            let (kind, key) = (object.kind(), object.key());
+            if self.cluster.get(kind, &key) == Some(object.borrowed())
+                && !self
+                    .pending
+                    .iter()
+                    .any(|queued| queued.kind() == kind && queued.key() == key)
+            {
+                return;
+            }
+        }
         if self.zone.is_none() {
             apply(&mut self.cluster, change);
         } else {
@@ -276,11 +297,13 @@ pub fn standalone(
 }
 
 /// What of `cluster` the zone of `config` is built from: pods only for `pods verified` (an
-/// objects file holds them for the other commands; kept, they would only cost memory).
+/// objects file holds them for the other commands; kept, they would only cost memory), and
+/// of each object only what the zone reads ([`zone::trim`]).
 fn needed(mut cluster: Cluster, config: &KubernetesConfig) -> Cluster {
     if config.pods != crate::config::PodMode::Verified {
         cluster.pods.clear();
     }
+    zone::trim_cluster(&mut cluster, config);
     cluster
 }
 
@@ -397,6 +420,36 @@ mod tests {
     }
 
     #[test]
+    fn a_change_of_nothing_the_zone_reads_publishes_nothing() {
+        let cluster = shop();
+        let (mut publisher, _) =
+            Publisher::start(config(), Vec::new(), cluster.clone(), at(1), None);
+        let mut service = cluster
+            .services
+            .values()
+            .find(|service| service.selector.is_some() && !service.ports.is_empty())
+            .unwrap()
+            .clone();
+        service.labels.insert("release".into(), "2".into());
+        service.selector = Some([("app".to_owned(), "other".to_owned())].into());
+        publisher.change(Change::Upsert(Box::new(Object::Service(service.clone()))));
+        assert!(!publisher.is_dirty());
+        assert!(publisher.publish(at(2)).is_none());
+        let mut slice = cluster.endpoint_slices.values().next().unwrap().clone();
+        for endpoint in &mut slice.endpoints {
+            endpoint.node_name = Some("elsewhere".into());
+        }
+        publisher.change(Change::Upsert(Box::new(Object::EndpointSlice(slice))));
+        assert!(publisher.publish(at(3)).is_none());
+        // A port is read: published.
+        service.ports[0].port += 1;
+        publisher.change(Change::Upsert(Box::new(Object::Service(service))));
+        let published = publisher.publish(at(4)).unwrap();
+        assert!(!published.whole);
+        assert_eq!(published.serial, 4);
+    }
+
+    #[test]
     fn a_changed_file_is_applied_as_a_diff_of_objects() {
         let old = shop();
         let mut new = shop();
@@ -412,10 +465,19 @@ mod tests {
         assert!(!published.whole);
         let mut kept = new.clone();
         kept.pods.clear();
+        crate::zone::trim_cluster(&mut kept, &config());
         assert_eq!(
             publisher.cluster(),
             &kept,
-            "pods are kept for `pods verified` only"
+            "pods are kept for `pods verified` only, and of the objects what the zone reads"
+        );
+        assert!(
+            publisher
+                .cluster()
+                .services
+                .values()
+                .all(|service| service.selector.as_ref().is_none_or(|s| s.is_empty())),
+            "trimmed"
         );
         let full = standalone(&new, &config(), &[], at(2));
         let zone_file = |snapshot: &Snapshot| {

@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use super::name::{WireName, parent};
+use super::node::Node;
 use super::records::{self, Filter, View};
 use super::rrset::{self, RrSetBuilder, rtype};
 use super::shards::Sharded;
-use super::{Map, Node, ServedZone, Snapshot, Soa};
+use super::{Map, ServedZone, Snapshot, Soa};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Pod, PodPhase, Service};
 
@@ -53,7 +54,7 @@ pub(crate) fn build_full(
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
     let filled = b.fill_empty_non_terminals(&zones);
     let nodes = b.finish();
-    let tree = Tree::of(&zones, nodes.iter().map(|(name, _)| &name[..]), &filled);
+    let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
 
     let pod_namespaces = pod_namespaces(config, &filter);
     let clients = match config.pods {
@@ -472,22 +473,13 @@ impl Builder {
     }
 
     /// The nodes built, each with its RRsets sorted by type and the empty ones dropped.
-    pub(crate) fn finish(self) -> Vec<(Box<[u8]>, Node)> {
+    pub(crate) fn finish(self) -> Vec<Node> {
         self.nodes
             .into_iter()
             .map(|(key, mut node)| {
+                node.sets.retain(|set| !set.is_empty());
                 node.sets.sort_by_key(RrSetBuilder::rtype);
-                let rrsets: Vec<_> = node
-                    .sets
-                    .into_iter()
-                    .filter(|set| !set.is_empty())
-                    .map(RrSetBuilder::finish)
-                    .collect();
-                let node = Node {
-                    rrsets: rrsets.into_boxed_slice(),
-                    cname: node.cname,
-                };
-                (key, node)
+                Node::pack(&key, node.cname.as_deref(), &node.sets)
             })
             .collect()
     }
@@ -551,33 +543,27 @@ impl Tree {
     }
 
     /// Whether `name` is in `nodes` as a built name (not only as an empty non-terminal).
-    pub(crate) fn is_built(&self, nodes: &Sharded<Box<[u8]>, Node>, name: &[u8]) -> bool {
+    pub(crate) fn is_built(&self, nodes: &Sharded<Node>, name: &[u8]) -> bool {
         match self.parents.get(name) {
             Some(parent) => parent.built,
             None => nodes.contains_key(name),
         }
     }
 
-    /// Sets the built name `name` to `node` in `nodes`, adding the empty non-terminals it
-    /// needs above it.
-    pub(crate) fn insert(
-        &mut self,
-        zones: &[ServedZone],
-        nodes: &mut Sharded<Box<[u8]>, Node>,
-        name: Box<[u8]>,
-        node: Node,
-    ) {
-        if let Some(parent) = self.parents.get_mut(&name) {
+    /// Puts the built name `node` in `nodes`, adding the empty non-terminals it needs above
+    /// it.
+    pub(crate) fn insert(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, node: Node) {
+        if let Some(parent) = self.parents.get_mut(node.name()) {
             parent.built = true;
         }
-        let key = name.clone();
-        if nodes.insert(name, node).is_none() {
+        let key: Box<[u8]> = node.name().into();
+        if nodes.insert(node).is_none() {
             self.link(zones, nodes, &key);
         }
     }
 
     /// `name` (new in `nodes`) counts as a child of its parent, which exists from now on.
-    fn link(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Box<[u8]>, Node>, name: &[u8]) {
+    fn link(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
         let Some(up) = Self::parent_in(zones, name) else {
             return;
         };
@@ -594,22 +580,17 @@ impl Tree {
             },
         );
         if !existed {
-            nodes.insert(up.into(), Node::default());
+            nodes.insert(Node::empty(up));
             self.link(zones, nodes, up);
         }
     }
 
     /// `name` is no longer built: it leaves `nodes`, unless names below it keep it as an
     /// empty non-terminal; parents left with neither go too.
-    pub(crate) fn remove(
-        &mut self,
-        zones: &[ServedZone],
-        nodes: &mut Sharded<Box<[u8]>, Node>,
-        name: &[u8],
-    ) {
+    pub(crate) fn remove(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
         if let Some(parent) = self.parents.get_mut(name) {
             parent.built = false;
-            nodes.insert(name.into(), Node::default());
+            nodes.insert(Node::empty(name));
             return;
         }
         if nodes.remove(name).is_some() {
@@ -617,7 +598,7 @@ impl Tree {
         }
     }
 
-    fn unlink(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Box<[u8]>, Node>, name: &[u8]) {
+    fn unlink(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
         let Some(up) = Self::parent_in(zones, name) else {
             return;
         };

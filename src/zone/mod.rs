@@ -3,7 +3,7 @@
 //!
 //! [`build`](build::build) turns a [`Cluster`](crate::model::Cluster) and a
 //! [`KubernetesConfig`](crate::config::KubernetesConfig) into a [`Snapshot`]: a hash map
-//! from lower-case wire name to [`Node`], each node holding its RRsets already in wire
+//! from lower-case wire name to `Node`, each node holding its RRsets already in wire
 //! format. [`Snapshot::lookup`] is then one hash lookup for every name that exists and for
 //! every miss; only pod names under `pods insecure` (an infinite set) and the CNAME chase
 //! of ExternalName services are computed per query.
@@ -14,6 +14,7 @@
 
 mod build;
 pub mod name;
+mod node;
 mod records;
 pub mod rrset;
 mod shards;
@@ -29,6 +30,8 @@ use smallvec::SmallVec;
 
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 use name::{WireName, labels, suffix_offset};
+use node::Node;
+pub use records::{trim, trim_cluster};
 use rrset::{RrSet, rtype};
 use shards::Sharded;
 pub use update::{Applied, Change, Incremental};
@@ -46,13 +49,13 @@ const MAX_CNAME_CHAIN: usize = 8;
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     zones: Vec<ServedZone>,
-    nodes: Sharded<Box<[u8]>, Node>,
+    nodes: Sharded<Node>,
     /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
     pod_namespaces: std::sync::Arc<HashSet<Box<[u8]>, ahash::RandomState>>,
     pods: PodMode,
     /// `pods verified`: each client pod address and its namespace (`None` when pods of two
     /// namespaces claim the address), for *autopath*.
-    clients: Sharded<IpAddr, Option<Box<str>>>,
+    clients: Sharded<(IpAddr, Option<Box<str>>)>,
     ttl: u32,
     serial: u32,
 }
@@ -131,21 +134,6 @@ impl ServedZone {
     }
 }
 
-/// One name of the zone.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Node {
-    /// RRsets sorted by type; empty for an empty non-terminal.
-    rrsets: Box<[RrSet]>,
-    /// For an ExternalName Service: the CNAME target, followed for A, AAAA and TXT.
-    cname: Option<Box<[u8]>>,
-}
-
-impl Node {
-    fn rrset(&self, qtype: u16) -> Option<&RrSet> {
-        self.rrsets.iter().find(|set| set.rtype == qtype)
-    }
-}
-
 /// The rcode of an authoritative answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rcode {
@@ -178,19 +166,19 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    pub(crate) fn answers(set: &'a RrSet) -> Self {
+    pub(crate) fn answers(set: RrSet<'a>) -> Self {
         Self {
             owner: Owner::Question,
             count: set.count,
-            data: Cow::Borrowed(&set.body),
+            data: Cow::Borrowed(set.body),
         }
     }
 
-    fn extra(set: &'a RrSet) -> Option<Self> {
+    fn extra(set: RrSet<'a>) -> Option<Self> {
         (set.extra_count > 0).then_some(Self {
             owner: Owner::Embedded,
             count: set.extra_count,
-            data: Cow::Borrowed(&set.extra),
+            data: Cow::Borrowed(set.extra),
         })
     }
 }
@@ -221,7 +209,7 @@ impl<'a> Answer<'a> {
         }
     }
 
-    fn from_set(zone: usize, set: &'a RrSet) -> Self {
+    fn from_set(zone: usize, set: RrSet<'a>) -> Self {
         let mut answer = Self::new(Rcode::NoError, zone);
         answer.answer.push(Run::answers(set));
         answer.additional.extend(Run::extra(set));
@@ -254,7 +242,7 @@ impl Snapshot {
     /// The namespace of the running pod at `ip` (`pods verified` only; host-network and
     /// terminating pods are not clients, and an address two namespaces claim is nobody's).
     pub fn client_namespace(&self, ip: IpAddr) -> Option<&str> {
-        self.clients.get(&ip.to_canonical())?.as_deref()
+        self.clients.get(&ip.to_canonical())?.1.as_deref()
     }
 
     /// Number of names held (including empty non-terminals).
@@ -307,7 +295,7 @@ impl Snapshot {
         qtype: u16,
         depth: usize,
     ) -> Answer<'s> {
-        if let Some(target) = &node.cname
+        if let Some(target) = node.cname()
             && matches!(qtype, rtype::A | rtype::AAAA | rtype::TXT)
         {
             return self.chase_cname(zone, qname, node, target, qtype, depth);
@@ -430,13 +418,12 @@ impl Snapshot {
         answer
     }
 
-    /// Every name and its RRsets, for zone files and transfers: `(name, rrsets)` per node
-    /// of `zone` that holds records, in no particular order.
-    pub(crate) fn nodes_in(&self, zone: usize) -> impl Iterator<Item = (&[u8], &[RrSet])> + '_ {
-        self.nodes.iter().filter_map(move |(name, node)| {
-            (!node.rrsets.is_empty() && self.zone_of(name) == Some(zone))
-                .then_some((&name[..], &node.rrsets[..]))
-        })
+    /// Every name of `zone` that holds records, for zone files and transfers, in no
+    /// particular order.
+    pub(crate) fn nodes_in(&self, zone: usize) -> impl Iterator<Item = &Node> + '_ {
+        self.nodes
+            .iter()
+            .filter(move |node| node.has_records() && self.zone_of(node.name()) == Some(zone))
     }
 }
 

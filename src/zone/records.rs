@@ -10,8 +10,8 @@ use super::name::WireName;
 use super::rrset::{self, rtype};
 use crate::config::KubernetesConfig;
 use crate::model::{
-    AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Namespace, ObjectKey, Service,
-    ServiceType,
+    AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Labels, Namespace, Object,
+    ObjectKey, Pod, Service, ServiceType,
 };
 
 /// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
@@ -178,6 +178,67 @@ impl<'c, 'k> Filter<'c, 'k> {
             && self.exposed.contains(slice.key.namespace.as_str())
             && self.labels(&slice.labels)
     }
+}
+
+/// Drops from `object` what the zone of `config` never reads, so that a source keeping
+/// objects only to build the zone keeps no more than that: a Service's selector, an
+/// endpoint's node and zone, a pod's spec beyond its namespace and state, and labels
+/// unless the `labels` option matches them. Every read of an object field in this module
+/// and in [`build`](super::build) is of a field kept here.
+pub fn trim(object: &mut Object, config: &KubernetesConfig) {
+    match object {
+        Object::Namespace(_) => {}
+        Object::Service(service) => trim_service(service, config),
+        Object::EndpointSlice(slice) => trim_slice(slice, config),
+        Object::Pod(pod) => trim_pod(pod, config),
+    }
+}
+
+/// [`trim`] on every object of `cluster`.
+pub fn trim_cluster(cluster: &mut Cluster, config: &KubernetesConfig) {
+    for service in cluster.services.values_mut() {
+        trim_service(service, config);
+    }
+    for slice in cluster.endpoint_slices.values_mut() {
+        trim_slice(slice, config);
+    }
+    for pod in cluster.pods.values_mut() {
+        trim_pod(pod, config);
+    }
+}
+
+fn trim_service(service: &mut Service, config: &KubernetesConfig) {
+    // Whether it has one stays: programming latency is reported by that kind of Service.
+    if let Some(selector) = &mut service.selector {
+        selector.clear();
+    }
+    service.load_balancer_source_ranges = Vec::new();
+    if config.labels.is_none() {
+        service.labels = Labels::new();
+    }
+}
+
+fn trim_slice(slice: &mut EndpointSlice, config: &KubernetesConfig) {
+    if config.labels.is_none() {
+        slice.labels = Labels::new();
+    }
+    for endpoint in &mut slice.endpoints {
+        endpoint.node_name = None;
+        endpoint.zone = None;
+        if !config.endpoint_pod_names {
+            endpoint.target_pod = None;
+        }
+    }
+}
+
+fn trim_pod(pod: &mut Pod, config: &KubernetesConfig) {
+    if config.labels.is_none() {
+        pod.labels = Labels::new();
+    }
+    pod.hostname = None;
+    pod.subdomain = None;
+    pod.node_name = None;
+    pod.container_ports = Vec::new();
 }
 
 /// Whether the options expose namespace `ns`.

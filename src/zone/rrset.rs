@@ -44,19 +44,20 @@ pub mod rtype {
 /// Class IN.
 pub const CLASS_IN: u16 = 1;
 
-/// The records of one name for one type, in wire format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RrSet {
+/// The records of one name for one type, in wire format, as a [`Node`](super::node::Node)
+/// holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RrSet<'a> {
     pub(crate) rtype: u16,
     pub(crate) count: u16,
     /// `count` records without owner: TYPE CLASS TTL RDLENGTH RDATA, back to back.
-    pub(crate) body: Box<[u8]>,
+    pub(crate) body: &'a [u8],
     pub(crate) extra_count: u16,
     /// `extra_count` whole records (owner first) for the additional section.
-    pub(crate) extra: Box<[u8]>,
+    pub(crate) extra: &'a [u8],
 }
 
-impl RrSet {
+impl RrSet<'_> {
     /// The record type.
     pub fn rtype(&self) -> u16 {
         self.rtype
@@ -127,14 +128,20 @@ impl RrSetBuilder {
         self.extra_count += 1;
     }
 
-    pub(crate) fn finish(self) -> RrSet {
-        RrSet {
-            rtype: self.rtype,
-            count: self.count,
-            body: self.body.into_boxed_slice(),
-            extra_count: self.extra_count,
-            extra: self.extra.into_boxed_slice(),
-        }
+    pub(crate) fn count(&self) -> u16 {
+        self.count
+    }
+
+    pub(crate) fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    pub(crate) fn extra_count(&self) -> u16 {
+        self.extra_count
+    }
+
+    pub(crate) fn extra(&self) -> &[u8] {
+        &self.extra
     }
 }
 

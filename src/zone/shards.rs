@@ -22,24 +22,40 @@ const NAMES_PER_SHARD: usize = 32;
 /// At most 2^16 shards.
 const MAX_SHARD_BITS: u32 = 16;
 
-/// One shard: a table of entries, shared until a change copies it.
-type Shard<K, V> = Arc<HashTable<(K, V)>>;
+/// An entry of a [`Sharded`] map: a value that carries its own key.
+pub(crate) trait Keyed {
+    /// What the entry is found by.
+    type Key: ?Sized + Hash + Eq;
+    /// The entry's key.
+    fn key(&self) -> &Self::Key;
+}
 
-/// A copy-on-write sharded hash map.
+/// A pair is keyed by its first half.
+impl<K: Hash + Eq, V> Keyed for (K, V) {
+    type Key = K;
+    fn key(&self) -> &K {
+        &self.0
+    }
+}
+
+/// One shard: a table of entries, shared until a change copies it.
+type Shard<T> = Arc<HashTable<T>>;
+
+/// A copy-on-write sharded hash map of entries that carry their keys.
 #[derive(Debug, Clone)]
-pub(crate) struct Sharded<K, V> {
+pub(crate) struct Sharded<T> {
     hasher: ahash::RandomState,
-    shards: Box<[Shard<K, V>]>,
+    shards: Box<[Shard<T>]>,
     len: usize,
 }
 
-impl<K, V> Default for Sharded<K, V> {
+impl<T> Default for Sharded<T> {
     fn default() -> Self {
         Self::with_shards(0)
     }
 }
 
-impl<K, V> Sharded<K, V> {
+impl<T> Sharded<T> {
     /// An empty map with `2^bits` shards.
     fn with_shards(bits: u32) -> Self {
         Self {
@@ -52,14 +68,14 @@ impl<K, V> Sharded<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Clone, V: Clone> Sharded<K, V> {
-    /// A map of `entries`, sharded for their number. A key given twice keeps its last value.
-    pub(crate) fn from_entries(entries: impl ExactSizeIterator<Item = (K, V)>) -> Self {
+impl<T: Keyed + Clone> Sharded<T> {
+    /// A map of `entries`, sharded for their number. A key given twice keeps its last entry.
+    pub(crate) fn from_entries(entries: impl ExactSizeIterator<Item = T>) -> Self {
         let wanted = entries.len() / NAMES_PER_SHARD;
         let bits = (usize::BITS - wanted.leading_zeros()).min(MAX_SHARD_BITS);
         let mut map = Self::with_shards(bits);
-        for (key, value) in entries {
-            map.insert(key, value);
+        for entry in entries {
+            map.insert(entry);
         }
         map
     }
@@ -70,74 +86,72 @@ impl<K: Hash + Eq + Clone, V: Clone> Sharded<K, V> {
         ((hash >> 32) as usize) & (self.shards.len() - 1)
     }
 
-    /// The value of `key`.
-    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
+    /// The entry of `key`.
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&T>
     where
-        K: Borrow<Q>,
+        T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        self.shards[self.shard_of(hash)]
-            .find(hash, |(k, _)| k.borrow() == key)
-            .map(|(_, value)| value)
+        self.shards[self.shard_of(hash)].find(hash, |entry| entry.key().borrow() == key)
     }
 
     /// Whether `key` is present.
     pub(crate) fn contains_key<Q>(&self, key: &Q) -> bool
     where
-        K: Borrow<Q>,
+        T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         self.get(key).is_some()
     }
 
-    /// Sets `key` to `value`; the value it had.
-    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
-        let hash = self.hasher.hash_one(&key);
+    /// Puts `entry` in, in place of the entry with its key; that entry.
+    pub(crate) fn insert(&mut self, entry: T) -> Option<T> {
+        let hash = self.hasher.hash_one(entry.key());
         let index = self.shard_of(hash);
         let hasher = &self.hasher;
         let shard = Arc::make_mut(&mut self.shards[index]);
-        match shard.entry(hash, |(k, _)| *k == key, |(k, _)| hasher.hash_one(k)) {
-            Entry::Occupied(mut occupied) => {
-                Some(std::mem::replace(&mut occupied.get_mut().1, value))
-            }
+        match shard.entry(
+            hash,
+            |present| present.key() == entry.key(),
+            |present| hasher.hash_one(present.key()),
+        ) {
+            Entry::Occupied(mut occupied) => Some(std::mem::replace(occupied.get_mut(), entry)),
             Entry::Vacant(vacant) => {
-                vacant.insert((key, value));
+                vacant.insert(entry);
                 self.len += 1;
                 None
             }
         }
     }
 
-    /// Removes `key`; the value it had.
-    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    /// Removes the entry of `key`, and gives it.
+    pub(crate) fn remove<Q>(&mut self, key: &Q) -> Option<T>
     where
-        K: Borrow<Q>,
+        T::Key: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
         let index = self.shard_of(hash);
         // Look before copying: removing an absent key leaves the shard shared.
-        self.shards[index].find(hash, |(k, _)| k.borrow() == key)?;
+        self.shards[index].find(hash, |entry| entry.key().borrow() == key)?;
         let shard = Arc::make_mut(&mut self.shards[index]);
         let (entry, _) = shard
-            .find_entry(hash, |(k, _)| k.borrow() == key)
+            .find_entry(hash, |entry| entry.key().borrow() == key)
             .ok()?
             .remove();
         self.len -= 1;
-        Some(entry.1)
+        Some(entry)
     }
 
-    /// How many keys the map holds.
+    /// How many entries the map holds.
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Every entry, in no particular order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.shards
-            .iter()
-            .flat_map(|shard| shard.iter().map(|(key, value)| (key, value)))
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.shards.iter().flat_map(|shard| shard.iter())
     }
 
     /// How many shards two maps share (the same table, not copies): for tests and
@@ -168,27 +182,28 @@ mod tests {
         let entries: Vec<(Box<[u8]>, u32)> = (0..10_000u32)
             .map(|n| (n.to_string().into_bytes().into_boxed_slice(), n))
             .collect();
-        let map = Sharded::from_entries(entries.into_iter());
+        let map: Sharded<(Box<[u8]>, u32)> = Sharded::from_entries(entries.into_iter());
         assert_eq!(map.len(), 10_000);
         assert!(map.shard_count() >= 256, "{}", map.shard_count());
-        assert_eq!(map.get(&b"1234"[..]), Some(&1234));
+        assert_eq!(map.get(&b"1234"[..]).map(|e| e.1), Some(1234));
         assert_eq!(map.get(&b"nope"[..]), None);
 
         let mut next = map.clone();
         assert_eq!(
-            next.insert(b"1234".to_vec().into_boxed_slice(), 7),
+            next.insert((b"1234".to_vec().into_boxed_slice(), 7))
+                .map(|e| e.1),
             Some(1234)
         );
-        assert_eq!(next.insert(b"new".to_vec().into_boxed_slice(), 8), None);
-        assert_eq!(next.remove(&b"99"[..]), Some(99));
+        assert_eq!(next.insert((b"new".to_vec().into_boxed_slice(), 8)), None);
+        assert_eq!(next.remove(&b"99"[..]).map(|e| e.1), Some(99));
         assert_eq!(next.remove(&b"99"[..]), None);
         assert_eq!(next.len(), 10_000);
         // The old map is untouched.
-        assert_eq!(map.get(&b"1234"[..]), Some(&1234));
-        assert_eq!(map.get(&b"99"[..]), Some(&99));
+        assert_eq!(map.get(&b"1234"[..]).map(|e| e.1), Some(1234));
+        assert_eq!(map.get(&b"99"[..]).map(|e| e.1), Some(99));
         assert_eq!(map.get(&b"new"[..]), None);
-        assert_eq!(next.get(&b"1234"[..]), Some(&7));
-        assert_eq!(next.get(&b"new"[..]), Some(&8));
+        assert_eq!(next.get(&b"1234"[..]).map(|e| e.1), Some(7));
+        assert_eq!(next.get(&b"new"[..]).map(|e| e.1), Some(8));
         // At most three shards were copied.
         assert!(
             next.shared_with(&map) >= map.shard_count() - 3,
@@ -203,10 +218,10 @@ mod tests {
 
     #[test]
     fn a_small_map_has_one_shard() {
-        let map: Sharded<u32, u32> = Sharded::from_entries([(1, 1), (2, 2)].into_iter());
+        let map: Sharded<(u32, u32)> = Sharded::from_entries([(1, 1), (2, 2)].into_iter());
         assert_eq!(map.shard_count(), 1);
-        assert_eq!(map.get(&2), Some(&2));
-        let empty: Sharded<u32, u32> = Sharded::default();
+        assert_eq!(map.get(&2), Some(&(2, 2)));
+        let empty: Sharded<(u32, u32)> = Sharded::default();
         assert_eq!(empty.get(&2), None);
     }
 }

@@ -21,11 +21,15 @@
 //! exposure with thousands of Services, a re-list) is a full build.
 
 use std::collections::{BTreeSet, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use hashbrown::HashTable;
+use smallvec::SmallVec;
 
 use super::build::{self, BuildContext, Builder, Scope, Tree};
+use super::node::Node;
 use super::records::{self, Filter, View};
-use super::{Map, Node, ServedZone, Snapshot};
+use super::{Map, ServedZone, Snapshot};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Kind, Object, ObjectKey, ObjectRef};
 
@@ -145,8 +149,8 @@ impl Incremental {
             HashSet::new()
         } else {
             self.build_part(cluster, &touched, &previous.zones, &ctx)
-                .into_iter()
-                .map(|(name, _)| name)
+                .iter()
+                .map(|node| node.name().into())
                 .collect()
         };
         for change in changes {
@@ -176,13 +180,15 @@ impl Incremental {
             zone.soa = super::Soa::new(self.config.ttl, serial);
         }
         let after = self.build_part(cluster, &touched, &next.zones, &ctx);
-        let kept: HashSet<Box<[u8]>> = after.iter().map(|(name, _)| name.clone()).collect();
-        for (name, node) in after {
+        let kept: HashSet<Box<[u8]>> = after.iter().map(|node| node.name().into()).collect();
+        for node in after {
             // An unchanged name leaves its shard shared with the previous snapshot.
-            if next.nodes.get(&name) == Some(&node) && self.tree.is_built(&next.nodes, &name) {
+            if next.nodes.get(node.name()) == Some(&node)
+                && self.tree.is_built(&next.nodes, node.name())
+            {
                 continue;
             }
-            self.tree.insert(&next.zones, &mut next.nodes, name, node);
+            self.tree.insert(&next.zones, &mut next.nodes, node);
         }
         let mut removed = 0;
         for name in before.difference(&kept) {
@@ -201,7 +207,7 @@ impl Incremental {
                 let mut clients = build::client_namespaces(pods, &filter.exposed);
                 match clients.remove(ip) {
                     Some(namespace) => {
-                        next.clients.insert(*ip, namespace);
+                        next.clients.insert((*ip, namespace));
                     }
                     None => {
                         next.clients.remove(ip);
@@ -219,13 +225,13 @@ impl Incremental {
         touched: &Touched,
         zones: &[ServedZone],
         ctx: &BuildContext,
-    ) -> Vec<(Box<[u8]>, Node)> {
+    ) -> Vec<Node> {
         let config = &self.config;
         let filter = Filter::new(cluster, config);
         let mut slice_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
         let mut service_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
         for ip in touched.ips.iter().chain(&self.local_ips) {
-            for reference in self.index.at(ip) {
+            for reference in self.index.at(*ip) {
                 match reference {
                     Ref::Slice(key) => {
                         slice_keys.insert(key);
@@ -253,7 +259,7 @@ impl Incremental {
             .collect();
         let mut pod_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
         for (namespace, ip) in &touched.pod_names {
-            for reference in self.index.at(ip) {
+            for reference in self.index.at(*ip) {
                 if let Ref::Pod(key) = reference
                     && key.namespace == *namespace
                     && cluster
@@ -397,12 +403,26 @@ impl Touched {
 
 /// Objects by the addresses they hold: a Service by its ClusterIPs, a slice by its
 /// endpoints' addresses, a pod (under `pods verified`) by its addresses.
+///
+/// A cluster has far more addresses than objects (150,000 endpoints in 10,000 slices), so
+/// each object is stored once, under a number, and an address holds the numbers of its
+/// holders (usually one, inline).
 #[derive(Debug, Default)]
 struct Index {
-    by_ip: Map<IpAddr, Vec<Ref>>,
+    /// The objects indexed, by number; a freed number is reused.
+    objects: Vec<Option<Ref>>,
+    free: Vec<u32>,
+    /// The number of each indexed object, hashed by the object it stands for.
+    numbers: HashTable<u32>,
+    hasher: ahash::RandomState,
+    by_v4: Map<Ipv4Addr, Holders>,
+    by_v6: Map<Ipv6Addr, Holders>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The numbers of the objects holding one address.
+type Holders = SmallVec<[u32; 2]>;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Ref {
     Service(ObjectKey),
     Slice(ObjectKey),
@@ -424,8 +444,19 @@ impl Index {
         index
     }
 
-    fn at(&self, ip: &IpAddr) -> &[Ref] {
-        self.by_ip.get(ip).map_or(&[], Vec::as_slice)
+    fn holders(&self, ip: IpAddr) -> &[u32] {
+        let holders = match ip {
+            IpAddr::V4(v4) => self.by_v4.get(&v4),
+            IpAddr::V6(v6) => self.by_v6.get(&v6),
+        };
+        holders.map_or(&[], |holders| holders.as_slice())
+    }
+
+    /// The objects holding `ip`.
+    fn at(&self, ip: IpAddr) -> impl Iterator<Item = &Ref> + '_ {
+        self.holders(ip)
+            .iter()
+            .filter_map(|number| self.objects.get(*number as usize)?.as_ref())
     }
 
     fn pods_with<'c>(
@@ -433,7 +464,7 @@ impl Index {
         cluster: &'c Cluster,
         ip: IpAddr,
     ) -> impl Iterator<Item = &'c crate::model::Pod> + use<'c, '_> {
-        self.at(&ip).iter().filter_map(|reference| match reference {
+        self.at(ip).filter_map(|reference| match reference {
             Ref::Pod(key) => cluster.pods.get(key),
             _ => None,
         })
@@ -462,14 +493,56 @@ impl Index {
         }
     }
 
+    /// The number of `reference`, if it is indexed.
+    fn number_of(&self, reference: &Ref) -> Option<u32> {
+        let hash = self.hasher.hash_one(reference);
+        self.numbers
+            .find(hash, |number| {
+                self.objects[*number as usize].as_ref() == Some(reference)
+            })
+            .copied()
+    }
+
+    fn holders_mut(&mut self, ip: IpAddr) -> &mut Holders {
+        match ip {
+            IpAddr::V4(v4) => self.by_v4.entry(v4).or_default(),
+            IpAddr::V6(v6) => self.by_v6.entry(v6).or_default(),
+        }
+    }
+
     fn add(&mut self, object: ObjectRef<'_>, config: &KubernetesConfig) {
         let (ips, Some(reference)) = Self::entries(object, config) else {
             return;
         };
+        if ips.is_empty() {
+            return;
+        }
+        let number = match self.number_of(&reference) {
+            Some(number) => number,
+            None => {
+                let hash = self.hasher.hash_one(&reference);
+                let number = match self.free.pop() {
+                    Some(number) => {
+                        self.objects[number as usize] = Some(reference);
+                        number
+                    }
+                    None => {
+                        // Fewer objects than addresses, and far fewer than 2^32.
+                        self.objects.push(Some(reference));
+                        (self.objects.len() - 1) as u32
+                    }
+                };
+                let (objects, hasher) = (&self.objects, &self.hasher);
+                self.numbers.insert_unique(hash, number, |number| {
+                    hasher.hash_one(objects[*number as usize].as_ref())
+                });
+                number
+            }
+        };
         for ip in ips {
-            let refs = self.by_ip.entry(ip).or_default();
-            if !refs.contains(&reference) {
-                refs.push(reference.clone());
+            let holders = self.holders_mut(ip);
+            if !holders.contains(&number) {
+                holders.push(number);
             }
         }
     }
@@ -478,14 +551,31 @@ impl Index {
         let (ips, Some(reference)) = Self::entries(object, config) else {
             return;
         };
+        let Some(number) = self.number_of(&reference) else {
+            return;
+        };
         for ip in ips {
-            if let Some(refs) = self.by_ip.get_mut(&ip) {
-                refs.retain(|r| *r != reference);
-                if refs.is_empty() {
-                    self.by_ip.remove(&ip);
-                }
+            let emptied = match ip {
+                IpAddr::V4(v4) => self.by_v4.get_mut(&v4),
+                IpAddr::V6(v6) => self.by_v6.get_mut(&v6),
+            }
+            .is_some_and(|holders| {
+                holders.retain(|held| *held != number);
+                holders.is_empty()
+            });
+            if emptied {
+                match ip {
+                    IpAddr::V4(v4) => self.by_v4.remove(&v4),
+                    IpAddr::V6(v6) => self.by_v6.remove(&v6),
+                };
             }
         }
+        let hash = self.hasher.hash_one(&reference);
+        if let Ok(entry) = self.numbers.find_entry(hash, |held| *held == number) {
+            entry.remove();
+        }
+        self.objects[number as usize] = None;
+        self.free.push(number);
     }
 }
 

@@ -12,18 +12,20 @@ use hickory_proto::rr::{RData, Record, RecordType};
 use serde::Serialize;
 
 use super::name::{WireName, canonical_cmp};
+use super::node::Node;
 use super::rrset::{CLASS_IN, RrSet, rtype};
 use super::{Owner, Run, Snapshot};
 
 /// Every record of `zone` (an index into [`Snapshot::zones`]): the SOA first, then names in
 /// canonical order, types in numeric order, and the records of a set in text order.
 pub fn zone_records(snapshot: &Snapshot, zone: usize) -> Vec<Record> {
-    let mut nodes: Vec<(&[u8], &[RrSet])> = snapshot.nodes_in(zone).collect();
-    nodes.sort_by(|a, b| canonical_cmp(a.0, b.0));
+    let mut nodes: Vec<&Node> = snapshot.nodes_in(zone).collect();
+    nodes.sort_by(|a, b| canonical_cmp(a.name(), b.name()));
     let mut soa = Vec::new();
     let mut rest = Vec::new();
-    for (name, sets) in nodes {
-        for set in sets {
+    for node in nodes {
+        let name = node.name();
+        for set in node.rrsets() {
             let mut records = decode_rrset(name, set);
             records.sort_by(compare_text);
             if set.rtype == rtype::SOA {
@@ -43,7 +45,7 @@ fn compare_text(a: &Record, b: &Record) -> Ordering {
 
 /// Decodes one prepared RRset into records owned by `name`, through a message shaped like
 /// the answer to a query for it (so pointers to the question resolve).
-fn decode_rrset(name: &[u8], set: &RrSet) -> Vec<Record> {
+fn decode_rrset(name: &[u8], set: RrSet<'_>) -> Vec<Record> {
     let mut bytes = Vec::with_capacity(64 + set.body.len());
     bytes.extend_from_slice(&[0, 0, 0x84, 0, 0, 1]);
     bytes.extend_from_slice(&set.count.to_be_bytes());

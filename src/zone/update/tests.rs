@@ -67,8 +67,10 @@ fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) ->
     } else {
         json!({})
     };
-    let value = json!({"metadata": {"name": name, "namespace": ns, "labels": labels},
+    let mut value = json!({"metadata": {"name": name, "namespace": ns, "labels": labels},
                        "spec": spec});
+    // A selector, which the zone never reads (the updates see it trimmed, the full builds not).
+    value["spec"]["selector"] = json!({"app": name});
     Object::Service(convert::service(&serde_json::from_value(value).unwrap()).unwrap())
 }
 
@@ -88,6 +90,8 @@ fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], porte
                 "addresses": [ip(e.address)],
                 "conditions": {"ready": e.ready},
                 "targetRef": {"kind": "Pod", "name": PODS[e.pod % PODS.len()], "namespace": ns},
+                "nodeName": "node-1",
+                "zone": "zone-a",
             });
             if let Some(h) = e.hostname {
                 value["hostname"] = json!(["h0", "h1"][h % 2]);
@@ -120,8 +124,11 @@ fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], porte
 fn pod(ns: &str, name: &str, address: usize, phase: usize, host_network: bool) -> Object {
     let phase = ["Running", "Pending", "Succeeded"][phase % 3];
     let value = json!({
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"hostNetwork": host_network, "containers": []},
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": if address.is_multiple_of(2) { json!({"app": "dns"}) } else { json!({}) }},
+        "spec": {"hostNetwork": host_network, "nodeName": "node-1", "hostname": "h",
+                 "subdomain": "s",
+                 "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 80}]}]},
         "status": {"phase": phase,
                    "podIP": ip(address), "podIPs": [{"ip": ip(address)}]},
     });
@@ -221,13 +228,14 @@ fn contents(snapshot: &Snapshot) -> String {
     let nodes: BTreeMap<String, &Node> = snapshot
         .nodes
         .iter()
-        .map(|(name, node)| {
+        .map(|node| {
             let mut dotted = String::new();
-            crate::zone::name::write_dotted(name, &mut dotted).unwrap();
+            crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
             (dotted, node)
         })
         .collect();
-    let clients: BTreeMap<&IpAddr, &Option<Box<str>>> = snapshot.clients.iter().collect();
+    let clients: BTreeMap<&IpAddr, &Option<Box<str>>> =
+        snapshot.clients.iter().map(|(ip, ns)| (ip, ns)).collect();
     let mut pod_namespaces: Vec<_> = snapshot.pod_namespaces.iter().collect();
     pod_namespaces.sort();
     format!(
@@ -247,22 +255,45 @@ fn ctx(serial: u32) -> BuildContext {
 }
 
 /// Applies `batches` to an empty cluster with updates, and checks each result against a
-/// full build of the same objects.
+/// full build of the same objects. The updates see the objects as a publisher keeps them,
+/// trimmed to what the zone reads ([`crate::zone::trim`]); the full builds see them whole.
 fn check(variant: usize, initial: Vec<Change>, batches: Vec<Vec<Change>>) {
     let config = config(variant);
-    let mut cluster = Cluster::default();
+    let mut whole = Cluster::default();
     for change in initial {
         if let Change::Upsert(object) = change {
-            cluster.insert(*object);
+            whole.insert(*object);
         }
     }
+    let mut cluster = whole.clone();
+    crate::zone::trim_cluster(&mut cluster, &config);
     let (mut snapshot, mut incremental) = Incremental::build(&cluster, &config, &ctx(1));
     incremental.set_most_parts(usize::MAX);
     for (step, batch) in batches.into_iter().enumerate() {
         let serial = 2 + step as u32;
-        let (next, applied) = incremental.apply(&mut cluster, batch.clone(), &snapshot, serial);
+        for change in batch.clone() {
+            match change {
+                Change::Upsert(object) => {
+                    whole.replace(*object);
+                }
+                Change::Delete(kind, key) => {
+                    whole.remove(kind, &key);
+                }
+            }
+        }
+        let trimmed: Vec<Change> = batch
+            .iter()
+            .cloned()
+            .map(|mut change| {
+                if let Change::Upsert(object) = &mut change {
+                    crate::zone::trim(object, &config);
+                }
+                change
+            })
+            .collect();
+        let (next, applied) = incremental.apply(&mut cluster, trimmed, &snapshot, serial);
         assert!(matches!(applied, Applied::Names { .. }), "{applied:?}");
-        let full = full_build(&cluster, &config, &ctx(serial));
+        let full = full_build(&whole, &config, &ctx(serial));
         let (got, want) = (contents(&next), contents(&full));
         if got != want {
             let diff: Vec<String> = got
