@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clusterdns::config::{ForwardConfig, ForwardPolicy, Upstream};
+use clusterdns::config::{ForwardConfig, ForwardPolicy, Upstream, UpstreamTransport};
 use clusterdns::forward::{ForwardError, Forwarded, Forwarder, Timeouts, forward_metrics};
 use clusterdns::metrics::{Collect, Exposition};
 use clusterdns::server::Transport;
@@ -31,6 +31,7 @@ fn config(to: &[SocketAddr]) -> ForwardConfig {
                 addr: *addr,
                 name: addr.to_string(),
                 from_file: None,
+                transport: UpstreamTransport::Dns,
             })
             .collect(),
         except: Vec::new(),
@@ -48,6 +49,7 @@ fn config(to: &[SocketAddr]) -> ForwardConfig {
         next: Vec::new(),
         failover: Vec::new(),
         failfast_all_unhealthy_upstreams: false,
+        tls: None,
         line: 1,
     }
 }
@@ -602,6 +604,7 @@ async fn failover_rcodes_move_on_and_the_last_reply_stands() {
         addr: refusing.addr,
         name: refusing.addr.to_string(),
         from_file: None,
+        transport: UpstreamTransport::Dns,
     });
     let asked = failing.queries();
     let message = reply(

@@ -10,6 +10,7 @@ mod deploy;
 mod e2e;
 mod external_name;
 mod forward;
+mod forward_tls;
 mod live;
 mod loader;
 mod observe;

@@ -40,6 +40,7 @@ mod stream;
 mod syntax;
 #[cfg(test)]
 mod test_support;
+mod tls;
 mod zone;
 
 use std::net::{IpAddr, SocketAddr};
@@ -66,6 +67,7 @@ pub use shorthand::{
     shorthand_corefile_with, shorthand_with,
 };
 pub(crate) use stream::{MAX_FILE_BYTES, read_regular};
+pub use tls::{ClientIdentity, ForwardTls};
 pub use zone::parse_cidr;
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
@@ -215,8 +217,26 @@ pub struct ForwardConfig {
     pub failover: Vec<u16>,
     /// `failfast_all_unhealthy_upstreams`.
     pub failfast_all_unhealthy_upstreams: bool,
+    /// The TLS client settings of the `tls://` upstreams: the `tls` option's files, or the
+    /// system's trust anchors; `None` when no upstream is `tls://`.
+    pub tls: Option<ForwardTls>,
     /// Line of the directive.
     pub line: usize,
+}
+
+/// How *forward* reaches one upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum UpstreamTransport {
+    /// Plain DNS over UDP and TCP (`dns://` or no scheme).
+    #[default]
+    Dns,
+    /// DNS over TLS (`tls://`, RFC 7858): every query goes over TLS, whatever transport the
+    /// client used.
+    Tls {
+        /// The name the upstream's certificate is verified for (and sent as SNI when it is
+        /// a host name): `tls://IP%NAME`, else `tls_servername`, else the IP address.
+        server_name: String,
+    },
 }
 
 /// One upstream of *forward*.
@@ -228,6 +248,8 @@ pub struct Upstream {
     pub name: String,
     /// The resolv.conf it was read from, if any (for messages).
     pub from_file: Option<PathBuf>,
+    /// Plain DNS, or DNS over TLS.
+    pub transport: UpstreamTransport,
 }
 
 /// *forward*'s `policy`.

@@ -61,6 +61,9 @@ pub enum Cause {
     Eof,
     /// An error from the operating system, in Go's words (`connection refused`).
     Os(String),
+    /// The TLS handshake with a `tls://` upstream failed: its certificate does not verify
+    /// (`invalid peer certificate: ...`), or it refused ours.
+    Tls(String),
 }
 
 impl NetError {
@@ -144,6 +147,7 @@ impl fmt::Display for NetError {
                 let syscall = if self.op == Op::Dial { "connect" } else { op };
                 write!(f, ": {syscall}: {text}")
             }
+            Cause::Tls(text) => write!(f, ": tls: {text}"),
         }
     }
 }

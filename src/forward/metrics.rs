@@ -57,13 +57,19 @@ pub(super) enum Proto {
     Udp = 0,
     /// `tcp`.
     Tcp = 1,
+    /// `tcp-tls`: DNS over TLS, as CoreDNS labels it.
+    Tls = 2,
 }
 
 impl Proto {
+    /// Every transport, in label order.
+    const ALL: [Proto; 3] = [Proto::Udp, Proto::Tcp, Proto::Tls];
+
     pub(super) fn label(self) -> &'static str {
         match self {
             Proto::Udp => "udp",
             Proto::Tcp => "tcp",
+            Proto::Tls => "tcp-tls",
         }
     }
 }
@@ -78,9 +84,9 @@ pub(super) struct UpstreamMetrics {
     /// Exchange durations for other rcodes.
     other: Mutex<Vec<(u16, Histogram)>>,
     /// Connection cache hits by [`Proto`].
-    hits: [Counter; 2],
+    hits: [Counter; 3],
     /// Connection cache misses by [`Proto`].
-    misses: [Counter; 2],
+    misses: [Counter; 3],
     /// Failed health checks.
     health_check_failures: Counter,
 }
@@ -218,7 +224,7 @@ impl Collect for ForwardMetrics {
                 } else {
                     &upstream.misses
                 };
-                for proto in [Proto::Udp, Proto::Tcp] {
+                for proto in Proto::ALL {
                     let value = counters[proto as usize].get();
                     if value > 0 {
                         out.sample(

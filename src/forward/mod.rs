@@ -12,7 +12,9 @@
 //!   `failfast_all_unhealthy_upstreams`;
 //! - the client's message goes out unchanged (EDNS, DO, cookies...) but for a fresh random
 //!   ID per attempt, over the client's transport, or TCP with `force_tcp`, or UDP with
-//!   `prefer_udp`; a truncated UDP reply is asked again over TCP;
+//!   `prefer_udp`, or always over TLS to a `tls://` upstream (DNS over TLS, RFC 7858, with
+//!   the certificate verified for its server name); a truncated UDP reply is asked again over
+//!   TCP;
 //! - only a reply with the attempt's ID and the query's question is taken; anything else
 //!   read from the socket is dropped and the wait goes on, so no client ever gets someone
 //!   else's answer;
@@ -27,8 +29,9 @@
 //! Upstream health is CoreDNS's in-band check: a failed exchange starts a loop that sends
 //! `<domain> IN NS` (RD unless `no_rec`) every `health_check` interval until any reply
 //! comes back; `max_fails` failed checks in a row mark the upstream down, one reply marks it
-//! up. Connections are reused: connected UDP sockets and open TCP connections are kept per
-//! upstream while idle for at most `expire`, at most `max_idle_conns` of each.
+//! up (a `tls://` upstream is checked over TLS). Connections are reused: connected UDP sockets
+//! and open TCP and TLS connections are kept per upstream while idle for at most `expire`, at
+//! most `max_idle_conns` of each, so that one TLS handshake serves many queries.
 //!
 //! An upstream that is this server itself (its port and an address this server listens on,
 //! typically systemd-resolved's `127.0.0.53` in a node's resolv.conf while listening on
@@ -73,13 +76,15 @@ use std::time::Duration;
 use hickory_proto::rr::Name;
 use smallvec::SmallVec;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Cause, ForwardError, NetError, Op};
 pub use looped::is_looping;
 pub use metrics::{ForwardMetrics, forward_metrics};
 
-use crate::config::{ForwardConfig, Upstream as UpstreamConfig};
+use crate::config::{ForwardConfig, ForwardTls, Upstream as UpstreamConfig, UpstreamTransport};
 use crate::metrics::{Collect, Exposition};
 use crate::server::Transport;
 use crate::zone::name::suffix_offset;
@@ -178,19 +183,37 @@ impl Forwarder {
         let mut warnings = Vec::new();
         let host_ips = host_addresses(local);
         let mut upstreams = Vec::new();
+        let mut connector = None;
         for upstream in &config.to {
-            match local
+            if let Some(listen) = local
                 .iter()
                 .find(|listen| is_self(upstream.addr, **listen, &host_ips))
             {
-                Some(listen) => warnings.push(loop_warning(upstream, *listen)),
-                None => upstreams.push(Arc::new(Upstream::new(
-                    upstream.addr,
-                    &upstream.name,
-                    config.expire,
-                    config.max_idle_conns,
-                ))),
+                warnings.push(loop_warning(upstream, *listen));
+                continue;
             }
+            let tls = match &upstream.transport {
+                UpstreamTransport::Dns => None,
+                UpstreamTransport::Tls { server_name } => {
+                    match tls_target(config, &mut connector, server_name) {
+                        Ok(tls) => Some(tls),
+                        Err(why) => {
+                            warnings.push(format!(
+                                "forward: upstream tls://{} is not used: {why}",
+                                upstream.name
+                            ));
+                            continue;
+                        }
+                    }
+                }
+            };
+            upstreams.push(Arc::new(Upstream::new(
+                upstream.addr,
+                &upstream.name,
+                config.expire,
+                config.max_idle_conns,
+                tls,
+            )));
         }
         if upstreams.is_empty() {
             warnings.push(format!(
@@ -422,6 +445,7 @@ impl Forwarder {
         limits: Limits,
     ) -> Result<Reply, ForwardError> {
         let _in_flight = looped::note(upstream.addr.ip(), &framed[2..], info.question_end);
+        let proto = upstream.transport(proto);
         let reply = upstream.exchange(framed, info, proto, limits).await?;
         if !(reply.info.truncated && proto == Proto::Udp) {
             return Ok(reply);
@@ -483,6 +507,34 @@ impl Drop for Slot<'_> {
             in_flight.fetch_sub(1, Ordering::AcqRel);
         }
     }
+}
+
+/// The TLS session settings of one `tls://` upstream; the *forward*'s connector is built
+/// once, on its first `tls://` upstream, from its `tls` settings (the system's trust anchors
+/// when it has none, as for a configuration not read from a Corefile).
+fn tls_target(
+    config: &ForwardConfig,
+    connector: &mut Option<TlsConnector>,
+    server_name: &str,
+) -> Result<upstream::Tls, String> {
+    let server_name = ServerName::try_from(server_name.to_owned())
+        .map_err(|_| format!("'{server_name}' is not a host name or IP address"))?;
+    let connector = match connector {
+        Some(connector) => connector.clone(),
+        None => {
+            let settings = match &config.tls {
+                Some(settings) => settings.clone(),
+                None => ForwardTls::system_roots()?,
+            };
+            let built = TlsConnector::from(Arc::new(settings.client_config()?));
+            *connector = Some(built.clone());
+            built
+        }
+    };
+    Ok(upstream::Tls {
+        connector,
+        server_name,
+    })
 }
 
 /// A name in lower-case wire format.
@@ -581,6 +633,7 @@ mod tests {
                     addr: addr(to),
                     name: (*to).to_owned(),
                     from_file: None,
+                    transport: crate::config::UpstreamTransport::Dns,
                 })
                 .collect(),
             except: Vec::new(),
@@ -598,6 +651,7 @@ mod tests {
             next: Vec::new(),
             failover: Vec::new(),
             failfast_all_unhealthy_upstreams: false,
+            tls: None,
             line: 1,
         }
     }

@@ -1,16 +1,27 @@
-//! One upstream: its cached connections, one query's exchange with it over UDP or TCP, and
-//! its health (CoreDNS's `plugin/pkg/proxy`).
+//! One upstream: its cached connections, one query's exchange with it over UDP, TCP or TLS,
+//! and its health (CoreDNS's `plugin/pkg/proxy`).
+//!
+//! DNS over TLS (RFC 7858) is DNS over TCP inside a TLS session: the same two-byte length
+//! framing, on connections that are kept open and reused while idle for at most `expire`,
+//! like TCP ones, so that a handshake is paid once for many queries. As in CoreDNS, a
+//! connection carries one query at a time (more queries at once open more connections);
+//! replies are matched by ID and question, and anything else read is skipped.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::time::{Instant, timeout_at};
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, ForwardError, NetError, Op};
@@ -37,6 +48,25 @@ pub(super) struct Upstream {
     pool: Pool,
     /// This upstream's series (shared with every forwarder using it).
     pub metrics: Arc<UpstreamMetrics>,
+    /// `tls://`: how sessions are set up; every exchange goes over TLS.
+    tls: Option<Tls>,
+}
+
+/// How to open a TLS session with an upstream.
+#[derive(Clone)]
+pub(super) struct Tls {
+    /// The client configuration (roots, client certificate) of the *forward*.
+    pub connector: TlsConnector,
+    /// The name the upstream's certificate must be valid for.
+    pub server_name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A reply that matched the query.
@@ -87,6 +117,7 @@ impl Upstream {
         name: &str,
         expire: Duration,
         max_idle_conns: usize,
+        tls: Option<Tls>,
     ) -> Self {
         Self {
             addr,
@@ -95,6 +126,17 @@ impl Upstream {
             probing: AtomicBool::new(false),
             pool: Pool::new(expire, max_idle_conns),
             metrics: forward_metrics().upstream(name),
+            tls,
+        }
+    }
+
+    /// The transport of an exchange the client's side would do over `proto`: TLS for a
+    /// `tls://` upstream whatever the client used (CoreDNS's `tcp-tls`), else `proto`.
+    pub(super) fn transport(&self, proto: Proto) -> Proto {
+        if self.tls.is_some() {
+            Proto::Tls
+        } else {
+            proto
         }
     }
 
@@ -127,7 +169,10 @@ impl Upstream {
             let started = Instant::now();
             let result = match proto {
                 Proto::Udp => self.exchange_udp(&framed[2..], id, info, limits).await,
-                Proto::Tcp => match self.exchange_tcp(framed, id, info, limits, fresh).await {
+                Proto::Tcp | Proto::Tls => match self
+                    .exchange_stream(framed, id, info, proto, limits, fresh)
+                    .await
+                {
                     // Once, on a new connection.
                     Err(TcpFailure::CachedClosed) => {
                         fresh = true;
@@ -208,23 +253,33 @@ impl Upstream {
         Ok(socket)
     }
 
-    async fn exchange_tcp(
+    /// An exchange over TCP or TLS (`proto`), on a cached connection unless `fresh`.
+    async fn exchange_stream(
         &self,
         framed: &[u8],
         id: u16,
         info: &QueryInfo,
+        proto: Proto,
         limits: Limits,
         fresh: bool,
     ) -> Result<Reply, TcpFailure> {
-        let parked = if fresh { None } else { self.pool.take_tcp() };
+        let parked = if fresh {
+            None
+        } else {
+            self.pool.take_stream(proto)
+        };
         let (mut stream, cached) = match parked {
             Some(stream) => (stream, true),
-            None => (self.dial_tcp(limits).await?, false),
+            None => (self.dial_stream(proto, limits).await?, false),
         };
-        self.metrics.conn_cache(Proto::Tcp, cached);
-        let local = stream.local_addr().ok();
-        let error = |op, cause| NetError::new(op, "tcp", local, self.addr, cause);
-        match timeout_at(limits.step(), stream.write_all(framed)).await {
+        self.metrics.conn_cache(proto, cached);
+        let local = stream.local_addr();
+        let error = |op, cause| NetError::new(op, proto.label(), local, self.addr, cause);
+        let write = async {
+            stream.write_all(framed).await?;
+            stream.flush().await
+        };
+        match timeout_at(limits.step(), write).await {
             Err(_) => return Err(error(Op::Write, Cause::Timeout).into()),
             Ok(Err(_)) if cached => return Err(TcpFailure::CachedClosed),
             Ok(Err(e)) => return Err(error(Op::Write, Cause::of(&e)).into()),
@@ -270,22 +325,33 @@ impl Upstream {
             Err(_) => Err(error(Op::Read, Cause::Timeout).into()),
             Ok(Err(failure)) => Err(failure),
             Ok(Ok((bytes, info))) => {
-                self.pool.put_tcp(stream);
+                self.pool.put_stream(proto, stream);
                 Ok(Reply { bytes, info })
             }
         }
     }
 
-    async fn dial_tcp(&self, limits: Limits) -> Result<TcpStream, NetError> {
-        let error = |cause| NetError::new(Op::Dial, "tcp", None, self.addr, cause);
-        match timeout_at(limits.step(), TcpStream::connect(self.addr)).await {
-            Err(_) => Err(error(Cause::Timeout)),
-            Ok(Err(e)) => Err(error(Cause::of(&e))),
-            Ok(Ok(stream)) => {
-                // Queries are single small writes; do not let Nagle hold them back.
-                let _ = stream.set_nodelay(true);
-                Ok(stream)
+    /// A new TCP connection, with a TLS session on it for [`Proto::Tls`], within one step.
+    async fn dial_stream(&self, proto: Proto, limits: Limits) -> Result<Stream, NetError> {
+        let deadline = limits.step();
+        let error = |cause| NetError::new(Op::Dial, proto.label(), None, self.addr, cause);
+        let tcp = match timeout_at(deadline, TcpStream::connect(self.addr)).await {
+            Err(_) => return Err(error(Cause::Timeout)),
+            Ok(Err(e)) => return Err(error(Cause::of(&e))),
+            Ok(Ok(stream)) => stream,
+        };
+        // Queries are single small writes; do not let Nagle hold them back.
+        let _ = tcp.set_nodelay(true);
+        match (&self.tls, proto) {
+            (Some(tls), Proto::Tls) => {
+                let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
+                match timeout_at(deadline, handshake).await {
+                    Err(_) => Err(error(Cause::Timeout)),
+                    Ok(Err(e)) => Err(error(tls_cause(&e))),
+                    Ok(Ok(session)) => Ok(Stream::Tls(Box::new(session))),
+                }
             }
+            _ => Ok(Stream::Tcp(tcp)),
         }
     }
 
@@ -338,12 +404,20 @@ impl Upstream {
         message::set_id(&mut query, id);
         let deadline = Instant::now() + check.timeout;
         let attempt = async {
-            if check.tcp {
-                let mut stream = TcpStream::connect(self.addr).await?;
+            if check.tcp || self.tls.is_some() {
+                let tcp = TcpStream::connect(self.addr).await?;
+                // Over the upstream's own transport: TLS for a tls:// one, as CoreDNS.
+                let mut stream = match &self.tls {
+                    Some(tls) => Stream::Tls(Box::new(
+                        tls.connector.connect(tls.server_name.clone(), tcp).await?,
+                    )),
+                    None => Stream::Tcp(tcp),
+                };
                 let mut framed = Vec::with_capacity(query.len() + 2);
                 framed.extend_from_slice(&(query.len() as u16).to_be_bytes());
                 framed.extend_from_slice(&query);
                 stream.write_all(&framed).await?;
+                stream.flush().await?;
                 loop {
                     let mut length = [0u8; 2];
                     stream.read_exact(&mut length).await?;
@@ -394,6 +468,71 @@ impl From<NetError> for TcpFailure {
     }
 }
 
+/// Why a TLS handshake failed: a certificate that does not verify, a protocol the upstream
+/// does not speak, or the connection closing under it. Prefixed `tls:` as Go's errors are.
+fn tls_cause(error: &io::Error) -> Cause {
+    match error.kind() {
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => Cause::of(error),
+        _ => Cause::Tls(error.to_string()),
+    }
+}
+
+/// A TCP connection, or a TLS session over one.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    fn local_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Stream::Tcp(tcp) => tcp.local_addr().ok(),
+            Stream::Tls(tls) => tls.get_ref().0.local_addr().ok(),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(tcp) => Pin::new(tcp).poll_write(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(tcp) => Pin::new(tcp).poll_flush(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// The wildcard address of `addr`'s family, port 0: where a socket to `addr` binds.
 fn unspecified(addr: SocketAddr) -> SocketAddr {
     match addr {
@@ -402,7 +541,7 @@ fn unspecified(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// Idle connections to one upstream: connected UDP sockets and open TCP connections, each
+/// Idle connections to one upstream: connected UDP sockets and open TCP and TLS connections, each
 /// reused while it has been idle for at most `expire`, at most `max_idle` of each kind
 /// (0: no limit). Oldest first, as CoreDNS, so queries spread over source ports.
 #[derive(Debug)]
@@ -415,7 +554,18 @@ struct Pool {
 #[derive(Debug, Default)]
 struct Idle {
     udp: VecDeque<Parked<UdpSocket>>,
-    tcp: VecDeque<Parked<TcpStream>>,
+    tcp: VecDeque<Parked<Stream>>,
+    tls: VecDeque<Parked<Stream>>,
+}
+
+impl Idle {
+    /// The queue of TCP or TLS connections.
+    fn streams(&mut self, proto: Proto) -> &mut VecDeque<Parked<Stream>> {
+        match proto {
+            Proto::Tls => &mut self.tls,
+            Proto::Udp | Proto::Tcp => &mut self.tcp,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -443,8 +593,8 @@ impl Pool {
         found
     }
 
-    fn take_tcp(&self) -> Option<TcpStream> {
-        let (found, expired) = take(&mut self.lock().tcp, self.expire);
+    fn take_stream(&self, proto: Proto) -> Option<Stream> {
+        let (found, expired) = take(self.lock().streams(proto), self.expire);
         drop(expired);
         found
     }
@@ -455,10 +605,14 @@ impl Pool {
         }
     }
 
-    fn put_tcp(&self, stream: TcpStream) {
-        if let Some(full) = put(&mut self.lock().tcp, stream, self.expire, self.max_idle) {
-            drop(full);
-        }
+    fn put_stream(&self, proto: Proto, stream: Stream) {
+        let kept = put(
+            self.lock().streams(proto),
+            stream,
+            self.expire,
+            self.max_idle,
+        );
+        drop(kept);
     }
 
     fn sweep(&self) {
@@ -466,8 +620,9 @@ impl Pool {
         let mut idle = self.lock();
         let udp = drain_expired(&mut idle.udp, now, self.expire);
         let tcp = drain_expired(&mut idle.tcp, now, self.expire);
+        let tls = drain_expired(&mut idle.tls, now, self.expire);
         drop(idle);
-        drop((udp, tcp));
+        drop((udp, tcp, tls));
     }
 
     fn clear(&self) {

@@ -5,6 +5,7 @@
 
 pub mod apiserver;
 pub mod binary;
+pub mod dot;
 pub mod golden;
 pub mod names;
 pub mod upstream;

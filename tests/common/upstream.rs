@@ -1,6 +1,8 @@
 //! A DNS server for *forward* to forward to: UDP and TCP on one loopback port, answering an
 //! A record for any name, or misbehaving the ways upstreams do (slow, silent, truncating,
-//! failing, answering with someone else's ID first). It counts what it is asked.
+//! failing, answering with someone else's ID first). It counts what it is asked. Started
+//! with [`TestUpstream::start_tls`], its TCP port speaks DNS over TLS instead (RFC 7858),
+//! with a certificate from a CA made for the test ([`super::dot`]).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,9 +12,13 @@ use std::time::Duration;
 use hickory_proto::op::{Edns, Message, MessageType, Query, ResponseCode};
 use hickory_proto::rr::rdata::A;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, UdpSocket};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+
+use super::dot::DotFiles;
 
 /// How the upstream treats each query (health checks included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +70,10 @@ struct State {
     tcp: AtomicUsize,
     health_checks: AtomicUsize,
     connections: AtomicUsize,
+    /// TLS handshakes completed (DNS over TLS only).
+    handshakes: AtomicUsize,
+    /// TLS handshakes that failed (the client refused the certificate, or sent none).
+    failed_handshakes: AtomicUsize,
     /// TCP connections still open.
     open: AtomicUsize,
     /// The last query that was not a health check, as received.
@@ -76,6 +86,19 @@ impl TestUpstream {
     /// Starts an upstream on 127.0.0.1, UDP and TCP on the same free port, answering
     /// `192.0.2.1`.
     pub async fn start(behaviour: Behaviour) -> Self {
+        Self::launch(behaviour, None).await
+    }
+
+    /// Starts a DNS-over-TLS upstream on 127.0.0.1 (its TCP port; UDP answers in the clear
+    /// as before), answering `192.0.2.1`, with a certificate for `dns.test` and 127.0.0.1.
+    /// With `require_client_cert`, the handshake needs the client certificate of `files`.
+    pub async fn start_tls(behaviour: Behaviour, require_client_cert: bool) -> (Self, DotFiles) {
+        let (files, config) = super::dot::generate(require_client_cert);
+        let upstream = Self::launch(behaviour, Some(TlsAcceptor::from(Arc::new(config)))).await;
+        (upstream, files)
+    }
+
+    async fn launch(behaviour: Behaviour, tls: Option<TlsAcceptor>) -> Self {
         let (udp, tcp) = bind_pair().await;
         let addr = udp.local_addr().unwrap();
         let state = Arc::new(State {
@@ -87,13 +110,15 @@ impl TestUpstream {
             tcp: AtomicUsize::new(0),
             health_checks: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
+            handshakes: AtomicUsize::new(0),
+            failed_handshakes: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
             last: Mutex::new(None),
             names: Mutex::new(Vec::new()),
         });
         let tasks = vec![
             tokio::spawn(serve_udp(Arc::new(udp), Arc::clone(&state))),
-            tokio::spawn(serve_tcp(tcp, Arc::clone(&state))),
+            tokio::spawn(serve_tcp(tcp, tls, Arc::clone(&state))),
         ];
         Self { addr, state, tasks }
     }
@@ -146,6 +171,16 @@ impl TestUpstream {
     /// TCP connections accepted.
     pub fn connections(&self) -> usize {
         self.state.connections.load(Ordering::SeqCst)
+    }
+
+    /// TLS handshakes completed.
+    pub fn handshakes(&self) -> usize {
+        self.state.handshakes.load(Ordering::SeqCst)
+    }
+
+    /// TLS handshakes that failed.
+    pub fn failed_handshakes(&self) -> usize {
+        self.state.failed_handshakes.load(Ordering::SeqCst)
     }
 
     /// TCP connections open now (closed by either side are not).
@@ -210,7 +245,7 @@ async fn serve_udp(socket: Arc<UdpSocket>, state: Arc<State>) {
     }
 }
 
-async fn serve_tcp(listener: TcpListener, state: Arc<State>) {
+async fn serve_tcp(listener: TcpListener, tls: Option<TlsAcceptor>, state: Arc<State>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
@@ -218,14 +253,26 @@ async fn serve_tcp(listener: TcpListener, state: Arc<State>) {
         state.connections.fetch_add(1, Ordering::SeqCst);
         state.open.fetch_add(1, Ordering::SeqCst);
         let state = Arc::clone(&state);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            serve_connection(stream, &state).await;
+            match tls {
+                None => serve_connection(stream, &state).await,
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(session) => {
+                        state.handshakes.fetch_add(1, Ordering::SeqCst);
+                        serve_connection(session, &state).await;
+                    }
+                    Err(_) => {
+                        state.failed_handshakes.fetch_add(1, Ordering::SeqCst);
+                    }
+                },
+            }
             state.open.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, state: &State) {
+async fn serve_connection(mut stream: impl AsyncRead + AsyncWrite + Unpin, state: &State) {
     loop {
         let mut length = [0u8; 2];
         if stream.read_exact(&mut length).await.is_err() {
@@ -238,7 +285,7 @@ async fn serve_connection(mut stream: TcpStream, state: &State) {
         for reply in respond(state, &query, Via::Tcp).await {
             let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
             framed.extend_from_slice(&reply);
-            if stream.write_all(&framed).await.is_err() {
+            if stream.write_all(&framed).await.is_err() || stream.flush().await.is_err() {
                 return;
             }
         }

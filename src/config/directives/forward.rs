@@ -7,17 +7,24 @@
 //! - **TO** is `IP`, `IP:PORT`, `[IPV6]:PORT`, any of these after `dns://`, or the path of a
 //!   resolv.conf whose `nameserver`s (port 53) are the upstreams. A relative path is relative to
 //!   the Corefile's directory (CoreDNS: the working directory), like `import` and `objects`. At
-//!   most 15 upstreams in all. DNS over TLS (`tls://`, with `tls` and `tls_servername`) and the
-//!   transports CoreDNS's *forward* refuses too (`https://`, `grpc://`, `quic://`, ...) are
-//!   refused, and so are host names (CoreDNS reads them as file names and fails) and IPv6
-//!   link-local upstreams (they need an interface scope). A link-local `nameserver` of a
+//!   most 15 upstreams in all. `tls://IP[:PORT]` (port 853) is DNS over TLS, and
+//!   `tls://IP%NAME[:PORT]` (`tls://[IPV6%NAME]:PORT`) gives that upstream its own server name.
+//!   The transports CoreDNS's *forward* refuses too (`grpc://`, `quic://`, ...) and DNS over
+//!   HTTPS are refused, and so are host names (CoreDNS reads them as file names and fails) and
+//!   IPv6 link-local upstreams (they need an interface scope). A link-local `nameserver` of a
 //!   resolv.conf is skipped with a warning in the log, since its scope cannot be kept; the file
 //!   must still give at least one usable upstream.
+//! - `tls [CERT KEY] [CA]` and `tls_servername NAME` set up the `tls://` upstreams (see
+//!   [`crate::config::ForwardTls`]); the files are read when the Corefile is, relative to its
+//!   directory. Unlike CoreDNS, which ignores them then, either option without a `tls://`
+//!   upstream is an error: it says the operator expects TLS where there is none. A server
+//!   name given both ways is CoreDNS's error.
 //! - Options: `except ZONES...`, `force_tcp`, `prefer_udp`, `expire DURATION` (10 s),
 //!   `max_idle_conns N`, `max_fails N` (2), `max_connect_attempts N`,
 //!   `policy random|round_robin|sequential`, `health_check DURATION [no_rec] [domain FQDN]`
 //!   (0.5 s, `.`), `max_concurrent N`, `next RCODE...`, `failover RCODE...` (not NOERROR),
-//!   `failfast_all_unhealthy_upstreams`. CoreDNS's `max_age` is refused as not supported.
+//!   `failfast_all_unhealthy_upstreams`, `tls`, `tls_servername`. CoreDNS's `max_age` is
+//!   refused as not supported.
 //! - A server block may have several `forward`s (kept in file order).
 
 use std::net::{IpAddr, SocketAddr};
@@ -35,7 +42,7 @@ use crate::config::lexer::Token;
 use crate::config::resolv_conf::{ReadResolvConfError, read_resolv_conf_in};
 use crate::config::syntax::Line;
 use crate::config::zone;
-use crate::config::{ForwardConfig, ForwardPolicy, Upstream};
+use crate::config::{ForwardConfig, ForwardPolicy, ForwardTls, Upstream, UpstreamTransport};
 
 const DIRECTIVE: &str = "forward";
 
@@ -49,6 +56,8 @@ pub(crate) const DEFAULT_MAX_FAILS: u32 = 2;
 pub(crate) const DEFAULT_HEALTH_CHECK: Duration = Duration::from_millis(500);
 /// The port of a resolv.conf `nameserver`, and of an upstream given without one.
 const DNS_PORT: u16 = 53;
+/// The port of a `tls://` upstream given without one (RFC 7858).
+const TLS_PORT: u16 = 853;
 
 /// Parses one `forward` line.
 pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<ForwardConfig, Error> {
@@ -93,24 +102,129 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<ForwardConfig,
         next: Vec::new(),
         failover: Vec::new(),
         failfast_all_unhealthy_upstreams: false,
+        tls: None,
         line: line.name.line,
     };
+    let mut tls = TlsOptions::default();
     for option in line.options() {
-        option_line(option, &mut config)?;
+        option_line(option, &mut config, &mut tls)?;
     }
+    tls_settings(line, &mut config, &tls, context)?;
     Ok(config)
 }
 
+/// The block's `tls` and `tls_servername` lines (the last of each counts, as in CoreDNS).
+#[derive(Default)]
+struct TlsOptions<'l> {
+    tls: Option<&'l Line>,
+    servername: Option<&'l Line>,
+}
+
+/// Gives the `tls://` upstreams their server names and the forward its TLS settings, or says
+/// why the `tls` options do not fit the upstreams.
+fn tls_settings(
+    line: &Line,
+    config: &mut ForwardConfig,
+    options: &TlsOptions<'_>,
+    context: &Context<'_>,
+) -> Result<(), Error> {
+    let servername = match options.servername {
+        Some(option) => {
+            let arg = one_argument(DIRECTIVE, option)?;
+            if tokio_rustls::rustls::pki_types::ServerName::try_from(arg.text.as_str()).is_err() {
+                return Err(bad_value(
+                    DIRECTIVE,
+                    option,
+                    arg,
+                    &format!(
+                        "'{}' is not a host name or IP address to verify the upstream's                          certificate for",
+                        arg.text
+                    ),
+                ));
+            }
+            Some(arg.text.clone())
+        }
+        None => None,
+    };
+    let mut any_tls = false;
+    for upstream in &mut config.to {
+        let UpstreamTransport::Tls { server_name } = &mut upstream.transport else {
+            continue;
+        };
+        any_tls = true;
+        match (&servername, server_name.is_empty()) {
+            (Some(forward_level), false) => {
+                return Err(invalid(
+                    &line.name,
+                    DIRECTIVE,
+                    format!(
+                        "both forward ('{forward_level}') and proxy level ('{server_name}') TLS \
+                         servernames are set for upstream proxy 'tls://{}'",
+                        upstream.name
+                    ),
+                ));
+            }
+            (Some(forward_level), true) => server_name.clone_from(forward_level),
+            (None, true) => *server_name = upstream.addr.ip().to_string(),
+            (None, false) => {}
+        }
+    }
+    for option in [options.tls, options.servername].into_iter().flatten() {
+        if !any_tls {
+            return Err(invalid(
+                &option.name,
+                DIRECTIVE,
+                format!(
+                    "{}: no upstream of this forward is tls:// (write TO as tls://IP to forward                      over TLS)",
+                    option.name()
+                ),
+            ));
+        }
+    }
+    if !any_tls {
+        return Ok(());
+    }
+    let settings = match options.tls {
+        Some(option) => {
+            let args: Vec<&str> = arguments(DIRECTIVE, option, 0, Some(3))?
+                .iter()
+                .map(|arg| arg.text.as_str())
+                .collect();
+            let base = option.name.file.parent().unwrap_or(Path::new(""));
+            ForwardTls::read(&args, base, context.env)
+                .map_err(|message| invalid(&option.name, DIRECTIVE, format!("tls: {message}")))?
+        }
+        None => ForwardTls::system_roots().map_err(|message| {
+            invalid(
+                &line.name,
+                DIRECTIVE,
+                format!("tls:// upstreams: {message}"),
+            )
+        })?,
+    };
+    config.tls = Some(settings);
+    Ok(())
+}
+
 /// One line of the block.
-fn option_line(option: &Line, config: &mut ForwardConfig) -> Result<(), Error> {
+fn option_line<'l>(
+    option: &'l Line,
+    config: &mut ForwardConfig,
+    tls: &mut TlsOptions<'l>,
+) -> Result<(), Error> {
     let flag = |option: &Line| arguments(DIRECTIVE, option, 0, Some(0)).map(|_| true);
     match option.name() {
-        "tls" | "tls_servername" => {
-            return Err(unsupported_property(
-                DIRECTIVE,
-                option,
-                "clusterdns forwards plain DNS (UDP and TCP), not DNS over TLS",
-            ));
+        "tls" => {
+            no_block(DIRECTIVE, option)?;
+            arguments(DIRECTIVE, option, 0, Some(3))?;
+            tls.tls = Some(option);
+            return Ok(());
+        }
+        "tls_servername" => {
+            no_block(DIRECTIVE, option)?;
+            one_argument(DIRECTIVE, option)?;
+            tls.servername = Some(option);
+            return Ok(());
         }
         "max_age" => {
             return Err(unsupported_property(
@@ -123,7 +237,7 @@ fn option_line(option: &Line, config: &mut ForwardConfig) -> Result<(), Error> {
             return Err(unsupported_property(
                 DIRECTIVE,
                 option,
-                "clusterdns forwards plain DNS (UDP and TCP) to IP addresses only",
+                "clusterdns forwards DNS over UDP, TCP and TLS to IP addresses only",
             ));
         }
         _ => {}
@@ -306,12 +420,16 @@ fn upstreams(
         Some((scheme, rest)) => match scheme.to_ascii_lowercase().as_str() {
             "dns" => rest,
             "tls" => {
+                out.push(tls_upstream(rest).map_err(|why| bad(format!("'{text}' {why}")))?);
+                return Ok(());
+            }
+            "https" => {
                 return Err(bad(format!(
-                    "'{text}': DNS over TLS is not supported (clusterdns forwards plain DNS \
-                     over UDP and TCP)"
+                    "'{text}': DNS over HTTPS is not supported (clusterdns forwards DNS over \
+                     UDP, TCP and TLS)"
                 )));
             }
-            "https" | "grpc" | "quic" | "h3" | "https3" | "unix" => {
+            "grpc" | "quic" | "h3" | "https3" | "unix" => {
                 return Err(bad(format!(
                     "'{scheme}' is not supported as a destination protocol in forward: {text}"
                 )));
@@ -319,7 +437,7 @@ fn upstreams(
             _ => {
                 return Err(bad(format!(
                     "'{text}': unknown transport '{scheme}://' (expected an IP address, \
-                     IP:PORT or dns://)"
+                     IP:PORT, dns:// or tls://)"
                 )));
             }
         },
@@ -382,7 +500,62 @@ fn upstream(addr: SocketAddr, from_file: Option<PathBuf>) -> Upstream {
         addr,
         name: addr.to_string(),
         from_file,
+        transport: UpstreamTransport::Dns,
     }
+}
+
+/// The upstream of `tls://HOST`: `IP[%NAME][:PORT]` or `[IPV6[%NAME]][:PORT]`, port 853 by
+/// default. An empty server name is filled in by [`tls_settings`].
+fn tls_upstream(host: &str) -> Result<Upstream, String> {
+    if host.is_empty() {
+        return Err("names no upstream".into());
+    }
+    // CoreDNS's splitZone: the last '%' starts the server name; a ':PORT' after it belongs
+    // to the address.
+    let (address, server_name) = match host.rsplit_once('%') {
+        None => (host.to_owned(), String::new()),
+        Some((before, after)) => {
+            let (name, port) = match after.rsplit_once(':') {
+                Some((name, port)) => (name, Some(port)),
+                None => (after, None),
+            };
+            let (name, closing) = match name.strip_suffix(']') {
+                Some(name) => (name, "]"),
+                None => (name, ""),
+            };
+            if name.is_empty() {
+                return Err("has an empty server name after '%'".into());
+            }
+            if tokio_rustls::rustls::pki_types::ServerName::try_from(name).is_err() {
+                return Err(format!(
+                    "has server name '{name}', which is not a host name or IP address"
+                ));
+            }
+            let port = port.map(|port| format!(":{port}")).unwrap_or_default();
+            (format!("{before}{closing}{port}"), name.to_owned())
+        }
+    };
+    let Some(addr) = socket_address(&address)? else {
+        return Err(
+            "is not an IP address (tls:// takes IP[:PORT]; host names and resolv.conf files \
+             are not supported over TLS)"
+                .into(),
+        );
+    };
+    // Without a port, DNS over TLS's.
+    let has_port = address.starts_with('[') && address.contains("]:")
+        || !address.starts_with('[') && address.parse::<IpAddr>().is_err();
+    let addr = if has_port {
+        addr
+    } else {
+        SocketAddr::new(addr.ip(), TLS_PORT)
+    };
+    Ok(Upstream {
+        addr,
+        name: addr.to_string(),
+        from_file: None,
+        transport: UpstreamTransport::Tls { server_name },
+    })
 }
 
 /// `IP`, `IP:PORT`, `[IPV6]` or `[IPV6]:PORT` as an upstream address; `Ok(None)` when `text`
@@ -490,6 +663,7 @@ mod tests {
                 addr: "10.0.0.1:53".parse().unwrap(),
                 name: "10.0.0.1:53".into(),
                 from_file: None,
+                transport: UpstreamTransport::Dns,
             }],
             except: vec![],
             force_tcp: false,
@@ -506,6 +680,7 @@ mod tests {
             next: vec![],
             failover: vec![],
             failfast_all_unhealthy_upstreams: false,
+            tls: None,
             line: 2,
         };
         assert_eq!(server.forward, [want]);
@@ -737,18 +912,11 @@ mod tests {
                 "must not have a port",
             ),
             (
-                "tls",
-                " forward . tls://1.1.1.1",
-                2,
-                "Invalid",
-                "'tls://1.1.1.1': DNS over TLS is not supported",
-            ),
-            (
                 "https",
                 " forward . https://dns.google/dns-query",
                 2,
                 "Invalid",
-                "'https' is not supported as a destination protocol in forward",
+                "DNS over HTTPS is not supported",
             ),
             (
                 "grpc",
@@ -858,18 +1026,18 @@ mod tests {
             ("scope", " forward . fe80::1%eth0", 2, "Invalid", "scope"),
             // Options.
             (
-                "tls option",
-                " forward . 10.0.0.1 {\n  tls cert key ca\n }",
+                "tls without tls://",
+                " forward . 10.0.0.1 {\n  tls\n }",
                 3,
-                "UnsupportedProperty",
-                "property 'tls' of forward is not supported: clusterdns forwards plain DNS",
+                "Invalid",
+                "forward: tls: no upstream of this forward is tls://",
             ),
             (
-                "tls_servername",
+                "tls_servername without tls://",
                 " forward . 10.0.0.1 {\n  tls_servername dns.google\n }",
                 3,
-                "UnsupportedProperty",
-                "'tls_servername'",
+                "Invalid",
+                "forward: tls_servername: no upstream of this forward is tls://",
             ),
             (
                 "max_age",
