@@ -522,3 +522,153 @@ fn shorthand_is_a_corefile() {
     }
     assert_eq!(from_shorthand, expected);
 }
+
+/// What the distributions' templates do to a Corefile: tabs and runs of spaces, CRLF line
+/// ends, `}` at any indentation, and `import` globs inside a block and at the top level
+/// (relative to the Corefile's directory) that may match nothing.
+#[test]
+fn whitespace_braces_and_optional_imports() {
+    let config = read_corefile(&fixtures().join("edge/whitespace.Corefile")).unwrap();
+    let [root, internal] = config.servers.as_slice() else {
+        panic!("{config:?}")
+    };
+    assert_eq!(
+        (names(&root.zones), root.port),
+        (vec![".".to_owned()], 1053)
+    );
+    assert!(root.errors.is_some());
+    assert_eq!(root.ready.as_ref().unwrap().addr, addr("127.0.0.1:18181"));
+    let k = root.kubernetes.as_ref().unwrap();
+    assert_eq!(
+        names(&k.zones),
+        ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]
+    );
+    assert_eq!(k.pods, PodMode::Insecure);
+    assert_eq!(
+        names(k.fallthrough.as_deref().unwrap()),
+        ["in-addr.arpa.", "ip6.arpa."]
+    );
+    let upstreams: Vec<&str> = root.forward[0].to.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(upstreams, ["10.0.0.1:53", "10.0.0.2:53"]);
+    assert_eq!(root.forward[0].max_concurrent, Some(1000));
+    assert_eq!(root.cache.as_ref().unwrap().success.max_ttl, 30);
+    // custom/query-log.override, imported inside the block.
+    assert_eq!(root.log.len(), 1);
+    // custom/internal.server, imported at the top level.
+    assert_eq!(
+        (names(&internal.zones), internal.port),
+        (vec!["example.internal.".to_owned()], 1053)
+    );
+    assert_eq!(internal.forward[0].to[0].name, "10.0.0.53:53");
+}
+
+/// An import glob that matches nothing is a warning naming the line and the pattern, and the
+/// server starts (k3s and AKS import optional `custom/*.override` and `*.server` files); a
+/// plain path that does not exist stays an error.
+#[test]
+fn an_empty_import_glob_is_a_warning_and_the_server_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("custom")).unwrap();
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        ".:0 {\n    bind 127.0.0.1\n    import custom/*.override\n    forward . 127.0.0.1:9\n}\nimport custom/*.server\n",
+    )
+    .unwrap();
+    let server = crate::common::binary::TestServer::start(&[
+        "serve",
+        "--corefile",
+        corefile.to_str().unwrap(),
+    ]);
+    let log = server.log();
+    for (line, pattern) in [(3, "custom/*.override"), (6, "custom/*.server")] {
+        let want = format!(
+            "{}:{line}: No files matching import glob pattern: {}",
+            corefile.display(),
+            dir.path().join(pattern).display()
+        );
+        assert!(log.contains(&want), "{want}\n{log}");
+    }
+    drop(server);
+
+    std::fs::write(&corefile, ". {\n    import custom/missing.override\n}\n").unwrap();
+    let error = read_corefile(&corefile).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!(
+            "{}:2: import 'custom/missing.override': file",
+            corefile.display()
+        )),
+        "{error}"
+    );
+}
+
+/// The same zone twice on one port is CoreDNS's error, however it is spelled, in one key list
+/// or two blocks; on another port, or under another name, it is not.
+#[test]
+fn duplicate_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("Corefile");
+    let duplicate = |text: &str| {
+        parse_corefile_in(text, &file, &env()).err().map(|e| {
+            e.to_string()
+                .replace(&file.display().to_string(), "Corefile")
+        })
+    };
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            "example.org example.org {\n}\n",
+            Some("Corefile:1: cannot serve dns://example.org.:53 - it is already defined"),
+        ),
+        (
+            "example.org {\n}\nEXAMPLE.org.:53 {\n}\n",
+            Some("Corefile:3: cannot serve dns://example.org.:53 - it is already defined"),
+        ),
+        (
+            ".:5353 {\n}\ndns://.:5353 {\n}\n",
+            Some("Corefile:3: cannot serve dns://.:5353 - it is already defined"),
+        ),
+        (".:53 {\n}\n.:5353 {\n}\n", None),
+        ("example.org {\n}\nsub.example.org {\n}\n", None),
+        // OpenShift's two blocks on one port: different zones.
+        (".:5353 {\n}\nhostname.bind:5353 {\n}\n", None),
+    ];
+    for (text, want) in cases {
+        assert_eq!(duplicate(text).as_deref(), *want, "{text}");
+    }
+}
+
+/// A plugin used twice in one server block is CoreDNS's error (`plugin.ErrOnce`), with the
+/// line of each.
+#[test]
+fn a_plugin_used_twice_in_a_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("Corefile");
+    for plugin in [
+        "cache",
+        "errors",
+        "kubernetes",
+        "loop",
+        "prometheus",
+        "ready",
+    ] {
+        let text = format!(". {{\n    {plugin}\n    {plugin}\n}}\n");
+        let error = parse_corefile_in(&text, &file, &env())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{}:3: plugin/{plugin}: this plugin can only be used once per Server Block \
+                 (first at line 2)",
+                file.display()
+            )
+        );
+    }
+    // forward and log may repeat, as in CoreDNS.
+    let text = ". {\n    log\n    log . {\n        class error\n    }\n    forward example.org 10.0.0.1\n    forward . 10.0.0.2\n}\n";
+    let config = parse_corefile_in(text, &file, &env()).unwrap();
+    assert_eq!(
+        (config.servers[0].log.len(), config.servers[0].forward.len()),
+        (2, 2)
+    );
+}

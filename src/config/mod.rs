@@ -1137,7 +1137,7 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 ". {\n kubernetes\n kubernetes\n}",
                 3,
                 "Invalid",
-                "kubernetes: may be used only once per server block (first at line 2)",
+                "plugin/kubernetes: this plugin can only be used once per Server Block (first at line 2)",
             ),
             // kubernetes.
             (

@@ -6,7 +6,9 @@
 //! name wins over a file name. Files are relative to the directory of the file holding the
 //! `import`. Every pasted token remembers the chain of imports that brought it, so a cycle
 //! (a snippet or file importing itself, directly or not) is reported instead of looping; the
-//! number of expansions is capped as well, against exponential but acyclic blow-ups.
+//! number of expansions is capped as well, against exponential but acyclic blow-ups. A glob
+//! that matches no file is a warning in the log (CoreDNS's "No files matching import glob
+//! pattern"), not an error; a plain path that does not exist is an error.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -236,7 +238,18 @@ impl<'e> Stream<'e> {
         let base = at.file.parent().unwrap_or(Path::new(""));
         let pattern = base.join(name);
         let files = if glob::has_wildcards(name) {
-            glob::glob(&pattern).map_err(&error)?
+            let files = glob::glob(&pattern).map_err(&error)?;
+            if files.is_empty() {
+                // As CoreDNS (Caddy): optional imports, such as k3s's and AKS's
+                // `custom/*.override`, are a warning, not an error.
+                tracing::warn!(
+                    "{}:{}: No files matching import glob pattern: {}",
+                    at.file.display(),
+                    at.line,
+                    pattern.display()
+                );
+            }
+            files
         } else if pattern.symlink_metadata().is_ok() {
             vec![pattern]
         } else if name.contains('/') {

@@ -478,7 +478,7 @@ mod tests {
                 " cache\n cache 30",
                 3,
                 "Invalid",
-                "cache: may be used only once per server block (first at line 2)",
+                "plugin/cache: this plugin can only be used once per Server Block (first at line 2)",
             ),
             (
                 "ttl zero",

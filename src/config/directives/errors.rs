@@ -253,7 +253,7 @@ mod tests {
                 " errors\n errors",
                 3,
                 "Invalid",
-                "errors: may be used only once per server block (first at line 2)",
+                "plugin/errors: this plugin can only be used once per Server Block (first at line 2)",
             ),
             (
                 "file",

@@ -137,7 +137,8 @@ fn tls_settings(
                     option,
                     arg,
                     &format!(
-                        "'{}' is not a host name or IP address to verify the upstream's                          certificate for",
+                        "'{}' is not a host name or IP address to verify the upstream's \
+                         certificate for",
                         arg.text
                     ),
                 ));
@@ -175,7 +176,8 @@ fn tls_settings(
                 &option.name,
                 DIRECTIVE,
                 format!(
-                    "{}: no upstream of this forward is tls:// (write TO as tls://IP to forward                      over TLS)",
+                    "{}: no upstream of this forward is tls:// (write TO as tls://IP to forward \
+                     over TLS)",
                     option.name()
                 ),
             ));

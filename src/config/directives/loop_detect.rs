@@ -54,7 +54,7 @@ mod tests {
                 " loop\n loop",
                 3,
                 "Invalid",
-                "loop: may be used only once per server block (first at line 2)",
+                "plugin/loop: this plugin can only be used once per Server Block (first at line 2)",
             ),
         ];
         check_invalid(cases);

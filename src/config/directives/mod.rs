@@ -425,13 +425,14 @@ pub(crate) fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<
     Ok(SocketAddr::new(ip, port))
 }
 
-/// Refuses a second `directive` in one server block (`first` is the line of the first).
+/// Refuses a second `directive` in one server block (`first` is the line of the first), in
+/// CoreDNS's words (`plugin/cache: this plugin can only be used once per Server Block`).
 pub(crate) fn once(line: &Line, first: Option<usize>) -> Result<(), Error> {
     match first {
         Some(first) => Err(invalid(
             &line.name,
-            line.name(),
-            format!("may be used only once per server block (first at line {first})"),
+            &format!("plugin/{}", line.name()),
+            format!("this plugin can only be used once per Server Block (first at line {first})"),
         )),
         None => Ok(()),
     }

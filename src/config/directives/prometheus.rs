@@ -63,7 +63,7 @@ mod tests {
                 " prometheus\n prometheus :9153",
                 3,
                 "Invalid",
-                "prometheus: may be used only once per server block (first at line 2)",
+                "plugin/prometheus: this plugin can only be used once per Server Block (first at line 2)",
             ),
             (
                 "two",

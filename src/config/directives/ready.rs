@@ -100,7 +100,7 @@ mod tests {
                 " ready\n ready",
                 3,
                 "Invalid",
-                "ready: may be used only once per server block",
+                "plugin/ready: this plugin can only be used once per Server Block",
             ),
             (
                 "two arguments",

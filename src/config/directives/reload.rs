@@ -153,7 +153,7 @@ mod tests {
                 " reload\n reload 1m",
                 3,
                 "Invalid",
-                "may be used only once per server block",
+                "this plugin can only be used once per Server Block",
             ),
         ];
         check_invalid(cases);
