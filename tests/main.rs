@@ -7,6 +7,7 @@ mod autopath;
 mod common;
 mod corefile;
 mod deploy;
+mod distributions;
 mod e2e;
 mod external_name;
 mod forward;
