@@ -664,6 +664,26 @@ fn a_plugin_used_twice_in_a_block() {
             )
         );
     }
+    // CoreDNS takes these twice and keeps one; clusterdns refuses, and says so.
+    for (plugin, line) in [
+        ("health", "health"),
+        ("reload", "reload"),
+        ("loadbalance", "loadbalance"),
+        ("autopath", "autopath @kubernetes"),
+    ] {
+        let text = format!(". {{\n    {line}\n    {line}\n}}\n");
+        let error = parse_corefile_in(&text, &file, &env())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!(
+                "{}:3: {plugin}: may be used only once per server block (first at line 2; \
+                 CoreDNS would silently keep only one of them)",
+                file.display()
+            )),
+            "{error}"
+        );
+    }
     // forward and log may repeat, as in CoreDNS.
     let text = ". {\n    log\n    log . {\n        class error\n    }\n    forward example.org 10.0.0.1\n    forward . 10.0.0.2\n}\n";
     let config = parse_corefile_in(text, &file, &env()).unwrap();

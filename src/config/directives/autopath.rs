@@ -235,7 +235,7 @@ mod tests {
             ),
             (
                 ". {\n  autopath @kubernetes\n  autopath @kubernetes\n  kubernetes {\n    pods verified\n  }\n}\n",
-                "only be used once per Server Block",
+                "only once per server block",
             ),
         ];
         for (text, want) in cases {

@@ -92,7 +92,7 @@ mod tests {
                 " health\n health :8081",
                 3,
                 "Invalid",
-                "plugin/health: this plugin can only be used once per Server Block (first at line 2)",
+                "health: may be used only once per server block (first at line 2; CoreDNS would",
             ),
             (
                 "two addresses",

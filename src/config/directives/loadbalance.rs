@@ -121,7 +121,7 @@ mod tests {
                 " loadbalance\n loadbalance",
                 3,
                 "Invalid",
-                "plugin/loadbalance: this plugin can only be used once per Server Block (first at line 2)",
+                "loadbalance: may be used only once per server block (first at line 2;",
             ),
         ];
         check_invalid(cases);

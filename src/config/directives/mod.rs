@@ -425,16 +425,49 @@ pub(crate) fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<
     Ok(SocketAddr::new(ip, port))
 }
 
-/// Refuses a second `directive` in one server block (`first` is the line of the first), in
-/// CoreDNS's words (`plugin/cache: this plugin can only be used once per Server Block`).
+/// The plugins CoreDNS itself refuses twice in a server block (`plugin.ErrOnce` in their
+/// setup).
+const COREDNS_ONCE: &[&str] = &[
+    "cache",
+    "dnssec",
+    "errors",
+    "grpc",
+    "hosts",
+    "kubernetes",
+    "loop",
+    "nsid",
+    "pprof",
+    "prometheus",
+    "ready",
+    "shed",
+    "tsig",
+    "view",
+];
+
+/// Refuses a second `directive` in one server block (`first` is the line of the first): in
+/// CoreDNS's words for the plugins CoreDNS refuses twice (`plugin/cache: this plugin can only
+/// be used once per Server Block`); for the others, which CoreDNS accepts twice and then
+/// silently uses one of (`health`, `reload`, ...), clusterdns refuses too, and says so.
 pub(crate) fn once(line: &Line, first: Option<usize>) -> Result<(), Error> {
-    match first {
-        Some(first) => Err(invalid(
+    let Some(first) = first else {
+        return Ok(());
+    };
+    let name = line.name();
+    if COREDNS_ONCE.contains(&name) {
+        Err(invalid(
             &line.name,
-            &format!("plugin/{}", line.name()),
+            &format!("plugin/{name}"),
             format!("this plugin can only be used once per Server Block (first at line {first})"),
-        )),
-        None => Ok(()),
+        ))
+    } else {
+        Err(invalid(
+            &line.name,
+            name,
+            format!(
+                "may be used only once per server block (first at line {first}; CoreDNS would \
+                 silently keep only one of them)"
+            ),
+        ))
     }
 }
 

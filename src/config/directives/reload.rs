@@ -153,7 +153,7 @@ mod tests {
                 " reload\n reload 1m",
                 3,
                 "Invalid",
-                "this plugin can only be used once per Server Block",
+                "may be used only once per server block",
             ),
         ];
         check_invalid(cases);
