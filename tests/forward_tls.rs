@@ -204,6 +204,51 @@ async fn a_connection_idle_past_expire_is_not_reused() {
 }
 
 #[tokio::test]
+async fn a_cached_connection_the_upstream_closed_is_replaced() {
+    let (upstream, files) = TestUpstream::start_tls(Behaviour::Answer, false).await;
+    upstream.close_tcp_after_reply(true);
+    let config = dot_config(upstream.addr, &files, SERVER_NAME, "");
+    let forwarder = Forwarder::with_timeouts(&config, &[], short());
+    for i in 0..4u16 {
+        let (id, ips) = answer(
+            forwarder
+                .forward(&query("a.example.org.", i), Transport::Udp)
+                .await,
+        );
+        assert_eq!((id, ips), (i, vec![Ipv4Addr::new(192, 0, 2, 1)]));
+    }
+    // Each query after the first found its cached session closed and opened another, at
+    // once and without counting as a failure.
+    assert_eq!(upstream.handshakes(), 4);
+    assert!(forwarder.health().iter().all(|health| health.fails == 0));
+}
+
+#[tokio::test]
+async fn a_reply_too_big_for_a_udp_client_is_truncated() {
+    let (upstream, files) = TestUpstream::start_tls(Behaviour::Answer, false).await;
+    upstream.set_records(60);
+    let config = dot_config(upstream.addr, &files, SERVER_NAME, "");
+    let forwarder = Forwarder::with_timeouts(&config, &[], short());
+    // No EDNS: the client takes 512 bytes; the TLS reply holds sixty A records.
+    let Forwarded::Reply(bytes) = forwarder
+        .forward(&query("big.example.org.", 5), Transport::Udp)
+        .await
+    else {
+        panic!("no reply");
+    };
+    let message = Message::from_vec(&bytes).unwrap();
+    assert!(message.metadata.truncation && message.answers.is_empty());
+    assert_eq!(message.metadata.id, 5);
+    // Over TCP the client gets all of it.
+    let (_, ips) = answer(
+        forwarder
+            .forward(&query("big.example.org.", 6), Transport::Tcp)
+            .await,
+    );
+    assert_eq!(ips.len(), 60);
+}
+
+#[tokio::test]
 async fn replies_are_matched_by_id_and_question_over_tls() {
     let (upstream, files) = TestUpstream::start_tls(Behaviour::WrongFirst, false).await;
     let config = dot_config(upstream.addr, &files, SERVER_NAME, "");

@@ -1,8 +1,9 @@
 //! The Corefile, parsed into typed configuration.
 //!
 //! A leaf: nothing here depends on the rest of the crate except [`crate::selector`]. I/O is
-//! confined to [`read_corefile`], to the files `import` names and to the resolv.conf files
-//! `forward` names (through [`Environment`], so tests can fix them); everything else works
+//! confined to [`read_corefile`], to the files `import` names, to the resolv.conf files and
+//! TLS certificate files `forward` names (through [`Environment`], so tests can fix them) and
+//! to the system's trust anchors for `tls://` upstreams; everything else works
 //! on strings so it can be tested with inline Corefiles.
 //!
 //! The syntax is CoreDNS's (Caddy v1): server blocks `ZONES[:PORT] { ... }`, directives with
