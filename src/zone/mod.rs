@@ -13,6 +13,7 @@
 //! lacks, and a name that does not exist is NXDOMAIN for every type.
 
 mod build;
+mod builder;
 pub mod name;
 mod node;
 mod records;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use super::build::Builder;
+use super::builder::Builder;
 use super::dashed_ip;
 use super::name::WireName;
 use super::rrset::{self, rtype};
@@ -184,7 +184,7 @@ impl<'c, 'k> Filter<'c, 'k> {
 /// objects only to build the zone keeps no more than that: a Service's selector, an
 /// endpoint's node and zone, a pod's spec beyond its namespace and state, and labels
 /// unless the `labels` option matches them. Every read of an object field in this module
-/// and in [`build`](super::build) is of a field kept here.
+/// and in the zone builder is of a field kept here.
 pub fn trim(object: &mut Object, config: &KubernetesConfig) {
     match object {
         Object::Namespace(_) => {}

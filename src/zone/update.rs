@@ -26,7 +26,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use super::build::{self, BuildContext, Builder, Scope, Tree};
+use super::build::{self, BuildContext, Scope, Tree};
+use super::builder::Builder;
 use super::node::Node;
 use super::records::{self, Filter, View};
 use super::{Map, ServedZone, Snapshot};
