@@ -28,8 +28,9 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::Serialize;
 
-use super::names::join_host_port;
-use super::plan::{IpFamily, PlanOptions, PortPlan, Skipped, service_plans, skipped};
+use super::plan::{
+    IpFamily, PlanOptions, PortPlan, Skipped, join_host_port, service_plans, skipped,
+};
 use super::ruleset::{Action, Ruleset, TableFamily};
 use super::trace::{TraceOptions, TraceVerdict, trace};
 use crate::model::endpoints::{reconcile_slices, resolve_target_port, selects};

@@ -31,8 +31,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::cascade::cascade;
-use super::names::{NameScheme, join_host_port};
-use super::plan::{IpFamily, Plan, PortPlan, ProxyEndpoint};
+use super::names::NameScheme;
+use super::plan::{IpFamily, Plan, PortPlan, ProxyEndpoint, join_host_port};
 
 /// kube-proxy's masquerade mark, `1 << 14`, as iptables-save prints it.
 pub const MASQUERADE_MARK: &str = "0x4000";

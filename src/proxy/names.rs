@@ -25,7 +25,7 @@ use std::net::IpAddr;
 
 use sha2::{Digest, Sha256};
 
-use super::plan::ServicePortName;
+use super::plan::{ServicePortName, join_host_port};
 
 /// Which names the renderers give the per-Service and per-endpoint chains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,14 +78,6 @@ fn hex_prefix(bytes: &[u8], len: usize) -> String {
 
 fn sha256(text: &str) -> [u8; 32] {
     Sha256::digest(text.as_bytes()).into()
-}
-
-/// `ip:port`, with IPv6 in brackets (Go's `net.JoinHostPort`).
-pub fn join_host_port(ip: IpAddr, port: u16) -> String {
-    match ip {
-        IpAddr::V4(v4) => format!("{v4}:{port}"),
-        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
-    }
 }
 
 impl NameScheme {

@@ -32,8 +32,8 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::names::{NameScheme, join_host_port};
-use super::plan::{IpFamily, Plan, PortPlan, ProxyEndpoint};
+use super::names::NameScheme;
+use super::plan::{IpFamily, Plan, PortPlan, ProxyEndpoint, join_host_port};
 
 /// Options of the nftables rendering beyond the plan.
 #[derive(Debug, Clone, Default)]

@@ -25,7 +25,6 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::names::join_host_port;
 use crate::model::{
     AddressType, Cluster, ObjectKey, Protocol, Service, ServiceType, SessionAffinity, TrafficPolicy,
 };
@@ -119,6 +118,14 @@ pub struct ProxyEndpoint {
     pub terminating: bool,
     /// On the node the rules are for.
     pub local: bool,
+}
+
+/// `ip:port`, with IPv6 in brackets (Go's `net.JoinHostPort`).
+pub fn join_host_port(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("{v4}:{port}"),
+        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }
 }
 
 impl ProxyEndpoint {

@@ -34,8 +34,7 @@ use ipnet::IpNet;
 use serde::Serialize;
 
 use super::cascade::Stored;
-use super::names::join_host_port;
-use super::plan::IpFamily;
+use super::plan::{IpFamily, join_host_port};
 use super::ruleset::{
     Action, AddrValue, CtState, Element, Format, Hook, KeyPart, KeyValue, MapRef, Match,
     ProtoValue, RecentOp, Rule, Ruleset, Side, Slot, Table, TableFamily, Verdict,
