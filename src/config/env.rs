@@ -67,7 +67,7 @@ impl Environment {
     pub(crate) fn read_small_file(&self, path: &Path) -> io::Result<String> {
         match self.files.get(path) {
             Some(text) => Ok(text.clone()),
-            None => super::resolv_conf::read_text_lossy(path),
+            None => super::fs::read_text_lossy(path),
         }
     }
 

@@ -33,6 +33,7 @@ mod directives;
 mod duration;
 mod env;
 mod error;
+mod fs;
 mod glob;
 mod lexer;
 mod resolv_conf;
@@ -58,7 +59,7 @@ pub use directives::COREDNS_DIRECTIVES;
 pub(crate) use directives::kubernetes::is_dns_label;
 pub use env::Environment;
 pub use error::Error;
-pub(crate) use resolv_conf::read_text_lossy;
+pub(crate) use fs::{read_regular, read_text_lossy};
 pub use resolv_conf::{
     GLIBC_MAXNS, MAX_NDOTS, ReadResolvConfError, ResolvConf, ResolvConfError,
     Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,
@@ -67,7 +68,7 @@ pub use shorthand::{
     DEFAULT_RESOLV_CONF, SHORTHAND_FILE, ShorthandOptions, shorthand, shorthand_corefile,
     shorthand_corefile_with, shorthand_with,
 };
-pub(crate) use stream::{MAX_FILE_BYTES, read_regular};
+pub(crate) use stream::MAX_FILE_BYTES;
 pub use tls::{ClientIdentity, ForwardTls};
 pub use zone::parse_cidr;
 

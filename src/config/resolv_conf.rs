@@ -38,9 +38,6 @@ pub const GLIBC_MAXNS: usize = 3;
 /// The largest `ndots` glibc and musl accept; larger values are lowered to it.
 pub const MAX_NDOTS: u32 = 15;
 
-/// A resolv.conf larger than this is refused (a real one is a few hundred bytes).
-const MAX_RESOLV_CONF_BYTES: u64 = 1 << 20;
-
 /// A parsed resolv.conf.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResolvConf {
@@ -136,13 +133,6 @@ pub(crate) fn read_resolv_conf_in(
         path: path.to_owned(),
         error,
     })
-}
-
-/// Reads a small text file; bytes that are not UTF-8 (a comment in Latin-1) become U+FFFD
-/// rather than an error.
-pub(crate) fn read_text_lossy(path: &Path) -> std::io::Result<String> {
-    let bytes = super::stream::read_regular(path, MAX_RESOLV_CONF_BYTES)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Parses resolv.conf `text` (see the module documentation for the rules).

@@ -11,13 +11,13 @@
 //! pattern"), not an error; a plain path that does not exist is an error.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use super::env::Environment;
 use super::error::Error;
+use super::fs::read_regular;
 use super::glob;
 use super::lexer::{self, Kind, Token};
 
@@ -301,45 +301,6 @@ pub(crate) fn read_text(path: &Path) -> std::io::Result<String> {
     use std::io::{Error as IoError, ErrorKind};
     let bytes = read_regular(path, MAX_FILE_BYTES)?;
     String::from_utf8(bytes).map_err(|_| IoError::new(ErrorKind::InvalidData, "not UTF-8 text"))
-}
-
-/// Reads a file read whole — a Corefile, an objects file, a resolv.conf — refusing what is
-/// not a regular file (a FIFO would block the start, a device may never end) and anything
-/// longer than `max` bytes.
-pub(crate) fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Error as IoError, ErrorKind};
-    // Checked before opening: opening a FIFO blocks until a writer comes.
-    check_regular(&std::fs::metadata(path)?)?;
-    let file = std::fs::File::open(path)?;
-    // And again on what was opened, in case the path changed in between.
-    let metadata = file.metadata()?;
-    check_regular(&metadata)?;
-    if metadata.len() > max {
-        return Err(IoError::new(
-            ErrorKind::InvalidData,
-            format!("larger than {max} bytes"),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(IoError::new(
-            ErrorKind::InvalidData,
-            format!("larger than {max} bytes"),
-        ));
-    }
-    Ok(bytes)
-}
-
-fn check_regular(metadata: &std::fs::Metadata) -> std::io::Result<()> {
-    use std::io::{Error as IoError, ErrorKind};
-    if metadata.is_dir() {
-        return Err(IoError::new(ErrorKind::InvalidInput, "is a directory"));
-    }
-    if !metadata.is_file() {
-        return Err(IoError::new(ErrorKind::InvalidInput, "not a regular file"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
