@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{Collect, Exposition, Histogram};
-use crate::source::programming::ServiceKind;
+use crate::model::ServiceKind;
 
 /// CoreDNS's programming-latency buckets: `ExponentialBuckets(0.001, 2, 20)`, 1 ms to ~9 min.
 pub const PROGRAMMING_BUCKETS: [f64; 20] = [

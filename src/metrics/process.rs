@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 
 use super::{Collect, Counter, Exposition, Gauge, Kind, ProgrammingMetrics};
-use crate::source::programming::ServiceKind;
+use crate::model::ServiceKind;
 
 /// Panics caught on the query path (`coredns_panics_total`): the server adds one wherever
 /// it catches an unwind; [`ProcessMetrics`] writes it.

@@ -4,8 +4,8 @@ use std::net::IpAddr;
 use std::time::SystemTime;
 
 use super::{
-    Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service, ServicePort,
-    ServiceType, TargetPort,
+    AddressType, Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service,
+    ServicePort, ServiceType, TargetPort,
 };
 
 /// An EndpointSlice (`discovery.k8s.io/v1`).
@@ -27,36 +27,6 @@ pub struct EndpointSlice {
     /// (to a Pod or the Service) that this version of the slice reflects happened. Set by
     /// the EndpointSlice controller; what DNS programming latency is measured from.
     pub trigger_time: Option<SystemTime>,
-}
-
-/// `addressType`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum AddressType {
-    /// IPv4 addresses.
-    IPv4,
-    /// IPv6 addresses.
-    IPv6,
-    /// Fully qualified domain names (deprecated; ignored by DNS and kube-proxy).
-    Fqdn,
-}
-
-impl AddressType {
-    /// The API spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::IPv4 => "IPv4",
-            Self::IPv6 => "IPv6",
-            Self::Fqdn => "FQDN",
-        }
-    }
-
-    /// The address type of one IP.
-    pub fn of(ip: IpAddr) -> Self {
-        match ip {
-            IpAddr::V4(_) => Self::IPv4,
-            IpAddr::V6(_) => Self::IPv6,
-        }
-    }
 }
 
 /// One entry of `endpoints`.

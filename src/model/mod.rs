@@ -16,13 +16,13 @@ mod service;
 use std::collections::BTreeMap;
 
 pub use endpoints::{
-    AddressType, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices,
-    reconcile_slices,
+    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices, reconcile_slices,
 };
 pub use key::ObjectKey;
 pub use pod::{ContainerPort, Pod, PodPhase};
 pub use service::{
-    Protocol, Service, ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
+    AddressType, Protocol, Service, ServiceKind, ServicePort, ServiceType, SessionAffinity,
+    TargetPort, TrafficPolicy,
 };
 
 /// Labels of an object (`metadata.labels`), sorted for deterministic output.

@@ -27,7 +27,7 @@ pub struct Service {
     /// `spec.publishNotReadyAddresses`.
     pub publish_not_ready_addresses: bool,
     /// `spec.ipFamilies` as address types (empty when unset).
-    pub ip_families: Vec<super::AddressType>,
+    pub ip_families: Vec<AddressType>,
     /// `spec.externalTrafficPolicy` (Cluster when unset).
     pub external_traffic_policy: TrafficPolicy,
     /// `spec.internalTrafficPolicy` (Cluster when unset).
@@ -49,6 +49,75 @@ impl Service {
     /// The port named `name` (the empty name is the single unnamed port).
     pub fn port_named(&self, name: &str) -> Option<&ServicePort> {
         self.ports.iter().find(|port| port.name == name)
+    }
+}
+
+/// What kind of Service a Service is, as the `service_kind` label of
+/// `coredns_kubernetes_dns_programming_duration_seconds` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServiceKind {
+    /// A Service with a ClusterIP.
+    ClusterIp,
+    /// A headless Service whose slices the controller computes from its selector.
+    HeadlessWithSelector,
+    /// A headless Service without a selector (slices written by someone else).
+    HeadlessWithoutSelector,
+}
+
+impl ServiceKind {
+    /// Every kind, in label order.
+    pub const ALL: [Self; 3] = [
+        Self::ClusterIp,
+        Self::HeadlessWithSelector,
+        Self::HeadlessWithoutSelector,
+    ];
+
+    /// The label value, as CoreDNS spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClusterIp => "cluster_ip",
+            Self::HeadlessWithSelector => "headless_with_selector",
+            Self::HeadlessWithoutSelector => "headless_without_selector",
+        }
+    }
+
+    /// The kind of `service`.
+    pub fn of(service: &Service) -> Self {
+        match (service.headless, service.selector.is_some()) {
+            (false, _) => Self::ClusterIp,
+            (true, true) => Self::HeadlessWithSelector,
+            (true, false) => Self::HeadlessWithoutSelector,
+        }
+    }
+}
+
+/// An EndpointSlice's `addressType`, and the family of a Service's `spec.ipFamilies`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AddressType {
+    /// IPv4 addresses.
+    IPv4,
+    /// IPv6 addresses.
+    IPv6,
+    /// Fully qualified domain names (deprecated; ignored by DNS and kube-proxy).
+    Fqdn,
+}
+
+impl AddressType {
+    /// The API spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IPv4 => "IPv4",
+            Self::IPv6 => "IPv6",
+            Self::Fqdn => "FQDN",
+        }
+    }
+
+    /// The address type of one IP.
+    pub fn of(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(_) => Self::IPv4,
+            IpAddr::V6(_) => Self::IPv6,
+        }
     }
 }
 

@@ -16,45 +16,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use crate::model::{Cluster, ObjectKey, Service};
-
-/// The `service_kind` label of `coredns_kubernetes_dns_programming_duration_seconds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ServiceKind {
-    /// A Service with a ClusterIP.
-    ClusterIp,
-    /// A headless Service whose slices the controller computes from its selector.
-    HeadlessWithSelector,
-    /// A headless Service without a selector (slices written by someone else).
-    HeadlessWithoutSelector,
-}
-
-impl ServiceKind {
-    /// Every kind, in label order.
-    pub const ALL: [Self; 3] = [
-        Self::ClusterIp,
-        Self::HeadlessWithSelector,
-        Self::HeadlessWithoutSelector,
-    ];
-
-    /// The label value, as CoreDNS spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClusterIp => "cluster_ip",
-            Self::HeadlessWithSelector => "headless_with_selector",
-            Self::HeadlessWithoutSelector => "headless_without_selector",
-        }
-    }
-
-    /// The kind of `service`.
-    pub fn of(service: &Service) -> Self {
-        match (service.headless, service.selector.is_some()) {
-            (false, _) => Self::ClusterIp,
-            (true, true) => Self::HeadlessWithSelector,
-            (true, false) => Self::HeadlessWithoutSelector,
-        }
-    }
-}
+use crate::model::{Cluster, ObjectKey, ServiceKind};
 
 /// One stamped slice of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
