@@ -42,7 +42,7 @@
 //!
 //! use clusterdns::config::ForwardConfig;
 //! use clusterdns::forward::{Forwarded, Forwarder};
-//! use clusterdns::server::Transport;
+//! use clusterdns::wire::Transport;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! async fn serve(config: &ForwardConfig, query: &[u8], shutdown: CancellationToken) {
@@ -86,7 +86,7 @@ pub use metrics::{ForwardMetrics, forward_metrics};
 
 use crate::config::{ForwardConfig, ForwardTls, Upstream as UpstreamConfig, UpstreamTransport};
 use crate::metrics::{Collect, Exposition};
-use crate::server::Transport;
+use crate::wire::Transport;
 use crate::zone::name::suffix_offset;
 use message::QueryInfo;
 use metrics::Proto;

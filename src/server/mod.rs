@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use hickory_proto::rr::{Name, Record};
 
+pub use crate::wire::Transport;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
@@ -35,15 +36,6 @@ use crate::querylog::{ErrorLog, QueryLog};
 use crate::source::api::ApiWatch;
 use crate::store::Store;
 use crate::zone::name::{WireName, suffix_offset};
-
-/// Which transport a query came over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// UDP: replies limited to the requestor's payload size.
-    Udp,
-    /// TCP: replies up to 65535 bytes; zone transfers allowed.
-    Tcp,
-}
 
 /// What to send back for one message.
 #[derive(Debug)]

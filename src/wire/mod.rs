@@ -22,6 +22,15 @@ pub const UDP_MIN_PAYLOAD: u16 = 512;
 /// answers are truncated and asked again over TCP.
 pub const MAX_UDP_REPLY: u16 = 1232;
 
+/// Which transport a query came over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP: replies limited to the requestor's payload size.
+    Udp,
+    /// TCP: replies up to 65535 bytes; zone transfers allowed.
+    Tcp,
+}
+
 /// Opcode QUERY.
 pub const OPCODE_QUERY: u8 = 0;
 
