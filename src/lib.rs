@@ -3,20 +3,52 @@
 //!
 //! # Layout
 //!
-//! Data flows one way; each arrow reads "is used by".
+//! Data flows one way, from the cluster's objects to answers on the wire:
 //!
 //! ```text
 //!  config (Corefile -> typed config)                 pure; I/O only in read_corefile()
 //!  model (minimal objects from k8s-openapi types)    pure
-//!    -> source (static files | API watch -> publish) the only writers of cluster state;
-//!                                                   one publisher turns changes into zones
-//!    -> store (immutable Snapshot, published whole; the next shares what a change left)
-//!    -> zone (lookup(&Snapshot, &Question) -> Answer) pure, synchronous: the DNS semantics
-//!    -> server (sockets: the UDP fast path, TCP framing, AXFR)
-//!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)
+//!    -> source (static files | API watch)            the only writers of cluster state;
+//!                                                   one publisher builds a zone per change
+//!    -> store (immutable zone::Snapshot, published whole; the next shares what a change left)
+//!    -> server (sockets: the UDP fast path, TCP framing, AXFR), answering with
+//!       zone::lookup(&Snapshot, &Question) -> Answer, pure and synchronous, written by wire;
+//!       forward, cache, autopath, querylog are its plugins
+//!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)   beside
 //!  resolver_sim (search-path walk over zone::lookup, the same lookup the server answers with)
-//!  cli (clap; the only place that prints or picks an exit code)
+//!  cli (clap; the only place that prints or picks an exit code)                  on top
 //! ```
+//!
+//! # Layers
+//!
+//! What each module may use: the modules on its line, each of them on a line above it, and
+//! nothing else. `tests/architecture.rs` reads this table and fails on an import it does not
+//! allow, on an entry nothing uses any more, and on any import cycle, between these modules
+//! or between the files of one module. Test code (`#[cfg(test)]`) is not counted.
+//!
+//! ```text
+//! module        uses
+//! selector      -
+//! config        selector
+//! model         -
+//! metrics       model
+//! limits        metrics
+//! http          metrics
+//! zone          config, model
+//! store         zone
+//! wire          zone
+//! source        config, metrics, model, store, zone
+//! autopath      zone
+//! cache         config, metrics, wire, zone
+//! querylog      config, wire, zone
+//! forward       config, limits, metrics, wire, zone
+//! server        autopath, cache, config, forward, http, limits, metrics, model, querylog, source, store, wire, zone
+//! proxy         model
+//! resolver_sim  autopath, config, model, wire, zone
+//! cli           config, limits, model, proxy, resolver_sim, server, source, wire, zone
+//! ```
+//!
+//! # Modules
 //!
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.

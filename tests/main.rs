@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 mod apiserver;
+mod architecture;
 mod autopath;
 mod common;
 mod corefile;

@@ -1,0 +1,782 @@
+//! The layering, kept: every path into another module that `src/` names (`use crate::…`,
+//! `crate::…` and `super::…` paths, re-exports followed to where the item lives) is checked
+//! against the table in `src/lib.rs`'s "Layers" section, and no two modules — top-level
+//! modules, or the files of one module — may import each other, directly or round a loop.
+//!
+//! Test code (`#[cfg(test)]` items and the modules they declare) is left out: a unit test may
+//! borrow a fixture from a layer above without the library depending on it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Cycles between the files of one module that are known and being removed, each by name:
+/// the test fails while one is still here but no longer needed, so it gets deleted.
+const TEMPORARY_CYCLES: &[(&str, &str, &str)] = &[(
+    "zone::build",
+    "zone::records",
+    "issue 14 item 1, the lead: Builder against View",
+)];
+
+/// A module path below the crate root: `["proxy", "plan"]`.
+type ModPath = Vec<String>;
+
+/// One reference from a file to a module: where it is, for the failure message.
+#[derive(Debug, Clone, PartialEq)]
+struct Site {
+    file: String,
+    line: usize,
+}
+
+#[test]
+fn imports_follow_the_layer_table_in_lib_rs() {
+    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
+    let table = Table::parse(&read(&crate_.root.join("lib.rs")));
+    let mut failures = Vec::new();
+
+    let declared: BTreeSet<&str> = crate_
+        .modules
+        .iter()
+        .filter(|m| m.len() == 1)
+        .map(|m| m[0].as_str())
+        .collect();
+    let listed: BTreeSet<&str> = table.rows.iter().map(|(m, _)| m.as_str()).collect();
+    for missing in declared.difference(&listed) {
+        failures.push(format!("module `{missing}` is not in lib.rs's layer table"));
+    }
+    for extra in listed.difference(&declared) {
+        failures.push(format!(
+            "lib.rs's layer table lists `{extra}`, which is no module"
+        ));
+    }
+    for (index, (module, uses)) in table.rows.iter().enumerate() {
+        for used in uses {
+            if !table.rows[..index].iter().any(|(m, _)| m == used) {
+                failures.push(format!(
+                    "lib.rs's layer table: `{module}` uses `{used}`, which is not on a line above it"
+                ));
+            }
+        }
+    }
+
+    let top = crate_.edges_below(&[]);
+    for ((from, to), sites) in &top {
+        if !table.allows(from, to) {
+            failures.push(format!(
+                "`{from}` may not use `{to}` (lib.rs's layer table), but does at {}",
+                list(sites)
+            ));
+        }
+    }
+    for (module, uses) in &table.rows {
+        for used in uses {
+            if !top.contains_key(&(module.clone(), used.clone())) {
+                failures.push(format!(
+                    "lib.rs's layer table says `{module}` uses `{used}`, but nothing in it does: \
+                     take `{used}` off its line"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+#[test]
+fn no_import_cycles_between_modules_or_the_files_of_one_module() {
+    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
+    let mut failures = Vec::new();
+    let mut excused = BTreeSet::new();
+
+    let mut parents: Vec<ModPath> = vec![Vec::new()];
+    parents.extend(crate_.modules.iter().cloned());
+    for parent in &parents {
+        let edges = crate_.edges_below(parent);
+        for (component, cycle) in cycles(&edges) {
+            let qualified: BTreeSet<String> =
+                component.iter().map(|m| qualify(parent, m)).collect();
+            if let Some(exception) = TEMPORARY_CYCLES
+                .iter()
+                .find(|(a, b, _)| qualified == BTreeSet::from([a.to_string(), b.to_string()]))
+            {
+                excused.insert(exception.0);
+                continue;
+            }
+            let mut described = Vec::new();
+            for (index, from) in cycle.iter().enumerate() {
+                let to = &cycle[(index + 1) % cycle.len()];
+                let sites = &edges[&(from.clone(), to.clone())];
+                described.push(format!(
+                    "`{}` uses `{}` at {}",
+                    qualify(parent, from),
+                    qualify(parent, to),
+                    list(sites)
+                ));
+            }
+            failures.push(format!("import cycle: {}", described.join("; ")));
+        }
+    }
+    for (a, b, why) in TEMPORARY_CYCLES {
+        if !excused.contains(a) {
+            failures.push(format!(
+                "the cycle `{a}` ⇄ `{b}` ({why}) is gone: delete it from TEMPORARY_CYCLES"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+fn qualify(parent: &[String], child: &str) -> String {
+    let mut path = parent.to_vec();
+    path.push(child.to_string());
+    path.join("::")
+}
+
+fn list(sites: &[Site]) -> String {
+    let shown: Vec<String> = sites
+        .iter()
+        .take(3)
+        .map(|s| format!("{}:{}", s.file, s.line))
+        .collect();
+    let more = sites.len().saturating_sub(3);
+    if more > 0 {
+        format!("{} (and {more} more)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The table in lib.rs: one line per module, `module  used, used, …` (or `-`), each module
+/// using only modules on lines above it.
+struct Table {
+    rows: Vec<(String, Vec<String>)>,
+}
+
+impl Table {
+    fn parse(lib_rs: &str) -> Self {
+        let doc: Vec<&str> = lib_rs
+            .lines()
+            .map_while(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        let start = doc
+            .iter()
+            .position(|l| l.trim() == "# Layers")
+            .expect("lib.rs has a `# Layers` section");
+        let header = doc[start..]
+            .iter()
+            .position(|l| l.split_whitespace().collect::<Vec<_>>() == ["module", "uses"])
+            .expect("the Layers section has a `module  uses` table")
+            + start;
+        let mut rows = Vec::new();
+        for line in &doc[header + 1..] {
+            if line.starts_with("```") {
+                break;
+            }
+            let mut words = line.split_whitespace();
+            let Some(module) = words.next() else { continue };
+            let rest: String = words.collect::<Vec<_>>().join(" ");
+            let uses = if rest == "-" {
+                Vec::new()
+            } else {
+                rest.split(',').map(|u| u.trim().to_string()).collect()
+            };
+            rows.push((module.to_string(), uses));
+        }
+        assert!(!rows.is_empty(), "lib.rs's layer table is empty");
+        Table { rows }
+    }
+
+    fn allows(&self, from: &str, to: &str) -> bool {
+        self.rows
+            .iter()
+            .any(|(m, uses)| m == from && uses.iter().any(|u| u == to))
+    }
+}
+
+/// Every non-test source file of the library, with the module paths it names.
+struct Crate {
+    root: PathBuf,
+    /// Every module that has a file, test-only ones left out.
+    modules: BTreeSet<ModPath>,
+    /// (module, file relative to the crate, source with comments, strings and test code
+    /// removed).
+    files: Vec<(ModPath, String, String)>,
+    /// `pub use` items: (module, name) -> where the name leads.
+    reexports: BTreeMap<(ModPath, String), ModPath>,
+}
+
+impl Crate {
+    fn read(root: &Path) -> Self {
+        let mut found = Vec::new();
+        walk(root, &mut found);
+        found.sort();
+        let mut modules = BTreeSet::new();
+        let mut files = Vec::new();
+        let mut test_only = BTreeSet::new();
+        for path in found {
+            let relative = path.strip_prefix(root).unwrap();
+            let mut parts: Vec<String> = relative
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            let file = parts.pop().unwrap();
+            if parts.is_empty() && file == "main.rs" {
+                continue; // the binary: it uses the library from outside
+            }
+            let stem = file.trim_end_matches(".rs");
+            if stem != "mod" && stem != "lib" {
+                parts.push(stem.to_string());
+            }
+            let (source, tests) = clean(&read(&path));
+            for name in tests {
+                let mut module = parts.clone();
+                module.push(name);
+                test_only.insert(module);
+            }
+            files.push((parts, format!("src/{}", relative.display()), source));
+        }
+        files.retain(|(module, _, _)| !test_only.iter().any(|t| module.starts_with(t)));
+        for (module, _, _) in &files {
+            if !module.is_empty() {
+                modules.insert(module.clone());
+            }
+        }
+        let mut crate_ = Crate {
+            root: root.to_path_buf(),
+            modules,
+            files,
+            reexports: BTreeMap::new(),
+        };
+        let mut reexports = BTreeMap::new();
+        for (module, _, source) in &crate_.files {
+            for statement in uses(source) {
+                if !statement.public {
+                    continue;
+                }
+                for (path, name) in statement.paths {
+                    if let Some(resolved) = crate_.resolve(module, &path)
+                        && let Some(target) = resolved.last()
+                    {
+                        reexports.insert((module.clone(), name), target.clone());
+                    }
+                }
+            }
+        }
+        crate_.reexports = reexports;
+        crate_
+    }
+
+    /// The modules a path passes through, the re-exports it goes by followed to their end;
+    /// `None` for a path that leaves the crate.
+    fn resolve(&self, module: &ModPath, path: &[String]) -> Option<Vec<ModPath>> {
+        let mut current: ModPath;
+        let mut rest = path;
+        match path.first()?.as_str() {
+            "crate" | "$crate" => {
+                current = Vec::new();
+                rest = &path[1..];
+            }
+            "self" => {
+                current = module.clone();
+                rest = &path[1..];
+            }
+            "super" => {
+                current = module.clone();
+                while rest.first().map(String::as_str) == Some("super") {
+                    current.pop()?;
+                    rest = &rest[1..];
+                }
+            }
+            first => {
+                let mut child = module.clone();
+                child.push(first.to_string());
+                if !self.modules.contains(&child) {
+                    return None; // another crate, or a local item
+                }
+                current = module.clone();
+            }
+        }
+        let mut visited = vec![current.clone()];
+        let mut rest: Vec<String> = rest.to_vec();
+        let mut hops = 0;
+        while let Some(segment) = rest.first().cloned() {
+            let mut next = current.clone();
+            next.push(segment.clone());
+            if self.modules.contains(&next) {
+                current = next;
+                visited.push(current.clone());
+                rest.remove(0);
+            } else if let Some(target) = self.reexports.get(&(current.clone(), segment)) {
+                hops += 1;
+                if hops > 16 || *target == current {
+                    break;
+                }
+                current = target.clone();
+                visited.push(current.clone());
+                rest.remove(0);
+            } else {
+                break;
+            }
+        }
+        Some(visited)
+    }
+
+    /// Edges between the children of `parent`: (child, child) -> the places that make it.
+    fn edges_below(&self, parent: &[String]) -> BTreeMap<(String, String), Vec<Site>> {
+        let mut edges: BTreeMap<(String, String), Vec<Site>> = BTreeMap::new();
+        for (module, file, source) in &self.files {
+            if module.len() <= parent.len() || !module.starts_with(parent) {
+                continue;
+            }
+            let from = &module[parent.len()];
+            for (line, path) in paths(source) {
+                let Some(visited) = self.resolve(module, &path) else {
+                    continue;
+                };
+                for target in visited {
+                    if target.len() <= parent.len() || !target.starts_with(parent) {
+                        continue;
+                    }
+                    let to = &target[parent.len()];
+                    if to == from {
+                        continue;
+                    }
+                    let sites = edges.entry((from.clone(), to.clone())).or_default();
+                    let site = Site {
+                        file: file.clone(),
+                        line,
+                    };
+                    if sites.last() != Some(&site) {
+                        sites.push(site);
+                    }
+                }
+            }
+        }
+        edges
+    }
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The graph's strongly connected components of more than one node, each with one cycle
+/// through it (the shortest from its first node) to show.
+fn cycles(edges: &BTreeMap<(String, String), Vec<Site>>) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        next.entry(from).or_default().push(to);
+        next.entry(to).or_default();
+    }
+    let reach = |start: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![start];
+        while let Some(node) = stack.pop() {
+            for &n in &next[node] {
+                if seen.insert(n) {
+                    stack.push(n);
+                }
+            }
+        }
+        seen
+    };
+    let reachable: BTreeMap<&str, BTreeSet<&str>> = next.keys().map(|&n| (n, reach(n))).collect();
+    let mut done = BTreeSet::new();
+    let mut found = Vec::new();
+    for &node in next.keys() {
+        if done.contains(node) || !reachable[node].contains(node) {
+            continue;
+        }
+        let component: BTreeSet<&str> = reachable[node]
+            .iter()
+            .copied()
+            .filter(|n| reachable[n].contains(node))
+            .collect();
+        done.extend(component.iter().copied());
+        // One cycle through `node`, by the shortest way back, for the message.
+        let mut back: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([node]);
+        'search: while let Some(at) = queue.pop_front() {
+            for &n in &next[at] {
+                if n == node {
+                    let mut cycle = vec![at.to_string()];
+                    let mut step = at;
+                    while step != node {
+                        step = back[step];
+                        cycle.push(step.to_string());
+                    }
+                    cycle.reverse();
+                    let members = component.iter().map(|m| m.to_string()).collect();
+                    found.push((members, cycle));
+                    break 'search;
+                }
+                if component.contains(n) && !back.contains_key(n) && n != node {
+                    back.insert(n, at);
+                    queue.push_back(n);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// One `use` statement: its paths, each with the name it brings in.
+struct Use {
+    public: bool,
+    paths: Vec<(Vec<String>, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String),
+    Colons,
+    Punct(char),
+}
+
+fn tokens(source: &str) -> Vec<(usize, Token)> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c.is_alphanumeric() || c == '_' || c == '$' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$')
+            {
+                i += 1;
+            }
+            out.push((line, Token::Word(chars[start..i].iter().collect())));
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            out.push((line, Token::Colons));
+            i += 2;
+        } else {
+            out.push((line, Token::Punct(c)));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The `use` statements of a cleaned source.
+fn uses(source: &str) -> Vec<Use> {
+    let tokens = tokens(source);
+    let mut found = Vec::new();
+    for (index, (_, token)) in tokens.iter().enumerate() {
+        if *token != Token::Word("use".into()) {
+            continue;
+        }
+        let public = index > 0
+            && (tokens[index - 1].1 == Token::Word("pub".into())
+                || tokens[index - 1].1 == Token::Punct(')'));
+        let mut position = index + 1;
+        let mut paths = Vec::new();
+        use_tree(&tokens, &mut position, Vec::new(), &mut paths);
+        found.push(Use { public, paths });
+    }
+    found
+}
+
+/// Reads one use tree (`a::b::{c, d::e as f, self}`) from `position`, adding each path.
+fn use_tree(
+    tokens: &[(usize, Token)],
+    position: &mut usize,
+    mut prefix: Vec<String>,
+    paths: &mut Vec<(Vec<String>, String)>,
+) {
+    loop {
+        match tokens.get(*position).map(|t| &t.1) {
+            Some(Token::Word(word)) if word == "self" && !prefix.is_empty() => {
+                *position += 1;
+                let name = prefix.last().cloned().unwrap_or_default();
+                paths.push((prefix.clone(), alias(tokens, position).unwrap_or(name)));
+                return;
+            }
+            Some(Token::Word(word)) => {
+                prefix.push(word.clone());
+                *position += 1;
+                if tokens.get(*position).map(|t| &t.1) == Some(&Token::Colons) {
+                    *position += 1;
+                    continue;
+                }
+                let name = alias(tokens, position).unwrap_or_else(|| word.clone());
+                paths.push((prefix, name));
+                return;
+            }
+            Some(Token::Punct('{')) => {
+                *position += 1;
+                loop {
+                    match tokens.get(*position).map(|t| &t.1) {
+                        Some(Token::Punct('}')) | None => {
+                            *position += 1;
+                            return;
+                        }
+                        Some(Token::Punct(',')) => *position += 1,
+                        _ => use_tree(tokens, position, prefix.clone(), paths),
+                    }
+                }
+            }
+            Some(Token::Punct('*')) => {
+                *position += 1;
+                paths.push((prefix, "*".into()));
+                return;
+            }
+            _ => return,
+        }
+    }
+}
+
+fn alias(tokens: &[(usize, Token)], position: &mut usize) -> Option<String> {
+    if tokens.get(*position).map(|t| &t.1) != Some(&Token::Word("as".into())) {
+        return None;
+    }
+    let Some((_, Token::Word(name))) = tokens.get(*position + 1) else {
+        return None;
+    };
+    *position += 2;
+    Some(name.clone())
+}
+
+/// Every path a cleaned source names that could lead into the crate: the paths of `use`
+/// statements, and every `crate::…`, `super::…`, `self::…` path elsewhere.
+fn paths(source: &str) -> Vec<(usize, Vec<String>)> {
+    let tokens = tokens(source);
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < tokens.len() {
+        let (line, token) = &tokens[index];
+        if *token == Token::Word("use".into()) {
+            let mut position = index + 1;
+            let mut paths = Vec::new();
+            use_tree(&tokens, &mut position, Vec::new(), &mut paths);
+            found.extend(paths.into_iter().map(|(p, _)| (*line, p)));
+            index = position;
+            continue;
+        }
+        let starts = matches!(token, Token::Word(w) if ["crate", "$crate", "super", "self"].contains(&w.as_str()));
+        let after_colons = index > 0 && tokens[index - 1].1 == Token::Colons;
+        if starts && !after_colons && tokens.get(index + 1).map(|t| &t.1) == Some(&Token::Colons) {
+            let mut path = Vec::new();
+            let mut position = index;
+            while let Some((_, Token::Word(word))) = tokens.get(position) {
+                path.push(word.clone());
+                if tokens.get(position + 1).map(|t| &t.1) != Some(&Token::Colons) {
+                    break;
+                }
+                position += 2;
+            }
+            found.push((*line, path));
+            index = position + 1;
+            continue;
+        }
+        index += 1;
+    }
+    found
+}
+
+/// The source with comments, string and char literals and `#[cfg(test)]` items blanked
+/// (line breaks kept), and the names of the test-only modules it declares (`mod tests;`).
+fn clean(source: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = source.chars().collect();
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    let blank = |out: &mut String, c: char| out.push(if c == '\n' { '\n' } else { ' ' });
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, chars[i]);
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && matches!(next, Some('#') | Some('"'))
+            && !i
+                .checked_sub(1)
+                .is_some_and(|p| chars[p].is_alphanumeric() || chars[p] == '_')
+        {
+            let mut hashes = 0;
+            let mut j = i + 1;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= chars.len() {
+                    break;
+                }
+                if chars[j] == '"' && (1..=hashes).all(|h| chars.get(j + h) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                blank(&mut out, chars[j]);
+                j += 1;
+            }
+            out.push_str("\"\"");
+            i = j;
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' {
+                    i += 1;
+                }
+                if let Some(&c) = chars.get(i) {
+                    blank(&mut out, c);
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c == '\'' {
+            if next == Some('\\') {
+                let mut j = i + 2;
+                while j < chars.len() && chars[j] != '\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            } else if chars.get(i + 2) == Some(&'\'') {
+                i += 3;
+                out.push_str("' '");
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    strip_tests(&out)
+}
+
+/// Blanks each item under `#[cfg(test)]`; returns the names of the `mod x;` among them.
+fn strip_tests(source: &str) -> (String, Vec<String>) {
+    let mut chars: Vec<char> = source.chars().collect();
+    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut modules = Vec::new();
+    let mut i = 0;
+    while i + marker.len() <= chars.len() {
+        if chars[i..i + marker.len()] != marker[..] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut j = i + marker.len();
+        let mut depth = 0usize;
+        let mut words = String::new();
+        // The item ends at its first `;` outside brackets, or at the brace closing its body.
+        while j < chars.len() {
+            match chars[j] {
+                '[' | '(' => depth += 1,
+                ']' | ')' => depth = depth.saturating_sub(1),
+                ';' if depth == 0 => {
+                    j += 1;
+                    break;
+                }
+                '{' if depth == 0 => {
+                    let mut braces = 0;
+                    while j < chars.len() {
+                        match chars[j] {
+                            '{' => braces += 1,
+                            '}' => {
+                                braces -= 1;
+                                if braces == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        j += 1;
+                    }
+                    j += 1;
+                    words.clear(); // an inline module: nothing on disk to skip
+                    break;
+                }
+                c => words.push(c),
+            }
+            j += 1;
+        }
+        let item: Vec<&str> = words.split_whitespace().collect();
+        if let Some(at) = item.iter().position(|w| *w == "mod")
+            && let Some(name) = item.get(at + 1)
+        {
+            modules.push(name.to_string());
+        }
+        let end = j.min(chars.len());
+        for c in &mut chars[start..end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        i = j;
+    }
+    (chars.into_iter().collect(), modules)
+}
+
+#[test]
+fn the_scanner_sees_paths_as_the_compiler_does() {
+    let source = r##"
+use super::{plan::{self, X}, names::Y as Z};
+// use crate::server::A;
+/// [`crate::server`]
+fn f<'a>(s: &'a str) { let s = "crate::server::B"; let r = r#"super::x"#; crate::wire::write(s, '\''); }
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests { use crate::server::C; }
+#[cfg(test)]
+mod support;
+"##;
+    let (cleaned, test_modules) = clean(source);
+    assert_eq!(test_modules, ["support"]);
+    let found: Vec<(usize, String)> = paths(&cleaned)
+        .into_iter()
+        .map(|(line, path)| (line, path.join("::")))
+        .collect();
+    let expected = [
+        (2, "super::plan"),
+        (2, "super::plan::X"),
+        (2, "super::names::Y"),
+        (5, "crate::wire::write"),
+    ];
+    assert_eq!(found, expected.map(|(l, p)| (l, p.to_string())));
+}
