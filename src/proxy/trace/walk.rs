@@ -1,0 +1,471 @@
+//! The walk engine: chains in hook order, rules in chain order, jumps and gotos, verdicts,
+//! NAT, and the branches a statistic match or `numgen` makes.
+
+use ipnet::IpNet;
+
+use super::matches::{Decision, key_matches};
+use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
+use super::{Masquerade, Step};
+use crate::proxy::cascade::Stored;
+use crate::proxy::ruleset::{
+    Action, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Slot, Table, Verdict,
+};
+
+pub(super) const MAX_DEPTH: usize = 64;
+
+impl<'r> Tracer<'r> {
+    /// Splits `walk` on a random match: (walk, matched).
+    pub(super) fn branch(
+        &mut self,
+        walk: Walk,
+        stored: Stored,
+        negated: bool,
+    ) -> Vec<(Walk, bool)> {
+        match &mut self.mode {
+            Mode::Explore => {
+                let p = stored.probability();
+                let (p_match, p_miss) = if negated { (1.0 - p, p) } else { (p, 1.0 - p) };
+                let mut out = Vec::new();
+                if p_match > 0.0 {
+                    let mut taken = walk.clone();
+                    taken.weight *= p_match;
+                    out.push((taken, true));
+                }
+                if p_miss > 0.0 {
+                    let mut missed = walk;
+                    missed.weight *= p_miss;
+                    out.push((missed, false));
+                }
+                out
+            }
+            Mode::Sample(rng) => {
+                let matched = stored.matches(rng.u32(..)) != negated;
+                vec![(walk, matched)]
+            }
+        }
+    }
+
+    /// Splits `walk` on a numgen: (walk, slot or none).
+    pub(super) fn numgen<'s>(
+        &mut self,
+        walk: Walk,
+        modulus: u32,
+        slots: &'s [Slot],
+    ) -> Vec<(Walk, Option<&'s Slot>)> {
+        let slot_of = |value: u32| slots.iter().find(|s| s.low <= value && value <= s.high);
+        match &mut self.mode {
+            Mode::Explore => {
+                let mut counts: Vec<(Option<&Slot>, u32)> = Vec::new();
+                for value in 0..modulus {
+                    let slot = slot_of(value);
+                    match counts.iter_mut().find(|(s, _)| *s == slot) {
+                        Some((_, n)) => *n += 1,
+                        None => counts.push((slot, 1)),
+                    }
+                }
+                counts
+                    .into_iter()
+                    .map(|(slot, n)| {
+                        let mut w = walk.clone();
+                        w.weight *= f64::from(n) / f64::from(modulus);
+                        (w, slot)
+                    })
+                    .collect()
+            }
+            Mode::Sample(rng) => {
+                // nft_ng_random: reciprocal_scale(random, modulus).
+                let value = ((u64::from(rng.u32(..)) * u64::from(modulus)) >> 32) as u32;
+                vec![(walk, slot_of(value))]
+            }
+        }
+    }
+
+    /// Runs `chain` of `table` from rule `from`.
+    pub(super) fn chain(
+        &mut self,
+        walk: Walk,
+        table: &'r Table,
+        chain_name: &str,
+        from: usize,
+        depth: usize,
+    ) -> Vec<(Walk, Flow)> {
+        let Some(chain) = table.chain(chain_name) else {
+            return vec![(walk, Flow::Return)];
+        };
+        let mut walk = walk;
+        for index in from..chain.rules.len() {
+            let rule = &chain.rules[index];
+            match self.decide(table, rule, &walk) {
+                Decision::No => continue,
+                Decision::Unknown(why) => {
+                    self.warn(rule, format!("{why}; assumed not to match"));
+                    continue;
+                }
+                Decision::Source(conditions) => {
+                    let when = conditions.join(" and ");
+                    if let Some((and, xor)) = self.mark_only(table, rule) {
+                        walk.cond_marks.push(CondMark {
+                            and,
+                            xor,
+                            when,
+                            step: Self::step(table, chain_name, rule),
+                        });
+                    } else {
+                        self.conditions.insert((
+                            rule.line,
+                            format!(
+                                "{} {} line {}: taken only if {when} (pass --from to decide); not taken",
+                                table.name, chain_name, rule.line
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                Decision::Random(stored, negated, text) => {
+                    let mut out = Vec::new();
+                    for (mut branch, matched) in self.branch(walk.clone(), stored, negated) {
+                        if matched {
+                            branch.probability = Some(text.clone());
+                            out.extend(self.act(branch, table, chain_name, index, rule, depth));
+                        } else {
+                            out.extend(self.chain(branch, table, chain_name, index + 1, depth));
+                        }
+                    }
+                    return out;
+                }
+                Decision::Yes => {
+                    return self.act(walk, table, chain_name, index, rule, depth);
+                }
+            }
+        }
+        vec![(walk, Flow::Return)]
+    }
+
+    /// Runs `rule`'s statements, then the rest of the chain when they fall through.
+    pub(super) fn act(
+        &mut self,
+        mut walk: Walk,
+        table: &'r Table,
+        chain_name: &str,
+        index: usize,
+        rule: &'r Rule,
+        depth: usize,
+    ) -> Vec<(Walk, Flow)> {
+        let step = Self::step(table, chain_name, rule);
+        for action in &rule.actions {
+            match action {
+                Action::Continue => {}
+                Action::Unsupported(text) => {
+                    self.warn(rule, format!("cannot run `{text}`; assumed to do nothing"));
+                }
+                Action::SetMark { and, xor } => {
+                    let before = walk.mark;
+                    walk.mark = (walk.mark & and) ^ xor;
+                    if walk.mark & !before != 0 {
+                        // The rule that asked for the mark: the jump into a marking chain
+                        // (KUBE-MARK-MASQ), or this rule.
+                        walk.marked_by =
+                            Some(walk.calls.last().cloned().unwrap_or_else(|| step.clone()));
+                    }
+                }
+                Action::Verdict(verdict) => {
+                    walk.path.push(step.clone());
+                    return self.verdict(walk, table, chain_name, index, verdict, &step, depth);
+                }
+                Action::Reject(_) => {
+                    walk.path.push(step.clone());
+                    return vec![(walk, Flow::Reject(step))];
+                }
+                Action::Dnat { ip, port } => {
+                    walk.path.push(step.clone());
+                    walk.dst = *ip;
+                    walk.dport = port.unwrap_or(walk.dport);
+                    walk.dnat = Some((*ip, walk.dport, step.clone()));
+                    return vec![(walk, Flow::Accept)];
+                }
+                Action::Snat(_) | Action::Masquerade => {
+                    walk.path.push(step.clone());
+                    walk.masquerade = Some(step.clone());
+                    return vec![(walk, Flow::Accept)];
+                }
+                Action::VerdictMap { key, map } => {
+                    if let Some(verdict) = self.lookup(table, rule, key, map, &walk) {
+                        walk.path.push(step.clone());
+                        return self
+                            .verdict(walk, table, chain_name, index, &verdict, &step, depth);
+                    }
+                }
+                Action::Numgen { modulus, slots } => {
+                    let mut out = Vec::new();
+                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, slots) {
+                        match slot {
+                            Some(slot) => {
+                                branch.path.push(step.clone());
+                                branch.probability =
+                                    Some(format!("{}/{}", slot.high - slot.low + 1, modulus));
+                                out.extend(self.verdict(
+                                    branch,
+                                    table,
+                                    chain_name,
+                                    index,
+                                    &slot.verdict,
+                                    &step,
+                                    depth,
+                                ));
+                            }
+                            None => {
+                                out.extend(self.chain(branch, table, chain_name, index + 1, depth))
+                            }
+                        }
+                    }
+                    return out;
+                }
+            }
+        }
+        self.chain(walk, table, chain_name, index + 1, depth)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn verdict(
+        &mut self,
+        walk: Walk,
+        table: &'r Table,
+        chain_name: &str,
+        index: usize,
+        verdict: &Verdict,
+        step: &Step,
+        depth: usize,
+    ) -> Vec<(Walk, Flow)> {
+        match verdict {
+            Verdict::Accept => vec![(walk, Flow::Accept)],
+            Verdict::Drop => vec![(walk, Flow::Drop(step.clone()))],
+            Verdict::Return => vec![(walk, Flow::Return)],
+            Verdict::Continue => self.chain(walk, table, chain_name, index + 1, depth),
+            Verdict::Jump(target) | Verdict::Goto(target) => {
+                if depth >= MAX_DEPTH {
+                    let rule = &table.chain(chain_name).map(|c| c.rules[index].clone());
+                    if let Some(rule) = rule {
+                        self.warn(
+                            rule,
+                            format!("more than {MAX_DEPTH} nested jumps (a loop?); stopped"),
+                        );
+                    }
+                    return vec![(walk, Flow::Return)];
+                }
+                let goto = matches!(verdict, Verdict::Goto(_));
+                let mut inner = walk;
+                inner.calls.push(step.clone());
+                let mut out = Vec::new();
+                for (mut after, flow) in self.chain(inner, table, target, 0, depth + 1) {
+                    after.calls.pop();
+                    match flow {
+                        Flow::Return if !goto => {
+                            out.extend(self.chain(after, table, chain_name, index + 1, depth));
+                        }
+                        flow => out.push((after, flow)),
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// Looks the packet up in a verdict map.
+    pub(super) fn lookup(
+        &mut self,
+        table: &Table,
+        rule: &Rule,
+        key: &[KeyPart],
+        map: &MapRef,
+        walk: &Walk,
+    ) -> Option<Verdict> {
+        let mut packet = Vec::new();
+        for part in key {
+            packet.push(match part {
+                KeyPart::Daddr => KeyValue::Net(IpNet::from(walk.dst)),
+                KeyPart::Saddr => match self.options.from {
+                    Some(ip) => KeyValue::Net(IpNet::from(ip)),
+                    None => {
+                        self.warn(
+                            rule,
+                            "a map keyed by the source address needs --from; assumed not found",
+                        );
+                        return None;
+                    }
+                },
+                KeyPart::L4proto => KeyValue::Proto(self.packet_protocol()),
+                // No element of kube-proxy's maps is keyed by an ICMP packet's bytes.
+                KeyPart::Dport if self.options.icmp => return None,
+                KeyPart::Dport => KeyValue::Port(walk.dport, walk.dport),
+                KeyPart::Sport => {
+                    self.warn(
+                        rule,
+                        "a map keyed by the source port cannot be looked up; assumed not found",
+                    );
+                    return None;
+                }
+            });
+        }
+        let elements: &[Element] = match map {
+            MapRef::Inline(elements) => elements,
+            MapRef::Named(name) => match table.sets.get(name) {
+                Some(set) => &set.elements,
+                None => {
+                    self.warn(
+                        rule,
+                        format!("no map @{name} in table {}; assumed not found", table.name),
+                    );
+                    return None;
+                }
+            },
+        };
+        elements
+            .iter()
+            .find(|element| {
+                element.key.len() == packet.len()
+                    && element
+                        .key
+                        .iter()
+                        .zip(&packet)
+                        .all(|(value, field)| key_matches(value, field))
+            })
+            .and_then(|element| element.verdict.clone())
+    }
+
+    /// Runs the base chains of `hook`, in priority order.
+    pub(super) fn hook(&mut self, walk: Walk, hook: Hook) -> Vec<Walk> {
+        let mut bases: Vec<(i32, usize, &'r Table, &'r str, bool)> = Vec::new();
+        for (index, table) in self.ruleset.tables.iter().enumerate() {
+            if !table.family.covers(self.family) {
+                continue;
+            }
+            for chain in &table.chains {
+                if let Some(base) = chain.base
+                    && base.hook == hook
+                {
+                    bases.push((base.priority, index, table, &chain.name, base.policy_accept));
+                }
+            }
+        }
+        bases.sort_by_key(|(priority, index, ..)| (*priority, *index));
+        let mut walks = vec![walk];
+        for (_, _, table, chain, policy_accept) in bases {
+            let mut next = Vec::new();
+            for walk in walks {
+                if walk.end.is_some() {
+                    next.push(walk);
+                    continue;
+                }
+                for (mut after, flow) in self.chain(walk, table, chain, 0, 0) {
+                    match flow {
+                        Flow::Accept => {}
+                        Flow::Return if policy_accept => {}
+                        Flow::Return => {
+                            after.end = Some(End::Drop(Step {
+                                table: table.name.clone(),
+                                chain: chain.to_owned(),
+                                line: table.chain(chain).map_or(0, |c| c.line),
+                                rule: format!("{chain} policy DROP"),
+                            }));
+                        }
+                        Flow::Drop(step) => after.end = Some(End::Drop(step)),
+                        Flow::Reject(step) => after.end = Some(End::Reject(step)),
+                    }
+                    next.push(after);
+                }
+            }
+            walks = next;
+        }
+        walks
+    }
+
+    /// Postrouting, and for each conditional mark, whether it would get the packet
+    /// masqueraded.
+    pub(super) fn postrouting(&mut self, walk: Walk) -> Vec<Walk> {
+        let before = walk.clone();
+        let mut out = self.hook(walk, Hook::Postrouting);
+        for result in &mut out {
+            if result.end.is_some() || result.masquerade.is_some() {
+                continue;
+            }
+            for cond in &before.cond_marks {
+                let mut trial = before.clone();
+                trial.mark = (trial.mark & cond.and) ^ cond.xor;
+                trial.cond_marks.clear();
+                // Side walks must not split the weight or warn twice.
+                let warnings = self.warnings.clone();
+                let masqueraded = self
+                    .hook(trial, Hook::Postrouting)
+                    .into_iter()
+                    .find_map(|w| w.masquerade);
+                self.warnings = warnings;
+                if let Some(by) = masqueraded {
+                    result.cond_masquerade.push(Masquerade {
+                        when: Some(cond.when.clone()),
+                        why: why(&cond.step, Some(&cond.when)),
+                        marked_by: Some(cond.step.clone()),
+                        masqueraded_by: by,
+                        endpoints: Vec::new(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The whole walk of one new connection.
+    pub(super) fn traverse(&mut self, walk: Walk) -> Vec<Walk> {
+        let first = if self.options.local {
+            Hook::Output
+        } else {
+            Hook::Prerouting
+        };
+        let mut done = Vec::new();
+        for walk in self.hook(walk, first) {
+            if walk.end.is_some() {
+                done.push(walk);
+                continue;
+            }
+            let local_destination = self.is_local(walk.dst);
+            let mut walks = vec![walk];
+            let hooks: &[Hook] = match (self.options.local, local_destination) {
+                (true, _) => &[Hook::Postrouting],
+                (false, true) => &[Hook::Input],
+                (false, false) => &[Hook::Forward, Hook::Postrouting],
+            };
+            for hook in hooks {
+                let mut next = Vec::new();
+                for walk in walks {
+                    if walk.end.is_some() {
+                        next.push(walk);
+                    } else if *hook == Hook::Postrouting {
+                        next.extend(self.postrouting(walk));
+                    } else {
+                        next.extend(self.hook(walk, *hook));
+                    }
+                }
+                walks = next;
+            }
+            done.extend(walks);
+        }
+        done
+    }
+
+    pub(super) fn start(&self) -> Walk {
+        Walk {
+            weight: 1.0,
+            dst: self.options.to,
+            dport: self.options.port,
+            mark: 0,
+            dnat: None,
+            probability: None,
+            masquerade: None,
+            marked_by: None,
+            cond_marks: Vec::new(),
+            cond_masquerade: Vec::new(),
+            path: Vec::new(),
+            calls: Vec::new(),
+            end: None,
+        }
+    }
+}
