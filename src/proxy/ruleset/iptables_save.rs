@@ -13,10 +13,7 @@
 //! option without its value, a bad address, a rule before its table, a jump to a chain that
 //! does not exist) is an error with its line.
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
-
+use super::values::{parse_destination, parse_net, parse_protocol};
 use super::{
     Action, AddrValue, Chain, CtState, Format, Match, ParseError, ProtoValue, RecentOp, Rule,
     Ruleset, Side, Table, TableFamily, Verdict, iptables_base,
@@ -71,40 +68,6 @@ fn words(line: &str, number: usize) -> Result<Vec<String>, ParseError> {
     }
 }
 
-/// A parsed address: `10.0.0.0/8`, `10.0.0.1` (a host), `10.0.0.0/255.0.0.0`.
-pub(crate) fn parse_net(text: &str) -> Option<IpNet> {
-    if let Ok(net) = text.parse::<IpNet>() {
-        return Some(net);
-    }
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Some(IpNet::from(ip));
-    }
-    let (addr, mask) = text.split_once('/')?;
-    let addr: IpAddr = addr.parse().ok()?;
-    let mask: IpAddr = mask.parse().ok()?;
-    let prefix = match mask {
-        IpAddr::V4(v4) => {
-            let bits = u32::from(v4);
-            (bits.leading_ones() + bits.trailing_zeros() == 32).then(|| bits.leading_ones())?
-        }
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6);
-            (bits.leading_ones() + bits.trailing_zeros() == 128).then(|| bits.leading_ones())?
-        }
-    };
-    IpNet::new(addr, u8::try_from(prefix).ok()?).ok()
-}
-
-/// A protocol name or number.
-pub(crate) fn parse_protocol(text: &str) -> ProtoValue {
-    match text.to_ascii_lowercase().as_str() {
-        "tcp" | "6" => ProtoValue::Known(Protocol::Tcp),
-        "udp" | "17" => ProtoValue::Known(Protocol::Udp),
-        "sctp" | "132" => ProtoValue::Known(Protocol::Sctp),
-        other => ProtoValue::Other(other.to_owned()),
-    }
-}
-
 /// `80`, `1024:65535`, `:1023`, `1024:` (iptables' range syntax).
 fn parse_port_range(text: &str) -> Option<(u16, u16)> {
     match text.split_once(':') {
@@ -138,25 +101,6 @@ fn parse_value_mask(text: &str) -> Option<(u32, u32)> {
         Some((value, mask)) => Some((parse_u32(value)?, parse_u32(mask)?)),
         None => Some((parse_u32(text)?, u32::MAX)),
     }
-}
-
-/// `IP[:PORT]` or `[IPv6]:PORT`, as `--to-destination` takes it (ranges are not modelled).
-pub(crate) fn parse_destination(text: &str) -> Option<(IpAddr, Option<u16>)> {
-    if let Some(rest) = text.strip_prefix('[') {
-        let (ip, port) = rest.split_once(']')?;
-        let ip = ip.parse().ok()?;
-        let port = match port.strip_prefix(':') {
-            Some(port) => Some(port.parse().ok()?),
-            None if port.is_empty() => None,
-            None => return None,
-        };
-        return Some((ip, port));
-    }
-    if let Ok(ip) = text.parse::<IpAddr>() {
-        return Some((ip, None));
-    }
-    let (ip, port) = text.rsplit_once(':')?;
-    Some((ip.parse().ok()?, Some(port.parse().ok()?)))
 }
 
 fn ct_state(text: &str) -> Option<CtState> {

@@ -13,6 +13,7 @@
 
 pub mod iptables_save;
 pub mod nft;
+mod values;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

@@ -1,0 +1,758 @@
+//! One nft rule read into matches and actions, and the values and elements rules and
+//! sets share.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::lexer::{Tok, Token, describe, text_of};
+use crate::model::Protocol;
+use crate::proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
+use crate::proxy::ruleset::{
+    Action, AddrValue, CtState, Element, KeyPart, KeyValue, MapRef, Match, ParseError, ProtoValue,
+    Rule, Side, Slot, Verdict,
+};
+
+/// One value of a set element's key.
+pub(super) fn key_value(word: &str) -> KeyValue {
+    if let Some(net) = parse_net(word) {
+        return KeyValue::Net(net);
+    }
+    if let Some((low, high)) = word.split_once('-') {
+        if let (Ok(low), Ok(high)) = (low.parse::<IpAddr>(), high.parse::<IpAddr>()) {
+            return KeyValue::Range(low, high);
+        }
+        if let (Ok(low), Ok(high)) = (low.parse::<u16>(), high.parse::<u16>()) {
+            return KeyValue::Port(low, high);
+        }
+    }
+    if let Ok(port) = word.parse::<u16>() {
+        return KeyValue::Port(port, port);
+    }
+    match parse_protocol(word) {
+        ProtoValue::Known(p) => KeyValue::Proto(ProtoValue::Known(p)),
+        _ if matches!(word, "icmp" | "icmpv6" | "gre" | "esp" | "ah" | "udplite") => {
+            KeyValue::Proto(ProtoValue::Other(word.to_owned()))
+        }
+        _ => KeyValue::Other(word.to_owned()),
+    }
+}
+
+pub(super) fn verdict_of(words: &[&str]) -> Option<Verdict> {
+    match words {
+        ["accept"] => Some(Verdict::Accept),
+        ["drop"] => Some(Verdict::Drop),
+        ["return"] => Some(Verdict::Return),
+        ["continue"] => Some(Verdict::Continue),
+        ["jump", chain] => Some(Verdict::Jump((*chain).to_owned())),
+        ["goto", chain] => Some(Verdict::Goto((*chain).to_owned())),
+        _ => None,
+    }
+}
+
+/// Elements between `{` and `}`: `key [. key]* [comment "..."] [: verdict]`, comma-separated.
+pub(super) fn parse_elements(tokens: &[Token], line: usize) -> Result<Vec<Element>, ParseError> {
+    let mut elements = Vec::new();
+    for part in tokens.split(|t| t.tok == Tok::Comma) {
+        if part.is_empty() {
+            continue;
+        }
+        let element_line = part.first().map_or(line, |t| t.line);
+        let mut key = Vec::new();
+        let mut comment = None;
+        let mut value_words: Vec<&str> = Vec::new();
+        let mut in_value = false;
+        let mut index = 0;
+        while index < part.len() {
+            match &part[index].tok {
+                Tok::Word(w) if w == ":" && !in_value => in_value = true,
+                Tok::Word(w) if w == "comment" && !in_value => {
+                    if let Some(Tok::Str(text)) = part.get(index + 1).map(|t| &t.tok) {
+                        comment = Some(text.clone());
+                        index += 1;
+                    }
+                }
+                Tok::Word(w) if w == "." && !in_value => {}
+                Tok::Word(w) if in_value => value_words.push(w),
+                Tok::Word(w) if w == "timeout" || w == "expires" => {
+                    index += 1;
+                }
+                Tok::Word(w) => key.push(key_value(w)),
+                other => {
+                    return Err(ParseError::new(
+                        element_line,
+                        format!("unexpected {} in a set element", describe(Some(other))),
+                    ));
+                }
+            }
+            index += 1;
+        }
+        if key.is_empty() {
+            return Err(ParseError::new(element_line, "a set element without a key"));
+        }
+        let verdict = if in_value {
+            Some(verdict_of(&value_words).ok_or_else(|| {
+                ParseError::new(
+                    element_line,
+                    format!("expected a verdict (goto CHAIN, jump CHAIN, drop, accept, return), found {:?}", value_words.join(" ")),
+                )
+            })?)
+        } else {
+            None
+        };
+        elements.push(Element {
+            key,
+            verdict,
+            comment,
+            line: element_line,
+        });
+    }
+    Ok(elements)
+}
+
+/// A rule's statements.
+pub(super) struct RuleParser<'t> {
+    pub(super) tokens: &'t [Token],
+    pub(super) at: usize,
+    pub(super) rule: Rule,
+}
+
+impl<'t> RuleParser<'t> {
+    pub(super) fn word(&self, offset: usize) -> Option<&str> {
+        match self.tokens.get(self.at + offset).map(|t| &t.tok) {
+            Some(Tok::Word(w)) => Some(w.as_str()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn take(&mut self) -> Option<Tok> {
+        let tok = self.tokens.get(self.at).map(|t| t.tok.clone());
+        self.at += 1;
+        tok
+    }
+
+    pub(super) fn line(&self) -> usize {
+        self.rule.line
+    }
+
+    pub(super) fn rest_text(&self) -> String {
+        text_of(&self.tokens[self.at.min(self.tokens.len())..])
+    }
+
+    /// Everything from here on is not understood: keep it, report it when reached.
+    pub(super) fn unsupported(&mut self) {
+        let text = self.rest_text();
+        self.rule.matches.push(Match::Unsupported(text));
+        self.at = self.tokens.len();
+    }
+
+    /// An optional `==`/`!=`: whether negated.
+    pub(super) fn operator(&mut self) -> bool {
+        match self.word(0) {
+            Some("!=") => {
+                self.at += 1;
+                true
+            }
+            Some("==" | "eq") => {
+                self.at += 1;
+                false
+            }
+            Some("ne") => {
+                self.at += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `{ a, b }` or one word: the words.
+    pub(super) fn values(&mut self) -> Result<Vec<String>, ParseError> {
+        match self.take() {
+            Some(Tok::Word(w)) => Ok(vec![w]),
+            Some(Tok::Open) => {
+                let mut out = Vec::new();
+                loop {
+                    match self.take() {
+                        Some(Tok::Close) => break,
+                        Some(Tok::Comma) => {}
+                        Some(Tok::Word(w)) => out.push(w),
+                        other => {
+                            return Err(ParseError::new(
+                                self.line(),
+                                format!("unexpected {} in a set", describe(other.as_ref())),
+                            ));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            other => Err(ParseError::new(
+                self.line(),
+                format!("expected a value, found {}", describe(other.as_ref())),
+            )),
+        }
+    }
+
+    /// `ip daddr . meta l4proto . th dport` (from the current position): the key, up to
+    /// `vmap`.
+    pub(super) fn concatenation(&mut self) -> Option<Vec<KeyPart>> {
+        let mut parts = Vec::new();
+        loop {
+            let part = match (self.word(0)?, self.word(1)?) {
+                ("ip" | "ip6", "saddr") => KeyPart::Saddr,
+                ("ip" | "ip6", "daddr") => KeyPart::Daddr,
+                ("meta", "l4proto") => KeyPart::L4proto,
+                ("th" | "tcp" | "udp" | "sctp", "dport") => KeyPart::Dport,
+                ("th" | "tcp" | "udp" | "sctp", "sport") => KeyPart::Sport,
+                _ => return None,
+            };
+            parts.push(part);
+            self.at += 2;
+            match self.word(0) {
+                Some(".") => self.at += 1,
+                _ => return Some(parts),
+            }
+        }
+    }
+
+    pub(super) fn parse(mut self) -> Result<Rule, ParseError> {
+        while self.at < self.tokens.len() {
+            let Some(word) = self.word(0).map(str::to_owned) else {
+                self.unsupported();
+                break;
+            };
+            let start = self.at;
+            // Concatenated lookups: `ip daddr . meta l4proto . th dport vmap @map`.
+            if matches!(word.as_str(), "ip" | "ip6" | "meta" | "th" | "tcp" | "udp")
+                && self.lookahead_concatenation()
+            {
+                let key = self.concatenation().unwrap_or_default();
+                if self.word(0) != Some("vmap") {
+                    self.at = start;
+                    self.unsupported();
+                    break;
+                }
+                self.at += 1;
+                let map = self.map_ref()?;
+                self.rule.actions.push(Action::VerdictMap { key, map });
+                continue;
+            }
+            match word.as_str() {
+                "ip" | "ip6" => {
+                    let side = match self.word(1) {
+                        Some("saddr") => Side::Source,
+                        Some("daddr") => Side::Destination,
+                        _ => {
+                            self.unsupported();
+                            break;
+                        }
+                    };
+                    self.at += 2;
+                    let negated = self.operator();
+                    let value = if let Some(set) = self.word(0).and_then(|w| w.strip_prefix('@')) {
+                        // `ip saddr @affinity-X goto endpoint-X`: membership, then the verdict.
+                        let set = set.to_owned();
+                        self.at += 1;
+                        AddrValue::Set(set)
+                    } else {
+                        let words = self.values()?;
+                        let nets = words
+                            .iter()
+                            .map(|w| parse_net(w))
+                            .collect::<Option<Vec<IpNet>>>()
+                            .ok_or_else(|| {
+                                ParseError::new(
+                                    self.line(),
+                                    format!(
+                                        "{word} {}: expected an address or prefix, found {:?}",
+                                        if side == Side::Source {
+                                            "saddr"
+                                        } else {
+                                            "daddr"
+                                        },
+                                        words.join(", ")
+                                    ),
+                                )
+                            })?;
+                        if nets.len() == 1 {
+                            AddrValue::Net(nets[0])
+                        } else {
+                            AddrValue::List(nets)
+                        }
+                    };
+                    self.rule.matches.push(Match::Addr {
+                        side,
+                        negated,
+                        value,
+                    });
+                }
+                "tcp" | "udp" | "sctp" | "th" => {
+                    let side = match self.word(1) {
+                        Some("dport") => Side::Destination,
+                        Some("sport") => Side::Source,
+                        _ => {
+                            self.unsupported();
+                            break;
+                        }
+                    };
+                    self.at += 2;
+                    let negated = self.operator();
+                    let words = self.values()?;
+                    let ranges = words
+                        .iter()
+                        .map(|w| match key_value(w) {
+                            KeyValue::Port(low, high) => Some((low, high)),
+                            _ => None,
+                        })
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| {
+                            ParseError::new(
+                                self.line(),
+                                format!(
+                                    "{word} port: expected a port or range, found {:?}",
+                                    words.join(", ")
+                                ),
+                            )
+                        })?;
+                    let protocol = match word.as_str() {
+                        "tcp" => Some(Protocol::Tcp),
+                        "udp" => Some(Protocol::Udp),
+                        "sctp" => Some(Protocol::Sctp),
+                        _ => None,
+                    };
+                    self.rule.matches.push(Match::Port {
+                        side,
+                        negated,
+                        ranges,
+                        protocol,
+                    });
+                }
+                "meta" if self.word(1) == Some("l4proto") => {
+                    self.at += 2;
+                    let negated = self.operator();
+                    let protocols = self.values()?.iter().map(|w| parse_protocol(w)).collect();
+                    self.rule
+                        .matches
+                        .push(Match::Protocol { negated, protocols });
+                }
+                "meta" | "mark" if word == "mark" || self.word(1) == Some("mark") => {
+                    self.mark(word == "meta")?;
+                }
+                "fib" => {
+                    let side = match self.word(1) {
+                        Some("daddr") => Side::Destination,
+                        Some("saddr") => Side::Source,
+                        _ => {
+                            self.unsupported();
+                            break;
+                        }
+                    };
+                    if self.word(2) != Some("type") {
+                        self.unsupported();
+                        break;
+                    }
+                    self.at += 3;
+                    let negated = self.operator();
+                    let values = self.values()?;
+                    if values != ["local"] {
+                        self.at = start;
+                        self.unsupported();
+                        break;
+                    }
+                    self.rule.matches.push(Match::Local { side, negated });
+                }
+                "ct" => match self.word(1) {
+                    Some("state" | "status") => {
+                        let status = self.word(1) == Some("status");
+                        self.at += 2;
+                        let negated = self.operator();
+                        let mut states = Vec::new();
+                        for value in self.values()? {
+                            for name in value.split(',') {
+                                states.push(match (status, name) {
+                                    (false, "new") => CtState::New,
+                                    (false, "established") => CtState::Established,
+                                    (false, "related") => CtState::Related,
+                                    (false, "invalid") => CtState::Invalid,
+                                    (false, "untracked") => CtState::Untracked,
+                                    (true, "dnat") => CtState::Dnat,
+                                    (true, "snat") => CtState::Snat,
+                                    _ => {
+                                        self.at = start;
+                                        self.unsupported();
+                                        return Ok(self.rule);
+                                    }
+                                });
+                            }
+                        }
+                        self.rule.matches.push(Match::CtState { negated, states });
+                    }
+                    _ => {
+                        self.unsupported();
+                        break;
+                    }
+                },
+                "numgen" => self.numgen()?,
+                "iifname" | "oifname" | "iif" | "oif" => {
+                    self.at += 1;
+                    let negated = self.operator();
+                    let name = match self.take() {
+                        Some(Tok::Word(w)) => w,
+                        Some(Tok::Str(s)) => s,
+                        other => {
+                            return Err(ParseError::new(
+                                self.line(),
+                                format!(
+                                    "{word}: expected an interface, found {}",
+                                    describe(other.as_ref())
+                                ),
+                            ));
+                        }
+                    };
+                    self.rule.matches.push(Match::Interface {
+                        out: word.starts_with('o'),
+                        negated,
+                        name,
+                    });
+                }
+                "counter" => {
+                    self.at += 1;
+                    while matches!(self.word(0), Some("packets" | "bytes")) {
+                        self.at += 2;
+                    }
+                }
+                "log" => {
+                    self.at += 1;
+                    while let Some(option) = self.word(0) {
+                        match option {
+                            "prefix" | "level" | "group" | "snaplen" | "queue-threshold"
+                            | "flags" => {
+                                self.at += 2;
+                            }
+                            _ => break,
+                        }
+                    }
+                    self.rule.actions.push(Action::Continue);
+                }
+                "comment" => {
+                    self.at += 1;
+                    match self.take() {
+                        Some(Tok::Str(text)) => self.rule.comment = Some(text),
+                        other => {
+                            return Err(ParseError::new(
+                                self.line(),
+                                format!(
+                                    "comment: expected a quoted string, found {}",
+                                    describe(other.as_ref())
+                                ),
+                            ));
+                        }
+                    }
+                }
+                "jump" | "goto" => {
+                    let Some(chain) = self.word(1).map(str::to_owned) else {
+                        return Err(ParseError::new(
+                            self.line(),
+                            format!("{word} needs a chain"),
+                        ));
+                    };
+                    self.at += 2;
+                    self.rule.actions.push(Action::Verdict(if word == "jump" {
+                        Verdict::Jump(chain)
+                    } else {
+                        Verdict::Goto(chain)
+                    }));
+                }
+                "accept" | "drop" | "return" | "continue" => {
+                    self.at += 1;
+                    if let Some(verdict) = verdict_of(&[word.as_str()]) {
+                        self.rule.actions.push(Action::Verdict(verdict));
+                    }
+                }
+                "reject" => {
+                    self.at += 1;
+                    let mut with = Vec::new();
+                    if self.word(0) == Some("with") {
+                        self.at += 1;
+                        while let Some(w) = self.word(0) {
+                            if w == "comment" {
+                                break;
+                            }
+                            with.push(w.to_owned());
+                            self.at += 1;
+                        }
+                    }
+                    self.rule
+                        .actions
+                        .push(Action::Reject((!with.is_empty()).then(|| with.join(" "))));
+                }
+                "dnat" | "snat" => {
+                    self.at += 1;
+                    if matches!(self.word(0), Some("ip" | "ip6")) {
+                        self.at += 1;
+                    }
+                    if self.word(0) != Some("to") {
+                        self.at = start;
+                        self.unsupported();
+                        break;
+                    }
+                    let Some(target) = self.word(1).map(str::to_owned) else {
+                        return Err(ParseError::new(
+                            self.line(),
+                            format!("{word} to needs an address"),
+                        ));
+                    };
+                    self.at += 2;
+                    while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
+                        self.at += 1;
+                    }
+                    if word == "snat" {
+                        self.rule.actions.push(Action::Snat(target));
+                    } else {
+                        match parse_destination(&target) {
+                            Some((ip, port)) => self.rule.actions.push(Action::Dnat { ip, port }),
+                            None => {
+                                self.rule
+                                    .actions
+                                    .push(Action::Unsupported(format!("dnat to {target}")));
+                            }
+                        }
+                    }
+                }
+                "masquerade" => {
+                    self.at += 1;
+                    while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
+                        self.at += 1;
+                    }
+                    self.rule.actions.push(Action::Masquerade);
+                }
+                "update" | "add" if self.word(1).is_some_and(|w| w.starts_with('@')) => {
+                    self.at += 2;
+                    if self.tokens.get(self.at).map(|t| &t.tok) == Some(&Tok::Open) {
+                        let mut depth = 0;
+                        while let Some(tok) = self.take() {
+                            match tok {
+                                Tok::Open => depth += 1,
+                                Tok::Close => {
+                                    depth -= 1;
+                                    if depth == 0 {
+                                        break;
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    self.rule.actions.push(Action::Continue);
+                }
+                _ => {
+                    self.unsupported();
+                    break;
+                }
+            }
+        }
+        Ok(self.rule)
+    }
+
+    /// Whether the selector at the cursor is the first of a concatenation (`x . y`).
+    pub(super) fn lookahead_concatenation(&self) -> bool {
+        self.word(2) == Some(".")
+    }
+
+    /// `@name` or `{ elements }` after `vmap`.
+    pub(super) fn map_ref(&mut self) -> Result<MapRef, ParseError> {
+        if let Some(name) = self.word(0).and_then(|w| w.strip_prefix('@')) {
+            let name = name.to_owned();
+            self.at += 1;
+            return Ok(MapRef::Named(name));
+        }
+        let line = self.line();
+        let inner = self.braced()?;
+        Ok(MapRef::Inline(parse_elements(inner, line)?))
+    }
+
+    /// The tokens between `{` and its `}`, consumed.
+    pub(super) fn braced(&mut self) -> Result<&'t [Token], ParseError> {
+        let tokens: &'t [Token] = self.tokens;
+        if self.tokens.get(self.at).map(|t| &t.tok) != Some(&Tok::Open) {
+            return Err(ParseError::new(
+                self.line(),
+                format!(
+                    "expected \"{{\", found {}",
+                    describe(self.tokens.get(self.at).map(|t| &t.tok))
+                ),
+            ));
+        }
+        let start = self.at + 1;
+        let mut depth = 0usize;
+        while let Some(token) = self.tokens.get(self.at) {
+            match token.tok {
+                Tok::Open => depth += 1,
+                Tok::Close => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let inner = &tokens[start..self.at];
+                        self.at += 1;
+                        return Ok(inner);
+                    }
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+        Err(ParseError::new(self.line(), "unclosed \"{\""))
+    }
+
+    /// `meta mark & M == V`, `meta mark != V`, `meta mark set meta mark | V` and the input
+    /// spellings `mark and M == V`, `mark set mark or V`.
+    pub(super) fn mark(&mut self, meta: bool) -> Result<(), ParseError> {
+        let start = self.at;
+        self.at += if meta { 2 } else { 1 };
+        let number = |w: &str| -> Option<u32> {
+            w.strip_prefix("0x")
+                .map_or_else(|| w.parse().ok(), |hex| u32::from_str_radix(hex, 16).ok())
+        };
+        if self.word(0) == Some("set") {
+            self.at += 1;
+            // `meta mark set meta mark | V` / `mark set mark or V` / `meta mark set V`.
+            let words: Vec<String> = (0..4)
+                .filter_map(|i| self.word(i).map(str::to_owned))
+                .collect();
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let (and, xor, used) = match words.as_slice() {
+                ["meta", "mark", op, value, ..] | ["mark", op, value, ..]
+                    if matches!(*op, "|" | "or" | "^" | "xor" | "&" | "and") =>
+                {
+                    let used = if words[0] == "meta" { 4 } else { 3 };
+                    let value = number(value).ok_or_else(|| {
+                        ParseError::new(self.line(), format!("meta mark set: bad value {value:?}"))
+                    })?;
+                    match *op {
+                        "|" | "or" => (!value, value, used),
+                        "^" | "xor" => (u32::MAX, value, used),
+                        _ => (value, 0, used),
+                    }
+                }
+                [value, ..] if number(value).is_some() => (0, number(value).unwrap_or(0), 1),
+                _ => {
+                    self.at = start;
+                    self.unsupported();
+                    return Ok(());
+                }
+            };
+            self.at += used;
+            self.rule.actions.push(Action::SetMark { and, xor });
+            return Ok(());
+        }
+        // A test.
+        let mut mask = u32::MAX;
+        if matches!(self.word(0), Some("&" | "and")) {
+            let Some(value) = self.word(1).and_then(number) else {
+                self.at = start;
+                self.unsupported();
+                return Ok(());
+            };
+            mask = value;
+            self.at += 2;
+        }
+        let negated = self.operator();
+        let Some(value) = self.word(0).and_then(number) else {
+            self.at = start;
+            self.unsupported();
+            return Ok(());
+        };
+        self.at += 1;
+        self.rule.matches.push(Match::Mark {
+            negated,
+            value,
+            mask,
+        });
+        Ok(())
+    }
+
+    /// `numgen random mod N [offset K] vmap { slot : verdict, ... }`.
+    pub(super) fn numgen(&mut self) -> Result<(), ParseError> {
+        let start = self.at;
+        if self.word(1) != Some("random") || self.word(2) != Some("mod") {
+            self.unsupported();
+            return Ok(());
+        }
+        let Some(modulus) = self
+            .word(3)
+            .and_then(|w| w.parse::<u32>().ok())
+            .filter(|m| *m > 0)
+        else {
+            return Err(ParseError::new(
+                self.line(),
+                "numgen random mod: expected a positive number",
+            ));
+        };
+        self.at += 4;
+        let mut offset = 0;
+        if self.word(0) == Some("offset") {
+            offset = self
+                .word(1)
+                .and_then(|w| w.parse::<u32>().ok())
+                .unwrap_or(0);
+            self.at += 2;
+        }
+        if self.word(0) != Some("vmap") {
+            self.at = start;
+            self.unsupported();
+            return Ok(());
+        }
+        self.at += 1;
+        let line = self.line();
+        let elements = match self.map_ref()? {
+            MapRef::Inline(elements) => elements,
+            MapRef::Named(name) => {
+                self.rule.actions.push(Action::Unsupported(format!(
+                    "numgen random mod {modulus} vmap @{name}"
+                )));
+                return Ok(());
+            }
+        };
+        let mut slots = Vec::new();
+        for element in elements {
+            let (low, high) = match element.key.as_slice() {
+                [KeyValue::Port(low, high)] => (u32::from(*low), u32::from(*high)),
+                _ => {
+                    return Err(ParseError::new(
+                        line,
+                        "numgen vmap: expected numbers or ranges as keys",
+                    ));
+                }
+            };
+            let verdict = element.verdict.ok_or_else(|| {
+                ParseError::new(line, "numgen vmap: an element without a verdict")
+            })?;
+            // The map is keyed by the generated number plus the offset.
+            if high < offset {
+                continue;
+            }
+            slots.push(Slot {
+                low: low.saturating_sub(offset),
+                high: high - offset,
+                verdict,
+            });
+        }
+        self.rule.actions.push(Action::Numgen { modulus, slots });
+        Ok(())
+    }
+}
+
+/// Parses the statements of one rule.
+pub(super) fn parse_rule(tokens: &[Token], line: usize, text: String) -> Result<Rule, ParseError> {
+    RuleParser {
+        tokens,
+        at: 0,
+        rule: Rule {
+            line,
+            text,
+            matches: Vec::new(),
+            actions: Vec::new(),
+            comment: None,
+        },
+    }
+    .parse()
+}
