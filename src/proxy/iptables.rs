@@ -228,182 +228,61 @@ pub fn render(plan: &Plan, names: NameScheme) -> String {
 
 /// [`render`], for a node with `options`.
 pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) -> String {
-    let family = plan.options.family;
-    let node_ips: Vec<IpAddr> = options
-        .node_ips
-        .iter()
-        .copied()
-        .filter(|ip| family.contains(*ip) && !ip.is_loopback())
-        .collect();
-    // Localhost NodePorts only when every local address takes NodePorts.
-    let localhost_nodeports = node_ips.is_empty();
-    let cidr = plan.options.cluster_cidr();
-    let protocol_of = |port: &PortPlan| port.name.protocol.lower();
-
-    let mut mangle = Table::new(
-        "mangle",
-        &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
-    );
-    mangle.chain(CANARY);
-
-    let mut filter = Table::new("filter", &["INPUT", "FORWARD", "OUTPUT"]);
-    for chain in [
-        SERVICES,
-        EXTERNAL_SERVICES,
-        FORWARD,
-        NODEPORTS,
-        PROXY_FIREWALL,
-        CANARY,
-    ] {
-        filter.chain(chain);
-    }
-    let new_conntrack = || Rule::new().matching("-m conntrack --ctstate NEW");
-    // The jumps kube-proxy (and the kubelet) ensure, in the order a node prints them.
-    filter.add(
-        "INPUT",
-        &new_conntrack()
-            .comment("kubernetes load balancer firewall")
-            .jump(PROXY_FIREWALL),
-    );
-    filter.add(
-        "INPUT",
-        &Rule::new()
-            .comment("kubernetes health check service ports")
-            .jump(NODEPORTS),
-    );
-    filter.add(
-        "INPUT",
-        &new_conntrack()
-            .comment("kubernetes externally-visible service portals")
-            .jump(EXTERNAL_SERVICES),
-    );
-    filter.add("INPUT", &Rule::new().jump(KUBELET_FIREWALL));
-    filter.add(
-        "FORWARD",
-        &new_conntrack()
-            .comment("kubernetes load balancer firewall")
-            .jump(PROXY_FIREWALL),
-    );
-    filter.add(
-        "FORWARD",
-        &Rule::new()
-            .comment("kubernetes forwarding rules")
-            .jump(FORWARD),
-    );
-    filter.add(
-        "FORWARD",
-        &new_conntrack()
-            .comment("kubernetes service portals")
-            .jump(SERVICES),
-    );
-    filter.add(
-        "FORWARD",
-        &new_conntrack()
-            .comment("kubernetes externally-visible service portals")
-            .jump(EXTERNAL_SERVICES),
-    );
-    filter.add(
-        "OUTPUT",
-        &new_conntrack()
-            .comment("kubernetes load balancer firewall")
-            .jump(PROXY_FIREWALL),
-    );
-    filter.add(
-        "OUTPUT",
-        &new_conntrack()
-            .comment("kubernetes service portals")
-            .jump(SERVICES),
-    );
-    filter.add("OUTPUT", &Rule::new().jump(KUBELET_FIREWALL));
-    filter.chain(KUBELET_FIREWALL);
-    if family == IpFamily::V4 {
-        filter.add(
-            KUBELET_FIREWALL,
-            &Rule::new()
-                .src(true, "127.0.0.0/8")
-                .dst(false, "127.0.0.0/8")
-                .comment("block incoming localnet connections")
-                .matching("-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT")
-                .jump("DROP"),
-        );
-    }
-
-    let mut nat = Table::new("nat", &["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]);
-    for chain in [SERVICES, NODEPORTS, POSTROUTING, MARK_MASQ, CANARY] {
-        nat.chain(chain);
-    }
-    nat.add(
-        "PREROUTING",
-        &Rule::new()
-            .comment("kubernetes service portals")
-            .jump(SERVICES),
-    );
-    nat.add(
-        "OUTPUT",
-        &Rule::new()
-            .comment("kubernetes service portals")
-            .jump(SERVICES),
-    );
-    nat.add(
-        "POSTROUTING",
-        &Rule::new()
-            .comment("kubernetes postrouting rules")
-            .jump(POSTROUTING),
-    );
-    nat.add(
-        POSTROUTING,
-        &Rule::new()
-            .matching(format!(
-                "-m mark ! --mark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
-            ))
-            .jump("RETURN"),
-    );
-    nat.add(
-        POSTROUTING,
-        &Rule::new().jump(format!("MARK --set-xmark {MASQUERADE_MARK}/0x0")),
-    );
-    nat.add(
-        POSTROUTING,
-        &Rule::new()
-            .comment("kubernetes service traffic requiring SNAT")
-            .jump("MASQUERADE --random-fully"),
-    );
-    nat.add(
-        MARK_MASQ,
-        &Rule::new().jump(format!(
-            "MARK --set-xmark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
-        )),
-    );
-
-    let reject = match family {
-        IpFamily::V4 => "REJECT --reject-with icmp-port-unreachable",
-        IpFamily::V6 => "REJECT --reject-with icmp6-port-unreachable",
-    };
-
+    let mut tables = Tables::new(plan, names, options);
+    tables.filter_jumps();
+    tables.nat_jumps();
     for port in &plan.ports {
+        tables.service_port(port);
+    }
+    tables.nodeports_last();
+    tables.forward_rules();
+    tables.write()
+}
+
+/// The three tables under construction, and what every Service port's rules depend on.
+struct Tables<'a> {
+    names: NameScheme,
+    options: &'a IptablesOptions,
+    family: IpFamily,
+    /// The `--nodeport-addresses` of the family, loopback left out.
+    node_ips: Vec<IpAddr>,
+    /// Localhost NodePorts only when every local address takes NodePorts.
+    localhost_nodeports: bool,
+    cidr: Option<IpNet>,
+    /// The REJECT of a Service without endpoints.
+    reject: &'static str,
+    mangle: Table,
+    filter: Table,
+    nat: Table,
+}
+
+/// One Service port's chain names, comments and the filter verdicts it needs.
+struct PortRules<'p> {
+    port: &'p PortPlan,
+    name: String,
+    protocol: &'static str,
+    chains: Chains,
+    /// The loadBalancerSourceRanges firewall chain is in use.
+    uses_fw: bool,
+    /// What filter does with internal traffic that has nowhere to go: comment, target.
+    internal_filter: Option<(String, &'static str)>,
+    /// What filter does with external traffic that has nowhere to go: comment, target.
+    external_filter: Option<(String, &'static str)>,
+    cluster_comment: String,
+}
+
+impl<'p> PortRules<'p> {
+    fn new(port: &'p PortPlan, names: NameScheme, reject: &'static str) -> Self {
         let name = port.name.to_string();
-        let protocol = protocol_of(port);
         let chains = Chains {
             svc: names.svc(&port.name),
             svl: names.svl(&port.name),
             ext: names.ext(&port.name),
             fw: names.fw(&port.name),
         };
-        let internal_chain = if port.internal_local {
-            &chains.svl
-        } else {
-            &chains.svc
-        };
-        let external_policy_chain = if port.external_local {
-            &chains.svl
-        } else {
-            &chains.svc
-        };
         let uses_fw = port.has_endpoints
             && !port.load_balancer_ips.is_empty()
             && !port.source_ranges.is_empty();
-        let load_balancer_chain = if uses_fw { &chains.fw } else { &chains.ext };
-
         let (internal_filter, external_filter) = if !port.has_endpoints {
             let comment = format!("{name} has no endpoints");
             (Some((comment.clone(), reject)), Some((comment, reject)))
@@ -414,115 +293,368 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) ->
                 (!port.has_external_endpoints()).then_some((comment, "DROP")),
             )
         };
-        let service_rule = |ip: IpAddr, comment: &str, port_number: u16| {
-            Rule::new()
-                .dst(false, host(ip))
-                .proto(protocol)
-                .comment(comment)
-                .matching(format!("-m {protocol} --dport {port_number}"))
-        };
+        Self {
+            port,
+            cluster_comment: format!("{name} cluster IP"),
+            name,
+            protocol: port.name.protocol.lower(),
+            chains,
+            uses_fw,
+            internal_filter,
+            external_filter,
+        }
+    }
 
-        // ClusterIP.
-        let cluster_comment = format!("{name} cluster IP");
-        if port.has_internal_endpoints() {
-            nat.add(
-                SERVICES,
-                &service_rule(port.cluster_ip, &cluster_comment, port.port).jump(internal_chain),
-            );
-        } else if let Some((comment, target)) = &internal_filter {
-            filter.add(
-                SERVICES,
-                &service_rule(port.cluster_ip, comment, port.port).jump(*target),
-            );
+    fn internal_chain(&self) -> &str {
+        if self.port.internal_local {
+            &self.chains.svl
+        } else {
+            &self.chains.svc
+        }
+    }
+
+    fn external_policy_chain(&self) -> &str {
+        if self.port.external_local {
+            &self.chains.svl
+        } else {
+            &self.chains.svc
+        }
+    }
+
+    fn load_balancer_chain(&self) -> &str {
+        if self.uses_fw {
+            &self.chains.fw
+        } else {
+            &self.chains.ext
+        }
+    }
+
+    /// A rule for packets to `ip`:`port_number` of the port's protocol.
+    fn service_rule(&self, ip: IpAddr, comment: &str, port_number: u16) -> Rule {
+        let protocol = self.protocol;
+        Rule::new()
+            .dst(false, host(ip))
+            .proto(protocol)
+            .comment(comment)
+            .matching(format!("-m {protocol} --dport {port_number}"))
+    }
+}
+
+impl<'a> Tables<'a> {
+    fn new(plan: &Plan, names: NameScheme, options: &'a IptablesOptions) -> Self {
+        let family = plan.options.family;
+        let node_ips: Vec<IpAddr> = options
+            .node_ips
+            .iter()
+            .copied()
+            .filter(|ip| family.contains(*ip) && !ip.is_loopback())
+            .collect();
+
+        let mut mangle = Table::new(
+            "mangle",
+            &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
+        );
+        mangle.chain(CANARY);
+
+        let mut filter = Table::new("filter", &["INPUT", "FORWARD", "OUTPUT"]);
+        for chain in [
+            SERVICES,
+            EXTERNAL_SERVICES,
+            FORWARD,
+            NODEPORTS,
+            PROXY_FIREWALL,
+            CANARY,
+        ] {
+            filter.chain(chain);
         }
 
-        // externalIPs.
+        let mut nat = Table::new("nat", &["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"]);
+        for chain in [SERVICES, NODEPORTS, POSTROUTING, MARK_MASQ, CANARY] {
+            nat.chain(chain);
+        }
+
+        Self {
+            names,
+            options,
+            family,
+            localhost_nodeports: node_ips.is_empty(),
+            node_ips,
+            cidr: plan.options.cluster_cidr(),
+            reject: match family {
+                IpFamily::V4 => "REJECT --reject-with icmp-port-unreachable",
+                IpFamily::V6 => "REJECT --reject-with icmp6-port-unreachable",
+            },
+            mangle,
+            filter,
+            nat,
+        }
+    }
+
+    /// The jumps kube-proxy (and the kubelet) ensure in filter, in the order a node prints
+    /// them, and the kubelet's localnet firewall.
+    fn filter_jumps(&mut self) {
+        let filter = &mut self.filter;
+        let new_conntrack = || Rule::new().matching("-m conntrack --ctstate NEW");
+        filter.add(
+            "INPUT",
+            &new_conntrack()
+                .comment("kubernetes load balancer firewall")
+                .jump(PROXY_FIREWALL),
+        );
+        filter.add(
+            "INPUT",
+            &Rule::new()
+                .comment("kubernetes health check service ports")
+                .jump(NODEPORTS),
+        );
+        filter.add(
+            "INPUT",
+            &new_conntrack()
+                .comment("kubernetes externally-visible service portals")
+                .jump(EXTERNAL_SERVICES),
+        );
+        filter.add("INPUT", &Rule::new().jump(KUBELET_FIREWALL));
+        filter.add(
+            "FORWARD",
+            &new_conntrack()
+                .comment("kubernetes load balancer firewall")
+                .jump(PROXY_FIREWALL),
+        );
+        filter.add(
+            "FORWARD",
+            &Rule::new()
+                .comment("kubernetes forwarding rules")
+                .jump(FORWARD),
+        );
+        filter.add(
+            "FORWARD",
+            &new_conntrack()
+                .comment("kubernetes service portals")
+                .jump(SERVICES),
+        );
+        filter.add(
+            "FORWARD",
+            &new_conntrack()
+                .comment("kubernetes externally-visible service portals")
+                .jump(EXTERNAL_SERVICES),
+        );
+        filter.add(
+            "OUTPUT",
+            &new_conntrack()
+                .comment("kubernetes load balancer firewall")
+                .jump(PROXY_FIREWALL),
+        );
+        filter.add(
+            "OUTPUT",
+            &new_conntrack()
+                .comment("kubernetes service portals")
+                .jump(SERVICES),
+        );
+        filter.add("OUTPUT", &Rule::new().jump(KUBELET_FIREWALL));
+        filter.chain(KUBELET_FIREWALL);
+        if self.family == IpFamily::V4 {
+            filter.add(
+                KUBELET_FIREWALL,
+                &Rule::new()
+                    .src(true, "127.0.0.0/8")
+                    .dst(false, "127.0.0.0/8")
+                    .comment("block incoming localnet connections")
+                    .matching("-m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT")
+                    .jump("DROP"),
+            );
+        }
+    }
+
+    /// nat's jumps into KUBE-SERVICES and KUBE-POSTROUTING, and the masquerade mark.
+    fn nat_jumps(&mut self) {
+        let nat = &mut self.nat;
+        nat.add(
+            "PREROUTING",
+            &Rule::new()
+                .comment("kubernetes service portals")
+                .jump(SERVICES),
+        );
+        nat.add(
+            "OUTPUT",
+            &Rule::new()
+                .comment("kubernetes service portals")
+                .jump(SERVICES),
+        );
+        nat.add(
+            "POSTROUTING",
+            &Rule::new()
+                .comment("kubernetes postrouting rules")
+                .jump(POSTROUTING),
+        );
+        nat.add(
+            POSTROUTING,
+            &Rule::new()
+                .matching(format!(
+                    "-m mark ! --mark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
+                ))
+                .jump("RETURN"),
+        );
+        nat.add(
+            POSTROUTING,
+            &Rule::new().jump(format!("MARK --set-xmark {MASQUERADE_MARK}/0x0")),
+        );
+        nat.add(
+            POSTROUTING,
+            &Rule::new()
+                .comment("kubernetes service traffic requiring SNAT")
+                .jump("MASQUERADE --random-fully"),
+        );
+        nat.add(
+            MARK_MASQ,
+            &Rule::new().jump(format!(
+                "MARK --set-xmark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
+            )),
+        );
+    }
+
+    /// Every rule of one Service port, in the order kube-proxy writes them.
+    fn service_port(&mut self, port: &PortPlan) {
+        let rules = PortRules::new(port, self.names, self.reject);
+        self.cluster_ip(&rules);
+        self.external_ips(&rules);
+        self.load_balancer_ips(&rules);
+        self.node_port(&rules);
+        self.health_check_node_port(&rules);
+        self.masquerade_from_outside(&rules);
+        self.external_chain(&rules);
+        self.firewall_chain(&rules);
+        self.endpoint_chains(&rules);
+    }
+
+    /// ClusterIP.
+    fn cluster_ip(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        if port.has_internal_endpoints() {
+            self.nat.add(
+                SERVICES,
+                &rules
+                    .service_rule(port.cluster_ip, &rules.cluster_comment, port.port)
+                    .jump(rules.internal_chain()),
+            );
+        } else if let Some((comment, target)) = &rules.internal_filter {
+            self.filter.add(
+                SERVICES,
+                &rules
+                    .service_rule(port.cluster_ip, comment, port.port)
+                    .jump(*target),
+            );
+        }
+    }
+
+    /// externalIPs.
+    fn external_ips(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        let name = &rules.name;
         for ip in &port.external_ips {
             if port.has_endpoints {
-                nat.add(
+                self.nat.add(
                     SERVICES,
-                    &service_rule(*ip, &format!("{name} external IP"), port.port).jump(&chains.ext),
+                    &rules
+                        .service_rule(*ip, &format!("{name} external IP"), port.port)
+                        .jump(&rules.chains.ext),
                 );
             }
-            if let Some((comment, target)) = &external_filter {
-                filter.add(
+            if let Some((comment, target)) = &rules.external_filter {
+                self.filter.add(
                     EXTERNAL_SERVICES,
-                    &service_rule(*ip, comment, port.port).jump(*target),
+                    &rules.service_rule(*ip, comment, port.port).jump(*target),
                 );
             }
         }
+    }
 
-        // Load-balancer IPs.
+    /// Load-balancer IPs, and the firewall's DROP for what its source ranges do not accept.
+    fn load_balancer_ips(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        let name = &rules.name;
         for ip in &port.load_balancer_ips {
             if port.has_endpoints {
-                nat.add(
+                self.nat.add(
                     SERVICES,
-                    &service_rule(*ip, &format!("{name} loadbalancer IP"), port.port)
-                        .jump(load_balancer_chain),
+                    &rules
+                        .service_rule(*ip, &format!("{name} loadbalancer IP"), port.port)
+                        .jump(rules.load_balancer_chain()),
                 );
             }
-            if uses_fw {
-                filter.add(
+            if rules.uses_fw {
+                self.filter.add(
                     PROXY_FIREWALL,
-                    &service_rule(
-                        *ip,
-                        &format!("{name} traffic not accepted by {}", chains.fw),
-                        port.port,
-                    )
-                    .jump("DROP"),
+                    &rules
+                        .service_rule(
+                            *ip,
+                            &format!("{name} traffic not accepted by {}", rules.chains.fw),
+                            port.port,
+                        )
+                        .jump("DROP"),
                 );
             }
         }
-        if let Some((comment, target)) = &external_filter {
+        if let Some((comment, target)) = &rules.external_filter {
             for ip in &port.load_balancer_ips {
-                filter.add(
+                self.filter.add(
                     EXTERNAL_SERVICES,
-                    &service_rule(*ip, comment, port.port).jump(*target),
+                    &rules.service_rule(*ip, comment, port.port).jump(*target),
                 );
             }
         }
+    }
 
-        // NodePort.
-        if let Some(node_port) = port.node_port {
-            if port.has_endpoints && options.nfacct && localhost_nodeports && family == IpFamily::V4
-            {
-                nat.add(
-                    NODEPORTS,
-                    &Rule::new()
-                        .dst(false, "127.0.0.0/8")
-                        .proto(protocol)
-                        .comment(&name)
-                        .matching(format!("-m {protocol} --dport {node_port}"))
-                        .matching("-m nfacct --nfacct-name localhost_nps_accepted_pkts")
-                        .jump(&chains.ext),
-                );
-            }
-            if port.has_endpoints {
-                nat.add(
-                    NODEPORTS,
-                    &Rule::new()
-                        .proto(protocol)
-                        .comment(&name)
-                        .matching(format!("-m {protocol} --dport {node_port}"))
-                        .jump(&chains.ext),
-                );
-            }
-            if let Some((comment, target)) = &external_filter {
-                filter.add(
-                    EXTERNAL_SERVICES,
-                    &Rule::new()
-                        .proto(protocol)
-                        .comment(comment)
-                        .matching("-m addrtype --dst-type LOCAL")
-                        .matching(format!("-m {protocol} --dport {node_port}"))
-                        .jump(*target),
-                );
-            }
+    /// NodePort.
+    fn node_port(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        let (name, protocol) = (&rules.name, rules.protocol);
+        let Some(node_port) = port.node_port else {
+            return;
+        };
+        if port.has_endpoints
+            && self.options.nfacct
+            && self.localhost_nodeports
+            && self.family == IpFamily::V4
+        {
+            self.nat.add(
+                NODEPORTS,
+                &Rule::new()
+                    .dst(false, "127.0.0.0/8")
+                    .proto(protocol)
+                    .comment(name)
+                    .matching(format!("-m {protocol} --dport {node_port}"))
+                    .matching("-m nfacct --nfacct-name localhost_nps_accepted_pkts")
+                    .jump(&rules.chains.ext),
+            );
         }
+        if port.has_endpoints {
+            self.nat.add(
+                NODEPORTS,
+                &Rule::new()
+                    .proto(protocol)
+                    .comment(name)
+                    .matching(format!("-m {protocol} --dport {node_port}"))
+                    .jump(&rules.chains.ext),
+            );
+        }
+        if let Some((comment, target)) = &rules.external_filter {
+            self.filter.add(
+                EXTERNAL_SERVICES,
+                &Rule::new()
+                    .proto(protocol)
+                    .comment(comment)
+                    .matching("-m addrtype --dst-type LOCAL")
+                    .matching(format!("-m {protocol} --dport {node_port}"))
+                    .jump(*target),
+            );
+        }
+    }
 
-        // Health check node port.
-        if let Some(health) = port.health_check_node_port {
-            filter.add(
+    /// Health check node port.
+    fn health_check_node_port(&mut self, rules: &PortRules<'_>) {
+        let name = &rules.name;
+        if let Some(health) = rules.port.health_check_node_port {
+            self.filter.add(
                 NODEPORTS,
                 &Rule::new()
                     .proto("tcp")
@@ -531,100 +663,124 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) ->
                     .jump("ACCEPT"),
             );
         }
+    }
 
-        // Internal traffic: masquerade what comes from outside the cluster.
+    /// Internal traffic: masquerade what comes from outside the cluster.
+    fn masquerade_from_outside(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
         if port.has_internal_endpoints()
-            && let Some(cidr) = cidr
+            && let Some(cidr) = self.cidr
         {
-            nat.add(
-                internal_chain,
-                &service_rule(port.cluster_ip, &cluster_comment, port.port)
+            self.nat.add(
+                rules.internal_chain(),
+                &rules
+                    .service_rule(port.cluster_ip, &rules.cluster_comment, port.port)
                     .src(true, cidr)
                     .jump(MARK_MASQ),
             );
         }
+    }
 
-        // External traffic.
-        if port.uses_external_chain() {
-            nat.chain(&chains.ext);
-            if !port.external_local {
-                nat.add(
-                    &chains.ext,
-                    &Rule::new()
-                        .comment(&format!(
-                            "masquerade traffic for {name} external destinations"
-                        ))
-                        .jump(MARK_MASQ),
-                );
-            } else {
-                if let Some(cidr) = cidr {
-                    nat.add(
-                        &chains.ext,
-                        &Rule::new()
-                            .src(false, cidr)
-                            .comment(&format!("pod traffic for {name} external destinations"))
-                            .jump(&chains.svc),
-                    );
-                }
-                nat.add(
-                    &chains.ext,
-                    &Rule::new()
-                        .comment(&format!(
-                            "masquerade LOCAL traffic for {name} external destinations"
-                        ))
-                        .matching("-m addrtype --src-type LOCAL")
-                        .jump(MARK_MASQ),
-                );
-                nat.add(
-                    &chains.ext,
-                    &Rule::new()
-                        .comment(&format!(
-                            "route LOCAL traffic for {name} external destinations"
-                        ))
-                        .matching("-m addrtype --src-type LOCAL")
-                        .jump(&chains.svc),
-                );
-                // The short-circuits jump to the Cluster chain even when the Service only
-                // ever uses Local policy; declare it so the ruleset restores.
-                nat.chain(&chains.svc);
-            }
-            if port.has_external_endpoints() {
-                nat.add(&chains.ext, &Rule::new().jump(external_policy_chain));
-            }
+    /// External traffic: the KUBE-EXT- chain.
+    fn external_chain(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        let (name, chains) = (&rules.name, &rules.chains);
+        if !port.uses_external_chain() {
+            return;
         }
-
-        // The loadBalancerSourceRanges firewall.
-        if uses_fw {
-            nat.chain(&chains.fw);
-            let comment = format!("{name} loadbalancer IP");
-            for range in &port.source_ranges {
+        let nat = &mut self.nat;
+        nat.chain(&chains.ext);
+        if !port.external_local {
+            nat.add(
+                &chains.ext,
+                &Rule::new()
+                    .comment(&format!(
+                        "masquerade traffic for {name} external destinations"
+                    ))
+                    .jump(MARK_MASQ),
+            );
+        } else {
+            if let Some(cidr) = self.cidr {
                 nat.add(
-                    &chains.fw,
+                    &chains.ext,
                     &Rule::new()
-                        .src(false, range)
-                        .comment(&comment)
-                        .jump(&chains.ext),
+                        .src(false, cidr)
+                        .comment(&format!("pod traffic for {name} external destinations"))
+                        .jump(&chains.svc),
                 );
             }
             nat.add(
-                &chains.fw,
-                &Rule::new().comment(&format!(
-                    "other traffic to {name} will be dropped by {PROXY_FIREWALL}"
-                )),
+                &chains.ext,
+                &Rule::new()
+                    .comment(&format!(
+                        "masquerade LOCAL traffic for {name} external destinations"
+                    ))
+                    .matching("-m addrtype --src-type LOCAL")
+                    .jump(MARK_MASQ),
+            );
+            nat.add(
+                &chains.ext,
+                &Rule::new()
+                    .comment(&format!(
+                        "route LOCAL traffic for {name} external destinations"
+                    ))
+                    .matching("-m addrtype --src-type LOCAL")
+                    .jump(&chains.svc),
+            );
+            // The short-circuits jump to the Cluster chain even when the Service only
+            // ever uses Local policy; declare it so the ruleset restores.
+            nat.chain(&chains.svc);
+        }
+        if port.has_external_endpoints() {
+            nat.add(
+                &chains.ext,
+                &Rule::new().jump(rules.external_policy_chain()),
             );
         }
+    }
 
-        // Service to endpoints.
+    /// The loadBalancerSourceRanges firewall.
+    fn firewall_chain(&mut self, rules: &PortRules<'_>) {
+        let (name, chains) = (&rules.name, &rules.chains);
+        if !rules.uses_fw {
+            return;
+        }
+        let nat = &mut self.nat;
+        nat.chain(&chains.fw);
+        let comment = format!("{name} loadbalancer IP");
+        for range in &rules.port.source_ranges {
+            nat.add(
+                &chains.fw,
+                &Rule::new()
+                    .src(false, range)
+                    .comment(&comment)
+                    .jump(&chains.ext),
+            );
+        }
+        nat.add(
+            &chains.fw,
+            &Rule::new().comment(&format!(
+                "other traffic to {name} will be dropped by {PROXY_FIREWALL}"
+            )),
+        );
+    }
+
+    /// Service to endpoints (the KUBE-SVC- and KUBE-SVL- chains), then one KUBE-SEP- chain
+    /// per endpoint.
+    fn endpoint_chains(&mut self, rules: &PortRules<'_>) {
+        let port = rules.port;
+        let (name, protocol, chains, names) =
+            (&rules.name, rules.protocol, &rules.chains, self.names);
+        let nat = &mut self.nat;
         if port.uses_cluster_chain() {
             nat.chain(&chains.svc);
-            endpoint_rules(&mut nat, names, port, &chains.svc, &port.cluster_endpoints);
+            endpoint_rules(nat, names, port, &chains.svc, &port.cluster_endpoints);
         }
         if port.uses_local_chain() {
             nat.chain(&chains.svl);
-            endpoint_rules(&mut nat, names, port, &chains.svl, &port.local_endpoints);
+            endpoint_rules(nat, names, port, &chains.svl, &port.local_endpoints);
         }
 
-        // Endpoint chains.
         for endpoint in &port.reachable {
             let sep = names.sep(&port.name, endpoint.ip, endpoint.port);
             nat.chain(&sep);
@@ -632,14 +788,14 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) ->
                 &sep,
                 &Rule::new()
                     .src(false, host(endpoint.ip))
-                    .comment(&name)
+                    .comment(name)
                     .jump(MARK_MASQ),
             );
-            let mut dnat = Rule::new().proto(protocol).comment(&name);
+            let mut dnat = Rule::new().proto(protocol).comment(name);
             if port.affinity_timeout.is_some() {
                 dnat = dnat.matching(format!(
                     "-m recent --set --name {sep} --mask {} --rsource",
-                    recent_mask(family)
+                    recent_mask(self.family)
                 ));
             }
             nat.add(
@@ -651,61 +807,70 @@ pub fn render_with(plan: &Plan, names: NameScheme, options: &IptablesOptions) ->
         }
     }
 
-    // NodePorts: last in KUBE-SERVICES, for packets to any of the node's addresses (or to
-    // the --nodeport-addresses ones).
-    const NODEPORTS_COMMENT: &str =
-        "kubernetes service nodeports; NOTE: this must be the last rule in this chain";
-    if node_ips.is_empty() {
-        let nodeports = Rule::new()
-            .comment(NODEPORTS_COMMENT)
-            .matching("-m addrtype --dst-type LOCAL")
-            .jump(NODEPORTS);
-        let nodeports = match family {
-            IpFamily::V4 => nodeports,
-            IpFamily::V6 => nodeports.dst(true, "::1/128"),
-        };
-        nat.add(SERVICES, &nodeports);
-    } else {
-        for ip in &node_ips {
-            nat.add(
-                SERVICES,
-                &Rule::new()
-                    .dst(false, IpNet::from(*ip))
-                    .comment(NODEPORTS_COMMENT)
-                    .jump(NODEPORTS),
-            );
+    /// NodePorts: last in KUBE-SERVICES, for packets to any of the node's addresses (or to
+    /// the --nodeport-addresses ones).
+    fn nodeports_last(&mut self) {
+        const NODEPORTS_COMMENT: &str =
+            "kubernetes service nodeports; NOTE: this must be the last rule in this chain";
+        if self.node_ips.is_empty() {
+            let nodeports = Rule::new()
+                .comment(NODEPORTS_COMMENT)
+                .matching("-m addrtype --dst-type LOCAL")
+                .jump(NODEPORTS);
+            let nodeports = match self.family {
+                IpFamily::V4 => nodeports,
+                IpFamily::V6 => nodeports.dst(true, "::1/128"),
+            };
+            self.nat.add(SERVICES, &nodeports);
+        } else {
+            for ip in &self.node_ips {
+                self.nat.add(
+                    SERVICES,
+                    &Rule::new()
+                        .dst(false, IpNet::from(*ip))
+                        .comment(NODEPORTS_COMMENT)
+                        .jump(NODEPORTS),
+                );
+            }
         }
     }
 
-    let invalid = Rule::new().matching("-m conntrack --ctstate INVALID");
-    let invalid = if options.nfacct {
-        invalid.matching("-m nfacct --nfacct-name ct_state_invalid_dropped_pkts")
-    } else {
-        invalid
-    };
-    filter.add(FORWARD, &invalid.jump("DROP"));
-    filter.add(
-        FORWARD,
-        &Rule::new()
-            .comment("kubernetes forwarding rules")
-            .matching(format!(
-                "-m mark --mark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
-            ))
-            .jump("ACCEPT"),
-    );
-    filter.add(
-        FORWARD,
-        &Rule::new()
-            .comment("kubernetes forwarding conntrack rule")
-            .matching("-m conntrack --ctstate RELATED,ESTABLISHED")
-            .jump("ACCEPT"),
-    );
+    /// KUBE-FORWARD: drop INVALID, accept what is marked for masquerade and what conntrack
+    /// already knows.
+    fn forward_rules(&mut self) {
+        let filter = &mut self.filter;
+        let invalid = Rule::new().matching("-m conntrack --ctstate INVALID");
+        let invalid = if self.options.nfacct {
+            invalid.matching("-m nfacct --nfacct-name ct_state_invalid_dropped_pkts")
+        } else {
+            invalid
+        };
+        filter.add(FORWARD, &invalid.jump("DROP"));
+        filter.add(
+            FORWARD,
+            &Rule::new()
+                .comment("kubernetes forwarding rules")
+                .matching(format!(
+                    "-m mark --mark {MASQUERADE_MARK}/{MASQUERADE_MARK}"
+                ))
+                .jump("ACCEPT"),
+        );
+        filter.add(
+            FORWARD,
+            &Rule::new()
+                .comment("kubernetes forwarding conntrack rule")
+                .matching("-m conntrack --ctstate RELATED,ESTABLISHED")
+                .jump("ACCEPT"),
+        );
+    }
 
-    let mut out = String::new();
-    mangle.write(&mut out);
-    filter.write(&mut out);
-    nat.write(&mut out);
-    out
+    fn write(&self) -> String {
+        let mut out = String::new();
+        self.mangle.write(&mut out);
+        self.filter.write(&mut out);
+        self.nat.write(&mut out);
+        out
+    }
 }
 
 /// `-m recent --mask`: the whole address.
