@@ -1,0 +1,291 @@
+//! kube-proxy's nftables rules: `table ip kube-proxy` as `nft list table ip kube-proxy`
+//! prints it, or as the `nft -f` transaction kube-proxy feeds to nft.
+//!
+//! The layout is `pkg/proxy/nftables/proxier.go` (`setupNFTables` and `syncProxyRules`, in
+//! the shape of its `TestOverallNFTablesRules` expectations): base chains
+//! `filter-prerouting-pre-dnat` and `filter-output-pre-dnat` (priority dstnat - 10) for the
+//! LoadBalancer firewall, `filter-input`/`filter-forward`/`filter-output` (priority filter) for
+//! services without endpoints and invalid ClusterIP ports, `nat-prerouting`/`nat-output`
+//! (dstnat) jumping to `services`, `nat-postrouting` (srcnat) to `masquerading`; one lookup
+//! of `ip daddr . meta l4proto . th dport` in the `service-ips` verdict map (and of
+//! `meta l4proto . th dport` in `service-nodeports` for the node's addresses) instead of a
+//! walk past every Service; per Service port a `service-` (Cluster policy), `local-`,
+//! `external-` and `firewall-` chain; per endpoint an `endpoint-` chain with the hairpin
+//! mark and the DNAT; `numgen random mod N vmap { ... }` instead of a probability cascade;
+//! `no-endpoint-services` / `no-endpoint-nodeports` maps sending to `reject-chain` (no
+//! endpoints) or `drop` (no local endpoints).
+//!
+//! What `nft` prints differs from what kube-proxy writes, and the list form prints the
+//! former: marks as `meta mark set meta mark | 0x00004000`, priorities by name
+//! (`dstnat - 10`, `srcnat`), an anonymous set of one element as the element, map elements
+//! one per line and addresses two per line, sets and maps before chains, objects in the
+//! order they were created. Element order in a map is the kernel's hash order on a node;
+//! here it is the order kube-proxy adds them.
+//!
+//! Without `node_ips`, NodePorts answer on every local address (`fib daddr type local`);
+//! with them, on those addresses only (the `nodeport-ips` set, kube-proxy's default
+//! `--nodeport-addresses primary` in nftables mode). `service_cidrs` adds the rule that
+//! drops traffic to unallocated ClusterIPs.
+
+mod service_port;
+mod table;
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::names::NameScheme;
+use super::plan::Plan;
+use service_port::service_port;
+use table::{BaseSpec, Builder, Element, NftRule, SetDecl, anonymous};
+
+/// Options of the nftables rendering beyond the plan.
+#[derive(Debug, Clone, Default)]
+pub struct NftOptions {
+    /// The node's addresses that accept NodePorts (empty: every local address).
+    pub node_ips: Vec<IpAddr>,
+    /// The Service CIDRs (ServiceCIDR objects): traffic to an unallocated ClusterIP in them
+    /// is dropped.
+    pub service_cidrs: Vec<IpNet>,
+}
+
+/// kube-proxy's masquerade mark.
+const MARK: u32 = 0x4000;
+
+/// Builds kube-proxy's table for `plan`.
+fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
+    let family = plan.options.family;
+    let mut b = Builder {
+        family,
+        sets: Vec::new(),
+        chains: Vec::new(),
+    };
+    let ip = b.ip();
+    let addr_type = b.addr_type();
+    let node_ips: Vec<IpAddr> = options
+        .node_ips
+        .iter()
+        .copied()
+        .filter(|ip| family.contains(*ip))
+        .collect();
+    let match_all = node_ips.is_empty();
+
+    // Base chains, then the chains they jump to, as setupNFTables creates them.
+    let bases = [
+        ("filter-prerouting-pre-dnat", "filter", "prerouting", -110),
+        ("filter-output-pre-dnat", "filter", "output", -110),
+        ("filter-input", "filter", "input", 0),
+        ("filter-forward", "filter", "forward", 0),
+        ("filter-output", "filter", "output", 0),
+        ("nat-prerouting", "nat", "prerouting", -100),
+        ("nat-output", "nat", "output", -100),
+        ("nat-postrouting", "nat", "postrouting", 100),
+    ];
+    for (name, kind, hook, priority) in bases {
+        b.chain(name).base = Some(BaseSpec {
+            kind,
+            hook,
+            priority,
+        });
+    }
+    let jumps = [
+        ("nodeport-endpoints-check", "filter-input", "ct state new "),
+        ("service-endpoints-check", "filter-input", "ct state new "),
+        ("service-endpoints-check", "filter-forward", "ct state new "),
+        ("service-endpoints-check", "filter-output", "ct state new "),
+        (
+            "firewall-check",
+            "filter-prerouting-pre-dnat",
+            "ct state new ",
+        ),
+        ("firewall-check", "filter-output-pre-dnat", "ct state new "),
+        ("services", "nat-output", ""),
+        ("services", "nat-prerouting", ""),
+        ("masquerading", "nat-postrouting", ""),
+        ("cluster-ips-check", "filter-forward", "ct state new "),
+        ("cluster-ips-check", "filter-output", "ct state new "),
+    ];
+    for (target, from, extra) in jumps {
+        b.chain(target);
+        b.rule(from, NftRule::same(format!("{extra}jump {target}")));
+    }
+    b.chain("mark-for-masquerade");
+    b.rule(
+        "mark-for-masquerade",
+        NftRule {
+            list: format!("meta mark set meta mark | {MARK:#010x}"),
+            input: format!("mark set mark or {MARK:#x}"),
+        },
+    );
+    b.rule(
+        "masquerading",
+        NftRule {
+            list: format!("meta mark & {MARK:#010x} == 0x00000000 return"),
+            input: format!("mark and {MARK:#x} == 0 return"),
+        },
+    );
+    b.rule(
+        "masquerading",
+        NftRule {
+            list: format!("meta mark set meta mark ^ {MARK:#010x}"),
+            input: format!("mark set mark xor {MARK:#x}"),
+        },
+    );
+    b.rule("masquerading", NftRule::same("masquerade fully-random"));
+
+    let set = |name: &str, map: bool, type_text: String, comment: &'static str, addresses: bool| {
+        SetDecl {
+            name: name.to_owned(),
+            map,
+            type_text,
+            flags: None,
+            timeout: None,
+            comment: Some(comment),
+            elements: Vec::new(),
+            addresses,
+        }
+    };
+    b.sets.push(set(
+        "cluster-ips",
+        false,
+        addr_type.to_owned(),
+        "Active ClusterIPs",
+        true,
+    ));
+    b.rule(
+        "cluster-ips-check",
+        NftRule::same(format!("{ip} daddr @cluster-ips reject"))
+            .comment("Reject traffic to invalid ports of ClusterIPs"),
+    );
+    let cidrs: Vec<String> = options
+        .service_cidrs
+        .iter()
+        .filter(|net| family.contains(net.addr()))
+        .map(ToString::to_string)
+        .collect();
+    if !cidrs.is_empty() {
+        let (list, input) = anonymous(&cidrs);
+        b.rule(
+            "cluster-ips-check",
+            NftRule {
+                list: format!("{ip} daddr {list} drop"),
+                input: format!("{ip} daddr {input} drop"),
+            }
+            .comment("Drop traffic to unallocated ClusterIPs"),
+        );
+    }
+    if !match_all {
+        let mut nodeport_ips = set(
+            "nodeport-ips",
+            false,
+            addr_type.to_owned(),
+            "IPs that accept NodePort traffic",
+            true,
+        );
+        nodeport_ips.elements = node_ips
+            .iter()
+            .map(|ip| Element {
+                key: ip.to_string(),
+                comment: None,
+                value: None,
+            })
+            .collect();
+        b.sets.push(nodeport_ips);
+    }
+    let verdict_map = |key: String| format!("{key} : verdict");
+    b.sets.push(set(
+        "no-endpoint-services",
+        true,
+        verdict_map(format!("{addr_type} . inet_proto . inet_service")),
+        "vmap to drop or reject packets to services with no endpoints",
+        false,
+    ));
+    b.sets.push(set(
+        "no-endpoint-nodeports",
+        true,
+        verdict_map("inet_proto . inet_service".to_owned()),
+        "vmap to drop or reject packets to service nodeports with no endpoints",
+        false,
+    ));
+    b.chain("reject-chain").comment =
+        Some("helper for @no-endpoint-services / @no-endpoint-nodeports");
+    b.rule("reject-chain", NftRule::same("reject"));
+    b.rule(
+        "service-endpoints-check",
+        NftRule::same(format!(
+            "{ip} daddr . meta l4proto . th dport vmap @no-endpoint-services"
+        )),
+    );
+    let nodeport_test = if match_all {
+        b.no_localhost().to_owned()
+    } else {
+        format!("{ip} daddr @nodeport-ips")
+    };
+    b.rule(
+        "nodeport-endpoints-check",
+        NftRule::same(format!(
+            "{nodeport_test} meta l4proto . th dport vmap @no-endpoint-nodeports"
+        )),
+    );
+    b.sets.push(set(
+        "firewall-ips",
+        true,
+        verdict_map(format!("{addr_type} . inet_proto . inet_service")),
+        "destinations that are subject to LoadBalancerSourceRanges",
+        false,
+    ));
+    b.rule(
+        "firewall-check",
+        NftRule::same(format!(
+            "{ip} daddr . meta l4proto . th dport vmap @firewall-ips"
+        )),
+    );
+    b.sets.push(set(
+        "service-ips",
+        true,
+        verdict_map(format!("{addr_type} . inet_proto . inet_service")),
+        "ClusterIP, ExternalIP and LoadBalancer IP traffic",
+        false,
+    ));
+    b.sets.push(set(
+        "service-nodeports",
+        true,
+        verdict_map("inet_proto . inet_service".to_owned()),
+        "NodePort traffic",
+        false,
+    ));
+    b.rule(
+        "services",
+        NftRule::same(format!(
+            "{ip} daddr . meta l4proto . th dport vmap @service-ips"
+        )),
+    );
+    let nodeport_dispatch = if match_all {
+        format!("fib daddr type local {}", b.no_localhost())
+    } else {
+        format!("{ip} daddr @nodeport-ips")
+    };
+    b.rule(
+        "services",
+        NftRule::same(format!(
+            "{nodeport_dispatch} meta l4proto . th dport vmap @service-nodeports"
+        )),
+    );
+
+    let cidr = plan.options.cluster_cidr();
+    for port in &plan.ports {
+        service_port(&mut b, names, port, cidr);
+    }
+    b
+}
+
+/// kube-proxy's table as `nft list table ip kube-proxy` (or `ip6`) prints it.
+pub fn render_list(plan: &Plan, names: NameScheme, options: &NftOptions) -> String {
+    build(plan, names, options).list_text()
+}
+
+/// kube-proxy's table as the `nft -f` transaction it writes: the table, its sets and maps,
+/// then per Service port its chains, rules and elements.
+pub fn render_transaction(plan: &Plan, names: NameScheme, options: &NftOptions) -> String {
+    build(plan, names, options).transaction_text()
+}
