@@ -1,0 +1,706 @@
+//! `explain NS/NAME`: one Service, joined across the layers a connection meets (the pods and
+//! their ports, the EndpointSlices, kube-proxy's endpoint choice, a node's rules, DNS), with
+//! every place where two layers disagree reported as a finding.
+//!
+//! The findings, each with what proves it:
+//!
+//! - `target-port-unresolved` / `target-port-partial`: a named targetPort that resolves in no
+//!   selected pod, or only in some (the payments incident: a renamed container port), with the
+//!   pods and the container ports they do have;
+//! - `slices-stale`: the EndpointSlices in the input differ from what the EndpointSlice
+//!   controller computes from the pods (addresses, conditions, ports);
+//! - `no-endpoints`: a port kube-proxy has no endpoint for: connections are rejected;
+//! - `missing-from-rules`: an endpoint kube-proxy should use that the node's rules never reach
+//!   (kube-proxy not synced, or not running);
+//! - `stale-rules`: a DNAT target in the node's rules that no endpoint has, whether the
+//!   Service's chain still reaches it or it is a leftover chain;
+//! - `unequal-shares`: endpoints of one port that do not get equal shares of new connections
+//!   (a cascade that is not 1/n, 1/(n-1), ...);
+//! - `dns-mismatch`: a headless Service whose DNS answer differs from its ready endpoints, or
+//!   a ClusterIP one whose answer is not its ClusterIPs;
+//! - `dns-unresolved`: the Service's name does not resolve (NXDOMAIN, or no address): clients
+//!   get "no such host" whatever the other layers say.
+
+mod rules;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::Serialize;
+
+use super::plan::{IpFamily, PlanOptions, Skipped, join_host_port, service_plans, skipped};
+use super::ruleset::Ruleset;
+use crate::model::endpoints::{reconcile_slices, resolve_target_port, selects};
+use crate::model::{Cluster, EndpointSlice, ObjectKey, Pod, Service, ServiceType, TargetPort};
+use rules::rules_for_port;
+
+/// What to explain, and the evidence beyond the objects.
+#[derive(Debug, Clone)]
+pub struct ExplainInput<'a> {
+    /// The objects (their EndpointSlices as the API has them).
+    pub cluster: &'a Cluster,
+    /// The Service.
+    pub service: ObjectKey,
+    /// The node the rules are from (its endpoints are the local ones).
+    pub node: Option<String>,
+    /// The pod CIDRs (for kube-proxy's view).
+    pub cluster_cidrs: Vec<IpNet>,
+    /// A node's ruleset, and what to call it in the report.
+    pub ruleset: Option<(&'a Ruleset, String)>,
+    /// DNS's answer for the Service's name (A and AAAA), when looked up.
+    pub dns: Option<DnsAnswer>,
+    /// The input had no EndpointSlice for the Service: its slices were computed from the
+    /// pods when the objects were read.
+    pub slices_computed: bool,
+}
+
+/// What DNS answers for the Service's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DnsAnswer {
+    /// The name asked.
+    pub name: String,
+    /// The addresses (A and AAAA), or empty for NXDOMAIN/NODATA.
+    pub addresses: Vec<IpAddr>,
+    /// The rcode of the A query (`NOERROR`, `NXDOMAIN`, ...).
+    pub rcode: String,
+    /// The CNAME the name answers with (an ExternalName's target), if any.
+    pub cname: Option<String>,
+}
+
+/// One disagreement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Its kind (see the module documentation).
+    pub kind: &'static str,
+    /// What is wrong, in a sentence.
+    pub message: String,
+}
+
+/// What `explain` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    /// `namespace/name`.
+    pub service: String,
+    /// The report's lines, section by section.
+    pub sections: Vec<Section>,
+    /// The findings; none means every layer agrees.
+    pub findings: Vec<Finding>,
+}
+
+/// A titled part of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    /// Its title.
+    pub title: String,
+    /// Its lines.
+    pub lines: Vec<String>,
+}
+
+fn pod_ports(pod: &Pod) -> String {
+    if pod.container_ports.is_empty() {
+        return "no container ports".to_owned();
+    }
+    pod.container_ports
+        .iter()
+        .map(|p| {
+            if p.name.is_empty() {
+                format!("{}/{}", p.port, p.protocol)
+            } else {
+                format!("{}={}/{}", p.name, p.port, p.protocol)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An endpoint as the slices comparison sees it.
+type EndpointKey = (IpAddr, bool, bool, bool, Vec<String>);
+
+fn slice_view(slices: &[&EndpointSlice]) -> BTreeMap<IpAddr, (EndpointKey, Option<String>)> {
+    let mut out = BTreeMap::new();
+    for slice in slices {
+        let mut ports: Vec<String> = slice
+            .ports
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}={}/{}",
+                    p.name,
+                    p.port.map_or("-".to_owned(), |n| n.to_string()),
+                    p.protocol
+                )
+            })
+            .collect();
+        ports.sort();
+        for endpoint in &slice.endpoints {
+            for ip in &endpoint.addresses {
+                let c = endpoint.conditions;
+                out.insert(
+                    *ip,
+                    (
+                        (*ip, c.ready(), c.serving(), c.terminating(), ports.clone()),
+                        endpoint.target_pod.clone(),
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn pod_label(pod: &Option<String>) -> String {
+    pod.as_ref().map(|p| format!(" ({p})")).unwrap_or_default()
+}
+
+/// Explains one Service. `None` when the Service does not exist.
+pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
+    let cluster = input.cluster;
+    let service = cluster.services.get(&input.service)?;
+    let mut report = Report::default();
+    report.sections.push(service_section(service));
+    if let Some(selector) = &service.selector {
+        let pods: Vec<&Pod> = cluster
+            .pods_in(&service.key.namespace)
+            .filter(|pod| selects(selector, &pod.labels))
+            .collect();
+        let candidates = pods_section(&pods, &mut report);
+        ports_section(service, &candidates, &mut report);
+    }
+    let slices = slices_section(input, service, &mut report);
+    kube_proxy_sections(input, service, &mut report);
+    if let Some(dns) = &input.dns {
+        dns_section(dns, service, &slices, &mut report);
+    }
+    Some(Explanation {
+        service: service.key.to_string(),
+        sections: report.sections,
+        findings: report.findings,
+    })
+}
+
+/// The report under construction: its sections and its findings, in order.
+#[derive(Default)]
+struct Report {
+    sections: Vec<Section>,
+    findings: Vec<Finding>,
+}
+
+/// The Service's slices: the input's, and what the controller computes from the pods.
+struct Slices<'c> {
+    input: Vec<&'c EndpointSlice>,
+    computed: Vec<EndpointSlice>,
+}
+
+/// The Service: its type, addresses and selector.
+fn service_section(service: &Service) -> Section {
+    let kind = match service.service_type {
+        ServiceType::ClusterIp => "ClusterIP",
+        ServiceType::NodePort => "NodePort",
+        ServiceType::LoadBalancer => "LoadBalancer",
+        ServiceType::ExternalName => "ExternalName",
+    };
+    let ips = if service.headless {
+        "None (headless)".to_owned()
+    } else {
+        service
+            .cluster_ips
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let selector = service.selector.as_ref().map_or_else(
+        || "<none> (slices are managed by hand)".to_owned(),
+        |labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        },
+    );
+    Section {
+        title: "service".to_owned(),
+        lines: vec![format!(
+            "{}  {kind}  {ips}  selector {selector}",
+            service.key
+        )],
+    }
+}
+
+/// The selected pods, ready, not ready, terminating, finished; returns the candidates (the
+/// pods that can be endpoints).
+fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
+    let candidates: Vec<&Pod> = pods
+        .iter()
+        .copied()
+        .filter(|p| !p.is_finished() && !p.ips.is_empty())
+        .collect();
+    let ready: Vec<&str> = candidates
+        .iter()
+        .filter(|p| p.ready && !p.terminating)
+        .map(|p| p.key.name.as_str())
+        .collect();
+    let mut line = format!("{} selected, {} ready", candidates.len(), ready.len());
+    let not_ready: Vec<&str> = candidates
+        .iter()
+        .filter(|p| !p.ready)
+        .map(|p| p.key.name.as_str())
+        .collect();
+    if !not_ready.is_empty() {
+        let _ = write!(line, "; not ready: {}", not_ready.join(", "));
+    }
+    let terminating: Vec<&str> = candidates
+        .iter()
+        .filter(|p| p.terminating)
+        .map(|p| p.key.name.as_str())
+        .collect();
+    if !terminating.is_empty() {
+        let _ = write!(line, "; terminating: {}", terminating.join(", "));
+    }
+    let out: Vec<&str> = pods
+        .iter()
+        .filter(|p| p.is_finished() || p.ips.is_empty())
+        .map(|p| p.key.name.as_str())
+        .collect();
+    if !out.is_empty() {
+        let _ = write!(
+            line,
+            "; finished or without an IP (not endpoints): {}",
+            out.join(", ")
+        );
+    }
+    report.sections.push(Section {
+        title: "pods".to_owned(),
+        lines: vec![line],
+    });
+    candidates
+}
+
+/// The Service's ports, their targetPort resolved per pod.
+fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
+    let mut lines = Vec::new();
+    for port in &service.ports {
+        let label = format!(
+            "{}{}/{}",
+            if port.name.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", port.name)
+            },
+            port.port,
+            port.protocol
+        );
+        match &port.target_port {
+            TargetPort::Number(number) => {
+                lines.push(format!(
+                    "{label} -> targetPort {number} (a number: every pod)"
+                ));
+            }
+            TargetPort::Name(name) => {
+                let mut resolved: BTreeMap<u16, Vec<&str>> = BTreeMap::new();
+                let mut missing: Vec<&Pod> = Vec::new();
+                for pod in candidates {
+                    match resolve_target_port(port, pod) {
+                        Some(number) => resolved.entry(number).or_default().push(&pod.key.name),
+                        None => missing.push(pod),
+                    }
+                }
+                let found: Vec<String> = resolved
+                    .iter()
+                    .map(|(number, pods)| format!("{number} in {}", pods.join(", ")))
+                    .collect();
+                lines.push(format!(
+                    "{label} -> targetPort {name:?}: {}",
+                    if found.is_empty() {
+                        "in no pod".to_owned()
+                    } else {
+                        found.join("; ")
+                    }
+                ));
+                let details: Vec<String> = missing
+                    .iter()
+                    .map(|pod| format!("{} ({})", pod.key.name, pod_ports(pod)))
+                    .collect();
+                if !missing.is_empty() && resolved.is_empty() {
+                    report.findings.push(Finding {
+                        kind: "target-port-unresolved",
+                        message: format!(
+                            "{label}: targetPort {name:?} is a container port of no selected pod: {}",
+                            details.join("; ")
+                        ),
+                    });
+                } else if !missing.is_empty() {
+                    let count: usize = resolved.values().map(Vec::len).sum();
+                    report.findings.push(Finding {
+                        kind: "target-port-partial",
+                        message: format!(
+                            "{label}: targetPort {name:?} resolves in {count} of {} pods; not in {}: those pods land in a slice without the port and get no traffic",
+                            candidates.len(),
+                            details.join("; ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    report.sections.push(Section {
+        title: "ports".to_owned(),
+        lines,
+    });
+}
+
+/// The slices, and whether the EndpointSlice controller computes the same from the pods.
+fn slices_section<'c>(
+    input: &ExplainInput<'c>,
+    service: &Service,
+    report: &mut Report,
+) -> Slices<'c> {
+    let cluster = input.cluster;
+    let input_slices: Vec<&EndpointSlice> = cluster.slices_of(&service.key).collect();
+    let mut lines: Vec<String> = input_slices
+        .iter()
+        .map(|slice| {
+            let ready = slice
+                .endpoints
+                .iter()
+                .filter(|e| e.conditions.ready())
+                .count();
+            let count = slice.endpoints.len();
+            format!(
+                "{} ({}): {count} endpoint{}, {ready} ready",
+                slice.key.name,
+                slice.address_type.as_str(),
+                if count == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    if input_slices.is_empty() {
+        lines.push("none".to_owned());
+    }
+    if input.slices_computed {
+        lines.push(
+            "(no EndpointSlice in the input: these are the controller's, from the pods)".to_owned(),
+        );
+    }
+    let computed: Vec<EndpointSlice> = if service.selector.is_some() {
+        reconcile_slices(service, cluster.pods_in(&service.key.namespace))
+    } else {
+        Vec::new()
+    };
+    if service.selector.is_some() && service.service_type != ServiceType::ExternalName {
+        let have = slice_view(&input_slices);
+        let want = slice_view(&computed.iter().collect::<Vec<_>>());
+        let mut differences = Vec::new();
+        for (ip, (key, pod)) in &have {
+            match want.get(ip) {
+                None => differences.push(format!("{ip}{} is in the slices but no selected pod has it", pod_label(pod))),
+                Some((wanted, _)) if wanted != key => differences.push(format!(
+                    "{ip}{}: the slices say ready={} serving={} terminating={} ports [{}], the pod gives ready={} serving={} terminating={} ports [{}]",
+                    pod_label(pod), key.1, key.2, key.3, key.4.join(" "), wanted.1, wanted.2, wanted.3, wanted.4.join(" ")
+                )),
+                Some(_) => {}
+            }
+        }
+        for (ip, (_, pod)) in &want {
+            if !have.contains_key(ip) {
+                differences.push(format!(
+                    "{ip}{} is a selected pod missing from the slices",
+                    pod_label(pod)
+                ));
+            }
+        }
+        if differences.is_empty() {
+            lines.push("the EndpointSlice controller computes the same from the pods".to_owned());
+        } else {
+            report.findings.push(Finding {
+                kind: "slices-stale",
+                message: format!(
+                    "the EndpointSlices differ from what the controller computes from the pods: {}",
+                    differences.join("; ")
+                ),
+            });
+            lines.push(
+                "the EndpointSlice controller computes something else from the pods (see findings)"
+                    .to_owned(),
+            );
+        }
+    }
+    report.sections.push(Section {
+        title: "endpointslices".to_owned(),
+        lines,
+    });
+    Slices {
+        input: input_slices,
+        computed,
+    }
+}
+
+/// kube-proxy's view per family and port, and the node's rules traced for each.
+fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut Report) {
+    let cluster = input.cluster;
+    let mut families: Vec<IpFamily> = service
+        .cluster_ips
+        .iter()
+        .map(|ip| IpFamily::of(*ip))
+        .collect();
+    families.dedup();
+    let mut proxy_lines = Vec::new();
+    let mut rule_lines = Vec::new();
+    match skipped(service, families.first().copied().unwrap_or_default()) {
+        Some(reason) => proxy_lines.push(
+            match reason {
+                Skipped::Headless => "headless: no rules, clients resolve the endpoints by DNS",
+                Skipped::ExternalName => "ExternalName: no rules, DNS answers a CNAME",
+                Skipped::OtherFamily => "no ClusterIP of the family: no rules",
+            }
+            .to_owned(),
+        ),
+        None => {
+            for family in &families {
+                let options = PlanOptions {
+                    family: *family,
+                    node: input.node.clone(),
+                    cluster_cidrs: input.cluster_cidrs.clone(),
+                };
+                for port in service_plans(cluster, service, &options) {
+                    let expected = if port.internal_local {
+                        &port.local_endpoints
+                    } else {
+                        &port.cluster_endpoints
+                    };
+                    let label = format!(
+                        "{}{}/{} ({})",
+                        if port.name.port.is_empty() {
+                            String::new()
+                        } else {
+                            format!("{} ", port.name.port)
+                        },
+                        port.port,
+                        port.name.protocol,
+                        family.as_str()
+                    );
+                    let list: Vec<String> = expected.iter().map(|e| e.addr_port()).collect();
+                    proxy_lines.push(format!(
+                        "{label} -> {}{}",
+                        if list.is_empty() {
+                            "no endpoints".to_owned()
+                        } else {
+                            list.join(" ")
+                        },
+                        if port.cluster_fallback {
+                            " (terminating fallback)"
+                        } else {
+                            ""
+                        }
+                    ));
+                    if !port.has_endpoints {
+                        report.findings.push(Finding {
+                            kind: "no-endpoints",
+                            message: format!(
+                                "{label}: kube-proxy has no endpoint: connections to {} are rejected",
+                                join_host_port(port.cluster_ip, port.port)
+                            ),
+                        });
+                    }
+                    if let Some((ruleset, name)) = &input.ruleset {
+                        rules_for_port(
+                            ruleset,
+                            name,
+                            &port,
+                            &list,
+                            &mut rule_lines,
+                            &mut report.findings,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    report.sections.push(Section {
+        title: format!(
+            "kube-proxy{}",
+            input
+                .node
+                .as_ref()
+                .map(|n| format!(" (node {n})"))
+                .unwrap_or_default()
+        ),
+        lines: proxy_lines,
+    });
+    if let Some((_, name)) = &input.ruleset {
+        if rule_lines.is_empty() {
+            rule_lines.push("nothing to trace (no ClusterIP of the ruleset's family)".to_owned());
+        }
+        report.sections.push(Section {
+            title: format!("rules ({name})"),
+            lines: rule_lines,
+        });
+    }
+}
+
+/// DNS's answer, against the ClusterIPs or the ready endpoints.
+fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: &mut Report) {
+    let answered: BTreeSet<IpAddr> = dns.addresses.iter().copied().collect();
+    let shown = if let Some(target) = &dns.cname {
+        let mut shown = format!("CNAME {target}");
+        for ip in &answered {
+            let _ = write!(shown, " {ip}");
+        }
+        shown
+    } else if answered.is_empty() {
+        format!("no address ({})", no_address(&dns.rcode))
+    } else {
+        answered
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut lines = vec![format!("{} -> {shown}", dns.name)];
+    let external = service.service_type == ServiceType::ExternalName;
+    let unresolved = dns.rcode != "NOERROR" || (answered.is_empty() && dns.cname.is_none());
+    if unresolved {
+        let why = if external {
+            " (an externalName must be a DNS name: an IP address is NXDOMAIN, as in CoreDNS)"
+        } else if service.headless {
+            " (a headless Service's name has its ready endpoints' addresses, and it has none)"
+        } else {
+            ""
+        };
+        report.findings.push(Finding {
+            kind: "dns-unresolved",
+            message: format!(
+                "{}: does not resolve ({}){why}: clients get no address, whatever the other \
+                 layers say",
+                dns.name,
+                no_address(&dns.rcode)
+            ),
+        });
+    } else if !service.headless && !external {
+        let want: BTreeSet<IpAddr> = service.cluster_ips.iter().copied().collect();
+        if answered != want {
+            let list = |set: &BTreeSet<IpAddr>| {
+                set.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            report.findings.push(Finding {
+                kind: "dns-mismatch",
+                message: format!(
+                    "{}: DNS answers {}, not the ClusterIPs {}",
+                    dns.name,
+                    list(&answered),
+                    list(&want)
+                ),
+            });
+        }
+    }
+    if service.headless && !unresolved {
+        let source: Vec<&EndpointSlice> = if service.selector.is_some() {
+            slices.computed.iter().collect()
+        } else {
+            slices.input.clone()
+        };
+        let ready: BTreeSet<IpAddr> = source
+            .iter()
+            .flat_map(|s| &s.endpoints)
+            .filter(|e| e.conditions.ready())
+            .flat_map(|e| e.addresses.iter().copied())
+            .collect();
+        let extra: Vec<String> = answered
+            .difference(&ready)
+            .map(ToString::to_string)
+            .collect();
+        let absent: Vec<String> = ready
+            .difference(&answered)
+            .map(ToString::to_string)
+            .collect();
+        if extra.is_empty() && absent.is_empty() {
+            lines.push("= the ready endpoints".to_owned());
+        } else {
+            let mut parts = Vec::new();
+            if !extra.is_empty() {
+                parts.push(format!(
+                    "answers {} that no ready endpoint has",
+                    extra.join(", ")
+                ));
+            }
+            if !absent.is_empty() {
+                parts.push(format!(
+                    "does not answer ready endpoint {}",
+                    absent.join(", ")
+                ));
+            }
+            report.findings.push(Finding {
+                kind: "dns-mismatch",
+                message: format!("{}: DNS {}", dns.name, parts.join(", and ")),
+            });
+        }
+    }
+    report.sections.push(Section {
+        title: "dns".to_owned(),
+        lines,
+    });
+}
+
+/// What an answer without addresses is, in its rcode's words.
+fn no_address(rcode: &str) -> &str {
+    match rcode {
+        "NOERROR" => "NODATA",
+        other => other,
+    }
+}
+
+/// The explanation as text.
+pub fn report_text(explanation: &Explanation) -> String {
+    let mut out = String::new();
+    for section in &explanation.sections {
+        if section.lines.len() == 1 && section.title != "service" {
+            let _ = writeln!(out, "{}: {}", section.title, section.lines[0]);
+            continue;
+        }
+        if section.title == "service" {
+            for line in &section.lines {
+                let _ = writeln!(out, "{line}");
+            }
+            continue;
+        }
+        let _ = writeln!(out, "{}:", section.title);
+        for line in &section.lines {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if explanation.findings.is_empty() {
+        out.push_str("findings: none, every layer agrees\n");
+    } else {
+        let _ = writeln!(out, "findings ({}):", explanation.findings.len());
+        for finding in &explanation.findings {
+            let _ = writeln!(out, "  {}: {}", finding.kind, finding.message);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_services_are_none() {
+        let cluster = Cluster::default();
+        let input = ExplainInput {
+            cluster: &cluster,
+            service: ObjectKey::new("shop", "nope"),
+            node: None,
+            cluster_cidrs: Vec::new(),
+            ruleset: None,
+            dns: None,
+            slices_computed: false,
+        };
+        assert!(explain(&input).is_none());
+    }
+}
