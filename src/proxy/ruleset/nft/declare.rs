@@ -1,8 +1,8 @@
 //! What both forms declare alike: a table's family, a base chain's hook, priority and
 //! policy, a set's or map's items.
 
+use super::elements::parse_elements;
 use super::lexer::{Tok, Token, describe, text_of};
-use super::rule::parse_elements;
 use crate::proxy::ruleset::{Base, ChainKind, Hook, NamedSet, ParseError, TableFamily};
 
 pub(super) fn family_of(word: &str) -> Option<TableFamily> {

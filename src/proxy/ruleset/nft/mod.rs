@@ -11,10 +11,12 @@
 //! Anything else in a rule is kept as an unsupported part and reported by the tracer when
 //! reached. Text that does not have nft's structure is an error with its line.
 //!
-//! - `lexer.rs`: tokens and a cursor; `rule.rs`: one rule; `declare.rs`: what both forms
+//! - `lexer.rs`: tokens and a cursor; `elements.rs`: key values, verdicts, element lists;
+//!   `rule.rs`: one rule; `declare.rs`: what both forms
 //!   declare alike; `list.rs`: the list form; `transaction.rs`: the transaction form.
 
 mod declare;
+mod elements;
 mod lexer;
 mod list;
 mod rule;

@@ -1,113 +1,21 @@
-//! One nft rule read into matches and actions, and the values and elements rules and
-//! sets share.
-
-use std::net::IpAddr;
+//! One nft rule read into matches and actions, statement by statement.
 
 use ipnet::IpNet;
 
+use super::elements::{key_value, parse_elements, verdict_of};
 use super::lexer::{Tok, Token, describe, text_of};
 use crate::model::Protocol;
 use crate::proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
 use crate::proxy::ruleset::{
-    Action, AddrValue, CtState, Element, KeyPart, KeyValue, MapRef, Match, ParseError, ProtoValue,
-    Rule, Side, Slot, Verdict,
+    Action, AddrValue, CtState, KeyPart, KeyValue, MapRef, Match, ParseError, Rule, Side, Slot,
+    Verdict,
 };
 
-/// One value of a set element's key.
-pub(super) fn key_value(word: &str) -> KeyValue {
-    if let Some(net) = parse_net(word) {
-        return KeyValue::Net(net);
-    }
-    if let Some((low, high)) = word.split_once('-') {
-        if let (Ok(low), Ok(high)) = (low.parse::<IpAddr>(), high.parse::<IpAddr>()) {
-            return KeyValue::Range(low, high);
-        }
-        if let (Ok(low), Ok(high)) = (low.parse::<u16>(), high.parse::<u16>()) {
-            return KeyValue::Port(low, high);
-        }
-    }
-    if let Ok(port) = word.parse::<u16>() {
-        return KeyValue::Port(port, port);
-    }
-    match parse_protocol(word) {
-        ProtoValue::Known(p) => KeyValue::Proto(ProtoValue::Known(p)),
-        _ if matches!(word, "icmp" | "icmpv6" | "gre" | "esp" | "ah" | "udplite") => {
-            KeyValue::Proto(ProtoValue::Other(word.to_owned()))
-        }
-        _ => KeyValue::Other(word.to_owned()),
-    }
-}
-
-pub(super) fn verdict_of(words: &[&str]) -> Option<Verdict> {
-    match words {
-        ["accept"] => Some(Verdict::Accept),
-        ["drop"] => Some(Verdict::Drop),
-        ["return"] => Some(Verdict::Return),
-        ["continue"] => Some(Verdict::Continue),
-        ["jump", chain] => Some(Verdict::Jump((*chain).to_owned())),
-        ["goto", chain] => Some(Verdict::Goto((*chain).to_owned())),
-        _ => None,
-    }
-}
-
-/// Elements between `{` and `}`: `key [. key]* [comment "..."] [: verdict]`, comma-separated.
-pub(super) fn parse_elements(tokens: &[Token], line: usize) -> Result<Vec<Element>, ParseError> {
-    let mut elements = Vec::new();
-    for part in tokens.split(|t| t.tok == Tok::Comma) {
-        if part.is_empty() {
-            continue;
-        }
-        let element_line = part.first().map_or(line, |t| t.line);
-        let mut key = Vec::new();
-        let mut comment = None;
-        let mut value_words: Vec<&str> = Vec::new();
-        let mut in_value = false;
-        let mut index = 0;
-        while index < part.len() {
-            match &part[index].tok {
-                Tok::Word(w) if w == ":" && !in_value => in_value = true,
-                Tok::Word(w) if w == "comment" && !in_value => {
-                    if let Some(Tok::Str(text)) = part.get(index + 1).map(|t| &t.tok) {
-                        comment = Some(text.clone());
-                        index += 1;
-                    }
-                }
-                Tok::Word(w) if w == "." && !in_value => {}
-                Tok::Word(w) if in_value => value_words.push(w),
-                Tok::Word(w) if w == "timeout" || w == "expires" => {
-                    index += 1;
-                }
-                Tok::Word(w) => key.push(key_value(w)),
-                other => {
-                    return Err(ParseError::new(
-                        element_line,
-                        format!("unexpected {} in a set element", describe(Some(other))),
-                    ));
-                }
-            }
-            index += 1;
-        }
-        if key.is_empty() {
-            return Err(ParseError::new(element_line, "a set element without a key"));
-        }
-        let verdict = if in_value {
-            Some(verdict_of(&value_words).ok_or_else(|| {
-                ParseError::new(
-                    element_line,
-                    format!("expected a verdict (goto CHAIN, jump CHAIN, drop, accept, return), found {:?}", value_words.join(" ")),
-                )
-            })?)
-        } else {
-            None
-        };
-        elements.push(Element {
-            key,
-            verdict,
-            comment,
-            line: element_line,
-        });
-    }
-    Ok(elements)
+/// What reading one statement leaves: more of the rule to read, or the rest kept as one
+/// unsupported part.
+enum Read {
+    More,
+    Done,
 }
 
 /// A rule's statements.
@@ -221,337 +129,416 @@ impl<'t> RuleParser<'t> {
                 self.unsupported();
                 break;
             };
-            let start = self.at;
-            // Concatenated lookups: `ip daddr . meta l4proto . th dport vmap @map`.
-            if matches!(word.as_str(), "ip" | "ip6" | "meta" | "th" | "tcp" | "udp")
-                && self.lookahead_concatenation()
-            {
-                let key = self.concatenation().unwrap_or_default();
-                if self.word(0) != Some("vmap") {
-                    self.at = start;
-                    self.unsupported();
-                    break;
-                }
-                self.at += 1;
-                let map = self.map_ref()?;
-                self.rule.actions.push(Action::VerdictMap { key, map });
-                continue;
-            }
-            match word.as_str() {
-                "ip" | "ip6" => {
-                    let side = match self.word(1) {
-                        Some("saddr") => Side::Source,
-                        Some("daddr") => Side::Destination,
-                        _ => {
-                            self.unsupported();
-                            break;
-                        }
-                    };
-                    self.at += 2;
-                    let negated = self.operator();
-                    let value = if let Some(set) = self.word(0).and_then(|w| w.strip_prefix('@')) {
-                        // `ip saddr @affinity-X goto endpoint-X`: membership, then the verdict.
-                        let set = set.to_owned();
-                        self.at += 1;
-                        AddrValue::Set(set)
-                    } else {
-                        let words = self.values()?;
-                        let nets = words
-                            .iter()
-                            .map(|w| parse_net(w))
-                            .collect::<Option<Vec<IpNet>>>()
-                            .ok_or_else(|| {
-                                ParseError::new(
-                                    self.line(),
-                                    format!(
-                                        "{word} {}: expected an address or prefix, found {:?}",
-                                        if side == Side::Source {
-                                            "saddr"
-                                        } else {
-                                            "daddr"
-                                        },
-                                        words.join(", ")
-                                    ),
-                                )
-                            })?;
-                        if nets.len() == 1 {
-                            AddrValue::Net(nets[0])
-                        } else {
-                            AddrValue::List(nets)
-                        }
-                    };
-                    self.rule.matches.push(Match::Addr {
-                        side,
-                        negated,
-                        value,
-                    });
-                }
-                "tcp" | "udp" | "sctp" | "th" => {
-                    let side = match self.word(1) {
-                        Some("dport") => Side::Destination,
-                        Some("sport") => Side::Source,
-                        _ => {
-                            self.unsupported();
-                            break;
-                        }
-                    };
-                    self.at += 2;
-                    let negated = self.operator();
-                    let words = self.values()?;
-                    let ranges = words
-                        .iter()
-                        .map(|w| match key_value(w) {
-                            KeyValue::Port(low, high) => Some((low, high)),
-                            _ => None,
-                        })
-                        .collect::<Option<Vec<_>>>()
-                        .ok_or_else(|| {
-                            ParseError::new(
-                                self.line(),
-                                format!(
-                                    "{word} port: expected a port or range, found {:?}",
-                                    words.join(", ")
-                                ),
-                            )
-                        })?;
-                    let protocol = match word.as_str() {
-                        "tcp" => Some(Protocol::Tcp),
-                        "udp" => Some(Protocol::Udp),
-                        "sctp" => Some(Protocol::Sctp),
-                        _ => None,
-                    };
-                    self.rule.matches.push(Match::Port {
-                        side,
-                        negated,
-                        ranges,
-                        protocol,
-                    });
-                }
-                "meta" if self.word(1) == Some("l4proto") => {
-                    self.at += 2;
-                    let negated = self.operator();
-                    let protocols = self.values()?.iter().map(|w| parse_protocol(w)).collect();
-                    self.rule
-                        .matches
-                        .push(Match::Protocol { negated, protocols });
-                }
-                "meta" | "mark" if word == "mark" || self.word(1) == Some("mark") => {
-                    self.mark(word == "meta")?;
-                }
-                "fib" => {
-                    let side = match self.word(1) {
-                        Some("daddr") => Side::Destination,
-                        Some("saddr") => Side::Source,
-                        _ => {
-                            self.unsupported();
-                            break;
-                        }
-                    };
-                    if self.word(2) != Some("type") {
-                        self.unsupported();
-                        break;
-                    }
-                    self.at += 3;
-                    let negated = self.operator();
-                    let values = self.values()?;
-                    if values != ["local"] {
-                        self.at = start;
-                        self.unsupported();
-                        break;
-                    }
-                    self.rule.matches.push(Match::Local { side, negated });
-                }
-                "ct" => match self.word(1) {
-                    Some("state" | "status") => {
-                        let status = self.word(1) == Some("status");
-                        self.at += 2;
-                        let negated = self.operator();
-                        let mut states = Vec::new();
-                        for value in self.values()? {
-                            for name in value.split(',') {
-                                states.push(match (status, name) {
-                                    (false, "new") => CtState::New,
-                                    (false, "established") => CtState::Established,
-                                    (false, "related") => CtState::Related,
-                                    (false, "invalid") => CtState::Invalid,
-                                    (false, "untracked") => CtState::Untracked,
-                                    (true, "dnat") => CtState::Dnat,
-                                    (true, "snat") => CtState::Snat,
-                                    _ => {
-                                        self.at = start;
-                                        self.unsupported();
-                                        return Ok(self.rule);
-                                    }
-                                });
-                            }
-                        }
-                        self.rule.matches.push(Match::CtState { negated, states });
-                    }
-                    _ => {
-                        self.unsupported();
-                        break;
-                    }
-                },
-                "numgen" => self.numgen()?,
-                "iifname" | "oifname" | "iif" | "oif" => {
-                    self.at += 1;
-                    let negated = self.operator();
-                    let name = match self.take() {
-                        Some(Tok::Word(w)) => w,
-                        Some(Tok::Str(s)) => s,
-                        other => {
-                            return Err(ParseError::new(
-                                self.line(),
-                                format!(
-                                    "{word}: expected an interface, found {}",
-                                    describe(other.as_ref())
-                                ),
-                            ));
-                        }
-                    };
-                    self.rule.matches.push(Match::Interface {
-                        out: word.starts_with('o'),
-                        negated,
-                        name,
-                    });
-                }
-                "counter" => {
-                    self.at += 1;
-                    while matches!(self.word(0), Some("packets" | "bytes")) {
-                        self.at += 2;
-                    }
-                }
-                "log" => {
-                    self.at += 1;
-                    while let Some(option) = self.word(0) {
-                        match option {
-                            "prefix" | "level" | "group" | "snaplen" | "queue-threshold"
-                            | "flags" => {
-                                self.at += 2;
-                            }
-                            _ => break,
-                        }
-                    }
-                    self.rule.actions.push(Action::Continue);
-                }
-                "comment" => {
-                    self.at += 1;
-                    match self.take() {
-                        Some(Tok::Str(text)) => self.rule.comment = Some(text),
-                        other => {
-                            return Err(ParseError::new(
-                                self.line(),
-                                format!(
-                                    "comment: expected a quoted string, found {}",
-                                    describe(other.as_ref())
-                                ),
-                            ));
-                        }
-                    }
-                }
-                "jump" | "goto" => {
-                    let Some(chain) = self.word(1).map(str::to_owned) else {
-                        return Err(ParseError::new(
-                            self.line(),
-                            format!("{word} needs a chain"),
-                        ));
-                    };
-                    self.at += 2;
-                    self.rule.actions.push(Action::Verdict(if word == "jump" {
-                        Verdict::Jump(chain)
-                    } else {
-                        Verdict::Goto(chain)
-                    }));
-                }
-                "accept" | "drop" | "return" | "continue" => {
-                    self.at += 1;
-                    if let Some(verdict) = verdict_of(&[word.as_str()]) {
-                        self.rule.actions.push(Action::Verdict(verdict));
-                    }
-                }
-                "reject" => {
-                    self.at += 1;
-                    let mut with = Vec::new();
-                    if self.word(0) == Some("with") {
-                        self.at += 1;
-                        while let Some(w) = self.word(0) {
-                            if w == "comment" {
-                                break;
-                            }
-                            with.push(w.to_owned());
-                            self.at += 1;
-                        }
-                    }
-                    self.rule
-                        .actions
-                        .push(Action::Reject((!with.is_empty()).then(|| with.join(" "))));
-                }
-                "dnat" | "snat" => {
-                    self.at += 1;
-                    if matches!(self.word(0), Some("ip" | "ip6")) {
-                        self.at += 1;
-                    }
-                    if self.word(0) != Some("to") {
-                        self.at = start;
-                        self.unsupported();
-                        break;
-                    }
-                    let Some(target) = self.word(1).map(str::to_owned) else {
-                        return Err(ParseError::new(
-                            self.line(),
-                            format!("{word} to needs an address"),
-                        ));
-                    };
-                    self.at += 2;
-                    while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
-                        self.at += 1;
-                    }
-                    if word == "snat" {
-                        self.rule.actions.push(Action::Snat(target));
-                    } else {
-                        match parse_destination(&target) {
-                            Some((ip, port)) => self.rule.actions.push(Action::Dnat { ip, port }),
-                            None => {
-                                self.rule
-                                    .actions
-                                    .push(Action::Unsupported(format!("dnat to {target}")));
-                            }
-                        }
-                    }
-                }
-                "masquerade" => {
-                    self.at += 1;
-                    while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
-                        self.at += 1;
-                    }
-                    self.rule.actions.push(Action::Masquerade);
-                }
-                "update" | "add" if self.word(1).is_some_and(|w| w.starts_with('@')) => {
-                    self.at += 2;
-                    if self.tokens.get(self.at).map(|t| &t.tok) == Some(&Tok::Open) {
-                        let mut depth = 0;
-                        while let Some(tok) = self.take() {
-                            match tok {
-                                Tok::Open => depth += 1,
-                                Tok::Close => {
-                                    depth -= 1;
-                                    if depth == 0 {
-                                        break;
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    self.rule.actions.push(Action::Continue);
-                }
-                _ => {
-                    self.unsupported();
-                    break;
-                }
+            if let Read::Done = self.statement(&word)? {
+                break;
             }
         }
         Ok(self.rule)
+    }
+
+    /// Reads the statement at the cursor, which starts with `word`.
+    fn statement(&mut self, word: &str) -> Result<Read, ParseError> {
+        let start = self.at;
+        // Concatenated lookups: `ip daddr . meta l4proto . th dport vmap @map`.
+        if matches!(word, "ip" | "ip6" | "meta" | "th" | "tcp" | "udp")
+            && self.lookahead_concatenation()
+        {
+            return self.verdict_map(start);
+        }
+        match word {
+            "ip" | "ip6" => self.address(word),
+            "tcp" | "udp" | "sctp" | "th" => self.port(word),
+            "meta" if self.word(1) == Some("l4proto") => self.l4proto(),
+            "meta" | "mark" if word == "mark" || self.word(1) == Some("mark") => {
+                self.mark(word == "meta")?;
+                Ok(Read::More)
+            }
+            "fib" => self.fib(start),
+            "ct" => self.ct(start),
+            "numgen" => {
+                self.numgen()?;
+                Ok(Read::More)
+            }
+            "iifname" | "oifname" | "iif" | "oif" => self.interface(word),
+            "counter" => self.counter(),
+            "log" => self.log(),
+            "comment" => self.comment(),
+            "jump" | "goto" => self.jump(word),
+            "accept" | "drop" | "return" | "continue" => self.verdict(word),
+            "reject" => self.reject(),
+            "dnat" | "snat" => self.nat(word, start),
+            "masquerade" => self.masquerade(),
+            "update" | "add" if self.word(1).is_some_and(|w| w.starts_with('@')) => {
+                self.set_update()
+            }
+            _ => {
+                self.unsupported();
+                Ok(Read::Done)
+            }
+        }
+    }
+
+    /// `SELECTOR . SELECTOR ... vmap MAP`: a concatenated lookup.
+    fn verdict_map(&mut self, start: usize) -> Result<Read, ParseError> {
+        let key = self.concatenation().unwrap_or_default();
+        if self.word(0) != Some("vmap") {
+            self.at = start;
+            self.unsupported();
+            return Ok(Read::Done);
+        }
+        self.at += 1;
+        let map = self.map_ref()?;
+        self.rule.actions.push(Action::VerdictMap { key, map });
+        Ok(Read::More)
+    }
+
+    /// `ip`/`ip6 saddr`/`daddr`: a prefix, an anonymous set or `@set`.
+    fn address(&mut self, word: &str) -> Result<Read, ParseError> {
+        let side = match self.word(1) {
+            Some("saddr") => Side::Source,
+            Some("daddr") => Side::Destination,
+            _ => {
+                self.unsupported();
+                return Ok(Read::Done);
+            }
+        };
+        self.at += 2;
+        let negated = self.operator();
+        let value = if let Some(set) = self.word(0).and_then(|w| w.strip_prefix('@')) {
+            // `ip saddr @affinity-X goto endpoint-X`: membership, then the verdict.
+            let set = set.to_owned();
+            self.at += 1;
+            AddrValue::Set(set)
+        } else {
+            let words = self.values()?;
+            let nets = words
+                .iter()
+                .map(|w| parse_net(w))
+                .collect::<Option<Vec<IpNet>>>()
+                .ok_or_else(|| {
+                    ParseError::new(
+                        self.line(),
+                        format!(
+                            "{word} {}: expected an address or prefix, found {:?}",
+                            if side == Side::Source {
+                                "saddr"
+                            } else {
+                                "daddr"
+                            },
+                            words.join(", ")
+                        ),
+                    )
+                })?;
+            if nets.len() == 1 {
+                AddrValue::Net(nets[0])
+            } else {
+                AddrValue::List(nets)
+            }
+        };
+        self.rule.matches.push(Match::Addr {
+            side,
+            negated,
+            value,
+        });
+        Ok(Read::More)
+    }
+
+    /// `tcp`/`udp`/`sctp`/`th dport`/`sport`: ports and ranges.
+    fn port(&mut self, word: &str) -> Result<Read, ParseError> {
+        let side = match self.word(1) {
+            Some("dport") => Side::Destination,
+            Some("sport") => Side::Source,
+            _ => {
+                self.unsupported();
+                return Ok(Read::Done);
+            }
+        };
+        self.at += 2;
+        let negated = self.operator();
+        let words = self.values()?;
+        let ranges = words
+            .iter()
+            .map(|w| match key_value(w) {
+                KeyValue::Port(low, high) => Some((low, high)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                ParseError::new(
+                    self.line(),
+                    format!(
+                        "{word} port: expected a port or range, found {:?}",
+                        words.join(", ")
+                    ),
+                )
+            })?;
+        let protocol = match word {
+            "tcp" => Some(Protocol::Tcp),
+            "udp" => Some(Protocol::Udp),
+            "sctp" => Some(Protocol::Sctp),
+            _ => None,
+        };
+        self.rule.matches.push(Match::Port {
+            side,
+            negated,
+            ranges,
+            protocol,
+        });
+        Ok(Read::More)
+    }
+
+    /// `meta l4proto`.
+    fn l4proto(&mut self) -> Result<Read, ParseError> {
+        self.at += 2;
+        let negated = self.operator();
+        let protocols = self.values()?.iter().map(|w| parse_protocol(w)).collect();
+        self.rule
+            .matches
+            .push(Match::Protocol { negated, protocols });
+        Ok(Read::More)
+    }
+
+    /// `fib daddr|saddr type local`.
+    fn fib(&mut self, start: usize) -> Result<Read, ParseError> {
+        let side = match self.word(1) {
+            Some("daddr") => Side::Destination,
+            Some("saddr") => Side::Source,
+            _ => {
+                self.unsupported();
+                return Ok(Read::Done);
+            }
+        };
+        if self.word(2) != Some("type") {
+            self.unsupported();
+            return Ok(Read::Done);
+        }
+        self.at += 3;
+        let negated = self.operator();
+        let values = self.values()?;
+        if values != ["local"] {
+            self.at = start;
+            self.unsupported();
+            return Ok(Read::Done);
+        }
+        self.rule.matches.push(Match::Local { side, negated });
+        Ok(Read::More)
+    }
+
+    /// `ct state`/`ct status`: the conntrack states.
+    fn ct(&mut self, start: usize) -> Result<Read, ParseError> {
+        match self.word(1) {
+            Some("state" | "status") => {
+                let status = self.word(1) == Some("status");
+                self.at += 2;
+                let negated = self.operator();
+                let mut states = Vec::new();
+                for value in self.values()? {
+                    for name in value.split(',') {
+                        states.push(match (status, name) {
+                            (false, "new") => CtState::New,
+                            (false, "established") => CtState::Established,
+                            (false, "related") => CtState::Related,
+                            (false, "invalid") => CtState::Invalid,
+                            (false, "untracked") => CtState::Untracked,
+                            (true, "dnat") => CtState::Dnat,
+                            (true, "snat") => CtState::Snat,
+                            _ => {
+                                self.at = start;
+                                self.unsupported();
+                                return Ok(Read::Done);
+                            }
+                        });
+                    }
+                }
+                self.rule.matches.push(Match::CtState { negated, states });
+            }
+            _ => {
+                self.unsupported();
+                return Ok(Read::Done);
+            }
+        }
+        Ok(Read::More)
+    }
+
+    /// `iifname`/`oifname`/`iif`/`oif`.
+    fn interface(&mut self, word: &str) -> Result<Read, ParseError> {
+        self.at += 1;
+        let negated = self.operator();
+        let name = match self.take() {
+            Some(Tok::Word(w)) => w,
+            Some(Tok::Str(s)) => s,
+            other => {
+                return Err(ParseError::new(
+                    self.line(),
+                    format!(
+                        "{word}: expected an interface, found {}",
+                        describe(other.as_ref())
+                    ),
+                ));
+            }
+        };
+        self.rule.matches.push(Match::Interface {
+            out: word.starts_with('o'),
+            negated,
+            name,
+        });
+        Ok(Read::More)
+    }
+
+    /// `counter [packets N bytes N]`: nothing the walk follows.
+    fn counter(&mut self) -> Result<Read, ParseError> {
+        self.at += 1;
+        while matches!(self.word(0), Some("packets" | "bytes")) {
+            self.at += 2;
+        }
+        Ok(Read::More)
+    }
+
+    /// `log` and its options: the walk goes on.
+    fn log(&mut self) -> Result<Read, ParseError> {
+        self.at += 1;
+        while let Some(option) = self.word(0) {
+            match option {
+                "prefix" | "level" | "group" | "snaplen" | "queue-threshold" | "flags" => {
+                    self.at += 2;
+                }
+                _ => break,
+            }
+        }
+        self.rule.actions.push(Action::Continue);
+        Ok(Read::More)
+    }
+
+    /// `comment "..."`.
+    fn comment(&mut self) -> Result<Read, ParseError> {
+        self.at += 1;
+        match self.take() {
+            Some(Tok::Str(text)) => self.rule.comment = Some(text),
+            other => {
+                return Err(ParseError::new(
+                    self.line(),
+                    format!(
+                        "comment: expected a quoted string, found {}",
+                        describe(other.as_ref())
+                    ),
+                ));
+            }
+        }
+        Ok(Read::More)
+    }
+
+    /// `jump`/`goto CHAIN`.
+    fn jump(&mut self, word: &str) -> Result<Read, ParseError> {
+        let Some(chain) = self.word(1).map(str::to_owned) else {
+            return Err(ParseError::new(
+                self.line(),
+                format!("{word} needs a chain"),
+            ));
+        };
+        self.at += 2;
+        self.rule.actions.push(Action::Verdict(if word == "jump" {
+            Verdict::Jump(chain)
+        } else {
+            Verdict::Goto(chain)
+        }));
+        Ok(Read::More)
+    }
+
+    /// `accept`, `drop`, `return`, `continue`.
+    fn verdict(&mut self, word: &str) -> Result<Read, ParseError> {
+        self.at += 1;
+        if let Some(verdict) = verdict_of(&[word]) {
+            self.rule.actions.push(Action::Verdict(verdict));
+        }
+        Ok(Read::More)
+    }
+
+    /// `reject [with ...]`.
+    fn reject(&mut self) -> Result<Read, ParseError> {
+        self.at += 1;
+        let mut with = Vec::new();
+        if self.word(0) == Some("with") {
+            self.at += 1;
+            while let Some(w) = self.word(0) {
+                if w == "comment" {
+                    break;
+                }
+                with.push(w.to_owned());
+                self.at += 1;
+            }
+        }
+        self.rule
+            .actions
+            .push(Action::Reject((!with.is_empty()).then(|| with.join(" "))));
+        Ok(Read::More)
+    }
+
+    /// `dnat`/`snat [ip|ip6] to ADDRESS` and its flags.
+    fn nat(&mut self, word: &str, start: usize) -> Result<Read, ParseError> {
+        self.at += 1;
+        if matches!(self.word(0), Some("ip" | "ip6")) {
+            self.at += 1;
+        }
+        if self.word(0) != Some("to") {
+            self.at = start;
+            self.unsupported();
+            return Ok(Read::Done);
+        }
+        let Some(target) = self.word(1).map(str::to_owned) else {
+            return Err(ParseError::new(
+                self.line(),
+                format!("{word} to needs an address"),
+            ));
+        };
+        self.at += 2;
+        while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
+            self.at += 1;
+        }
+        if word == "snat" {
+            self.rule.actions.push(Action::Snat(target));
+        } else {
+            match parse_destination(&target) {
+                Some((ip, port)) => self.rule.actions.push(Action::Dnat { ip, port }),
+                None => {
+                    self.rule
+                        .actions
+                        .push(Action::Unsupported(format!("dnat to {target}")));
+                }
+            }
+        }
+        Ok(Read::More)
+    }
+
+    /// `masquerade` and its flags.
+    fn masquerade(&mut self) -> Result<Read, ParseError> {
+        self.at += 1;
+        while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
+            self.at += 1;
+        }
+        self.rule.actions.push(Action::Masquerade);
+        Ok(Read::More)
+    }
+
+    /// `update`/`add @set { ... }`: the walk goes on.
+    fn set_update(&mut self) -> Result<Read, ParseError> {
+        self.at += 2;
+        if self.tokens.get(self.at).map(|t| &t.tok) == Some(&Tok::Open) {
+            let mut depth = 0;
+            while let Some(tok) = self.take() {
+                match tok {
+                    Tok::Open => depth += 1,
+                    Tok::Close => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.rule.actions.push(Action::Continue);
+        Ok(Read::More)
     }
 
     /// Whether the selector at the cursor is the first of a concatenation (`x . y`).

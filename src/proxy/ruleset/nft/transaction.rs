@@ -2,8 +2,9 @@
 //! `delete` of tables, chains, sets, maps, rules and elements).
 
 use super::declare::{family_of, new_set, parse_base, set_items};
+use super::elements::parse_elements;
 use super::lexer::{Cursor, Tok, Token, text_of, words_of};
-use super::rule::{parse_elements, parse_rule};
+use super::rule::parse_rule;
 use crate::proxy::ruleset::{Chain, ParseError, Table, TableFamily};
 
 /// Reads an `nft -f` transaction.
