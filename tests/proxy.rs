@@ -1,39 +1,9 @@
 //! kube-proxy in the toolbox, through the real binary: `endpoints`, `proxy render`,
 //! `proxy trace`, `explain`.
 
-use std::process::Command;
-
+use crate::common::cli::{clusterdns, ok};
 use crate::common::fixture;
 use crate::common::golden::assert_golden;
-
-/// What one run of the binary printed, and how it ended.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// Runs `clusterdns ARGS...` from the repository root.
-pub fn clusterdns(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
-}
-
-/// Runs and expects exit status 0.
-pub fn ok(args: &[&str]) -> String {
-    let run = clusterdns(args);
-    assert_eq!(run.code, 0, "clusterdns {args:?} failed:\n{}", run.stderr);
-    run.stdout
-}
 
 // --- endpoints ------------------------------------------------------------------------------
 

@@ -329,7 +329,7 @@ fn inside_the_namespace() {
         } = configuration;
         let seen = &mut seen[usize::from(*autopath)];
         let resolv = dir.path().join(format!("resolv-{checked}.conf"));
-        let written = crate::resolve::stdout_of(args);
+        let written = crate::common::cli::ok(args);
         std::fs::write(&resolv, &written).unwrap();
         must(
             "mount",
@@ -444,7 +444,7 @@ fn res_search_inside() {
     let server = TestServer::start(&["serve", "--corefile", corefile.to_str().unwrap()]);
     assert_eq!(server.addr, "127.0.0.1:53".parse::<SocketAddr>().unwrap());
     let resolv = dir.path().join("resolv.conf");
-    let written = crate::resolve::stdout_of(&[
+    let written = crate::common::cli::ok(&[
         "resolv-conf",
         "--namespace",
         "shop",
@@ -646,7 +646,7 @@ fn lost_replies() {
         ];
         args.extend_from_slice(names);
         let json: serde_json::Value =
-            serde_json::from_str(&crate::resolve::stdout_of(&args)).unwrap();
+            serde_json::from_str(&crate::common::cli::ok(&args)).unwrap();
         let before = upstream.asked().len();
         let output = Command::new("python3")
             .args(["-c", resolver])
@@ -712,7 +712,7 @@ fn lost_replies() {
     );
     let musl = build_musl_program(dir.path());
     for name in [LOST_AAAA, LOST_A, SERVFAIL_NAME, "api.example.com."] {
-        let json: serde_json::Value = serde_json::from_str(&crate::resolve::stdout_of(&[
+        let json: serde_json::Value = serde_json::from_str(&crate::common::cli::ok(&[
             "resolve-cost",
             name,
             "--namespace",
@@ -850,7 +850,7 @@ fn predict_report(
         "json",
     ];
     args.extend(extra);
-    let out = crate::resolve::stdout_of(&args);
+    let out = crate::common::cli::ok(&args);
     let mut json: serde_json::Value = serde_json::from_str(&out).unwrap();
     json["reports"][0].take()
 }

@@ -1,39 +1,12 @@
 //! `resolv-conf` and `resolve-cost` through the real binary: what a user types and sees.
 
-use std::process::{Command, Output};
-
+use crate::common::cli::{clusterdns, fails, ok};
 use crate::common::fixture;
-
-/// Runs `clusterdns ARGS...`.
-pub fn clusterdns(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .output()
-        .expect("run clusterdns")
-}
-
-/// Its stdout, after checking it exited 0.
-pub fn stdout_of(args: &[&str]) -> String {
-    let output = clusterdns(args);
-    assert!(
-        output.status.success(),
-        "clusterdns {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
-/// Its stderr, after checking it exited 2.
-fn error_of(args: &[&str]) -> String {
-    let output = clusterdns(args);
-    assert_eq!(output.status.code(), Some(2), "clusterdns {args:?}");
-    String::from_utf8(output.stderr).unwrap()
-}
 
 #[test]
 fn resolv_conf_is_what_the_kubelet_writes() {
     assert_eq!(
-        stdout_of(&[
+        ok(&[
             "resolv-conf",
             "--namespace",
             "shop",
@@ -51,7 +24,7 @@ fn resolv_conf_is_what_the_kubelet_writes() {
     .unwrap();
     let node = node.to_str().unwrap();
     assert_eq!(
-        stdout_of(&[
+        ok(&[
             "resolv-conf",
             "--namespace",
             "batch",
@@ -74,16 +47,16 @@ fn resolv_conf_is_what_the_kubelet_writes() {
         "--host-network",
     ];
     assert_eq!(
-        stdout_of(&host),
+        ok(&host),
         "search us-east-1.compute.internal\nnameserver 172.18.0.1\noptions edns0\n"
     );
     let with_host_net = [&host[..], &["--dns-policy", "ClusterFirstWithHostNet"]].concat();
-    assert!(stdout_of(&with_host_net).starts_with("search x.svc.cluster.local "));
+    assert!(ok(&with_host_net).starts_with("search x.svc.cluster.local "));
 }
 
 #[test]
 fn resolv_conf_errors_say_where() {
-    let error = error_of(&[
+    let error = fails(&[
         "resolv-conf",
         "--namespace",
         "shop",
@@ -94,7 +67,7 @@ fn resolv_conf_errors_say_where() {
         error.contains("--dns-config at options[0].vlue: unknown field `vlue`"),
         "{error}"
     );
-    let error = error_of(&[
+    let error = fails(&[
         "resolv-conf",
         "--namespace",
         "shop",
@@ -105,13 +78,13 @@ fn resolv_conf_errors_say_where() {
         error.contains("spec.dnsConfig.nameservers[0]: 'dns.google' must be a valid IP address"),
         "{error}"
     );
-    let error = error_of(&["resolv-conf", "--namespace", "shop", "--dns-policy", "None"]);
+    let error = fails(&["resolv-conf", "--namespace", "shop", "--dns-policy", "None"]);
     assert!(
         error.contains("must provide `dnsConfig` when `dnsPolicy` is None"),
         "{error}"
     );
     let missing = fixture("no-such-resolv.conf");
-    let error = error_of(&[
+    let error = fails(&[
         "resolv-conf",
         "--namespace",
         "shop",
@@ -122,7 +95,7 @@ fn resolv_conf_errors_say_where() {
     let dir = tempfile::tempdir().unwrap();
     let node = dir.path().join("resolv.conf");
     std::fs::write(&node, "search a\nnameserver\n").unwrap();
-    let error = error_of(&[
+    let error = fails(&[
         "resolv-conf",
         "--namespace",
         "shop",
@@ -138,7 +111,7 @@ fn resolv_conf_errors_say_where() {
 fn json_of(args: &[&str]) -> serde_json::Value {
     let mut all = args.to_vec();
     all.extend(["--output", "json"]);
-    serde_json::from_str(&stdout_of(&all)).unwrap()
+    serde_json::from_str(&ok(&all)).unwrap()
 }
 
 fn tried(report: &serde_json::Value) -> Vec<&str> {
@@ -153,7 +126,7 @@ fn tried(report: &serde_json::Value) -> Vec<&str> {
 /// The seed lesson's figures, from the command a reviewer types.
 #[test]
 fn resolve_cost_the_seed_figures() {
-    let text = stdout_of(&[
+    let text = ok(&[
         "resolve-cost",
         "api.partner.example.com",
         "--namespace",
@@ -334,7 +307,7 @@ fn resolve_cost_type_is_a_res_search() {
     );
     assert_eq!(musl["reports"][1]["error"], serde_json::Value::Null);
 
-    let text = stdout_of(&[
+    let text = ok(&[
         "resolve-cost",
         "_http._tcp.web",
         "--namespace",
@@ -389,12 +362,12 @@ fn resolve_cost_type_is_a_res_search() {
     assert_eq!(a["reports"][0]["function"], "getaddrinfo");
     assert_eq!(a["reports"][0]["families"], "a");
     assert_eq!(a["reports"][0]["error"], "EAI_NONAME");
-    let error = error_of(&["resolve-cost", "x", "--namespace", "shop", "--type", "SPF"]);
+    let error = fails(&["resolve-cost", "x", "--namespace", "shop", "--type", "SPF"]);
     assert!(
         error.contains("'SPF': expected one of A, AAAA, SRV, PTR"),
         "{error}"
     );
-    let error = error_of(&[
+    let error = fails(&[
         "resolve-cost",
         "x",
         "--namespace",
@@ -546,14 +519,14 @@ fn resolve_cost_reads_a_resolv_conf_and_options() {
 
 #[test]
 fn resolve_cost_errors() {
-    let error = error_of(&["resolve-cost", "api.example.com"]);
+    let error = fails(&["resolve-cost", "api.example.com"]);
     assert!(error.contains("--namespace NS is required"), "{error}");
-    let error = error_of(&["resolve-cost", "a..b", "--namespace", "shop"]);
+    let error = fails(&["resolve-cost", "a..b", "--namespace", "shop"]);
     assert!(error.contains("not a domain name: 'a..b'"), "{error}");
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("resolv.conf");
     std::fs::write(&conf, "search a\nnameserver dns.example\n").unwrap();
-    let error = error_of(&[
+    let error = fails(&[
         "resolve-cost",
         "x",
         "--namespace",
@@ -565,7 +538,7 @@ fn resolve_cost_errors() {
         error.contains("resolv.conf:2: nameserver 'dns.example' is not an IP address"),
         "{error}"
     );
-    let error = error_of(&[
+    let error = fails(&[
         "resolve-cost",
         "x",
         "--namespace",
@@ -574,7 +547,7 @@ fn resolve_cost_errors() {
         "mx",
     ]);
     assert!(error.contains("expected a,aaaa or a or aaaa"), "{error}");
-    let error = error_of(&[
+    let error = fails(&[
         "resolve-cost",
         "x",
         "--namespace",
@@ -589,7 +562,7 @@ fn resolve_cost_errors() {
         "{\"kind\": \"List\", \"items\": [{\"kind\": \"Service\"}]}",
     )
     .unwrap();
-    let error = error_of(&[
+    let error = fails(&[
         "resolve-cost",
         "x",
         "--namespace",
@@ -695,13 +668,13 @@ fn resolve_cost_reads_a_query_log() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("app.log");
     std::fs::write(&bad, "starting\nlistening on :8080\n").unwrap();
-    let error = error_of(&["resolve-cost", "--log", bad.to_str().unwrap()]);
+    let error = fails(&["resolve-cost", "--log", bad.to_str().unwrap()]);
     assert!(
         error.contains("app.log: no query line in CoreDNS's log format"),
         "{error}"
     );
     assert!(error.contains("line 1 is: starting"), "{error}");
     // A log is not a name.
-    let output = clusterdns(&["resolve-cost", "web", "--log", log]);
-    assert_eq!(output.status.code(), Some(2));
+    let run = clusterdns(&["resolve-cost", "web", "--log", log]);
+    assert_eq!(run.code, 2);
 }

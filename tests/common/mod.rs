@@ -1,10 +1,12 @@
 //! Helpers shared by the integration tests: fixtures, an offline server built from a
-//! Corefile, replies rendered as zone-file text, and the real binary started on port 0.
+//! Corefile, replies rendered as zone-file text, the real binary started on port 0, and
+//! its command line run once.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 pub mod apiserver;
 pub mod binary;
+pub mod cli;
 pub mod dot;
 pub mod golden;
 pub mod names;
