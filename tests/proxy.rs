@@ -7,44 +7,57 @@ use crate::common::golden::assert_golden;
 
 // --- endpoints ------------------------------------------------------------------------------
 
+/// One golden file under `tests/golden/proxy/`, and the command line that prints it.
+struct Golden {
+    /// The file's name.
+    file: &'static str,
+    /// The objects (`--objects`).
+    objects: &'static str,
+    /// The rest of the command line.
+    args: &'static [&'static str],
+}
+
+/// Each case's output, as `print` runs it, is its golden file.
+fn assert_goldens(cases: &[Golden], print: impl Fn(&Golden) -> String) {
+    for case in cases {
+        assert_golden(&format!("tests/golden/proxy/{}", case.file), &print(case));
+    }
+}
+
 #[test]
 fn endpoints_reports_are_golden() {
-    let cases: &[(&str, &[&str])] = &[
-        ("endpoints-shop.txt", &["--objects", "fixtures/shop.json"]),
-        (
-            "endpoints-shop-computed.txt",
-            &["--objects", "fixtures/shop.json", "--slices", "computed"],
-        ),
-        (
-            "endpoints-proxy-kind-worker.txt",
-            &["--objects", "fixtures/proxy.json", "--node", "kind-worker"],
-        ),
-        (
-            "endpoints-proxy-kind-control-plane.txt",
-            &[
-                "--objects",
-                "fixtures/proxy.json",
-                "--node",
-                "kind-control-plane",
-            ],
-        ),
-        (
-            "endpoints-proxy.json",
-            &[
-                "--objects",
-                "fixtures/proxy.json",
-                "--node",
-                "kind-worker",
-                "--output",
-                "json",
-            ],
-        ),
+    let cases = [
+        Golden {
+            file: "endpoints-shop.txt",
+            objects: "fixtures/shop.json",
+            args: &[],
+        },
+        Golden {
+            file: "endpoints-shop-computed.txt",
+            objects: "fixtures/shop.json",
+            args: &["--slices", "computed"],
+        },
+        Golden {
+            file: "endpoints-proxy-kind-worker.txt",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-worker"],
+        },
+        Golden {
+            file: "endpoints-proxy-kind-control-plane.txt",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-control-plane"],
+        },
+        Golden {
+            file: "endpoints-proxy.json",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-worker", "--output", "json"],
+        },
     ];
-    for (golden, args) in cases {
-        let mut full = vec!["endpoints"];
-        full.extend_from_slice(args);
-        assert_golden(&format!("tests/golden/proxy/{golden}"), &ok(&full));
-    }
+    assert_goldens(&cases, |case| {
+        let mut full = vec!["endpoints", "--objects", case.objects];
+        full.extend_from_slice(case.args);
+        ok(&full)
+    });
 }
 
 #[test]
@@ -205,45 +218,40 @@ fn render(fixture: &str, extra: &[&str]) -> String {
 
 #[test]
 fn iptables_renders_are_golden() {
-    let cases: &[(&str, &str, &[&str])] = &[
-        (
-            "iptables-shop-kind-worker.txt",
-            "fixtures/shop.json",
-            &["--node", "kind-worker", "--kube-proxy-names"],
-        ),
-        (
-            "iptables-shop-hex.txt",
-            "fixtures/shop.json",
-            &["--node", "kind-worker"],
-        ),
-        (
-            "iptables-proxy-kind-worker.txt",
-            "fixtures/proxy.json",
-            &["--node", "kind-worker", "--kube-proxy-names"],
-        ),
-        (
-            "iptables-proxy-kind-control-plane.txt",
-            "fixtures/proxy.json",
-            &["--node", "kind-control-plane", "--kube-proxy-names"],
-        ),
-        (
-            "ip6tables-proxy-kind-worker.txt",
-            "fixtures/proxy.json",
-            &[
+    let cases = [
+        Golden {
+            file: "iptables-shop-kind-worker.txt",
+            objects: "fixtures/shop.json",
+            args: &["--node", "kind-worker", "--kube-proxy-names"],
+        },
+        Golden {
+            file: "iptables-shop-hex.txt",
+            objects: "fixtures/shop.json",
+            args: &["--node", "kind-worker"],
+        },
+        Golden {
+            file: "iptables-proxy-kind-worker.txt",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-worker", "--kube-proxy-names"],
+        },
+        Golden {
+            file: "iptables-proxy-kind-control-plane.txt",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-control-plane", "--kube-proxy-names"],
+        },
+        Golden {
+            file: "ip6tables-proxy-kind-worker.txt",
+            objects: "fixtures/proxy.json",
+            args: &[
                 "--node",
                 "kind-worker",
                 "--kube-proxy-names",
                 "--family",
                 "ipv6",
             ],
-        ),
+        },
     ];
-    for (golden, fixture, extra) in cases {
-        assert_golden(
-            &format!("tests/golden/proxy/{golden}"),
-            &render(fixture, extra),
-        );
-    }
+    assert_goldens(&cases, |case| render(case.objects, case.args));
 }
 
 /// The lines the lesson greps for, in iptables-save's shape.
@@ -717,13 +725,40 @@ fn trace_exit_codes() {
         "fixtures/proxy.json",
         &["--node", "kind-control-plane", "--kube-proxy-names"],
     );
-    let cases: &[(&[&str], i32, &str)] = &[
-        (&["--to", "10.96.2.20:80"], 0, "dnat"),
-        (&["--to", "10.96.2.50:53", "--proto", "udp"], 1, "drop"),
-        (&["--to", "10.96.0.40:80"], 1, "no-match"),
-        (&["--to", "172.18.0.2:31080", "--node-local"], 1, "drop"),
+    /// A trace, and the exit status and verdict it ends with.
+    struct Case {
+        args: &'static [&'static str],
+        code: i32,
+        verdict: &'static str,
+    }
+    let cases = [
+        Case {
+            args: &["--to", "10.96.2.20:80"],
+            code: 0,
+            verdict: "dnat",
+        },
+        Case {
+            args: &["--to", "10.96.2.50:53", "--proto", "udp"],
+            code: 1,
+            verdict: "drop",
+        },
+        Case {
+            args: &["--to", "10.96.0.40:80"],
+            code: 1,
+            verdict: "no-match",
+        },
+        Case {
+            args: &["--to", "172.18.0.2:31080", "--node-local"],
+            code: 1,
+            verdict: "drop",
+        },
     ];
-    for (args, code, verdict) in cases {
+    for Case {
+        args,
+        code,
+        verdict,
+    } in &cases
+    {
         let (got, json) = trace_json(&control.path, args);
         assert_eq!(
             (got, json["verdict"].as_str().unwrap()),
@@ -1236,21 +1271,21 @@ fn render_nft(fixture: &str, extra: &[&str]) -> String {
 
 #[test]
 fn nftables_renders_are_golden() {
-    let cases: &[(&str, &str, &[&str])] = &[
-        (
-            "nftables-shop-kind-worker.nft",
-            "fixtures/shop.json",
-            &["--node", "kind-worker", "--kube-proxy-names"],
-        ),
-        (
-            "nftables-proxy-kind-worker.nft",
-            "fixtures/proxy.json",
-            &["--node", "kind-worker", "--kube-proxy-names"],
-        ),
-        (
-            "nftables-proxy-kind-control-plane.nft",
-            "fixtures/proxy.json",
-            &[
+    let cases = [
+        Golden {
+            file: "nftables-shop-kind-worker.nft",
+            objects: "fixtures/shop.json",
+            args: &["--node", "kind-worker", "--kube-proxy-names"],
+        },
+        Golden {
+            file: "nftables-proxy-kind-worker.nft",
+            objects: "fixtures/proxy.json",
+            args: &["--node", "kind-worker", "--kube-proxy-names"],
+        },
+        Golden {
+            file: "nftables-proxy-kind-control-plane.nft",
+            objects: "fixtures/proxy.json",
+            args: &[
                 "--node",
                 "kind-control-plane",
                 "--kube-proxy-names",
@@ -1259,36 +1294,31 @@ fn nftables_renders_are_golden() {
                 "--service-cidr",
                 "10.96.0.0/16",
             ],
-        ),
-        (
-            "nftables6-proxy-kind-worker.nft",
-            "fixtures/proxy.json",
-            &[
+        },
+        Golden {
+            file: "nftables6-proxy-kind-worker.nft",
+            objects: "fixtures/proxy.json",
+            args: &[
                 "--node",
                 "kind-worker",
                 "--kube-proxy-names",
                 "--family",
                 "ipv6",
             ],
-        ),
-        (
-            "nftables-proxy-kind-worker.tx",
-            "fixtures/proxy.json",
-            &[
+        },
+        Golden {
+            file: "nftables-proxy-kind-worker.tx",
+            objects: "fixtures/proxy.json",
+            args: &[
                 "--node",
                 "kind-worker",
                 "--kube-proxy-names",
                 "--nft-format",
                 "transaction",
             ],
-        ),
+        },
     ];
-    for (golden, fixture, extra) in cases {
-        assert_golden(
-            &format!("tests/golden/proxy/{golden}"),
-            &render_nft(fixture, extra),
-        );
-    }
+    assert_goldens(&cases, |case| render_nft(case.objects, case.args));
 }
 
 #[test]

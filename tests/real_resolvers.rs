@@ -645,8 +645,7 @@ fn lost_replies() {
             "json",
         ];
         args.extend_from_slice(names);
-        let json: serde_json::Value =
-            serde_json::from_str(&crate::common::cli::ok(&args)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&crate::common::cli::ok(&args)).unwrap();
         let before = upstream.asked().len();
         let output = Command::new("python3")
             .args(["-c", resolver])
