@@ -57,6 +57,11 @@ fn config(libc: Libc, text: &str) -> StubConfig {
     }
 }
 
+/// The walk of `name` for both families, `libc` reading `conf`.
+fn walk_both(libc: Libc, conf: &str, name: &str, fake: &mut Fake) -> Walk {
+    super::walk(libc, &config(libc, conf), name, Families::Both, fake)
+}
+
 fn names(walk: &Walk) -> Vec<&str> {
     walk.steps.iter().map(|s| s.name.as_str()).collect()
 }
@@ -67,13 +72,7 @@ fn names(walk: &Walk) -> Vec<&str> {
 fn the_seed_figures() {
     for libc in [Libc::Glibc, Libc::Musl] {
         let mut fake = Fake::new(&[("api.partner.example.com.", [OK, OK])]);
-        let walk = super::walk(
-            libc,
-            &config(libc, SHOP),
-            "api.partner.example.com",
-            Families::Both,
-            &mut fake,
-        );
+        let walk = walk_both(libc, SHOP, "api.partner.example.com", &mut fake);
         assert_eq!(
             names(&walk),
             [
@@ -110,106 +109,101 @@ fn the_seed_figures() {
         );
         assert_eq!(fake.asked[1].1, Qtype::Aaaa);
 
-        let walk = super::walk(
-            libc,
-            &config(libc, SHOP),
-            "api.partner.example.com.",
-            Families::Both,
-            &mut fake,
-        );
+        let walk = walk_both(libc, SHOP, "api.partner.example.com.", &mut fake);
         assert_eq!(names(&walk), ["api.partner.example.com."]);
         assert_eq!(walk.totals().queries, 2);
     }
 }
 
-/// (libc, resolv.conf, name, replies, expected names tried, expected error)
-type Case = (
-    &'static str,
-    Libc,
-    &'static str,
-    &'static str,
-    &'static [(&'static str, Replies)],
-    &'static [&'static str],
-    Option<&'static str>,
-);
+/// One walk: what it shows, the libc and its resolv.conf, the name asked, the replies by
+/// name, the names it tries and the error it ends with.
+struct Case {
+    what: &'static str,
+    libc: Libc,
+    conf: &'static str,
+    name: &'static str,
+    replies: &'static [(&'static str, Replies)],
+    tried: &'static [&'static str],
+    error: Option<&'static str>,
+}
 
 #[test]
 fn walks() {
-    let cases: &[Case] = &[
-        (
-            "short cluster name: first search domain answers",
-            Libc::Glibc,
-            SHOP,
-            "web",
-            &[("web.shop.svc.cluster.local.", [OK, NODATA])],
-            &["web.shop.svc.cluster.local."],
-            None,
-        ),
-        (
-            "namespaced name: second search domain",
-            Libc::Musl,
-            SHOP,
-            "web.payments",
-            &[("web.payments.svc.cluster.local.", [OK, NODATA])],
-            &[
+    let cases = [
+        Case {
+            what: "short cluster name: first search domain answers",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "web",
+            replies: &[("web.shop.svc.cluster.local.", [OK, NODATA])],
+            tried: &["web.shop.svc.cluster.local."],
+            error: None,
+        },
+        Case {
+            what: "namespaced name: second search domain",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "web.payments",
+            replies: &[("web.payments.svc.cluster.local.", [OK, NODATA])],
+            tried: &[
                 "web.payments.shop.svc.cluster.local.",
                 "web.payments.svc.cluster.local.",
             ],
-            None,
-        ),
-        (
-            "an FQDN without its dot costs four names",
-            Libc::Glibc,
-            SHOP,
-            "web.shop.svc.cluster.local",
-            &[("web.shop.svc.cluster.local.", [OK, NODATA])],
-            &[
+            error: None,
+        },
+        Case {
+            what: "an FQDN without its dot costs four names",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "web.shop.svc.cluster.local",
+            replies: &[("web.shop.svc.cluster.local.", [OK, NODATA])],
+            tried: &[
                 "web.shop.svc.cluster.local.shop.svc.cluster.local.",
                 "web.shop.svc.cluster.local.svc.cluster.local.",
                 "web.shop.svc.cluster.local.cluster.local.",
                 "web.shop.svc.cluster.local.",
             ],
-            None,
-        ),
-        (
-            "glibc: five dots go as-is first, then the search list, not as-is again",
-            Libc::Glibc,
-            SHOP,
-            "a.b.c.d.e.f",
-            &[],
-            &[
+            error: None,
+        },
+        Case {
+            what: "glibc: five dots go as-is first, then the search list, not as-is again",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "a.b.c.d.e.f",
+            replies: &[],
+            tried: &[
                 "a.b.c.d.e.f.",
                 "a.b.c.d.e.f.shop.svc.cluster.local.",
                 "a.b.c.d.e.f.svc.cluster.local.",
                 "a.b.c.d.e.f.cluster.local.",
             ],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "musl: five dots go as-is only",
-            Libc::Musl,
-            SHOP,
-            "a.b.c.d.e.f",
-            &[],
-            &["a.b.c.d.e.f."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "glibc: as-is first answers",
-            Libc::Glibc,
-            SHOP,
-            "a.b.c.d.e.f",
-            &[("a.b.c.d.e.f.", [OK, OK])],
-            &["a.b.c.d.e.f."],
-            None,
-        ),
-        (
-            "glibc: NODATA continues the walk",
-            Libc::Glibc,
-            SHOP,
-            "shop",
-            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
-            &[
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "musl: five dots go as-is only",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "a.b.c.d.e.f",
+            replies: &[],
+            tried: &["a.b.c.d.e.f."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "glibc: as-is first answers",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "a.b.c.d.e.f",
+            replies: &[("a.b.c.d.e.f.", [OK, OK])],
+            tried: &["a.b.c.d.e.f."],
+            error: None,
+        },
+        Case {
+            what: "glibc: NODATA continues the walk",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "shop",
+            replies: &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            tried: &[
                 "shop.shop.svc.cluster.local.",
                 "shop.svc.cluster.local.",
                 "shop.cluster.local.",
@@ -217,162 +211,171 @@ fn walks() {
             ],
             // The name exists without addresses: getaddrinfo says EAI_NODATA ("No address
             // associated with hostname"), as glibc 2.36 does.
-            Some("EAI_NODATA"),
-        ),
-        (
-            "glibc: a name asked as is that is NODATA ends in EAI_NODATA",
-            Libc::Glibc,
-            SHOP,
-            "shop.svc.cluster.local.",
-            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
-            &["shop.svc.cluster.local."],
-            Some("EAI_NODATA"),
-        ),
-        (
-            "musl: NODATA ends the walk",
-            Libc::Musl,
-            SHOP,
-            "shop",
-            &[("shop.svc.cluster.local.", [NODATA, NODATA])],
-            &["shop.shop.svc.cluster.local.", "shop.svc.cluster.local."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "glibc: SERVFAIL continues the walk",
-            Libc::Glibc,
-            SHOP,
-            "x.y",
-            &[
+            error: Some("EAI_NODATA"),
+        },
+        Case {
+            what: "glibc: a name asked as is that is NODATA ends in EAI_NODATA",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "shop.svc.cluster.local.",
+            replies: &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            tried: &["shop.svc.cluster.local."],
+            error: Some("EAI_NODATA"),
+        },
+        Case {
+            what: "musl: NODATA ends the walk",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "shop",
+            replies: &[("shop.svc.cluster.local.", [NODATA, NODATA])],
+            tried: &["shop.shop.svc.cluster.local.", "shop.svc.cluster.local."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "glibc: SERVFAIL continues the walk",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "x.y",
+            replies: &[
                 ("x.y.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL]),
                 ("x.y.", [OK, OK]),
             ],
-            &[
+            tried: &[
                 "x.y.shop.svc.cluster.local.",
                 "x.y.svc.cluster.local.",
                 "x.y.cluster.local.",
                 "x.y.",
             ],
-            None,
-        ),
-        (
-            "musl: SERVFAIL ends the walk",
-            Libc::Musl,
-            SHOP,
-            "x.y",
-            &[
+            error: None,
+        },
+        Case {
+            what: "musl: SERVFAIL ends the walk",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "x.y",
+            replies: &[
                 ("x.y.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL]),
                 ("x.y.", [OK, OK]),
             ],
-            &["x.y.shop.svc.cluster.local."],
-            Some("EAI_AGAIN"),
-        ),
-        (
-            "glibc: REFUSED ends the search list, the name is still tried as typed",
-            Libc::Glibc,
-            SHOP,
-            "x.y",
-            &[
+            tried: &["x.y.shop.svc.cluster.local."],
+            error: Some("EAI_AGAIN"),
+        },
+        Case {
+            what: "glibc: REFUSED ends the search list, the name is still tried as typed",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "x.y",
+            replies: &[
                 ("x.y.shop.svc.cluster.local.", [REFUSED, REFUSED]),
                 ("x.y.", [OK, OK]),
             ],
-            &["x.y.shop.svc.cluster.local.", "x.y."],
-            None,
-        ),
-        (
-            "glibc: an AAAA SERVFAIL is dropped when A answers",
-            Libc::Glibc,
-            SHOP,
-            "web",
-            &[("web.shop.svc.cluster.local.", [OK, SERVFAIL])],
-            &["web.shop.svc.cluster.local."],
-            None,
-        ),
-        (
-            "glibc: records for one family answer, whatever the other says",
-            Libc::Glibc,
-            SHOP,
-            "odd.example",
-            &[("odd.example.shop.svc.cluster.local.", [NX, OK])],
-            &["odd.example.shop.svc.cluster.local."],
-            None,
-        ),
-        (
-            "musl: A's NXDOMAIN is read first and the walk goes on",
-            Libc::Musl,
-            SHOP,
-            "odd.example",
-            &[
+            tried: &["x.y.shop.svc.cluster.local.", "x.y."],
+            error: None,
+        },
+        Case {
+            what: "glibc: an AAAA SERVFAIL is dropped when A answers",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "web",
+            replies: &[("web.shop.svc.cluster.local.", [OK, SERVFAIL])],
+            tried: &["web.shop.svc.cluster.local."],
+            error: None,
+        },
+        Case {
+            what: "glibc: records for one family answer, whatever the other says",
+            libc: Libc::Glibc,
+            conf: SHOP,
+            name: "odd.example",
+            replies: &[("odd.example.shop.svc.cluster.local.", [NX, OK])],
+            tried: &["odd.example.shop.svc.cluster.local."],
+            error: None,
+        },
+        Case {
+            what: "musl: A's NXDOMAIN is read first and the walk goes on",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "odd.example",
+            replies: &[
                 ("odd.example.shop.svc.cluster.local.", [NX, OK]),
                 ("odd.example.", [OK, OK]),
             ],
-            &[
+            tried: &[
                 "odd.example.shop.svc.cluster.local.",
                 "odd.example.svc.cluster.local.",
                 "odd.example.cluster.local.",
                 "odd.example.",
             ],
-            None,
-        ),
-        (
-            "glibc: no-tld-query skips a bare name as typed",
-            Libc::Glibc,
-            "search a.example\noptions no-tld-query\n",
-            "host",
-            &[],
-            &["host.a.example."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "glibc: a root search domain replaces the last try",
-            Libc::Glibc,
-            "search a.example .\n",
-            "host",
-            &[],
-            &["host.a.example.", "host."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "ndots:1 (the libcs' default): one dot goes as-is first",
-            Libc::Glibc,
-            "search a.example\n",
-            "host.corp",
-            &[],
-            &["host.corp.", "host.corp.a.example."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "no search list: only the name",
-            Libc::Musl,
-            "nameserver 1.1.1.1\n",
-            "host",
-            &[],
-            &["host."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "musl: a search line it cannot read",
-            Libc::Musl,
+            error: None,
+        },
+        Case {
+            what: "glibc: no-tld-query skips a bare name as typed",
+            libc: Libc::Glibc,
+            conf: "search a.example\noptions no-tld-query\n",
+            name: "host",
+            replies: &[],
+            tried: &["host.a.example."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "glibc: a root search domain replaces the last try",
+            libc: Libc::Glibc,
+            conf: "search a.example .\n",
+            name: "host",
+            replies: &[],
+            tried: &["host.a.example.", "host."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "ndots:1 (the libcs' default): one dot goes as-is first",
+            libc: Libc::Glibc,
+            conf: "search a.example\n",
+            name: "host.corp",
+            replies: &[],
+            tried: &["host.corp.", "host.corp.a.example."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "no search list: only the name",
+            libc: Libc::Musl,
+            conf: "nameserver 1.1.1.1\n",
+            name: "host",
+            replies: &[],
+            tried: &["host."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "musl: a search line it cannot read",
+            libc: Libc::Musl,
             // 260 characters: musl skips the line; glibc would use it.
-            "search aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.example ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc.example ddddddddddddddddddddddddddddddddddddddddddd.example\noptions ndots:5\n",
-            "web",
-            &[],
-            &["web."],
-            Some("EAI_NONAME"),
-        ),
-        (
-            "musl: two trailing dots are refused before any query",
-            Libc::Musl,
-            SHOP,
-            "web..",
-            &[],
-            &[],
-            Some("EAI_NONAME"),
-        ),
+            conf: "search aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.example ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc.example ddddddddddddddddddddddddddddddddddddddddddd.example\noptions ndots:5\n",
+            name: "web",
+            replies: &[],
+            tried: &["web."],
+            error: Some("EAI_NONAME"),
+        },
+        Case {
+            what: "musl: two trailing dots are refused before any query",
+            libc: Libc::Musl,
+            conf: SHOP,
+            name: "web..",
+            replies: &[],
+            tried: &[],
+            error: Some("EAI_NONAME"),
+        },
     ];
-    for (what, libc, conf, name, replies, want, error) in cases {
+    for Case {
+        what,
+        libc,
+        conf,
+        name,
+        replies,
+        tried,
+        error,
+    } in &cases
+    {
         let mut fake = Fake::new(replies);
-        let walk = super::walk(*libc, &config(*libc, conf), name, Families::Both, &mut fake);
-        assert_eq!(names(&walk), *want, "{what}");
+        let walk = walk_both(*libc, conf, name, &mut fake);
+        assert_eq!(names(&walk), *tried, "{what}");
         assert_eq!(walk.error.as_deref(), *error, "{what}");
     }
 }
@@ -381,13 +384,7 @@ fn walks() {
 fn retries_and_waits() {
     let servfail = [("x.shop.svc.cluster.local.", [SERVFAIL, SERVFAIL])];
     // glibc, parallel: both rejected, retried on the one nameserver twice; no waiting.
-    let walk = super::walk(
-        Libc::Glibc,
-        &config(Libc::Glibc, SHOP),
-        "x",
-        Families::Both,
-        &mut Fake::new(&servfail),
-    );
+    let walk = walk_both(Libc::Glibc, SHOP, "x", &mut Fake::new(&servfail));
     let first = &walk.steps[0];
     assert_eq!(
         (
@@ -402,13 +399,7 @@ fn retries_and_waits() {
     // out at once on a new socket: no waiting (glibc 2.36: two A queries, 0 s).
     for option in ["single-request", "single-request-reopen"] {
         let single = format!("{SHOP}options {option}\n");
-        let walk = super::walk(
-            Libc::Glibc,
-            &config(Libc::Glibc, &single),
-            "x",
-            Families::Both,
-            &mut Fake::new(&servfail),
-        );
+        let walk = walk_both(Libc::Glibc, &single, "x", &mut Fake::new(&servfail));
         let first = &walk.steps[0];
         assert_eq!(
             (
@@ -428,23 +419,16 @@ fn retries_and_waits() {
     }
     let single = format!("{SHOP}options single-request\n");
     // single-request doubles the round trips of a plain walk.
-    let walk = super::walk(
+    let walk = walk_both(
         Libc::Glibc,
-        &config(Libc::Glibc, &single),
+        &single,
         "api.partner.example.com",
-        Families::Both,
         &mut Fake::new(&[]),
     );
     assert_eq!(walk.totals().round_trips, 8);
     // musl: each round sends both, SERVFAILs are re-sent at once (4 per round), 2 rounds,
     // and the whole timeout is waited.
-    let walk = super::walk(
-        Libc::Musl,
-        &config(Libc::Musl, SHOP),
-        "x",
-        Families::Both,
-        &mut Fake::new(&servfail),
-    );
+    let walk = walk_both(Libc::Musl, SHOP, "x", &mut Fake::new(&servfail));
     let first = &walk.steps[0];
     assert_eq!(
         (
@@ -456,13 +440,7 @@ fn retries_and_waits() {
     // musl: REFUSED is ignored, re-sent every timeout/attempts (attempts:3 → 4 rounds).
     let refused = [("x.shop.svc.cluster.local.", [REFUSED, OK])];
     let text = format!("{SHOP}options attempts:3\n");
-    let walk = super::walk(
-        Libc::Musl,
-        &config(Libc::Musl, &text),
-        "x",
-        Families::Both,
-        &mut Fake::new(&refused),
-    );
+    let walk = walk_both(Libc::Musl, &text, "x", &mut Fake::new(&refused));
     let first = &walk.steps[0];
     assert_eq!((first.queries[0].sent, first.queries[1].sent), (4, 1));
     assert_eq!(walk.error.as_deref(), Some("EAI_AGAIN"));
@@ -472,13 +450,7 @@ fn retries_and_waits() {
         ("x.y.shop.svc.cluster.local.", [SILENT, SILENT]),
         ("x.y.", [OK, OK]),
     ];
-    let walk = super::walk(
-        Libc::Glibc,
-        &config(Libc::Glibc, SHOP),
-        "x.y",
-        Families::Both,
-        &mut Fake::new(&silent),
-    );
+    let walk = walk_both(Libc::Glibc, SHOP, "x.y", &mut Fake::new(&silent));
     assert_eq!(names(&walk), ["x.y.shop.svc.cluster.local.", "x.y."]);
     assert_eq!(
         (walk.steps[0].queries[0].sent, walk.steps[0].waited_ms),
