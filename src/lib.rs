@@ -6,7 +6,8 @@
 //! Data flows one way, from the cluster's objects to answers on the wire:
 //!
 //! ```text
-//!  config (Corefile -> typed config)                 pure; I/O only in read_corefile()
+//!  config (Corefile -> typed config)                 pure but for env.rs (the host's facts),
+//!                                                   fs.rs and glob.rs (the files it reads)
 //!  model (minimal objects from k8s-openapi types)    pure
 //!    -> source (static files | API watch)            the only writers of cluster state;
 //!                                                   one publisher builds a zone per change
