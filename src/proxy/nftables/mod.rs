@@ -60,17 +60,28 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
         sets: Vec::new(),
         chains: Vec::new(),
     };
-    let ip = b.ip();
-    let addr_type = b.addr_type();
     let node_ips: Vec<IpAddr> = options
         .node_ips
         .iter()
         .copied()
         .filter(|ip| family.contains(*ip))
         .collect();
-    let match_all = node_ips.is_empty();
+    base_chains(&mut b);
+    masquerading(&mut b);
+    cluster_ips_check(&mut b, options);
+    no_endpoint_checks(&mut b, &node_ips);
+    firewall_check(&mut b);
+    service_dispatch(&mut b, &node_ips);
 
-    // Base chains, then the chains they jump to, as setupNFTables creates them.
+    let cidr = plan.options.cluster_cidr();
+    for port in &plan.ports {
+        service_port(&mut b, names, port, cidr);
+    }
+    b
+}
+
+/// Base chains, then the chains they jump to, as setupNFTables creates them.
+fn base_chains(b: &mut Builder) {
     let bases = [
         ("filter-prerouting-pre-dnat", "filter", "prerouting", -110),
         ("filter-output-pre-dnat", "filter", "output", -110),
@@ -109,6 +120,10 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
         b.chain(target);
         b.rule(from, NftRule::same(format!("{extra}jump {target}")));
     }
+}
+
+/// The masquerade mark, and the masquerading it asks for in postrouting.
+fn masquerading(b: &mut Builder) {
     b.chain("mark-for-masquerade");
     b.rule(
         "mark-for-masquerade",
@@ -132,20 +147,38 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
         },
     );
     b.rule("masquerading", NftRule::same("masquerade fully-random"));
+}
 
-    let set = |name: &str, map: bool, type_text: String, comment: &'static str, addresses: bool| {
-        SetDecl {
-            name: name.to_owned(),
-            map,
-            type_text,
-            flags: None,
-            timeout: None,
-            comment: Some(comment),
-            elements: Vec::new(),
-            addresses,
-        }
-    };
-    b.sets.push(set(
+/// A set or map kube-proxy declares, without elements yet.
+fn declared_set(
+    name: &str,
+    map: bool,
+    type_text: String,
+    comment: &'static str,
+    addresses: bool,
+) -> SetDecl {
+    SetDecl {
+        name: name.to_owned(),
+        map,
+        type_text,
+        flags: None,
+        timeout: None,
+        comment: Some(comment),
+        elements: Vec::new(),
+        addresses,
+    }
+}
+
+/// A verdict map's type: `key : verdict`.
+fn verdict_map(key: String) -> String {
+    format!("{key} : verdict")
+}
+
+/// The ClusterIPs, and the check that rejects their invalid ports (and drops unallocated
+/// ClusterIPs of the Service CIDRs).
+fn cluster_ips_check(b: &mut Builder, options: &NftOptions) {
+    let (ip, addr_type, family) = (b.ip(), b.addr_type(), b.family);
+    b.sets.push(declared_set(
         "cluster-ips",
         false,
         addr_type.to_owned(),
@@ -174,8 +207,13 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
             .comment("Drop traffic to unallocated ClusterIPs"),
         );
     }
+}
+
+/// The maps that drop or reject what goes to a Service without endpoints, and their checks.
+fn no_endpoint_checks(b: &mut Builder, node_ips: &[IpAddr]) {
+    let (ip, addr_type, match_all) = (b.ip(), b.addr_type(), node_ips.is_empty());
     if !match_all {
-        let mut nodeport_ips = set(
+        let mut nodeport_ips = declared_set(
             "nodeport-ips",
             false,
             addr_type.to_owned(),
@@ -192,15 +230,14 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
             .collect();
         b.sets.push(nodeport_ips);
     }
-    let verdict_map = |key: String| format!("{key} : verdict");
-    b.sets.push(set(
+    b.sets.push(declared_set(
         "no-endpoint-services",
         true,
         verdict_map(format!("{addr_type} . inet_proto . inet_service")),
         "vmap to drop or reject packets to services with no endpoints",
         false,
     ));
-    b.sets.push(set(
+    b.sets.push(declared_set(
         "no-endpoint-nodeports",
         true,
         verdict_map("inet_proto . inet_service".to_owned()),
@@ -227,7 +264,12 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
             "{nodeport_test} meta l4proto . th dport vmap @no-endpoint-nodeports"
         )),
     );
-    b.sets.push(set(
+}
+
+/// The LoadBalancerSourceRanges check.
+fn firewall_check(b: &mut Builder) {
+    let (ip, addr_type) = (b.ip(), b.addr_type());
+    b.sets.push(declared_set(
         "firewall-ips",
         true,
         verdict_map(format!("{addr_type} . inet_proto . inet_service")),
@@ -240,14 +282,19 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
             "{ip} daddr . meta l4proto . th dport vmap @firewall-ips"
         )),
     );
-    b.sets.push(set(
+}
+
+/// The Service maps and the `services` chain's lookups into them.
+fn service_dispatch(b: &mut Builder, node_ips: &[IpAddr]) {
+    let (ip, addr_type, match_all) = (b.ip(), b.addr_type(), node_ips.is_empty());
+    b.sets.push(declared_set(
         "service-ips",
         true,
         verdict_map(format!("{addr_type} . inet_proto . inet_service")),
         "ClusterIP, ExternalIP and LoadBalancer IP traffic",
         false,
     ));
-    b.sets.push(set(
+    b.sets.push(declared_set(
         "service-nodeports",
         true,
         verdict_map("inet_proto . inet_service".to_owned()),
@@ -271,12 +318,6 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
             "{nodeport_dispatch} meta l4proto . th dport vmap @service-nodeports"
         )),
     );
-
-    let cidr = plan.options.cluster_cidr();
-    for port in &plan.ports {
-        service_port(&mut b, names, port, cidr);
-    }
-    b
 }
 
 /// kube-proxy's table as `nft list table ip kube-proxy` (or `ip6`) prints it.
