@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::state::{Mode, Tracer, verdict_of, why};
+use super::state::{Mode, Tracer, Walk, verdict_of, why};
 use super::{
     EndpointShare, Masquerade, Outcome, Simulation, Step, TraceOptions, TraceReport, TraceVerdict,
 };
@@ -141,8 +141,56 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
     let start = tracer.start();
     let walks = tracer.traverse(start);
 
+    let (verdict, terminal, other_outcomes) = outcomes(&walks);
+    let paths: Vec<&[Step]> = walks.iter().map(|w| w.path.as_slice()).collect();
+    let prefix = common_prefix(&paths);
+    let path = walks
+        .first()
+        .map(|w| w.path[..prefix].to_vec())
+        .unwrap_or_default();
+
+    let endpoints = endpoint_shares(&walks, prefix);
+    let masquerade = masquerades(&walks);
+    let notes = notes(ruleset, options, &tracer, verdict);
+    TraceReport {
+        verdict,
+        to: if options.icmp {
+            options.to.to_string()
+        } else {
+            join_host_port(options.to, options.port)
+        },
+        protocol: if options.icmp {
+            match IpFamily::of(options.to) {
+                IpFamily::V4 => "icmp",
+                IpFamily::V6 => "icmpv6",
+            }
+            .to_owned()
+        } else {
+            options.protocol.lower().to_owned()
+        },
+        from: options.from.map(|ip| ip.to_string()),
+        origin: if options.local { "node" } else { "network" }.to_owned(),
+        path,
+        endpoints,
+        masquerade,
+        terminal,
+        other_outcomes,
+        conditions: tracer
+            .conditions
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect(),
+        warnings: tracer.warnings.into_values().collect(),
+        notes,
+        node_ips: tracer.node_ips.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// Where the walks end: the verdict (DNAT when any path rewrites, else the heaviest
+/// outcome), the rule that ended it, and the other outcomes with their shares.
+fn outcomes(walks: &[Walk]) -> (TraceVerdict, Option<Step>, Vec<Outcome>) {
     let mut by_verdict: BTreeMap<&'static str, (TraceVerdict, f64, Option<Step>)> = BTreeMap::new();
-    for walk in &walks {
+    for walk in walks {
         let (verdict, by) = verdict_of(walk);
         let entry = by_verdict
             .entry(verdict.as_str())
@@ -170,16 +218,14 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             by: by.clone(),
         })
         .collect();
+    (verdict, terminal, other_outcomes)
+}
 
-    let paths: Vec<&[Step]> = walks.iter().map(|w| w.path.as_slice()).collect();
-    let prefix = common_prefix(&paths);
-    let path = walks
-        .first()
-        .map(|w| w.path[..prefix].to_vec())
-        .unwrap_or_default();
-
+/// The endpoints the walks DNAT to, each with its share and the path from where the walks
+/// part.
+fn endpoint_shares(walks: &[Walk], prefix: usize) -> Vec<EndpointShare> {
     let mut endpoints: Vec<EndpointShare> = Vec::new();
-    for walk in &walks {
+    for walk in walks {
         let (Some((ip, port, dnat)), None) = (&walk.dnat, &walk.end) else {
             continue;
         };
@@ -199,9 +245,12 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             }),
         }
     }
+    endpoints
+}
 
-    // Each masquerade once, in the order the walks meet them, with the endpoints it
-    // applies to.
+/// Each masquerade once, in the order the walks meet them, with the endpoints it applies
+/// to when not all of them.
+fn masquerades(walks: &[Walk]) -> Vec<Masquerade> {
     let mut masquerade: Vec<(Masquerade, BTreeSet<String>)> = Vec::new();
     let all_targets: BTreeSet<String> = walks
         .iter()
@@ -211,7 +260,7 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
                 .map(|(ip, port, _)| join_host_port(*ip, *port))
         })
         .collect();
-    for walk in &walks {
+    for walk in walks {
         if walk.end.is_some() {
             continue;
         }
@@ -254,7 +303,17 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             entry
         })
         .collect();
+    masquerade
+}
 
+/// What the verdict means where the ruleset cannot show it all: a nat-only dump, a Service
+/// address nothing answers on, a node address.
+fn notes(
+    ruleset: &Ruleset,
+    options: &TraceOptions,
+    tracer: &Tracer<'_>,
+    verdict: TraceVerdict,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let nat_only = ruleset.format == Format::IptablesSave
         && ruleset.tables.iter().any(|t| t.name == "nat")
@@ -306,38 +365,7 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             }
         ));
     }
-    TraceReport {
-        verdict,
-        to: if options.icmp {
-            options.to.to_string()
-        } else {
-            join_host_port(options.to, options.port)
-        },
-        protocol: if options.icmp {
-            match IpFamily::of(options.to) {
-                IpFamily::V4 => "icmp",
-                IpFamily::V6 => "icmpv6",
-            }
-            .to_owned()
-        } else {
-            options.protocol.lower().to_owned()
-        },
-        from: options.from.map(|ip| ip.to_string()),
-        origin: if options.local { "node" } else { "network" }.to_owned(),
-        path,
-        endpoints,
-        masquerade,
-        terminal,
-        other_outcomes,
-        conditions: tracer
-            .conditions
-            .into_iter()
-            .map(|(_, text)| text)
-            .collect(),
-        warnings: tracer.warnings.into_values().collect(),
-        notes,
-        node_ips: tracer.node_ips.iter().map(ToString::to_string).collect(),
-    }
+    notes
 }
 
 pub(super) fn step_line(step: &Step) -> String {
