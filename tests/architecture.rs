@@ -10,14 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Cycles between the files of one module that are known and being removed, each by name:
-/// the test fails while one is still here but no longer needed, so it gets deleted.
-const TEMPORARY_CYCLES: &[(&str, &str, &str)] = &[(
-    "zone::build",
-    "zone::records",
-    "issue 14 item 1, the lead: Builder against View",
-)];
-
 /// A module path below the crate root: `["proxy", "plan"]`.
 type ModPath = Vec<String>;
 
@@ -85,22 +77,12 @@ fn imports_follow_the_layer_table_in_lib_rs() {
 fn no_import_cycles_between_modules_or_the_files_of_one_module() {
     let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
     let mut failures = Vec::new();
-    let mut excused = BTreeSet::new();
 
     let mut parents: Vec<ModPath> = vec![Vec::new()];
     parents.extend(crate_.modules.iter().cloned());
     for parent in &parents {
         let edges = crate_.edges_below(parent);
-        for (component, cycle) in cycles(&edges) {
-            let qualified: BTreeSet<String> =
-                component.iter().map(|m| qualify(parent, m)).collect();
-            if let Some(exception) = TEMPORARY_CYCLES
-                .iter()
-                .find(|(a, b, _)| qualified == BTreeSet::from([a.to_string(), b.to_string()]))
-            {
-                excused.insert(exception.0);
-                continue;
-            }
+        for (_, cycle) in cycles(&edges) {
             let mut described = Vec::new();
             for (index, from) in cycle.iter().enumerate() {
                 let to = &cycle[(index + 1) % cycle.len()];
@@ -113,13 +95,6 @@ fn no_import_cycles_between_modules_or_the_files_of_one_module() {
                 ));
             }
             failures.push(format!("import cycle: {}", described.join("; ")));
-        }
-    }
-    for (a, b, why) in TEMPORARY_CYCLES {
-        if !excused.contains(a) {
-            failures.push(format!(
-                "the cycle `{a}` ⇄ `{b}` ({why}) is gone: delete it from TEMPORARY_CYCLES"
-            ));
         }
     }
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
