@@ -517,17 +517,22 @@ fn nodelocaldns() {
     );
     assert_eq!(kube_dns.queries_for("www.example.com."), 0);
     // Both bind addresses answer (NodeLocal's link-local IP and kube-dns's ClusterIP).
-    let log = running.server.log();
-    let bound: Vec<SocketAddr> = log
-        .lines()
-        .filter_map(|line| line.split("listening on udp ").nth(1))
-        .map(|addr| addr.trim().parse().unwrap())
-        .collect();
-    let ips: Vec<String> = bound.iter().map(|addr| addr.ip().to_string()).collect();
-    assert!(
-        ips.contains(&"127.0.0.1".to_owned()) && ips.contains(&"127.0.0.2".to_owned()),
-        "{log}"
-    );
+    // The second listener may log a moment after the first answered.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let bound = loop {
+        let log = running.server.log();
+        let bound: Vec<SocketAddr> = log
+            .lines()
+            .filter_map(|line| line.split("listening on udp ").nth(1))
+            .map(|addr| addr.trim().parse().unwrap())
+            .collect();
+        let ips: Vec<String> = bound.iter().map(|addr| addr.ip().to_string()).collect();
+        if ips.contains(&"127.0.0.1".to_owned()) && ips.contains(&"127.0.0.2".to_owned()) {
+            break bound;
+        }
+        assert!(std::time::Instant::now() < deadline, "{log}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     for addr in bound {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket
