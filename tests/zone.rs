@@ -1429,3 +1429,151 @@ fn srv_targets_take_the_zone_as_asked() {
         expect(&["web4.rules.svc.Cluster.Local. 30 IN A 10.96.1.4"])
     );
 }
+
+/// `zonal` (CoreDNS ≥ 1.14): a headless Service's endpoints in one topology zone, by name.
+#[test]
+fn zonal_option() {
+    let server = Offline::new(
+        r#"
+.:53 {
+    bind 127.0.0.1
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        zonal
+        ttl 30
+        objects {FIXTURES}/zonal.json
+    }
+}
+"#,
+    );
+    check(
+        &server,
+        &[
+            case(
+                "pin: that zone's endpoints (zone labels compared in lower case)",
+                "us-west-2a.pin._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                &[
+                    "us-west-2a.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
+                    "us-west-2a.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
+                ],
+                NONE,
+            ),
+            case(
+                "prefer: the same while the zone has endpoints",
+                "us-west-2a.prefer._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                &[
+                    "us-west-2a.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
+                    "us-west-2a.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
+                ],
+                NONE,
+            ),
+            case(
+                "a zone value with dots spans labels",
+                "corp.example.com.pin._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                &["corp.example.com.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.3.1"],
+                NONE,
+            ),
+            case(
+                "SRV and glue from the zone's endpoints",
+                "us-west-2b.pin._zone.db.prod.svc.cluster.local.",
+                "SRV",
+                NOERROR,
+                &[
+                    "us-west-2b.pin._zone.db.prod.svc.cluster.local. 30 IN SRV 0 100 5432 db-2.db.prod.svc.cluster.local.",
+                ],
+                &["db-2.db.prod.svc.cluster.local. 30 IN A 10.244.2.1"],
+            ),
+            case(
+                "pin: a zone with no ready endpoint is NODATA",
+                "us-west-2c.pin._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                NONE,
+                NONE,
+            ),
+            case(
+                "pin: so is a mistyped one",
+                "nowhere.pin._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                NONE,
+                NONE,
+            ),
+            case(
+                "prefer: a zone with none falls back to every endpoint",
+                "nowhere.prefer._zone.db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                &[
+                    "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
+                    "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
+                    "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.2.1",
+                    "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.3.1",
+                ],
+                NONE,
+            ),
+            case(
+                "prefer: other types are NODATA",
+                "nowhere.prefer._zone.db.prod.svc.cluster.local.",
+                "TXT",
+                NOERROR,
+                NONE,
+                NONE,
+            ),
+            case(
+                "an unknown directive is NXDOMAIN",
+                "us-west-2a.nearest._zone.db.prod.svc.cluster.local.",
+                "A",
+                NXDOMAIN,
+                NONE,
+                NONE,
+            ),
+            case(
+                "zonal names are for headless Services only",
+                "us-west-2a.pin._zone.web.prod.svc.cluster.local.",
+                "A",
+                NXDOMAIN,
+                NONE,
+                NONE,
+            ),
+            case(
+                "the Service's own name is unchanged",
+                "db.prod.svc.cluster.local.",
+                "A",
+                NOERROR,
+                &[
+                    "db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
+                    "db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
+                    "db.prod.svc.cluster.local. 30 IN A 10.244.2.1",
+                    "db.prod.svc.cluster.local. 30 IN A 10.244.3.1",
+                ],
+                NONE,
+            ),
+        ],
+        30,
+    );
+
+    // Without the option the names are what they always were: too long, NXDOMAIN.
+    let plain = Offline::new(
+        r#"
+.:53 {
+    bind 127.0.0.1
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        ttl 30
+        objects {FIXTURES}/zonal.json
+    }
+}
+"#,
+    );
+    for name in [
+        "us-west-2a.pin._zone.db.prod.svc.cluster.local.",
+        "nowhere.prefer._zone.db.prod.svc.cluster.local.",
+    ] {
+        assert_eq!(plain.ask(name, "A").rcode, NXDOMAIN, "{name}");
+    }
+}

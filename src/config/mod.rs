@@ -491,6 +491,10 @@ pub struct KubernetesConfig {
     pub noendpoints: bool,
     /// `ignore empty_service`.
     pub ignore_empty_service: bool,
+    /// `zonal`: headless Services also answer `<topology-zone>.pin._zone.<svc>.<ns>.svc.<zone>`
+    /// (that zone's endpoints only) and `<topology-zone>.prefer._zone.…` (those, or every
+    /// endpoint when the zone has none).
+    pub zonal: bool,
     /// `fallthrough [ZONES...]`: `None` when absent; an empty list means every zone.
     pub fallthrough: Option<Vec<Name>>,
     /// `objects FILE...` (clusterdns extension): static objects instead of the API watch.
@@ -520,6 +524,7 @@ impl KubernetesConfig {
             namespace_labels: None,
             labels: None,
             noendpoints: false,
+            zonal: false,
             ignore_empty_service: false,
             fallthrough: None,
             objects: Vec::new(),
@@ -1171,11 +1176,18 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 "property 'multicluster' of kubernetes is not supported",
             ),
             (
-                "zonal",
-                ". {\n kubernetes {\n  zonal\n }\n}",
+                "zonal with noendpoints",
+                ". {\n kubernetes {\n  noendpoints\n  zonal\n }\n}",
+                4,
+                "Invalid",
+                "zonal requires the endpoint cache; remove noendpoints",
+            ),
+            (
+                "zonal takes no argument",
+                ". {\n kubernetes {\n  zonal pin\n }\n}",
                 3,
-                "UnsupportedProperty",
-                "'zonal'",
+                "Invalid",
+                "zonal: expected exactly 0 arguments, got 1",
             ),
             (
                 "reverse only",

@@ -293,7 +293,7 @@ fn add_forward(
         }
     }
     for sv in &view.services {
-        records::add_service(b, zone, sv, config.ignore_empty_service);
+        records::add_service(b, zone, sv, config);
     }
     if config.pods == PodMode::Verified {
         add_verified_pods(b, zone, view, config, &scope.pods);

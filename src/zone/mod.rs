@@ -285,7 +285,52 @@ impl Snapshot {
         if let Some(ip) = self.insecure_pod(zone, qname) {
             return self.pod_answer(zone, ip, qtype);
         }
+        if let Some(answer) = self.zonal_fallback(zone, qname, qtype) {
+            return answer;
+        }
         Answer::new(Rcode::NxDomain, zone)
+    }
+
+    /// `zonal`: `<topology-zone>.pin|prefer._zone.<svc>.<ns>.svc.<zone>` for a zone none of
+    /// a headless Service's ready endpoints is in (the zones they are in are names of their
+    /// own): NODATA under `pin`; under `prefer`, what the Service's name answers for A, AAAA
+    /// and SRV, NODATA for other types (CoreDNS `findServices` with `zonePrefer`).
+    fn zonal_fallback(&self, zone: usize, qname: &[u8], qtype: u16) -> Option<Answer<'_>> {
+        let relative_end = suffix_offset(qname, self.zones[zone].origin.as_bytes())?;
+        // The offset of each label in front of the origin.
+        let mut offsets: SmallVec<[usize; 8]> = SmallVec::new();
+        let mut at = 0;
+        for label in labels(&qname[..relative_end]) {
+            offsets.push(at);
+            at += 1 + label.len();
+        }
+        let n = offsets.len();
+        // At least one zone label, then pin|prefer, _zone, service, namespace, svc.
+        if n < 6 {
+            return None;
+        }
+        let label = |index: usize| {
+            let start = offsets[index];
+            &qname[start + 1..start + 1 + qname[start] as usize]
+        };
+        if label(n - 1) != b"svc" || label(n - 4) != records::ZONAL_LABEL.as_bytes() {
+            return None;
+        }
+        let prefer = match label(n - 5) {
+            b"pin" => false,
+            b"prefer" => true,
+            _ => return None,
+        };
+        // The marker exists for a headless Service with ready endpoints under `zonal`.
+        self.nodes.get(&qname[offsets[n - 5]..])?;
+        if !prefer || !matches!(qtype, rtype::A | rtype::AAAA | rtype::SRV) {
+            return Some(Answer::new(Rcode::NoError, zone));
+        }
+        let base = self.nodes.get(&qname[offsets[n - 3]..])?;
+        Some(match base.rrset(qtype) {
+            Some(set) => Answer::from_set(zone, set),
+            None => Answer::new(Rcode::NoError, zone),
+        })
     }
 
     fn answer_node<'s>(

@@ -47,6 +47,8 @@ pub(crate) struct ReadyAddress<'c> {
     pub(crate) label: String,
     /// The ports of the slice it came from (empty: the slice declares none).
     pub(crate) ports: &'c [EndpointPort],
+    /// The endpoint's topology zone (`zone`).
+    pub(crate) zone: Option<&'c str>,
 }
 
 impl<'c> View<'c> {
@@ -182,7 +184,7 @@ impl<'c, 'k> Filter<'c, 'k> {
 
 /// Drops from `object` what the zone of `config` never reads, so that a source keeping
 /// objects only to build the zone keeps no more than that: a Service's selector, an
-/// endpoint's node and zone, a pod's spec beyond its namespace and state, and labels
+/// endpoint's node and (unless `zonal`) topology zone, a pod's spec beyond its namespace and state, and labels
 /// unless the `labels` option matches them. Every read of an object field in this module
 /// and in the zone builder is of a field kept here.
 pub fn trim(object: &mut Object, config: &KubernetesConfig) {
@@ -224,7 +226,9 @@ fn trim_slice(slice: &mut EndpointSlice, config: &KubernetesConfig) {
     }
     for endpoint in &mut slice.endpoints {
         endpoint.node_name = None;
-        endpoint.zone = None;
+        if !config.zonal {
+            endpoint.zone = None;
+        }
         if !config.endpoint_pod_names {
             endpoint.target_pod = None;
         }
@@ -235,6 +239,8 @@ fn trim_pod(pod: &mut Pod, config: &KubernetesConfig) {
     if config.labels.is_none() {
         pod.labels = Labels::new();
     }
+    // The Ready condition: `pods verified` names running and pending pods, ready or not.
+    pod.ready = false;
     pod.hostname = None;
     pod.subdomain = None;
     pod.node_name = None;
@@ -264,6 +270,7 @@ pub(crate) fn ready_addresses(
                 ip,
                 label: endpoint_label(endpoint, ip, pod_names),
                 ports: &slice.ports,
+                zone: endpoint.zone.as_deref(),
             })
         })
 }
@@ -299,7 +306,7 @@ pub(crate) fn add_service(
     b: &mut Builder,
     zone: &WireName,
     sv: &ServiceView<'_>,
-    ignore_empty: bool,
+    config: &KubernetesConfig,
 ) {
     let service = sv.service;
     let Ok(base) = zone.prepend_all([
@@ -312,11 +319,11 @@ pub(crate) fn add_service(
     };
     match service.service_type {
         ServiceType::ExternalName => add_external_name(b, &base, service),
-        _ if service.headless => add_headless(b, &base, sv),
+        _ if service.headless => add_headless(b, &base, sv, config.zonal),
         _ => {
             // `ignore empty_service`: a Service no ready endpoint can answer for is NXDOMAIN,
             // so clients walk on down their search path.
-            if ignore_empty && sv.ready.is_empty() {
+            if config.ignore_empty_service && sv.ready.is_empty() {
                 return;
             }
             add_cluster_ip(b, &base, service);
@@ -380,14 +387,18 @@ fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
     }
 }
 
-fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>) {
+fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
     let targets = endpoint_targets(base, &sv.ready);
     let entries = entries_of(&sv.ready, &targets, |_| true);
     if entries.is_empty() {
-        // A headless Service without ready endpoints is NXDOMAIN (spec §2.4.1).
+        // A headless Service without ready endpoints is NXDOMAIN (spec §2.4.1), and so is
+        // every name below it (RFC 8020), zonal names too.
         return;
     }
     add_entries(b, base, &entries);
+    if zonal {
+        add_zonal(b, base, sv, &targets);
+    }
     let named_ports: BTreeSet<(String, &str)> = sv
         .ready
         .iter()
@@ -408,6 +419,55 @@ fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>) {
     }
     add_endpoint_names(b, base, &sv.ready);
 }
+
+/// `zonal` (CoreDNS ≥ 1.14): `<topology-zone>.pin._zone.<base>` and
+/// `<topology-zone>.prefer._zone.<base>` for each topology zone the ready endpoints are in
+/// (lower case; a zone with dots spans labels), each answering what the Service's name
+/// answers (A/AAAA, SRV and glue) from that zone's endpoints. `pin._zone.<base>` and
+/// `prefer._zone.<base>` are always there: a zone no endpoint is in is answered from them
+/// when asked (NODATA under `pin`, every endpoint under `prefer`; `Snapshot::zonal`).
+fn add_zonal(
+    b: &mut Builder,
+    base: &WireName,
+    sv: &ServiceView<'_>,
+    targets: &BTreeMap<String, WireName>,
+) {
+    let markers: Vec<WireName> = ["pin", "prefer"]
+        .iter()
+        .filter_map(|directive| base.prepend_all([*directive, ZONAL_LABEL]).ok())
+        .collect();
+    for marker in &markers {
+        b.touch(marker);
+    }
+    let zones: BTreeSet<String> = sv
+        .ready
+        .iter()
+        .filter_map(|address| address.zone)
+        .filter(|zone| !zone.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    for zone in &zones {
+        let in_zone: Vec<ReadyAddress<'_>> = sv
+            .ready
+            .iter()
+            .filter(|address| address.zone.is_some_and(|z| z.eq_ignore_ascii_case(zone)))
+            .cloned()
+            .collect();
+        let entries = entries_of(&in_zone, targets, |_| true);
+        for marker in &markers {
+            let labels: Vec<&str> = zone.split('.').collect();
+            match marker.prepend_all(labels.iter().copied()) {
+                Ok(name) => add_entries(b, &name, &entries),
+                Err(_) => {
+                    tracing::debug!(zone = %zone, "topology zone is not a DNS name; skipped");
+                }
+            }
+        }
+    }
+}
+
+/// The label that anchors a zonal name, three labels left of the Service.
+pub(crate) const ZONAL_LABEL: &str = "_zone";
 
 /// `<label>.<svc>.<ns>.svc.<zone>` for every ready endpoint; CoreDNS answers these for
 /// ClusterIP Services too.

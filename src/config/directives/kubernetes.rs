@@ -65,6 +65,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
     let mut connection_option: Option<&Token> = None;
     let mut objects_option: Option<&Token> = None;
     let mut snapshot_option: Option<&Token> = None;
+    let mut zonal_option: Option<&Token> = None;
     for option in line.options() {
         if !OPTIONS.contains(&option.name()) {
             return Err(unknown_property(DIRECTIVE, option));
@@ -228,14 +229,22 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
                 ));
             }
             "zonal" => {
-                return Err(unsupported_property(
-                    DIRECTIVE,
-                    option,
-                    "clusterdns does not serve topology-zone names",
-                ));
+                arguments(DIRECTIVE, option, 0, Some(0))?;
+                config.zonal = true;
+                zonal_option.get_or_insert(&option.name);
             }
             _ => return Err(unknown_property(DIRECTIVE, option)),
         }
+    }
+    if let Some(zonal) = zonal_option
+        && config.noendpoints
+    {
+        // CoreDNS: every zonal name would contradict its documented answer.
+        return Err(invalid(
+            zonal,
+            DIRECTIVE,
+            "zonal requires the endpoint cache; remove noendpoints",
+        ));
     }
     if !config.namespaces.is_empty() && config.namespace_labels.is_some() {
         return Err(invalid(

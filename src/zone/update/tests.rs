@@ -91,8 +91,11 @@ fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], porte
                 "conditions": {"ready": e.ready},
                 "targetRef": {"kind": "Pod", "name": PODS[e.pod % PODS.len()], "namespace": ns},
                 "nodeName": "node-1",
-                "zone": "zone-a",
             });
+            // Topology zones, which `zonal` names are made of (one with a dot).
+            if let Some(zone) = [Some("zone-a"), Some("Corp.Example"), None][e.pod % 3] {
+                value["zone"] = json!(zone);
+            }
             if let Some(h) = e.hostname {
                 value["hostname"] = json!(["h0", "h1"][h % 2]);
             }
@@ -217,6 +220,7 @@ fn config(variant: usize) -> KubernetesConfig {
         4 => {
             config.ignore_empty_service = true;
             config.endpoint_pod_names = true;
+            config.zonal = true;
         }
         _ => {}
     }
