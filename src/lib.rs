@@ -53,6 +53,7 @@
 //!
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
+//! - [`gotemplate`]: the Go template language of the *template* plugin.
 //! - [`model`]: Namespace, Service, EndpointSlice, Pod, and the EndpointSlice controller.
 //! - [`source`]: `kubectl get -o json` files and the API watch into a [`model::Cluster`],
 //!   published by [`source::publish::Publisher`].
@@ -77,6 +78,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod forward;
+pub mod gotemplate;
 pub mod http;
 pub mod limits;
 pub mod metrics;

@@ -1,5 +1,6 @@
 //! Corefile fixtures: every `tests/fixtures/corefiles/*.Corefile` parses (or, with a sibling
 //! `.err`, fails only because a CoreDNS plugin is not implemented yet, with that message);
+//! `rewrite.Corefile`, once such a one, now parses;
 //! every `invalid/*.Corefile` fails with the message in its sibling `.err`; and a bogus option
 //! inserted into any directive's block is always reported as an unknown property of that
 //! directive. `/etc/resolv.conf` is fixed (see [`env`]) so that no test depends on the machine's.
@@ -10,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clusterdns::config::{
-    CacheClass, Config, Environment, Error, ForwardPolicy, LogClasses, LogLevel, PodMode,
-    ShorthandOptions, TransferPeer, parse_corefile_in, read_corefile_in, shorthand_corefile,
-    shorthand_with,
+    CacheClass, Config, Environment, Error, ForwardPolicy, LogClasses, LogLevel, NameMatcher,
+    PodMode, RewriteAction, ShorthandOptions, TransferPeer, parse_corefile_in, read_corefile_in,
+    shorthand_corefile, shorthand_with,
 };
 
 fn fixtures() -> PathBuf {
@@ -240,6 +241,87 @@ fn all_plugins() {
         (Duration::from_secs(60), Duration::from_secs(10))
     );
     assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
+
+    assert_eq!(server.bufsize.as_ref().map(|b| b.size), Some(1232));
+    assert!(server.any.is_some());
+    let chaos = server.chaos.as_ref().unwrap();
+    assert_eq!(
+        (chaos.version.as_str(), chaos.authors.clone()),
+        (
+            "clusterdns-test",
+            vec!["alice".to_owned(), "bob".to_owned()]
+        )
+    );
+    let hosts = server.hosts.as_ref().unwrap();
+    assert_eq!(hosts.path, fixtures().join("extra.hosts"));
+    assert_eq!(names(&hosts.zones), ["example.org."]);
+    assert_eq!(hosts.inline, ["10.0.0.1 a.example.org"]);
+    assert_eq!((hosts.ttl, hosts.reload), (60, Duration::ZERO));
+    assert!(hosts.no_reverse && hosts.fallthrough == Some(vec![]) && hosts.fallthrough_unsupported);
+    let [ip, invalid] = server.template.as_slice() else {
+        panic!("two templates")
+    };
+    assert_eq!(
+        (ip.class, ip.qtype, names(&ip.zones)),
+        (1, 1, vec!["example.org.".to_owned()])
+    );
+    assert_eq!(
+        ip.regex[0].as_str(),
+        "^ip-(?P<a>[0-9]+)[.]example[.]org[.]$"
+    );
+    assert_eq!(
+        (ip.answer.len(), ip.additional.len(), ip.authority.len()),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        ip.answer[0].source(),
+        "{{ .Name }} 60 IN A 10.0.0.{{ .Group.a }}"
+    );
+    assert_eq!(
+        (ip.rcode, ip.ederror.clone()),
+        (0, Some((15, "Blocked".to_owned())))
+    );
+    assert_eq!((invalid.class, invalid.qtype, invalid.rcode), (255, 255, 3));
+    let rules: Vec<(bool, usize)> = server.rewrite.iter().map(|r| (r.stop, r.line)).collect();
+    assert_eq!(rules.len(), 3);
+    assert!(!rules[0].0 && rules[1].0 && rules[2].0);
+    assert!(matches!(
+        &server.rewrite[1].action,
+        RewriteAction::Name { answers, auto: false, .. } if answers.len() == 1
+    ));
+    assert!(matches!(
+        &server.rewrite[2].action,
+        RewriteAction::Ttl {
+            min: 30,
+            max: 300,
+            ..
+        }
+    ));
+}
+
+/// The rewrite fixture (once refused as not implemented) runs.
+#[test]
+fn rewrite() {
+    let config = read_corefile(&fixtures().join("rewrite.Corefile")).unwrap();
+    let [rule] = config.servers[0].rewrite.as_slice() else {
+        panic!("one rule")
+    };
+    assert!(rule.stop);
+    match &rule.action {
+        RewriteAction::Name {
+            matcher: NameMatcher::Exact(from),
+            replacement,
+            auto: true,
+            answers,
+        } => {
+            assert_eq!(
+                (from.as_str(), replacement.as_str()),
+                ("old.example.com.", "new.example.com.")
+            );
+            assert!(answers.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// NodeLocal DNSCache's Corefile: four blocks on port 53 bound to the same addresses, sharing
@@ -296,6 +378,8 @@ const BLOCK_DIRECTIVES: &[&str] = &[
     "errors",
     "log",
     "transfer",
+    "hosts",
+    "template",
 ];
 
 /// Inserting a bogus option line into the block of any directive of any valid fixture must

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
+mod answering;
 mod apiserver;
 mod architecture;
 mod autopath;

@@ -215,6 +215,12 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     let config = stub_config(args)?;
     let (snapshot, kubernetes) =
         cluster_zone(&args.objects, &args.pod.cluster_domain, Some(namespace))?;
+    // The cluster DNS as the server runs it: the block's chain over the zone.
+    let store = std::sync::Arc::new(crate::store::Store::new(snapshot));
+    let snapshot = store.snapshot();
+    let block = std::sync::Arc::new(crate::server::Block::with_kubernetes(
+        crate::server::Kubernetes::new(kubernetes.clone(), std::sync::Arc::clone(&store), 0),
+    ));
     let setup = Setup {
         libc: args.libc,
         config,
@@ -230,13 +236,8 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
             },
             Some(qtype) => Call::ResSearch { qtype },
         },
+        block: &block,
         snapshot: &snapshot,
-        fallthrough: kubernetes.fallthrough.as_ref().map(|zones| {
-            zones
-                .iter()
-                .filter_map(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
-                .collect()
-        }),
         upstream: args.upstream,
         autopath: args.autopath,
         cluster_domain: kubernetes

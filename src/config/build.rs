@@ -116,6 +116,12 @@ pub(crate) fn build(
                     reload: found.reload.clone(),
                     loadbalance: found.loadbalance.clone(),
                     autopath: found.autopath.clone(),
+                    bufsize: found.bufsize.clone(),
+                    any: found.any.clone(),
+                    chaos: found.chaos.clone(),
+                    hosts: found.hosts.clone(),
+                    template: found.template.clone(),
+                    rewrite: found.rewrite.clone(),
                     line: key.line,
                 }),
             }

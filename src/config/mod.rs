@@ -9,10 +9,11 @@
 //! The syntax is CoreDNS's (Caddy v1): server blocks `ZONES[:PORT] { ... }`, directives with
 //! their arguments on their own line and an optional `{ ... }` block of options, `#`
 //! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
-//! directives implemented are those of kubeadm's Corefile and a few more: `bind`, `cache`,
-//! `errors`, `forward`, `health`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
-//! `ready`, `reload` and `transfer`, each with CoreDNS's syntax, defaults and checks (the
-//! module of each directive lists where it differs). Every other CoreDNS plugin is refused
+//! directives implemented are those of kubeadm's Corefile and those the distributions and
+//! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
+//! `forward`, `health`, `hosts`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
+//! `ready`, `reload`, `rewrite`, `template` and `transfer`, each with CoreDNS's syntax,
+//! defaults and checks (the module of each directive lists where it differs). Every other CoreDNS plugin is refused
 //! with [`Error::Unsupported`] and any other name with [`Error::UnknownDirective`].
 //!
 //! ```
@@ -56,7 +57,14 @@ use ipnet::IpNet;
 use crate::selector::LabelSelector;
 
 pub use directives::COREDNS_DIRECTIVES;
+pub use directives::any::AnyConfig;
+pub use directives::bufsize::BufsizeConfig;
+pub use directives::chaos::ChaosConfig;
+pub use directives::hosts::HostsConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
+pub use directives::rewrite::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
+pub use directives::template::TemplateConfig;
+pub(crate) use directives::template::class_number;
 pub use env::Environment;
 pub use error::Error;
 pub(crate) use fs::{read_regular, read_text_lossy};
@@ -145,6 +153,18 @@ pub struct ServerBlock {
     pub loadbalance: Option<LoadBalanceConfig>,
     /// The *autopath* directive.
     pub autopath: Option<AutopathConfig>,
+    /// The *bufsize* directive.
+    pub bufsize: Option<BufsizeConfig>,
+    /// The *any* directive.
+    pub any: Option<AnyConfig>,
+    /// The *chaos* directive.
+    pub chaos: Option<ChaosConfig>,
+    /// The *hosts* directive.
+    pub hosts: Option<HostsConfig>,
+    /// The *template* directives, in file order (tried in that order).
+    pub template: Vec<TemplateConfig>,
+    /// The *rewrite* rules, one per directive, in file order.
+    pub rewrite: Vec<RewriteRule>,
     /// Line of the block's first key, for messages.
     pub line: usize,
 }
@@ -1120,14 +1140,14 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
             ),
             (
                 "unsupported",
-                ". {\n kubernetes\n hosts /etc/hosts {\n  fallthrough\n }\n}",
+                ". {\n kubernetes\n dnstap /tmp/dnstap.sock {\n  identity x\n }\n}",
                 3,
                 "Unsupported",
-                "Corefile:3: directive 'hosts' is a CoreDNS plugin that clusterdns does not implement yet",
+                "Corefile:3: directive 'dnstap' is a CoreDNS plugin that clusterdns does not implement yet",
             ),
             (
                 "unsupported after an implemented error",
-                ". {\n rewrite name a b\n cache 0\n}",
+                ". {\n dnstap /tmp/dnstap.sock\n cache 0\n}",
                 3,
                 "Invalid",
                 "cache: TTL '0' must be a positive number",

@@ -122,11 +122,19 @@ pub enum Plugin {
     Transfer,
     /// `autopath`: the reply for a name further down the client's search path.
     Autopath,
+    /// `hosts`.
+    Hosts,
+    /// `template`.
+    Template,
+    /// `chaos`.
+    Chaos,
+    /// `any`.
+    Any,
 }
 
 impl Plugin {
     /// Every plugin, in label order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 11] = [
         Self::Server,
         Self::Cache,
         Self::Forward,
@@ -134,6 +142,10 @@ impl Plugin {
         Self::Loop,
         Self::Transfer,
         Self::Autopath,
+        Self::Hosts,
+        Self::Template,
+        Self::Chaos,
+        Self::Any,
     ];
 
     /// The label value.
@@ -146,6 +158,10 @@ impl Plugin {
             Self::Loop => "loop",
             Self::Transfer => "transfer",
             Self::Autopath => "autopath",
+            Self::Hosts => "hosts",
+            Self::Template => "template",
+            Self::Chaos => "chaos",
+            Self::Any => "any",
         }
     }
 }

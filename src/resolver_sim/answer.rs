@@ -1,10 +1,11 @@
-//! Who answers the simulated queries: the cluster zone, through the same
-//! [`Snapshot::lookup`](crate::zone::Snapshot::lookup) the server answers with, and for
-//! every other name an upstream — assumed, or a real server asked over UDP.
+//! Who answers the simulated queries: the cluster DNS, through the same plugin chain the
+//! server answers with ([`Block::answer_locally`]), and for every name it would send
+//! upstream an upstream — assumed, or a real server asked over UDP.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
@@ -12,8 +13,9 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::stub::{Answerer, Lookup, Qtype, Reply, Source};
 use crate::autopath::SearchPath;
+use crate::server::{Block, Local};
 use crate::wire::rcode;
-use crate::zone::name::{WireName, suffix_offset};
+use crate::zone::name::WireName;
 use crate::zone::{Rcode, Snapshot};
 
 /// Where names outside the cluster zone are answered.
@@ -28,12 +30,13 @@ pub enum Upstream {
     Server(SocketAddr),
 }
 
-/// Answers as the cluster DNS does: the zone for its names, upstream for the rest, and
-/// optionally *autopath* in front.
+/// Answers as the cluster DNS does: its block's chain for what it holds, upstream for the
+/// rest, and optionally *autopath* in front.
 pub struct ClusterAnswerer<'a> {
+    /// The cluster DNS's block (without *autopath*: that is simulated here).
+    block: &'a Arc<Block>,
+    /// Its cluster zone.
     snapshot: &'a Snapshot,
-    /// `fallthrough` zones of the kubernetes block (an NXDOMAIN there goes upstream).
-    fallthrough: Option<Vec<WireName>>,
     upstream: Upstream,
     /// The name as typed, lower case, without its final dot.
     typed: String,
@@ -49,17 +52,18 @@ pub struct ClusterAnswerer<'a> {
 pub type UpstreamCache = RefCell<HashMap<(String, Qtype), Reply>>;
 
 impl<'a> ClusterAnswerer<'a> {
-    /// Answers for the lookup of `typed`; upstream replies are kept in `asked`.
+    /// Answers for the lookup of `typed` from `block`, whose cluster zone is `snapshot`;
+    /// upstream replies are kept in `asked`.
     pub fn new(
+        block: &'a Arc<Block>,
         snapshot: &'a Snapshot,
-        fallthrough: Option<Vec<WireName>>,
         upstream: Upstream,
         typed: &str,
         asked: &'a UpstreamCache,
     ) -> Self {
         Self {
+            block,
             snapshot,
-            fallthrough,
             upstream,
             typed: typed.trim_end_matches('.').to_ascii_lowercase(),
             typed_is_short: false,
@@ -90,29 +94,33 @@ impl<'a> ClusterAnswerer<'a> {
         self
     }
 
-    /// The server's answer without autopath.
+    /// The server's answer without autopath: the block's chain, or the upstream for what it
+    /// sends on.
     fn direct(&mut self, name: &str, qtype: Qtype) -> Reply {
-        let Ok(wire) = WireName::from_dotted(name) else {
-            return Reply::new(rcode::FORMERR, 0, Source::Cluster);
-        };
-        let wire = wire.to_lowercase();
-        if let Some(answer) = self.snapshot.lookup(wire.as_bytes(), qtype.number()) {
-            let passes = answer.rcode == Rcode::NxDomain
-                && self.fallthrough.as_ref().is_some_and(|zones| {
-                    zones.is_empty()
-                        || zones
-                            .iter()
-                            .any(|zone| suffix_offset(wire.as_bytes(), zone.as_bytes()).is_some())
-                });
-            if !passes {
-                let count: u16 = answer.answer.iter().map(|run| run.count).sum();
-                return match answer.rcode {
-                    Rcode::NxDomain => Reply::new(rcode::NXDOMAIN, 0, Source::Cluster),
-                    Rcode::NoError => Reply::new(rcode::NOERROR, count, Source::Cluster),
-                };
-            }
+        let formerr = || Reply::new(rcode::FORMERR, 0, Source::Cluster);
+        if WireName::from_dotted(name).is_err() {
+            return formerr();
         }
-        self.upstream(name, qtype)
+        let Ok(qname) = Name::from_ascii(name) else {
+            return formerr();
+        };
+        let mut message = Message::new(0, MessageType::Query, OpCode::Query);
+        message.metadata.recursion_desired = true;
+        message.add_query(Query::query(qname, RecordType::from(qtype.number())));
+        let Ok(packet) = message.to_vec() else {
+            return formerr();
+        };
+        match self.block.answer_locally(&packet) {
+            Some(Local::Reply(bytes)) => match Message::from_vec(&bytes) {
+                Ok(reply) => Reply::new(
+                    u16::from(reply.metadata.response_code),
+                    u16::try_from(reply.answers.len()).unwrap_or(u16::MAX),
+                    Source::Cluster,
+                ),
+                Err(_) => Reply::new(rcode::SERVFAIL, 0, Source::Cluster),
+            },
+            Some(Local::Upstream) | None => self.upstream(name, qtype),
+        }
     }
 
     fn upstream(&mut self, name: &str, qtype: Qtype) -> Reply {

@@ -20,10 +20,10 @@ pub struct Setup<'a> {
     pub config: StubConfig,
     /// The call modelled (getaddrinfo's families, or res_search's type).
     pub call: Call,
-    /// The cluster zone.
+    /// The cluster DNS's block, asked through its plugin chain.
+    pub block: &'a std::sync::Arc<crate::server::Block>,
+    /// Its cluster zone.
     pub snapshot: &'a Snapshot,
-    /// The kubernetes block's `fallthrough` zones.
-    pub fallthrough: Option<Vec<WireName>>,
     /// Where other names go.
     pub upstream: Upstream,
     /// The server runs *autopath* (namespace from the query).
@@ -100,14 +100,9 @@ impl Saving {
 impl Setup<'_> {
     fn run(&self, config: &StubConfig, name: &str, autopath: bool) -> Walk {
         let mode = self.send_mode.get().unwrap_or(config.send_mode);
-        let mut answerer = ClusterAnswerer::new(
-            self.snapshot,
-            self.fallthrough.clone(),
-            self.upstream,
-            name,
-            &self.asked,
-        )
-        .with_search(&config.search);
+        let mut answerer =
+            ClusterAnswerer::new(self.block, self.snapshot, self.upstream, name, &self.asked)
+                .with_search(&config.search);
         let search;
         if autopath {
             search = self.autopath_search(config);

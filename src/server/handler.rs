@@ -1,16 +1,17 @@
-//! The request path: one query through a block's plugins, in CoreDNS's order — *loop*'s
-//! probe check, *transfer*, *kubernetes*, then *cache* and *forward* for what the cluster
-//! zone does not answer — with *prometheus*, *log*, *errors* and *loadbalance* around them.
+//! The request path: one query through the server — its block, then the block's plugin
+//! chain ([`super::chain`]), in CoreDNS's order — with *prometheus*, *log* and *errors*
+//! around it.
 //!
 //! [`Handler::respond`] is synchronous and answers everything that needs no upstream (the
-//! cluster zone, cache hits, errors) on the spot; a query that must go upstream comes back as
-//! [`Outcome::Forward`] for [`Handler::complete`] to finish asynchronously.
+//! cluster zone, *hosts*, *template*, cache hits, errors) on the spot; a query that must go
+//! upstream comes back as [`Outcome::Forward`] for [`Handler::complete`] to finish
+//! asynchronously.
 //!
 //! An ExternalName whose target lies outside its zone is *chased* (CoreDNS's
 //! `Upstream.Lookup`): the target is asked through this handler again, and the reply is the
-//! CNAME followed by the target's records.
+//! CNAME followed by the target's records. A template's CNAME is chased the same way.
 
-mod autopath;
+pub(crate) mod autopath;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,15 +19,15 @@ use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, ResponseCode};
 
-use super::{Block, Outcome, Pending, Transport, transfer};
+use super::chain::{Ctx, Flow, Query, Revert};
+use super::{Block, Outcome, Pending, Transport};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::{Family, Observation, Plugin, Proto, ServerMetrics};
 use crate::querylog::Entry;
 use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::name::{WireName, suffix_offset};
-use crate::zone::rrset::rtype;
-use crate::zone::{Answer, Rcode, ServedZone};
+use crate::zone::{Answer, ServedZone};
 
 pub(crate) use self::autopath::AutopathRest;
 
@@ -38,16 +39,6 @@ pub struct Handler {
     local: SocketAddr,
     /// Queries no block takes (zone `dropped`), when metrics are on.
     dropped: Option<Arc<ServerMetrics>>,
-}
-
-/// Where a query got to: its block and zone, and what metrics and logs need.
-struct Reached<'b> {
-    block: &'b Block,
-    /// Index of the block zone the name fell in.
-    zone: usize,
-    client: SocketAddr,
-    transport: Transport,
-    started: Instant,
 }
 
 impl Handler {
@@ -92,8 +83,8 @@ impl Handler {
         }
     }
 
-    /// [`respond`](Self::respond), except that an ExternalName whose target lies outside
-    /// the zone comes back as [`Step::Chase`], unanswered and not yet logged.
+    /// [`respond`](Self::respond), except that a CNAME to chase comes back as
+    /// [`Step::Chase`], unanswered and not yet logged.
     fn step(
         &self,
         packet: &[u8],
@@ -134,21 +125,17 @@ impl Handler {
             }
             return Step::Done(Outcome::Reply);
         };
-        let at = Reached {
+        let ctx = Ctx {
             block,
             zone,
             client,
             transport,
             started,
+            received: packet,
         };
-        if !wire::is_internet_class(request.question.qclass) {
-            wire::write_rcode(&request, rcode::REFUSED, out);
-            self.finish(&at, &request, out, Plugin::Server);
-            return Step::Done(Outcome::Reply);
-        }
-        let qtype = request.question.qtype;
-        if let Some(probe) = &block.loop_detect
-            && probe.observe(qname, qtype)
+        if wire::is_internet_class(request.question.qclass)
+            && let Some(probe) = &block.loop_detect
+            && probe.observe(qname, request.question.qtype)
         {
             tracing::error!(
                 "loop detected for zone {}: a query this server sent to itself came back through \
@@ -162,160 +149,113 @@ impl Handler {
                     .unwrap_or_default()
             );
         }
-        if qtype == rtype::AXFR || qtype == rtype::IXFR {
-            let outcome = transfer::respond(block, &request, client.ip(), transport, out);
-            if matches!(outcome, Outcome::Reply) {
-                self.finish(&at, &request, out, Plugin::Transfer);
-            }
-            return Step::Done(outcome);
-        }
-        if let Some(outcome) = autopath::respond(self, block, &at, &request, packet, out) {
-            return Step::Done(outcome);
-        }
-        let limit = limit(&request, transport);
-        if let Some(kubernetes) = &block.kubernetes {
-            let snapshot = kubernetes.store.load();
-            if let Some(answer) = snapshot.lookup(qname, qtype) {
-                // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
-                let nxdomain = answer.rcode == Rcode::NxDomain;
-                let passes = nxdomain && kubernetes.falls_through(qname);
-                if nxdomain && !passes && kubernetes.provisional() {
-                    wire::write_rcode(&request, rcode::SERVFAIL, out);
-                    self.finish(&at, &request, out, Plugin::Kubernetes);
-                    return Step::Done(Outcome::Reply);
+        let mut q = Query::new(&block.chain, packet, request.clone(), transport);
+        let flow = block.chain.run(&ctx, 0, &mut q, out);
+        let revert = q.revert.take();
+        match flow {
+            Flow::Reply(plugin) => {
+                if let Some(revert) = &revert {
+                    let mut whole = std::mem::take(out);
+                    revert.apply(&mut whole);
+                    fit(&ctx, &request, &whole, out);
                 }
-                if !passes {
-                    let zone = &snapshot.zones()[answer.zone];
-                    if let Some(target) = answer.chase {
-                        return Step::Chase(Chase::new(
-                            block, at.zone, &request, &answer, zone, target,
-                        ));
-                    }
-                    wire::write_answer(&request, &answer, zone, limit, block.loadbalance, out);
-                    self.finish(&at, &request, out, Plugin::Kubernetes);
-                    return Step::Done(Outcome::Reply);
-                }
+                self.finish(&ctx, &request, out, plugin);
+                Step::Done(Outcome::Reply)
+            }
+            Flow::Upstream(forwarder) => {
+                Step::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
+            }
+            Flow::Forward(mut pending) => {
+                pending.revert = revert;
+                Step::Done(Outcome::Forward(pending))
+            }
+            Flow::Chase(mut chase) => {
+                chase.revert = revert;
+                Step::Chase(chase)
+            }
+            Flow::Transfer(records) => Step::Done(Outcome::Transfer(records)),
+            Flow::End => {
+                // The end of the chain: nothing in the block serves the name, nothing
+                // forwards it.
+                wire::write_rcode(&request, rcode::REFUSED, out);
+                self.finish(&ctx, &request, out, Plugin::Server);
+                Step::Done(Outcome::Reply)
             }
         }
-        let Some(forwarder) = block.forward.iter().position(|f| f.matches(qname)) else {
-            // The end of the chain: nothing in the block serves the name, nothing forwards it.
-            wire::write_rcode(&request, rcode::REFUSED, out);
-            self.finish(&at, &request, out, Plugin::Server);
-            return Step::Done(Outcome::Reply);
-        };
-        if block
-            .loop_detect
-            .as_ref()
-            .is_some_and(|probe| probe.looping())
-        {
-            wire::write_rcode(&request, rcode::SERVFAIL, out);
-            self.finish(&at, &request, out, Plugin::Loop);
-            return Step::Done(Outcome::Reply);
-        }
-        // A query for upstream that is this server's own forward coming back: a loop. (Not
-        // the *loop* plugin's probe, which must come back for the plugin to see it.)
-        let probe = block
-            .loop_detect
-            .as_ref()
-            .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
-        let looping = || {
-            !probe && crate::forward::is_looping(client.ip(), qname, qtype, request.question.qclass)
-        };
-        let pending = |packet: &[u8]| {
-            Outcome::Forward(Box::new(Pending {
-                block: Arc::clone(block),
-                zone,
-                packet: packet.to_vec(),
-                client,
-                transport,
-                started,
-                forwarder,
-                autopath: None,
-                chase: None,
-            }))
-        };
-        let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
-            if looping() {
-                return Step::Done(self.looped(&at, &request, out));
-            }
-            return Step::Done(pending(packet));
-        };
-        let refresh = match cache.get(&request, started, limit, out) {
-            Some(Hit::Fresh) => false,
-            Some(Hit::Prefetch) => true,
-            Some(Hit::Stale) if !cache.stale_is_verified() => true,
-            Some(Hit::Stale) | None if looping() => {
-                return Step::Done(self.looped(&at, &request, out));
-            }
-            Some(Hit::Stale) | None => return Step::Done(pending(packet)),
-        };
-        if block.loadbalance
-            && let Some(shuffled) = reply::shuffle(out)
-        {
-            *out = shuffled;
-        }
-        self.finish(&at, &request, out, Plugin::Cache);
-        if refresh {
-            refresh_in_background(Arc::clone(block), packet.to_vec(), forwarder);
-        }
-        Step::Done(Outcome::Reply)
     }
 
     /// Finishes a query [`respond`](Self::respond) sent upstream, writing the reply into `out`.
     pub async fn complete(&self, mut pending: Box<Pending>, out: &mut Vec<u8>) {
-        let Some(chase) = pending.chase.take() else {
+        let Some(mut chase) = pending.chase.take() else {
             return self.complete_plain(pending, out).await;
         };
         let Ok(request) = Request::parse(&pending.packet) else {
             return;
         };
-        let at = Reached {
+        let ctx = Ctx {
             block: &pending.block,
             zone: pending.zone,
             client: pending.client,
             transport: pending.transport,
             started: pending.started,
+            received: &pending.packet,
         };
+        let revert = chase.revert.take();
+        let plugin = chase.plugin;
         let merged = self.chase_complete(chase).await;
-        self.deliver(&at, &request, &merged, out, Plugin::Kubernetes);
+        self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
     }
 
-    /// [`complete`](Self::complete) for a query that is not an ExternalName's chase.
+    /// [`complete`](Self::complete) for a query that is not a CNAME's chase.
     async fn complete_plain(&self, pending: Box<Pending>, out: &mut Vec<u8>) {
         let Pending {
             block,
             zone,
             packet,
+            asked,
             client,
             transport,
             started,
             forwarder,
             autopath,
             chase: _,
+            revert,
         } = *pending;
         let Ok(request) = Request::parse(&packet) else {
             return;
         };
-        let at = Reached {
+        let ctx = Ctx {
             block: &block,
             zone,
             client,
             transport,
             started,
+            received: &packet,
         };
+        // The query as the chain sent it on (rewritten, its payload lowered by *bufsize*).
+        let asked = asked.as_deref().unwrap_or(&packet);
+        let Ok(asked_request) = Request::parse(asked) else {
+            return;
+        };
+        let revert = revert.as_deref();
         if let Some(rest) = autopath {
-            autopath::complete(self, &block, &at, &request, &packet, *rest, out).await;
+            match autopath::complete(self, &ctx, &request, asked, *rest).await {
+                Some((bytes, plugin)) => self.deliver(&ctx, &request, &bytes, out, plugin, revert),
+                None => {
+                    wire::write_rcode(&request, rcode::SERVFAIL, out);
+                    self.finish(&ctx, &request, out, Plugin::Autopath);
+                }
+            }
             return;
         }
-        let limit = limit(&request, transport);
-        let qname = request.question.name();
+        let qname = asked_request.question.name();
         let mut last = None;
         let mut failure = None;
         for forwarder in block.forward[forwarder..]
             .iter()
             .filter(|f| f.matches(qname))
         {
-            match forwarder.forward(&packet, transport).await {
+            match forwarder.forward(asked, transport).await {
                 Forwarded::Reply(bytes) => {
                     last = Some(bytes);
                     break;
@@ -324,7 +264,7 @@ impl Handler {
                 Forwarded::Next(bytes) => last = Some(bytes),
                 Forwarded::Refused => {
                     wire::write_rcode(&request, rcode::REFUSED, out);
-                    self.finish(&at, &request, out, Plugin::Forward);
+                    self.finish(&ctx, &request, out, Plugin::Forward);
                     return;
                 }
                 Forwarded::Failed(error) => {
@@ -334,49 +274,42 @@ impl Handler {
             }
         }
         let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
-        let mut plugin = Plugin::Forward;
-        match last {
-            Some(bytes) => {
-                if let Some(cache) = cache {
-                    cache.put(&request, &bytes, Instant::now());
-                }
-                let bytes = if block.loadbalance {
-                    reply::shuffle(&bytes).unwrap_or(bytes)
-                } else {
-                    bytes
-                };
-                if reply::fit_for_client(&bytes, request.id, request.edns.as_ref(), limit, out)
-                    .is_err()
-                {
-                    wire::write_rcode(&request, rcode::SERVFAIL, out);
-                }
+        if let Some(bytes) = last {
+            if let Some(cache) = cache {
+                cache.put(&asked_request, &bytes, Instant::now());
             }
-            None => {
-                let error = failure.unwrap_or_else(|| "no forward matched".to_owned());
-                if let Some(errors) = &block.errors {
-                    errors.report(&request, rcode::SERVFAIL, &error, Instant::now());
-                }
-                // `serve_stale verify`: the upstream failed, an expired answer is better.
-                let stale = cache.is_some_and(|cache| {
-                    cache.stale_is_verified()
-                        && cache.get(&request, Instant::now(), limit, out) == Some(Hit::Stale)
-                });
-                if stale {
-                    plugin = Plugin::Cache;
-                } else {
-                    wire::write_rcode(&request, rcode::SERVFAIL, out);
-                }
-            }
+            self.deliver(&ctx, &request, &bytes, out, Plugin::Forward, revert);
+            return;
         }
-        self.finish(&at, &request, out, plugin);
+        let error = failure.unwrap_or_else(|| "no forward matched".to_owned());
+        if let Some(errors) = &block.errors {
+            errors.report(&request, rcode::SERVFAIL, &error, Instant::now());
+        }
+        // `serve_stale verify`: the upstream failed, an expired answer is better.
+        let limit = block.chain.limit(&request, transport);
+        let stale = cache.is_some_and(|cache| {
+            cache.stale_is_verified()
+                && cache.get(&asked_request, Instant::now(), limit, out) == Some(Hit::Stale)
+        });
+        if !stale {
+            wire::write_rcode(&request, rcode::SERVFAIL, out);
+            self.finish(&ctx, &request, out, Plugin::Forward);
+            return;
+        }
+        if let Some(revert) = revert {
+            let mut whole = std::mem::take(out);
+            revert.apply(&mut whole);
+            fit(&ctx, &request, &whole, out);
+        }
+        self.finish(&ctx, &request, out, Plugin::Cache);
     }
 
-    /// An ExternalName whose target lies outside the zone: the target asked through this
-    /// server again — every block, *cache* and *forward* included — as CoreDNS's
-    /// `Upstream.Lookup` does; what needs no upstream is answered at once.
+    /// A CNAME whose target lies outside the zone: the target asked through this server
+    /// again — every block, *cache* and *forward* included — as CoreDNS's `Upstream.Lookup`
+    /// does; what needs no upstream is answered at once.
     fn chase(
         &self,
-        chase: Box<Chase>,
+        mut chase: Box<Chase>,
         packet: &[u8],
         client: SocketAddr,
         transport: Transport,
@@ -388,29 +321,37 @@ impl Handler {
         };
         let block = Arc::clone(&chase.block);
         let zone = chase.zone;
+        let revert = chase.revert.take();
+        let plugin = chase.plugin;
         match self.chase_step(chase, packet, client, transport) {
             Chased::Done(merged) => {
-                let at = Reached {
+                let ctx = Ctx {
                     block: &block,
                     zone,
                     client,
                     transport,
                     started,
+                    received: packet,
                 };
-                self.deliver(&at, &request, &merged, out, Plugin::Kubernetes);
+                self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
                 Outcome::Reply
             }
-            Chased::Upstream(chase) => Outcome::Forward(Box::new(Pending {
-                block,
-                zone,
-                packet: packet.to_vec(),
-                client,
-                transport,
-                started,
-                forwarder: 0,
-                autopath: None,
-                chase: Some(chase),
-            })),
+            Chased::Upstream(mut chase) => {
+                chase.revert = revert;
+                Outcome::Forward(Box::new(Pending {
+                    block,
+                    zone,
+                    packet: packet.to_vec(),
+                    asked: None,
+                    client,
+                    transport,
+                    started,
+                    forwarder: 0,
+                    autopath: None,
+                    chase: Some(chase),
+                    revert: None,
+                }))
+            }
         }
     }
 
@@ -471,34 +412,37 @@ impl Handler {
         })
     }
 
-    /// Sends a reply made of other replies (a chase's, autopath's): shuffled for
-    /// *loadbalance*, cut to the client's size, counted for `plugin`.
+    /// Sends a whole reply (an upstream's, a chase's, autopath's): shuffled for
+    /// *loadbalance*, turned back by *rewrite*, cut to the client's size, counted for
+    /// `plugin`.
     fn deliver(
         &self,
-        at: &Reached<'_>,
+        ctx: &Ctx<'_>,
         request: &Request<'_>,
         bytes: &[u8],
         out: &mut Vec<u8>,
         plugin: Plugin,
+        revert: Option<&Revert>,
     ) {
-        let shuffled = if at.block.loadbalance {
+        let shuffled = if ctx.block.loadbalance {
             reply::shuffle(bytes)
         } else {
             None
         };
-        fit(at, request, shuffled.as_deref().unwrap_or(bytes), out);
-        self.finish(at, request, out, plugin);
-    }
-
-    /// Answers a query that is this server's own forward come back: SERVFAIL at once.
-    fn looped(&self, at: &Reached<'_>, request: &Request<'_>, out: &mut Vec<u8>) -> Outcome {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-        self.finish(at, request, out, Plugin::Forward);
-        Outcome::Reply
+        let bytes = shuffled.as_deref().unwrap_or(bytes);
+        match revert {
+            Some(revert) => {
+                let mut whole = bytes.to_vec();
+                revert.apply(&mut whole);
+                fit(ctx, request, &whole, out);
+            }
+            None => fit(ctx, request, bytes, out),
+        }
+        self.finish(ctx, request, out, plugin);
     }
 
     /// What every answered query goes through last: *prometheus* and *log*.
-    fn finish(&self, at: &Reached<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
+    fn finish(&self, at: &Ctx<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
         let block = at.block;
         if block.metrics.is_empty() && block.logs.is_empty() {
             return;
@@ -551,13 +495,16 @@ impl Handler {
     }
 }
 
-/// `bytes` (a whole reply) cut to the client's size into `out`; SERVFAIL if it cannot be.
-fn fit(at: &Reached<'_>, request: &Request<'_>, bytes: &[u8], out: &mut Vec<u8>) {
+/// `bytes` (a whole reply) cut to the client's size into `out`, with its OPT record (the
+/// payload *bufsize* allows); SERVFAIL if it cannot be.
+pub(crate) fn fit(at: &Ctx<'_>, request: &Request<'_>, bytes: &[u8], out: &mut Vec<u8>) {
+    let chain = &at.block.chain;
+    let edns = chain.edns(request);
     if reply::fit_for_client(
         bytes,
         request.id,
-        request.edns.as_ref(),
-        limit(request, at.transport),
+        edns.as_ref(),
+        chain.limit(request, at.transport),
         out,
     )
     .is_err()
@@ -574,7 +521,7 @@ const MAX_CHASE: usize = 10;
 enum Step {
     /// Answered, or on its way upstream.
     Done(Outcome),
-    /// An ExternalName to chase.
+    /// A CNAME to chase.
     Chase(Box<Chase>),
 }
 
@@ -586,7 +533,8 @@ pub(crate) enum Chased {
     Upstream(Box<Chase>),
 }
 
-/// An ExternalName's chase: the CNAMEs so far, and the name to ask next.
+/// A CNAME's chase (an ExternalName's, a template's): the CNAMEs so far, and the name to
+/// ask next.
 #[derive(Debug)]
 pub(crate) struct Chase {
     /// The block and zone of the question asked.
@@ -603,6 +551,13 @@ pub(crate) struct Chase {
     visited: Vec<WireName>,
     /// The last target's query, gone upstream.
     upstream: Option<Box<Pending>>,
+    /// Who answered the question asked (counted for it).
+    pub(crate) plugin: Plugin,
+    /// The first reply's rcode and authority stand, whatever the target's (a template's
+    /// CNAME: CoreDNS appends the target's answers only).
+    keep_rcode: bool,
+    /// What *rewrite* turns back in the reply.
+    pub(crate) revert: Option<Box<Revert>>,
 }
 
 impl Chase {
@@ -650,7 +605,40 @@ impl Chase {
                 request.question.name().to_vec(),
             )],
             upstream: None,
+            plugin: Plugin::Kubernetes,
+            keep_rcode: false,
+            revert: None,
         })
+    }
+
+    /// The chase of a template's `reply` to `request`, a CNAME to `target` (lower-case
+    /// wire): the target's answers are added to the reply, whose rcode stands.
+    pub(crate) fn from_template(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        reply: Vec<u8>,
+        target: WireName,
+    ) -> Box<Self> {
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            nodata: reply.clone(),
+            replies: vec![reply],
+            target,
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin: Plugin::Template,
+            keep_rcode: true,
+            revert: None,
+        })
+    }
+
+    /// The reply so far: the CNAMEs, whole, without the last target's records.
+    pub(crate) fn so_far(&self) -> Vec<u8> {
+        self.merge(None)
     }
 
     /// The chain's reply, ending with `last`, the reply for the last target: its records
@@ -670,6 +658,11 @@ impl Chase {
         if let Some(last) = last.and_then(|last| Message::from_vec(last).ok()) {
             let code = last.metadata.response_code;
             if matches!(code, ResponseCode::NoError | ResponseCode::NXDomain) {
+                if self.keep_rcode {
+                    message.answers.extend(last.answers);
+                    message.metadata.truncation = last.metadata.truncation;
+                    return message.to_vec().unwrap_or_else(|_| first.clone());
+                }
                 if last.answers.is_empty() {
                     // The target's negative answer, with the SOA its zone gives.
                     message.authorities = last.authorities;
@@ -688,7 +681,11 @@ impl Pending {
     /// NOERROR, whole) and the name that goes upstream.
     pub fn chase_so_far(&self) -> Option<(Vec<u8>, String)> {
         let chase = self.chase.as_ref()?;
-        Some((chase.merge(None), chase.target.to_string()))
+        let mut so_far = chase.merge(None);
+        if let Some(revert) = &chase.revert {
+            revert.apply(&mut so_far);
+        }
+        Some((so_far, chase.target.to_string()))
     }
 }
 
@@ -715,33 +712,4 @@ fn observation(
         duration,
         dnssec_ok: request.edns.is_some_and(|edns| edns.dnssec_ok),
     }
-}
-
-/// The largest reply the client takes.
-fn limit(request: &Request<'_>, transport: Transport) -> usize {
-    match transport {
-        Transport::Udp => request.udp_limit(),
-        Transport::Tcp => usize::from(u16::MAX),
-    }
-}
-
-/// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
-/// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
-fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        let Ok(request) = Request::parse(&packet) else {
-            return;
-        };
-        let Some(forward) = block.forward.get(forwarder) else {
-            return;
-        };
-        if let Forwarded::Reply(bytes) = forward.forward(&packet, Transport::Udp).await
-            && let Some(cache) = &block.cache
-        {
-            cache.put(&request, &bytes, Instant::now());
-        }
-    });
 }

@@ -6,6 +6,7 @@
 //! messages on connections of its own, capped process-wide, and hands each to the same
 //! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
 
+mod chain;
 mod handler;
 mod listen;
 mod loop_detect;
@@ -22,12 +23,14 @@ use std::time::Instant;
 use hickory_proto::rr::{Name, Record};
 
 pub use crate::wire::Transport;
+pub use chain::Local;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
 pub use reload::{Check, CorefileWatch, next_wait};
 pub use run::{LoadedBlock, Observability, Running, StartError, load, server_label, start};
 
+use self::chain::{Chain, Step};
 use crate::cache::Cache;
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
 use crate::forward::Forwarder;
@@ -58,6 +61,9 @@ pub struct Pending {
     zone: usize,
     /// The query as received.
     packet: Vec<u8>,
+    /// The query as the chain sends it upstream, when that is not `packet` (*rewrite*
+    /// changed it, *bufsize* lowered its payload).
+    asked: Option<Vec<u8>>,
     client: SocketAddr,
     transport: Transport,
     started: Instant,
@@ -65,14 +71,19 @@ pub struct Pending {
     forwarder: usize,
     /// *autopath*'s walk, when it continues upstream.
     autopath: Option<Box<handler::AutopathRest>>,
-    /// An ExternalName's chase, when its target went upstream.
+    /// A CNAME's chase, when its target went upstream.
     chase: Option<Box<handler::Chase>>,
+    /// What *rewrite* turns back in the reply.
+    revert: Option<Box<chain::Revert>>,
 }
 
-/// One server block at run time: its plugins, in CoreDNS's order.
+/// One server block at run time: its plugins, and the chain a query runs down them in
+/// CoreDNS's order.
 #[derive(Debug)]
 pub struct Block {
     zones: Vec<WireName>,
+    /// The request path through the plugins below.
+    chain: Chain,
     kubernetes: Option<Kubernetes>,
     transfer: Vec<Transfer>,
     forward: Vec<Arc<Forwarder>>,
@@ -174,6 +185,40 @@ impl Block {
     /// A block from its configuration, its *kubernetes* plugin and its other plugins.
     pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
         let zones = wire_zones(&config.zones);
+        let server = run::server_label(config);
+        // In CoreDNS's order (`COREDNS_DIRECTIVES`, which the chain's tests check).
+        let mut steps = Vec::new();
+        if let Some(bufsize) = &config.bufsize {
+            steps.push(Step::Bufsize(bufsize.size));
+        }
+        if config.any.is_some() {
+            steps.push(Step::Any);
+        }
+        if let Some(chaos) = &config.chaos {
+            steps.push(Step::Chaos(chain::chaos::Chaos::new(chaos)));
+        }
+        if !config.rewrite.is_empty() {
+            steps.push(Step::Rewrite(chain::rewrite::Rewrite::new(&config.rewrite)));
+        }
+        if config.autopath.is_some() {
+            steps.push(Step::Autopath);
+        }
+        if !config.template.is_empty() {
+            steps.push(Step::Template(chain::template::Templates::new(
+                &config.template,
+                &server,
+            )));
+        }
+        steps.push(Step::Transfer);
+        if let Some(hosts) = &config.hosts {
+            steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
+        }
+        if kubernetes.is_some() {
+            steps.push(Step::Kubernetes);
+        }
+        if !plugins.forward.is_empty() {
+            steps.push(Step::Forward);
+        }
         let transfer = config
             .transfer
             .iter()
@@ -192,6 +237,7 @@ impl Block {
             .map(|_| LoopDetect::new(zones.first().unwrap_or(&WireName::root())));
         Self {
             zones,
+            chain: Chain::new(steps),
             kubernetes,
             transfer,
             forward: plugins.forward,
@@ -233,6 +279,45 @@ impl Block {
     /// The zones of the block's keys.
     pub fn zones(&self) -> &[WireName] {
         &self.zones
+    }
+
+    /// The block's *hosts* plugin.
+    pub(crate) fn hosts(&self) -> Option<&Arc<chain::hosts::Hosts>> {
+        self.chain.hosts()
+    }
+
+    /// The block's *template* plugin (its metrics).
+    pub(crate) fn templates(&self) -> Option<&chain::template::Templates> {
+        self.chain.templates()
+    }
+
+    /// The directives of the block's chain, in the order a query meets them.
+    pub fn chain_directives(&self) -> Vec<&'static str> {
+        self.chain
+            .steps()
+            .iter()
+            .map(chain::Step::directive)
+            .collect()
+    }
+
+    /// A block of one *kubernetes* plugin, serving its zones, and nothing else: the cluster
+    /// DNS as `resolve-cost` models it.
+    pub fn with_kubernetes(kubernetes: Kubernetes) -> Self {
+        let zones = wire_zones(&kubernetes.config.zones);
+        Self {
+            zones,
+            chain: Chain::new(vec![Step::Transfer, Step::Kubernetes]),
+            kubernetes: Some(kubernetes),
+            transfer: Vec::new(),
+            forward: Vec::new(),
+            cache: None,
+            logs: Vec::new(),
+            errors: None,
+            loadbalance: false,
+            loop_detect: None,
+            metrics: Vec::new(),
+            autopath: None,
+        }
     }
 }
 

@@ -134,6 +134,7 @@ impl Observability {
             registry.register(Arc::clone(&reload) as Arc<dyn Collect>),
             registry.register(Arc::clone(&plugins) as Arc<dyn Collect>),
             registry.register(Arc::new(ForwardCollector)),
+            registry.register(Arc::new(super::chain::hosts::HostsCollector)),
             registry.register(Arc::new(crate::limits::LimitsCollector)),
         ];
         Self {
@@ -401,6 +402,17 @@ impl Generation {
                         .register(Arc::clone(cache) as Arc<dyn Collect>),
                 );
             }
+            if let Some(templates) = loaded
+                .block
+                .templates()
+                .filter(|_| !loaded.block.metrics.is_empty())
+            {
+                registrations.push(
+                    observability
+                        .registry
+                        .register(Arc::clone(templates.metrics()) as Arc<dyn Collect>),
+                );
+            }
             if let Some(store) = &loaded.store_metrics {
                 registrations.push(
                     observability
@@ -474,6 +486,9 @@ impl Generation {
             }
             if block.errors().is_some() {
                 tokio::spawn(consolidate(Arc::clone(block), self.token.clone()));
+            }
+            if let Some(hosts) = block.hosts() {
+                tokio::spawn(Arc::clone(hosts).watch(self.token.clone()));
             }
             if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
                 let context = WatchContext {
@@ -573,6 +588,13 @@ fn enabled_plugins(config: &Config) -> Vec<EnabledPlugin> {
             ("loadbalance", block.loadbalance.is_some()),
             ("transfer", !block.transfer.is_empty()),
             ("bind", !block.bind.is_empty()),
+            ("autopath", block.autopath.is_some()),
+            ("bufsize", block.bufsize.is_some()),
+            ("any", block.any.is_some()),
+            ("chaos", block.chaos.is_some()),
+            ("hosts", block.hosts.is_some()),
+            ("template", !block.template.is_empty()),
+            ("rewrite", !block.rewrite.is_empty()),
         ];
         for zone in &block.zones {
             for (name, on) in names {

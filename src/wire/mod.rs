@@ -718,6 +718,76 @@ pub fn write_answer(
     }
 }
 
+/// A reply of records owned by the question's name (the *hosts*, *any* and *chaos* plugins):
+/// the question echoed, each record behind a pointer to it, the OPT record when the query
+/// had one. Written straight into the caller's buffer; nothing is allocated.
+pub struct QuestionAnswers<'o, 'r> {
+    writer: Writer<'o>,
+    request: &'r Request<'r>,
+}
+
+impl<'o, 'r> QuestionAnswers<'o, 'r> {
+    /// Starts the reply to `request` in `out`.
+    pub fn new(request: &'r Request<'r>, out: &'o mut Vec<u8>) -> Self {
+        Self {
+            writer: Writer::new(out, Some(request.question_bytes())),
+            request,
+        }
+    }
+
+    /// One answer record: TYPE, CLASS, TTL and RDATA, owned by the question's name.
+    pub fn answer(&mut self, rtype: u16, class: u16, ttl: u32, rdata: &[u8]) {
+        self.writer.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]);
+        self.writer.out.extend_from_slice(&rtype.to_be_bytes());
+        self.writer.out.extend_from_slice(&class.to_be_bytes());
+        self.writer.out.extend_from_slice(&ttl.to_be_bytes());
+        self.writer
+            .out
+            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        self.writer.out.extend_from_slice(rdata);
+        self.writer.counts[1] += 1;
+    }
+
+    /// Ends the reply with `rcode`; one that is larger than `limit` goes out without its
+    /// records and with TC set (the client asks again over TCP).
+    pub fn finish(mut self, rcode: u16, authoritative: bool, limit: usize) {
+        let opt_len = if self.request.edns.is_some() { 11 } else { 0 };
+        let truncated = self.writer.out.len() + opt_len > limit;
+        if truncated {
+            let end = HEADER_LEN + self.request.question.len + 4;
+            self.writer.out.truncate(end);
+            self.writer.counts = [1, 0, 0, 0];
+        }
+        self.writer.opt(self.request.edns.as_ref(), rcode);
+        self.writer.header(
+            self.request.id,
+            self.request.flags,
+            authoritative,
+            truncated,
+            rcode,
+        );
+    }
+}
+
+/// Lowers the UDP payload size the OPT record of `message` (a query) advertises to at most
+/// `size` (the *bufsize* plugin on a query sent upstream). A message without OPT, or one
+/// that does not parse, is left as it is.
+pub fn clamp_payload(message: &mut [u8], size: u16) {
+    let Ok(records) = reply::records(message) else {
+        return;
+    };
+    if let Some(opt) = records
+        .iter()
+        .find(|record| record.section == 3 && record.rtype == rtype::OPT)
+    {
+        let at = opt.fixed + 2;
+        let payload = u16::from_be_bytes([message[at], message[at + 1]]);
+        if payload > size {
+            message[at..at + 2].copy_from_slice(&size.to_be_bytes());
+        }
+    }
+}
+
 /// Writes a reply with `rcode` and no records: the question echoed when there is one, the
 /// OPT record when the query had one. Not authoritative.
 pub fn write_rcode(request: &Request<'_>, rcode: u16, out: &mut Vec<u8>) {

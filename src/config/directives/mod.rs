@@ -2,16 +2,21 @@
 //! implements.
 //!
 //! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
-//! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`], ...).
+//! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`],
+//! [`hosts`], [`template`], [`rewrite`], ...).
 //! Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
+pub(crate) mod any;
 pub(crate) mod autopath;
 pub(crate) mod bind;
+pub(crate) mod bufsize;
 pub(crate) mod cache;
+pub(crate) mod chaos;
 pub(crate) mod errors;
 pub(crate) mod forward;
 pub(crate) mod health;
+pub(crate) mod hosts;
 pub(crate) mod kubernetes;
 pub(crate) mod loadbalance;
 pub(crate) mod log;
@@ -19,6 +24,8 @@ pub(crate) mod loop_detect;
 pub(crate) mod prometheus;
 pub(crate) mod ready;
 pub(crate) mod reload;
+pub(crate) mod rewrite;
+pub(crate) mod template;
 pub(crate) mod transfer;
 
 use std::collections::HashSet;
@@ -35,24 +42,23 @@ use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
 use super::{
-    AutopathConfig, CacheConfig, ErrorsConfig, ForwardConfig, HealthConfig, KubernetesConfig,
-    LoadBalanceConfig, LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig,
+    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig,
+    ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
+    LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, RewriteRule, TemplateConfig,
     TransferConfig,
 };
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
-/// query in (whatever the order in the Corefile). Taken from recent CoreDNS `plugin.cfg` files
-/// (with `multisocket`, `view` and `nomad`; `quic`, `grpc_server`, `https`, `https3` and
-/// `proxyproto` configure server transports). One uncertainty: `acl` is placed where CoreDNS
-/// 1.11's generated `zdirectives.go` has it (before `any`); a newer `plugin.cfg` seen in
-/// documentation lists it after `rewrite`. Only the set matters to the parser; check the
-/// order again before relying on it for the query path.
+/// query in (whatever the order in the Corefile): CoreDNS v1.14.7's `plugin.cfg` (and its
+/// generated `core/dnsserver/zdirectives.go`), checked against the coredns/coredns
+/// repository. `proxyproto`, `quic`, `grpc_server`, `https`, `https3` and `tls` configure
+/// server transports; `on` is `github.com/coredns/caddy/onevent`. The request path
+/// ([`crate::server`]'s chain) takes its order from this list.
 pub const COREDNS_DIRECTIVES: &[&str] = &[
     "root",
     "metadata",
     "geoip",
     "cancel",
-    "tls",
     "proxyproto",
     "quic",
     "grpc_server",
@@ -69,22 +75,24 @@ pub const COREDNS_DIRECTIVES: &[&str] = &[
     "ready",
     "health",
     "pprof",
+    "shed",
     "prometheus",
     "errors",
     "log",
     "dnstap",
     "local",
     "dns64",
-    "acl",
     "any",
     "chaos",
     "loadbalance",
     "tsig",
-    "cache",
     "rewrite",
+    "autopath",
+    "acl",
+    "cache",
     "header",
     "dnssec",
-    "autopath",
+    "tls",
     "minimal",
     "template",
     "transfer",
@@ -153,6 +161,18 @@ pub(crate) struct Directives {
     pub(crate) loadbalance: Option<LoadBalanceConfig>,
     /// The `autopath` directive.
     pub(crate) autopath: Option<AutopathConfig>,
+    /// The `bufsize` directive.
+    pub(crate) bufsize: Option<BufsizeConfig>,
+    /// The `any` directive.
+    pub(crate) any: Option<AnyConfig>,
+    /// The `chaos` directive.
+    pub(crate) chaos: Option<ChaosConfig>,
+    /// The `hosts` directive.
+    pub(crate) hosts: Option<HostsConfig>,
+    /// The `template` directives, in file order.
+    pub(crate) template: Vec<TemplateConfig>,
+    /// The `rewrite` directives (one rule each), in file order.
+    pub(crate) rewrite: Vec<RewriteRule>,
     /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
     /// across server blocks.
     pub(crate) endpoints: Vec<Endpoint>,
@@ -245,6 +265,24 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
             once(line, out.autopath.as_ref().map(|first| first.line))?;
             out.autopath = Some(autopath::parse(line, context)?);
         }
+        "bufsize" => {
+            once(line, out.bufsize.as_ref().map(|first| first.line))?;
+            out.bufsize = Some(bufsize::parse(line, context)?);
+        }
+        "any" => {
+            once(line, out.any.as_ref().map(|first| first.line))?;
+            out.any = Some(any::parse(line, context)?);
+        }
+        "chaos" => {
+            once(line, out.chaos.as_ref().map(|first| first.line))?;
+            out.chaos = Some(chaos::parse(line, context)?);
+        }
+        "hosts" => {
+            once(line, out.hosts.as_ref().map(|first| first.line))?;
+            out.hosts = Some(hosts::parse(line, context)?);
+        }
+        "template" => out.template.push(template::parse(line, context)?),
+        "rewrite" => out.rewrite.push(rewrite::parse(line, context)?),
         name if is_known(name) => {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {
                 directive: name.to_owned(),
@@ -507,7 +545,7 @@ mod tests {
 
     #[test]
     fn directive_list() {
-        assert_eq!(COREDNS_DIRECTIVES.len(), 59);
+        assert_eq!(COREDNS_DIRECTIVES.len(), 60);
         for (i, name) in COREDNS_DIRECTIVES.iter().enumerate() {
             assert!(
                 !COREDNS_DIRECTIVES[..i].contains(name),
@@ -515,14 +553,26 @@ mod tests {
             );
         }
         let position = |name: &str| COREDNS_DIRECTIVES.iter().position(|d| *d == name);
-        // The query path of kubeadm's Corefile, in CoreDNS's order.
+        // The query path of kubeadm's Corefile and of the distributions' extras, in
+        // CoreDNS's order (v1.14.7: rewrite and autopath before acl and cache).
         let order = [
+            "bufsize",
             "prometheus",
             "errors",
+            "log",
+            "any",
+            "chaos",
             "loadbalance",
+            "rewrite",
+            "autopath",
+            "acl",
             "cache",
+            "template",
             "transfer",
+            "hosts",
+            "k8s_external",
             "kubernetes",
+            "file",
             "loop",
             "forward",
         ];

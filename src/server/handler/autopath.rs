@@ -11,21 +11,21 @@
 //! and the client walks its search path itself. When the asked name exists, it is answered as
 //! if autopath were not there.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use hickory_proto::op::Message;
 use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::{Chase, Chased, Handler, Reached};
+use super::{Chase, Chased, Handler};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
-use crate::server::{Block, Outcome, Pending, Transport};
+use crate::server::Transport;
+use crate::server::chain::{Ctx, Flow, Query};
 use crate::wire::{self, Request, rcode, reply};
-use crate::zone::Rcode;
 use crate::zone::name::WireName;
+use crate::zone::rrset::rtype;
 
 /// The rest of a walk that reached a name outside the cluster zone.
 #[derive(Debug)]
@@ -44,59 +44,42 @@ enum Step {
     Reply(Vec<u8>),
     /// It goes upstream.
     Upstream,
-    /// An ExternalName whose target is asked through the server again.
+    /// A CNAME whose target is asked through the server again.
     Chase(Box<Chase>),
 }
 
 /// The query as it would have been asked for `name`: same ID, flags and EDNS.
-pub(super) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
+pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
     let mut message = Message::from_vec(packet).ok()?;
     let query = message.queries.first_mut()?;
     query.set_name(Name::from_ascii(name.to_string()).ok()?);
     message.to_vec().ok()
 }
 
-/// Answers `name` from the cluster zone, as the handler's *kubernetes* step does, or says it
-/// goes upstream (outside the zone, or `fallthrough`).
-fn local(block: &Arc<Block>, packet: &[u8], name: &WireName) -> Option<Step> {
+/// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
+/// have asked it: a reply, or that it goes upstream.
+fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Step> {
     let asked = ask_as(packet, name)?;
     let request = Request::parse(&asked).ok()?;
-    let qname = request.question.name();
+    let chain = &ctx.block.chain;
+    let mut q = Query {
+        packet: &asked,
+        request,
+        limit: usize::from(u16::MAX),
+        revert: None,
+    };
     let mut out = Vec::new();
-    if let Some(kubernetes) = &block.kubernetes {
-        let snapshot = kubernetes.store.load();
-        if let Some(answer) = snapshot.lookup(qname, request.question.qtype) {
-            let nxdomain = answer.rcode == Rcode::NxDomain;
-            let passes = nxdomain && kubernetes.falls_through(qname);
-            if nxdomain && !passes && kubernetes.provisional() {
-                wire::write_rcode(&request, rcode::SERVFAIL, &mut out);
-                return Some(Step::Reply(out));
-            }
-            if !passes {
-                let zone = &snapshot.zones()[answer.zone];
-                if let Some(target) = answer.chase {
-                    let zone_index = 0;
-                    let chase = Chase::new(block, zone_index, &request, &answer, zone, target);
-                    return Some(Step::Chase(chase));
-                }
-                wire::write_answer(
-                    &request,
-                    &answer,
-                    zone,
-                    usize::from(u16::MAX),
-                    false,
-                    &mut out,
-                );
-                return Some(Step::Reply(out));
-            }
+    match chain.run(ctx, chain.after_autopath(), &mut q, &mut out) {
+        Flow::Reply(_) => Some(Step::Reply(out)),
+        Flow::Upstream(_) | Flow::Forward(_) => Some(Step::Upstream),
+        Flow::Chase(chase) => Some(Step::Chase(chase)),
+        Flow::End => {
+            // The end of the chain.
+            wire::write_rcode(&q.request, rcode::REFUSED, &mut out);
+            Some(Step::Reply(out))
         }
+        Flow::Transfer(_) => None,
     }
-    if block.forward.iter().any(|f| f.matches(qname)) {
-        return Some(Step::Upstream);
-    }
-    // The end of the chain.
-    wire::write_rcode(&request, rcode::REFUSED, &mut out);
-    Some(Step::Reply(out))
 }
 
 /// The reply to the client from `found`, the reply for the `index`-th name: the client's
@@ -120,101 +103,110 @@ fn rewrite(found: &[u8], packet: &[u8], index: usize) -> Option<Vec<u8>> {
     message.to_vec().ok()
 }
 
-/// The walk for a query, if autopath takes it: `None` leaves it to the usual path (autopath
-/// does not apply, or the asked name is not NXDOMAIN).
-pub(super) fn respond(
-    handler: &Handler,
-    shared: &Arc<Block>,
-    at: &Reached<'_>,
-    request: &Request<'_>,
-    packet: &[u8],
+/// Who a reply for the asked name itself is counted for.
+fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
+    if ctx.block.kubernetes.is_some() {
+        Plugin::Kubernetes
+    } else {
+        Plugin::Forward
+    }
+}
+
+/// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it.
+/// `None` passes the query on (autopath does not apply, or the asked name is not NXDOMAIN).
+pub(crate) fn respond(
+    ctx: &Ctx<'_>,
+    index: usize,
+    q: &Query<'_>,
     out: &mut Vec<u8>,
-) -> Option<Outcome> {
-    let block = at.block;
+) -> Option<Flow> {
+    let block = ctx.block;
     let search = block.autopath.as_ref()?;
+    let qtype = q.request.question.qtype;
+    if qtype == rtype::AXFR || qtype == rtype::IXFR {
+        return None;
+    }
+    debug_assert_eq!(block.chain.after_autopath(), index + 1);
     let plan = {
         let snapshot = block.kubernetes.as_ref().map(|k| k.store.load());
         search.plan(
-            request.question.name(),
-            at.client.ip(),
+            q.request.question.name(),
+            ctx.client.ip(),
             snapshot.as_deref().map(|s| &**s),
         )?
     };
     let mut first = None;
     for (index, candidate) in plan.candidates.iter().enumerate() {
-        match local(shared, packet, candidate)? {
+        match local(ctx, q.packet, candidate)? {
             Step::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
                 if index == 0 {
                     first = Some(bytes);
                 }
             }
-            // The asked name answers: the usual path writes that.
+            // The asked name answers: the rest of the chain writes that.
             Step::Reply(_) | Step::Chase(_) if index == 0 => return None,
             Step::Reply(bytes) => {
-                let written = rewrite(&bytes, packet, index)?;
-                handler.deliver(at, request, &written, out, Plugin::Autopath);
-                return Some(Outcome::Reply);
+                let written = rewrite(&bytes, q.packet, index)?;
+                let shuffled = if block.loadbalance {
+                    reply::shuffle(&written)
+                } else {
+                    None
+                };
+                super::fit(
+                    ctx,
+                    &q.request,
+                    shuffled.as_deref().unwrap_or(&written),
+                    out,
+                );
+                return Some(Flow::Reply(Plugin::Autopath));
             }
             Step::Upstream | Step::Chase(_) => {
-                return Some(Outcome::Forward(Box::new(Pending {
-                    block: Arc::clone(shared),
-                    zone: at.zone,
-                    packet: packet.to_vec(),
-                    client: at.client,
-                    transport: at.transport,
-                    started: at.started,
-                    forwarder: 0,
-                    autopath: Some(Box::new(AutopathRest {
-                        candidates: plan.candidates[index..].to_vec(),
-                        index,
-                        first,
-                    })),
-                    chase: None,
-                })));
+                let mut pending = block.chain.pending(ctx, q, 0);
+                pending.autopath = Some(Box::new(AutopathRest {
+                    candidates: plan.candidates[index..].to_vec(),
+                    index,
+                    first,
+                }));
+                return Some(Flow::Forward(pending));
             }
         }
     }
     // Every name is NXDOMAIN: the asked name's reply, and the client walks on.
-    let first = rewrite(&first?, packet, 0)?;
-    deliver_plain(handler, at, request, &first, out);
-    Some(Outcome::Reply)
+    let first = rewrite(&first?, q.packet, 0)?;
+    super::fit(ctx, &q.request, &first, out);
+    Some(Flow::Reply(plain_plugin(ctx)))
 }
 
-/// The walk's upstream part.
+/// The walk's upstream part, for the query `packet` (as the chain asked it; `request` is
+/// the client's): the whole reply and who it is counted for, `None` for SERVFAIL.
 pub(super) async fn complete(
     handler: &Handler,
-    shared: &Arc<Block>,
-    at: &Reached<'_>,
+    ctx: &Ctx<'_>,
     request: &Request<'_>,
     packet: &[u8],
     rest: AutopathRest,
-    out: &mut Vec<u8>,
-) {
-    let block = at.block;
+) -> Option<(Vec<u8>, Plugin)> {
+    let block = ctx.block;
     let mut first = rest.first;
     for (offset, candidate) in rest.candidates.iter().enumerate() {
         let index = rest.index + offset;
-        let bytes = match local(shared, packet, candidate) {
+        let bytes = match local(ctx, packet, candidate) {
             Some(Step::Reply(bytes)) => bytes,
             Some(Step::Chase(chase)) => {
-                let Some(asked) = ask_as(packet, candidate) else {
-                    break;
-                };
-                match handler.chase_step(chase, &asked, at.client, at.transport) {
+                let asked = ask_as(packet, candidate)?;
+                match handler.chase_step(chase, &asked, ctx.client, ctx.transport) {
                     Chased::Done(bytes) => bytes,
                     Chased::Upstream(chase) => handler.chase_complete(chase).await,
                 }
             }
-            Some(Step::Upstream) => match upstream(block, packet, candidate).await {
+            Some(Step::Upstream) => match upstream(ctx, packet, candidate).await {
                 Some(bytes) => bytes,
                 None => {
                     let reason = format!("autopath: forwarding {candidate} failed");
                     if let Some(errors) = &block.errors {
                         errors.report(request, rcode::SERVFAIL, &reason, Instant::now());
                     }
-                    wire::write_rcode(request, rcode::SERVFAIL, out);
-                    handler.finish(at, request, out, Plugin::Autopath);
-                    return;
+                    return None;
                 }
             },
             None => break,
@@ -225,28 +217,18 @@ pub(super) async fn complete(
             }
             continue;
         }
-        let written = rewrite(&bytes, packet, index);
-        match written {
-            Some(written) => handler.deliver(at, request, &written, out, Plugin::Autopath),
-            None => {
-                wire::write_rcode(request, rcode::SERVFAIL, out);
-                handler.finish(at, request, out, Plugin::Autopath);
-            }
-        }
-        return;
+        return rewrite(&bytes, packet, index).map(|written| (written, Plugin::Autopath));
     }
-    match first.and_then(|first| rewrite(&first, packet, 0)) {
-        Some(first) => deliver_plain(handler, at, request, &first, out),
-        None => {
-            wire::write_rcode(request, rcode::SERVFAIL, out);
-            handler.finish(at, request, out, Plugin::Autopath);
-        }
-    }
+    first
+        .and_then(|first| rewrite(&first, packet, 0))
+        .map(|first| (first, plain_plugin(ctx)))
 }
 
 /// `name` through *cache* and *forward*; `None` when every forwarder failed.
-async fn upstream(block: &Block, packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
-    let asked = ask_as(packet, name)?;
+async fn upstream(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
+    let block = ctx.block;
+    let mut asked = ask_as(packet, name)?;
+    block.chain.clamp(&mut asked);
     let request = Request::parse(&asked).ok()?;
     let qname = request.question.name();
     let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
@@ -278,21 +260,4 @@ async fn upstream(block: &Block, packet: &[u8], name: &WireName) -> Option<Vec<u
         cache.put(&request, &bytes, Instant::now());
     }
     Some(bytes)
-}
-
-/// Sends the asked name's own reply (no rewriting needed).
-fn deliver_plain(
-    handler: &Handler,
-    at: &Reached<'_>,
-    request: &Request<'_>,
-    bytes: &[u8],
-    out: &mut Vec<u8>,
-) {
-    super::fit(at, request, bytes, out);
-    let plugin = if at.block.kubernetes.is_some() {
-        Plugin::Kubernetes
-    } else {
-        Plugin::Forward
-    };
-    handler.finish(at, request, out, plugin);
 }

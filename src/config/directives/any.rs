@@ -1,0 +1,68 @@
+//! `any`
+//!
+//! As CoreDNS's *any*: an ANY query is answered with one HINFO record, `"ANY obsoleted" "See
+//! RFC 8482"` (RFC 8482 §4.2), TTL 8482. No arguments, no options. Once per server block.
+
+use super::{Context, arguments, unknown_property};
+use crate::config::error::Error;
+use crate::config::syntax::Line;
+
+const DIRECTIVE: &str = "any";
+
+/// The *any* directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnyConfig {
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// Parses the `any` line.
+pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<AnyConfig, Error> {
+    arguments(DIRECTIVE, line, 0, Some(0))?;
+    if let Some(option) = line.options().first() {
+        return Err(unknown_property(DIRECTIVE, option));
+    }
+    Ok(AnyConfig {
+        line: line.name.line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
+
+    #[test]
+    fn valid() {
+        let cases: &[Valid<'_>] = &[("plain", " any", |s| s.any == Some(AnyConfig { line: 2 }))];
+        check_valid(cases);
+    }
+
+    #[test]
+    fn invalid() {
+        let cases: &[Invalid<'_>] = &[
+            (
+                "argument",
+                " any HINFO",
+                2,
+                "Invalid",
+                "any: expected exactly 0 arguments, got 1",
+            ),
+            (
+                "option",
+                " any {\n  ttl 5\n }",
+                3,
+                "UnknownProperty",
+                "unknown property 'ttl' in any",
+            ),
+            (
+                "twice",
+                " any\n any",
+                3,
+                "Invalid",
+                "any: may be used only once per server block (first at line 2)",
+            ),
+        ];
+        check_invalid(cases);
+    }
+}

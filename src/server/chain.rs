@@ -1,0 +1,550 @@
+//! A block's plugin chain: one ordered list of steps, in CoreDNS's compiled plugin order
+//! (`plugin.cfg`, whatever the order in the Corefile), holding only the plugins the block
+//! has. A query runs down it from the top; each step answers (the reply is written), passes
+//! the query on to the next step (a name outside its zones, `fallthrough`), or hands the name
+//! to the upstream step (*forward*, finished asynchronously). *bufsize* and *rewrite* change
+//! the query the rest of the chain sees; *rewrite* also turns the reply back for the client.
+//!
+//! The handler ([`super::Handler`]) runs the whole chain for a client's query; *autopath*
+//! runs the part after itself for each name of its walk; `resolve-cost` asks a block through
+//! it offline ([`Block::answer_locally`]). There is no other copy of the chain.
+//!
+//! The steps of kubeadm's Corefile (*transfer*, *kubernetes*, *forward* with *cache* and
+//! *loop*) run as they did before the chain existed: a cluster-zone answer is one hash
+//! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
+//! has (a step is an enum variant, matched in a loop over a handful of them).
+
+pub(crate) mod chaos;
+pub(crate) mod hosts;
+pub(crate) mod rewrite;
+pub(crate) mod template;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hickory_proto::rr::Record;
+
+use super::handler::Chase;
+use super::{Block, Pending, Transport, transfer};
+use crate::cache::Hit;
+use crate::forward::Forwarded;
+use crate::metrics::dns::Plugin;
+use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
+use crate::zone::Rcode;
+use crate::zone::rrset::{CLASS_IN, rtype};
+
+pub(crate) use self::rewrite::Revert;
+
+/// One step of a chain.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// *bufsize*: the EDNS payload size the rest of the chain (and the upstream) sees is at
+    /// most this; it is also the most a UDP reply carries.
+    Bufsize(u16),
+    /// *any*: RFC 8482's HINFO for ANY queries.
+    Any,
+    /// *chaos*: `version.bind` and friends in class CH.
+    Chaos(chaos::Chaos),
+    /// *rewrite*: its rules, in file order.
+    Rewrite(rewrite::Rewrite),
+    /// *autopath*: the search walk (the block's `autopath`).
+    Autopath,
+    /// *template*: its templates, in file order.
+    Template(template::Templates),
+    /// *transfer*: AXFR and IXFR, refused unless a `transfer` allows them.
+    Transfer,
+    /// *hosts*.
+    Hosts(Arc<hosts::Hosts>),
+    /// *kubernetes*: the cluster zone.
+    Kubernetes,
+    /// *loop* and *forward*, with *cache* in front of the upstream.
+    Forward,
+}
+
+impl Step {
+    /// The directive of the step (its place in [`crate::config::COREDNS_DIRECTIVES`]).
+    pub(crate) fn directive(&self) -> &'static str {
+        match self {
+            Self::Bufsize(_) => "bufsize",
+            Self::Any => "any",
+            Self::Chaos(_) => "chaos",
+            Self::Rewrite(_) => "rewrite",
+            Self::Autopath => "autopath",
+            Self::Template(_) => "template",
+            Self::Transfer => "transfer",
+            Self::Hosts(_) => "hosts",
+            Self::Kubernetes => "kubernetes",
+            Self::Forward => "forward",
+        }
+    }
+
+    /// Whether the step serves class IN only: a query of another class (CH, HS) that gets
+    /// this far is refused, as the cluster zone has never answered one.
+    fn internet_only(&self) -> bool {
+        matches!(
+            self,
+            Self::Autopath | Self::Transfer | Self::Hosts(_) | Self::Kubernetes | Self::Forward
+        )
+    }
+}
+
+/// A block's steps, in CoreDNS's order.
+#[derive(Debug, Default)]
+pub(crate) struct Chain {
+    steps: Vec<Step>,
+    /// *bufsize*'s size, when the block has it.
+    bufsize: Option<u16>,
+    /// Where *autopath* is (its walk runs the steps after it).
+    autopath: Option<usize>,
+}
+
+/// What the chain came to for one query.
+#[derive(Debug)]
+pub(crate) enum Flow {
+    /// Answered by this plugin: the reply is in the output buffer, cut to the query's limit.
+    Reply(Plugin),
+    /// Nothing before *forward* answered: the name goes upstream, from this *forward* (the
+    /// first that matches) on. Turned into a [`Pending`] by whoever holds the query.
+    Upstream(usize),
+    /// On its way upstream, already packed (an *autopath* walk, a rewritten query).
+    Forward(Box<Pending>),
+    /// A CNAME whose target is asked through the server again (an ExternalName, a
+    /// template's CNAME).
+    Chase(Box<Chase>),
+    /// A zone transfer's records.
+    Transfer(Vec<Record>),
+    /// The end of the chain: no step answered (REFUSED, from the server).
+    End,
+}
+
+/// Where a query got to: its block and the block zone the name fell in, the client, and
+/// the message as the client sent it.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'c> {
+    /// The block.
+    pub(crate) block: &'c Arc<Block>,
+    /// Index of the block zone the name fell in.
+    pub(crate) zone: usize,
+    /// The client.
+    pub(crate) client: SocketAddr,
+    /// How it asked.
+    pub(crate) transport: Transport,
+    /// When the query arrived.
+    pub(crate) started: Instant,
+    /// The message as received.
+    pub(crate) received: &'c [u8],
+}
+
+/// The query as the steps see it.
+pub(crate) struct Query<'q> {
+    /// The message (the client's, or *rewrite*'s).
+    pub(crate) packet: &'q [u8],
+    /// It, parsed (its EDNS payload lowered by *bufsize*).
+    pub(crate) request: Request<'q>,
+    /// The largest reply to write.
+    pub(crate) limit: usize,
+    /// What *rewrite* turns back in the reply, when a rule matched.
+    pub(crate) revert: Option<Box<Revert>>,
+}
+
+impl<'q> Query<'q> {
+    /// `request` (parsed from `packet`) as the client asked it over `transport`, for `chain`.
+    pub(crate) fn new(
+        chain: &Chain,
+        packet: &'q [u8],
+        request: Request<'q>,
+        transport: Transport,
+    ) -> Self {
+        let limit = chain.limit(&request, transport);
+        Self {
+            packet,
+            request,
+            limit,
+            revert: None,
+        }
+    }
+}
+
+impl Chain {
+    /// A chain of `steps`, which must be in CoreDNS's order.
+    pub(crate) fn new(steps: Vec<Step>) -> Self {
+        let bufsize = steps.iter().find_map(|step| match step {
+            Step::Bufsize(size) => Some(*size),
+            _ => None,
+        });
+        let autopath = steps.iter().position(|step| matches!(step, Step::Autopath));
+        Self {
+            steps,
+            bufsize,
+            autopath,
+        }
+    }
+
+    /// The steps.
+    pub(crate) fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The block's *hosts*, if any.
+    pub(crate) fn hosts(&self) -> Option<&Arc<hosts::Hosts>> {
+        self.steps.iter().find_map(|step| match step {
+            Step::Hosts(hosts) => Some(hosts),
+            _ => None,
+        })
+    }
+
+    /// The block's *template* plugin, if any.
+    pub(crate) fn templates(&self) -> Option<&template::Templates> {
+        self.steps.iter().find_map(|step| match step {
+            Step::Template(templates) => Some(templates),
+            _ => None,
+        })
+    }
+
+    /// The first step after *autopath* (where its walk asks each name).
+    pub(crate) fn after_autopath(&self) -> usize {
+        self.autopath.map_or(0, |at| at + 1)
+    }
+
+    /// The largest reply `request` takes over `transport`: over UDP its EDNS payload (512
+    /// without EDNS), at most [`MAX_UDP_REPLY`] — or *bufsize*'s size when the block has it.
+    pub(crate) fn limit(&self, request: &Request<'_>, transport: Transport) -> usize {
+        match transport {
+            Transport::Udp => {
+                let cap = self.bufsize.unwrap_or(MAX_UDP_REPLY);
+                usize::from(
+                    request
+                        .edns
+                        .map_or(UDP_MIN_PAYLOAD, |edns| edns.payload.min(cap)),
+                )
+            }
+            Transport::Tcp => usize::from(u16::MAX),
+        }
+    }
+
+    /// `request`'s EDNS as the chain answers it: the payload lowered by *bufsize*.
+    pub(crate) fn edns(&self, request: &Request<'_>) -> Option<wire::Edns> {
+        let mut edns = request.edns?;
+        if let Some(size) = self.bufsize {
+            edns.payload = edns.payload.min(size);
+        }
+        Some(edns)
+    }
+
+    /// A query for upstream with the payload *bufsize* allows.
+    pub(crate) fn clamp(&self, query: &mut [u8]) {
+        if let Some(size) = self.bufsize {
+            wire::clamp_payload(query, size);
+        }
+    }
+
+    /// Runs `q` down the steps from `from`, writing any reply into `out`.
+    pub(crate) fn run(
+        &self,
+        ctx: &Ctx<'_>,
+        from: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let block = ctx.block;
+        let internet = wire::is_internet_class(q.request.question.qclass);
+        for (index, step) in self.steps.iter().enumerate().skip(from) {
+            if !internet && step.internet_only() {
+                return Flow::End;
+            }
+            match step {
+                Step::Bufsize(size) => {
+                    if let Some(edns) = &mut q.request.edns {
+                        edns.payload = edns.payload.min(*size);
+                    }
+                }
+                Step::Any => {
+                    if q.request.question.qtype == rtype::ANY {
+                        any(&q.request, q.limit, out);
+                        return Flow::Reply(Plugin::Any);
+                    }
+                }
+                Step::Chaos(chaos) => {
+                    if chaos.answer(&q.request, q.limit, out) {
+                        return Flow::Reply(Plugin::Chaos);
+                    }
+                }
+                Step::Rewrite(rewrite) => {
+                    if let Some(flow) = self.rewrite(rewrite, ctx, index, q, out) {
+                        return flow;
+                    }
+                }
+                Step::Autopath => {
+                    if let Some(flow) = super::handler::autopath::respond(ctx, index, q, out) {
+                        return flow;
+                    }
+                }
+                Step::Template(templates) => match templates.answer(ctx, q, out) {
+                    template::Answered::Pass => {}
+                    template::Answered::Reply => return Flow::Reply(Plugin::Template),
+                    template::Answered::Chase(chase) => return Flow::Chase(chase),
+                },
+                Step::Transfer => {
+                    let qtype = q.request.question.qtype;
+                    if qtype == rtype::AXFR || qtype == rtype::IXFR {
+                        return match transfer::respond(
+                            block,
+                            &q.request,
+                            ctx.client.ip(),
+                            ctx.transport,
+                            out,
+                        ) {
+                            super::Outcome::Transfer(records) => Flow::Transfer(records),
+                            _ => Flow::Reply(Plugin::Transfer),
+                        };
+                    }
+                }
+                Step::Hosts(hosts) => match hosts.answer(&q.request, q.limit, out) {
+                    hosts::Answered::Pass => {}
+                    hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
+                },
+                Step::Kubernetes => {
+                    if let Some(flow) = kubernetes(ctx, q, out) {
+                        return flow;
+                    }
+                }
+                Step::Forward => {
+                    if let Some(flow) = self.forward(ctx, q, out) {
+                        return flow;
+                    }
+                }
+            }
+        }
+        Flow::End
+    }
+
+    /// *rewrite*: when a rule matches, the rest of the chain runs on the rewritten query and
+    /// the reversal is kept in `q` for the client's reply. `None` when no rule matched.
+    fn rewrite(
+        &self,
+        rewrite: &rewrite::Rewrite,
+        ctx: &Ctx<'_>,
+        index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Option<Flow> {
+        let rewritten = match rewrite.apply(&q.request)? {
+            Ok(rewritten) => rewritten,
+            Err(message) => {
+                if let Some(errors) = &ctx.block.errors {
+                    errors.report(&q.request, rcode::SERVFAIL, &message, Instant::now());
+                }
+                wire::write_rcode(&q.request, rcode::SERVFAIL, out);
+                return Some(Flow::Reply(Plugin::Server));
+            }
+        };
+        let Ok(mut request) = Request::parse(&rewritten.packet) else {
+            wire::write_rcode(&q.request, rcode::SERVFAIL, out);
+            return Some(Flow::Reply(Plugin::Server));
+        };
+        // The rewritten message carries the client's OPT: what *bufsize* made of it stands.
+        request.edns = q.request.edns;
+        let mut inner = Query {
+            packet: &rewritten.packet,
+            request,
+            limit: q.limit,
+            revert: None,
+        };
+        let flow = self.run(ctx, index + 1, &mut inner, out);
+        q.revert = Some(rewritten.revert);
+        Some(match flow {
+            Flow::Upstream(forwarder) => Flow::Forward(self.pending(ctx, &inner, forwarder)),
+            other => other,
+        })
+    }
+
+    /// *loop* and *forward*, *cache* first: a cached answer now, else the name goes
+    /// upstream. `None` when no *forward* takes the name.
+    fn forward(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+        let block = ctx.block;
+        let request = &q.request;
+        let qname = request.question.name();
+        let qtype = request.question.qtype;
+        let forwarder = block.forward.iter().position(|f| f.matches(qname))?;
+        if block
+            .loop_detect
+            .as_ref()
+            .is_some_and(|probe| probe.looping())
+        {
+            wire::write_rcode(request, rcode::SERVFAIL, out);
+            return Some(Flow::Reply(Plugin::Loop));
+        }
+        // A query for upstream that is this server's own forward coming back: a loop. (Not
+        // the *loop* plugin's probe, which must come back for the plugin to see it.)
+        let probe = block
+            .loop_detect
+            .as_ref()
+            .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
+        let looping = || {
+            !probe
+                && crate::forward::is_looping(
+                    ctx.client.ip(),
+                    qname,
+                    qtype,
+                    request.question.qclass,
+                )
+        };
+        let looped = |out: &mut Vec<u8>| {
+            wire::write_rcode(request, rcode::SERVFAIL, out);
+            Some(Flow::Reply(Plugin::Forward))
+        };
+        let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
+            if looping() {
+                return looped(out);
+            }
+            return Some(Flow::Upstream(forwarder));
+        };
+        let refresh = match cache.get(request, ctx.started, q.limit, out) {
+            Some(Hit::Fresh) => false,
+            Some(Hit::Prefetch) => true,
+            Some(Hit::Stale) if !cache.stale_is_verified() => true,
+            Some(Hit::Stale) | None if looping() => return looped(out),
+            Some(Hit::Stale) | None => return Some(Flow::Upstream(forwarder)),
+        };
+        if block.loadbalance
+            && let Some(shuffled) = reply::shuffle(out)
+        {
+            *out = shuffled;
+        }
+        if refresh {
+            refresh_in_background(Arc::clone(block), self.upstream_query(q), forwarder);
+        }
+        Some(Flow::Reply(Plugin::Cache))
+    }
+
+    /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
+    /// payload *bufsize* allows.
+    pub(crate) fn upstream_query(&self, q: &Query<'_>) -> Vec<u8> {
+        let mut asked = q.packet.to_vec();
+        self.clamp(&mut asked);
+        asked
+    }
+
+    /// `q` packed for the upstream, from `forwarder` on.
+    pub(crate) fn pending(&self, ctx: &Ctx<'_>, q: &Query<'_>, forwarder: usize) -> Box<Pending> {
+        let same = std::ptr::eq(q.packet, ctx.received) && self.bufsize.is_none();
+        Box::new(Pending {
+            block: Arc::clone(ctx.block),
+            zone: ctx.zone,
+            packet: ctx.received.to_vec(),
+            asked: (!same).then(|| self.upstream_query(q)),
+            client: ctx.client,
+            transport: ctx.transport,
+            started: ctx.started,
+            forwarder,
+            autopath: None,
+            chase: None,
+            revert: None,
+        })
+    }
+}
+
+/// *kubernetes*: the cluster zone's answer, or `None` to pass the name on (outside the
+/// zone, or NXDOMAIN with `fallthrough`).
+fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+    let block = ctx.block;
+    let kubernetes = block.kubernetes.as_ref()?;
+    let request = &q.request;
+    let qname = request.question.name();
+    let snapshot = kubernetes.store.load();
+    let answer = snapshot.lookup(qname, request.question.qtype)?;
+    // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
+    let nxdomain = answer.rcode == Rcode::NxDomain;
+    let passes = nxdomain && kubernetes.falls_through(qname);
+    if nxdomain && !passes && kubernetes.provisional() {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
+        return Some(Flow::Reply(Plugin::Kubernetes));
+    }
+    if passes {
+        return None;
+    }
+    let zone = &snapshot.zones()[answer.zone];
+    if let Some(target) = answer.chase {
+        return Some(Flow::Chase(Chase::new(
+            block, ctx.zone, request, &answer, zone, target,
+        )));
+    }
+    wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
+    Some(Flow::Reply(Plugin::Kubernetes))
+}
+
+/// *any* (RFC 8482 §4.2): one HINFO record, `"ANY obsoleted" "See RFC 8482"`, TTL 8482.
+fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) {
+    const HINFO: &[u8] = b"\x0dANY obsoleted\x0cSee RFC 8482";
+    let mut reply = wire::QuestionAnswers::new(request, out);
+    reply.answer(rtype::HINFO, CLASS_IN, 8482, HINFO);
+    reply.finish(rcode::NOERROR, false, limit);
+}
+
+/// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
+/// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
+fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let Ok(request) = Request::parse(&packet) else {
+            return;
+        };
+        let Some(forward) = block.forward.get(forwarder) else {
+            return;
+        };
+        if let Forwarded::Reply(bytes) = forward.forward(&packet, Transport::Udp).await
+            && let Some(cache) = &block.cache
+        {
+            cache.put(&request, &bytes, Instant::now());
+        }
+    });
+}
+
+/// What [`Block::answer_locally`] found.
+#[derive(Debug)]
+pub enum Local {
+    /// The block answered: the whole reply (an ExternalName's CNAME alone, when its target
+    /// lies outside the block).
+    Reply(Vec<u8>),
+    /// No step before the upstream answered: the name goes to *forward* (or, without one,
+    /// past the end of the chain).
+    Upstream,
+}
+
+impl Block {
+    /// Asks `packet` through the block's chain from what it holds, as a TCP query (no size
+    /// limit) from 127.0.0.1: nothing upstream is asked, nothing is logged or counted.
+    /// `resolve-cost`'s view of the server.
+    pub fn answer_locally(self: &Arc<Self>, packet: &[u8]) -> Option<Local> {
+        let request = Request::parse(packet).ok()?;
+        let ctx = Ctx {
+            block: self,
+            zone: 0,
+            client: SocketAddr::from(([127, 0, 0, 1], 0)),
+            transport: Transport::Tcp,
+            started: Instant::now(),
+            received: packet,
+        };
+        let mut q = Query::new(&self.chain, packet, request, Transport::Tcp);
+        let mut out = Vec::new();
+        let flow = self.chain.run(&ctx, 0, &mut q, &mut out);
+        let mut reply = match flow {
+            Flow::Reply(_) => out,
+            Flow::Chase(chase) => chase.so_far(),
+            Flow::Upstream(_) | Flow::Forward(_) | Flow::End => return Some(Local::Upstream),
+            Flow::Transfer(_) => return None,
+        };
+        if let Some(revert) = &q.revert {
+            revert.apply(&mut reply);
+        }
+        Some(Local::Reply(reply))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,366 @@
+//! *rewrite* on the request path (CoreDNS `plugin/rewrite`): the query the rest of the chain
+//! sees is rewritten (name, type, class), and the reply is turned back for the client.
+//!
+//! Rules are tried in file order on the query as the rules before them left it; a rule that
+//! matches applies and, unless it is a `continue` rule, ends the list. Names are matched in
+//! lower case with their final dot. The reply always carries the client's question again
+//! (CoreDNS restores it only when a rule has a response part, so a `type` rule or a
+//! `prefix` rule without `answer auto` sends the rewritten question back, which resolvers
+//! reject); the response parts — `answer auto` (always for `exact`), `answer name`, `answer
+//! value`, `ttl`, `rcode` — apply to every record, in the reverse order of the rules that
+//! matched. A rewritten name that is not a domain name answers SERVFAIL.
+//!
+//! A block with *rewrite* spells each query's name out once to match it (a short string);
+//! nothing else is done unless a rule matches.
+
+use hickory_proto::op::{Message, Query};
+use hickory_proto::rr::{Name, RData, Record};
+
+use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
+use crate::wire::{HEADER_LEN, Request, reply};
+use crate::zone::name::WireName;
+use crate::zone::rrset::rtype;
+
+/// The *rewrite* rules of one block.
+#[derive(Debug)]
+pub(crate) struct Rewrite {
+    rules: Vec<RewriteRule>,
+}
+
+/// A query a rule rewrote, and how to turn its reply back.
+pub(crate) struct Rewritten {
+    /// The rewritten query (the client's header and OPT record, the new question).
+    pub(crate) packet: Vec<u8>,
+    /// What the reply gets back.
+    pub(crate) revert: Box<Revert>,
+}
+
+/// What *rewrite* does to the reply: the client's question put back, then the response rules
+/// of the rules that matched, the last rule's first.
+#[derive(Debug)]
+pub(crate) struct Revert {
+    question: Option<Query>,
+    rules: Vec<ResponseRule>,
+}
+
+/// One rule applied to the reply.
+#[derive(Debug, Clone)]
+enum ResponseRule {
+    /// Owner names.
+    Name(Strings),
+    /// Names in RDATA.
+    Value(Strings),
+    /// TTLs kept within the range.
+    Ttl(u32, u32),
+    /// The rcode replaced.
+    Rcode(u16, u16),
+}
+
+/// How a response rule rewrites a name (CoreDNS's `stringRewriter`s).
+#[derive(Debug, Clone)]
+enum Strings {
+    /// `answer name|value FROM TO`: a name matching the pattern becomes the replacement,
+    /// `{N}` the groups.
+    Regex(regex::Regex, String),
+    /// `answer auto`: the rewritten name (and names below it) back to the asked one.
+    Remap { from: String, to: String },
+    /// `answer auto` of a `suffix` rule: the new suffix back to the old.
+    Suffix { from: String, to: String },
+}
+
+impl Strings {
+    fn apply(&self, name: &str) -> Option<String> {
+        match self {
+            Self::Regex(pattern, replacement) => {
+                let captures = pattern.captures(name)?;
+                Some(substitute(replacement, &captures))
+            }
+            Self::Remap { from, to } => {
+                if name == from {
+                    return Some(to.clone());
+                }
+                let below = name.strip_suffix(from.as_str())?;
+                below.ends_with('.').then(|| format!("{below}{to}"))
+            }
+            Self::Suffix { from, to } => name
+                .strip_suffix(from.as_str())
+                .map(|before| format!("{before}{to}")),
+        }
+    }
+}
+
+/// `replacement` with `{0}`, `{1}`, ... replaced by the groups of `captures`.
+fn substitute(replacement: &str, captures: &regex::Captures<'_>) -> String {
+    let mut text = replacement.to_owned();
+    for index in 0..captures.len() {
+        let group = captures.get(index).map_or("", |group| group.as_str());
+        text = text.replace(&format!("{{{index}}}"), group);
+    }
+    text
+}
+
+/// The lower-case dotted spelling of a lower-case wire name, with its final dot; `None` for
+/// a label that dotted text cannot carry plainly (a dot, a backslash, a space or a byte
+/// outside printable ASCII), which no rule can be meant to match.
+fn dotted(qname: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(qname.len() + 1);
+    for label in crate::zone::name::labels(qname) {
+        for &byte in label {
+            if !(0x21..=0x7e).contains(&byte) || byte == b'.' || byte == b'\\' {
+                return None;
+            }
+            out.push(byte as char);
+        }
+        out.push('.');
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    Some(out)
+}
+
+fn matches(matcher: &NameMatcher, name: &str) -> bool {
+    match matcher {
+        NameMatcher::Exact(from) => name == from,
+        NameMatcher::Prefix(prefix) => name.starts_with(prefix.as_str()),
+        NameMatcher::Suffix(suffix) => name.ends_with(suffix.as_str()),
+        NameMatcher::Substring(part) => name.contains(part.as_str()),
+        NameMatcher::Regex(pattern) => pattern.is_match(name),
+    }
+}
+
+impl Rewrite {
+    /// The rules of a block.
+    pub(crate) fn new(rules: &[RewriteRule]) -> Self {
+        Self {
+            rules: rules.to_vec(),
+        }
+    }
+
+    /// The rules applied to `request`: `None` when none matched, an error (for SERVFAIL)
+    /// when a name rule made something that is not a domain name.
+    pub(crate) fn apply(&self, request: &Request<'_>) -> Option<Result<Rewritten, String>> {
+        let mut name = dotted(request.question.name())?;
+        let mut qtype = request.question.qtype;
+        let mut qclass = request.question.qclass;
+        let mut responses: Vec<ResponseRule> = Vec::new();
+        let mut matched = false;
+        for rule in &self.rules {
+            let done = match &rule.action {
+                RewriteAction::Name {
+                    matcher,
+                    replacement,
+                    auto,
+                    answers,
+                } => match rename(matcher, replacement, &name) {
+                    None => false,
+                    Some(new) => {
+                        if *auto {
+                            let strings = match matcher {
+                                NameMatcher::Suffix(suffix) => Strings::Suffix {
+                                    from: replacement.clone(),
+                                    to: suffix.clone(),
+                                },
+                                _ => Strings::Remap {
+                                    from: new.clone(),
+                                    to: name.clone(),
+                                },
+                            };
+                            responses.push(ResponseRule::Name(strings.clone()));
+                            responses.push(ResponseRule::Value(strings));
+                        }
+                        for answer in answers {
+                            responses.push(match answer {
+                                AnswerRewrite::Name {
+                                    pattern,
+                                    replacement,
+                                } => ResponseRule::Name(Strings::Regex(
+                                    pattern.clone(),
+                                    replacement.clone(),
+                                )),
+                                AnswerRewrite::Value {
+                                    pattern,
+                                    replacement,
+                                } => ResponseRule::Value(Strings::Regex(
+                                    pattern.clone(),
+                                    replacement.clone(),
+                                )),
+                            });
+                        }
+                        if WireName::from_dotted(&new).is_err() || new.contains("..") {
+                            return Some(Err(format!("invalid name after rewrite: {new}")));
+                        }
+                        name = new;
+                        true
+                    }
+                },
+                RewriteAction::Type { from, to } => {
+                    let hit = qtype == *from;
+                    if hit {
+                        qtype = *to;
+                    }
+                    hit
+                }
+                RewriteAction::Class { from, to } => {
+                    let hit = qclass == *from;
+                    if hit {
+                        qclass = *to;
+                    }
+                    hit
+                }
+                RewriteAction::Ttl { matcher, min, max } => {
+                    let hit = matches(matcher, &name);
+                    if hit {
+                        responses.push(ResponseRule::Ttl(*min, *max));
+                    }
+                    hit
+                }
+                RewriteAction::Rcode { matcher, from, to } => {
+                    let hit = matches(matcher, &name);
+                    if hit {
+                        responses.push(ResponseRule::Rcode(*from, *to));
+                    }
+                    hit
+                }
+            };
+            if done {
+                matched = true;
+                if rule.stop {
+                    break;
+                }
+            }
+        }
+        if !matched {
+            return None;
+        }
+        let wire = match WireName::from_dotted(&name) {
+            Ok(wire) => wire,
+            Err(_) => return Some(Err(format!("invalid name after rewrite: {name}"))),
+        };
+        let question = Message::from_vec(request.bytes)
+            .ok()
+            .and_then(|message| message.queries.into_iter().next());
+        Some(Ok(Rewritten {
+            packet: rebuild(request, wire.as_bytes(), qtype, qclass),
+            revert: Box::new(Revert {
+                question,
+                rules: responses,
+            }),
+        }))
+    }
+}
+
+/// The name a name rule makes of `name`, if it matches.
+fn rename(matcher: &NameMatcher, replacement: &str, name: &str) -> Option<String> {
+    match matcher {
+        NameMatcher::Exact(from) => (name == from).then(|| replacement.to_owned()),
+        NameMatcher::Prefix(prefix) => name
+            .strip_prefix(prefix.as_str())
+            .map(|rest| format!("{replacement}{rest}")),
+        NameMatcher::Suffix(suffix) => name
+            .strip_suffix(suffix.as_str())
+            .map(|before| format!("{before}{replacement}")),
+        NameMatcher::Substring(part) => name
+            .contains(part.as_str())
+            .then(|| name.replace(part.as_str(), replacement)),
+        NameMatcher::Regex(pattern) => pattern
+            .captures(name)
+            .map(|captures| substitute(replacement, &captures)),
+    }
+}
+
+/// The query with another question: the client's header, the new question, the client's
+/// OPT record (other records dropped: they could point into the old question).
+fn rebuild(request: &Request<'_>, qname: &[u8], qtype: u16, qclass: u16) -> Vec<u8> {
+    let bytes = request.bytes;
+    let opt = reply::records(bytes).ok().and_then(|records| {
+        records
+            .into_iter()
+            .find(|record| record.section == 3 && record.rtype == rtype::OPT)
+            .map(|record| &bytes[record.start..record.end])
+    });
+    let mut packet = Vec::with_capacity(HEADER_LEN + qname.len() + 4 + 11);
+    packet.extend_from_slice(&bytes[..HEADER_LEN]);
+    packet[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(opt.is_some())]);
+    packet.extend_from_slice(qname);
+    packet.extend_from_slice(&qtype.to_be_bytes());
+    packet.extend_from_slice(&qclass.to_be_bytes());
+    if let Some(opt) = opt {
+        packet.extend_from_slice(opt);
+    }
+    packet
+}
+
+/// A name's text as the rules see it: lower case, with its final dot.
+fn text_of(name: &Name) -> String {
+    let mut text = name.to_ascii().to_lowercase();
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    text
+}
+
+fn rewrite_name(name: &mut Name, strings: &Strings) {
+    if let Some(new) = strings.apply(&text_of(name))
+        && let Ok(parsed) = Name::from_ascii(&new)
+    {
+        *name = parsed;
+    }
+}
+
+impl ResponseRule {
+    fn apply(&self, record: &mut Record) {
+        match self {
+            Self::Name(strings) => rewrite_name(&mut record.name, strings),
+            Self::Value(strings) => match &mut record.data {
+                RData::CNAME(target) => rewrite_name(&mut target.0, strings),
+                RData::PTR(target) => rewrite_name(&mut target.0, strings),
+                RData::NS(target) => rewrite_name(&mut target.0, strings),
+                RData::ANAME(target) => rewrite_name(&mut target.0, strings),
+                RData::MX(mx) => rewrite_name(&mut mx.exchange, strings),
+                RData::SRV(srv) => rewrite_name(&mut srv.target, strings),
+                RData::SOA(soa) => rewrite_name(&mut soa.mname, strings),
+                RData::NAPTR(naptr) => rewrite_name(&mut naptr.replacement, strings),
+                _ => {}
+            },
+            Self::Ttl(min, max) => {
+                record.ttl = record.ttl.clamp(*min, *max);
+            }
+            Self::Rcode(..) => {}
+        }
+    }
+}
+
+impl Revert {
+    /// Turns `reply` (a whole message) back for the client. A reply that does not decode
+    /// is left as it is.
+    pub(crate) fn apply(&self, reply: &mut Vec<u8>) {
+        let Ok(mut message) = Message::from_vec(reply) else {
+            return;
+        };
+        if let Some(question) = &self.question {
+            message.queries = vec![question.clone()];
+        }
+        for rule in self.rules.iter().rev() {
+            if let ResponseRule::Rcode(from, to) = rule
+                && u16::from(message.metadata.response_code) == *from
+            {
+                message.metadata.response_code = (*to).into();
+            }
+            for record in message
+                .answers
+                .iter_mut()
+                .chain(message.authorities.iter_mut())
+                .chain(message.additionals.iter_mut())
+            {
+                rule.apply(record);
+            }
+        }
+        if let Ok(bytes) = message.to_vec() {
+            *reply = bytes;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
