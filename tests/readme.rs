@@ -178,3 +178,55 @@ fn resolve_cost_examples_are_shown() {
     );
     assert!(shown("clusterdns resolve-cost --log ").contains("search-path misses"));
 }
+
+/// The backticked names after `label` in the README, up to the end of the paragraph.
+fn listed(readme: &str, label: &str) -> Vec<String> {
+    let paragraph = readme
+        .split(label)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {label} in the README"))
+        .split("\n\n")
+        .next()
+        .unwrap();
+    paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The README's lists of the CoreDNS plugins clusterdns implements and does not: every
+/// directive of CoreDNS's `plugin.cfg` in exactly one, sorted, and each where the parser
+/// puts it (a block with just the directive either is refused as not implemented, or is not).
+#[test]
+fn the_plugin_lists_are_what_the_parser_does() {
+    let readme = read("README.md");
+    let implemented = listed(&readme, "**Implemented:**");
+    let missing = listed(&readme, "**Not implemented**");
+    for list in [&implemented, &missing] {
+        let mut sorted = list.clone();
+        sorted.sort();
+        assert_eq!(*list, sorted, "sorted");
+    }
+    let mut all: Vec<String> = implemented.iter().chain(&missing).cloned().collect();
+    all.sort();
+    let mut directives: Vec<String> = clusterdns::config::COREDNS_DIRECTIVES
+        .iter()
+        .map(|d| (*d).to_owned())
+        .collect();
+    directives.sort();
+    assert_eq!(all, directives, "every plugin.cfg directive, once");
+    for directive in clusterdns::config::COREDNS_DIRECTIVES {
+        let text = format!(".:1053 {{\n    {directive}\n}}\n");
+        let refused = matches!(
+            clusterdns::config::parse_corefile(&text, std::path::Path::new("Corefile")),
+            Err(clusterdns::config::Error::Unsupported { .. })
+        );
+        assert_eq!(
+            refused,
+            missing.iter().any(|m| m == directive),
+            "{directive}: the README says otherwise"
+        );
+    }
+}

@@ -5,9 +5,10 @@
 //! to the upstream step (*forward*, finished asynchronously). *bufsize* and *rewrite* change
 //! the query the rest of the chain sees; *rewrite* also turns the reply back for the client.
 //!
-//! The handler ([`super::Handler`]) runs the whole chain for a client's query; *autopath*
-//! runs the part after itself for each name of its walk; `resolve-cost` asks a block through
-//! it offline ([`Block::answer_locally`]). There is no other copy of the chain.
+//! The handler ([`super::Handler`]) runs the whole chain for a client's query — for the
+//! listeners, and offline for `query` and `explain`; *autopath* runs the part after itself
+//! for each name of its walk; `resolve-cost` asks a block through it
+//! ([`Block::answer_locally`]). There is no other copy of the chain.
 //!
 //! The steps of kubeadm's Corefile (*transfer*, *kubernetes*, *forward* with *cache* and
 //! *loop*) run as they did before the chain existed: a cluster-zone answer is one hash
@@ -39,8 +40,9 @@ pub(crate) use self::rewrite::Revert;
 /// One step of a chain.
 #[derive(Debug)]
 pub(crate) enum Step {
-    /// *bufsize*: the EDNS payload size the rest of the chain (and the upstream) sees is at
-    /// most this; it is also the most a UDP reply carries.
+    /// *bufsize*: the EDNS payload size the upstream is offered is at most this, and so is a
+    /// UDP reply (the chain's [`Chain::limit`] and [`Chain::upstream_query`]; the step itself
+    /// does nothing).
     Bufsize(u16),
     /// *any*: RFC 8482's HINFO for ANY queries.
     Any,
@@ -136,12 +138,12 @@ pub(crate) struct Ctx<'c> {
     pub(crate) received: &'c [u8],
 }
 
-/// The query as the steps see it.
+/// The query as the steps see it (a few references: no copy of the parsed question).
 pub(crate) struct Query<'q> {
     /// The message (the client's, or *rewrite*'s).
     pub(crate) packet: &'q [u8],
-    /// It, parsed (its EDNS payload lowered by *bufsize*).
-    pub(crate) request: Request<'q>,
+    /// It, parsed.
+    pub(crate) request: &'q Request<'q>,
     /// The largest reply to write.
     pub(crate) limit: usize,
     /// What *rewrite* turns back in the reply, when a rule matched.
@@ -150,13 +152,14 @@ pub(crate) struct Query<'q> {
 
 impl<'q> Query<'q> {
     /// `request` (parsed from `packet`) as the client asked it over `transport`, for `chain`.
+    #[inline]
     pub(crate) fn new(
         chain: &Chain,
         packet: &'q [u8],
-        request: Request<'q>,
+        request: &'q Request<'q>,
         transport: Transport,
     ) -> Self {
-        let limit = chain.limit(&request, transport);
+        let limit = chain.limit(request, transport);
         Self {
             packet,
             request,
@@ -209,6 +212,7 @@ impl Chain {
 
     /// The largest reply `request` takes over `transport`: over UDP its EDNS payload (512
     /// without EDNS), at most [`MAX_UDP_REPLY`] — or *bufsize*'s size when the block has it.
+    #[inline]
     pub(crate) fn limit(&self, request: &Request<'_>, transport: Transport) -> usize {
         match transport {
             Transport::Udp => {
@@ -240,6 +244,7 @@ impl Chain {
     }
 
     /// Runs `q` down the steps from `from`, writing any reply into `out`.
+    #[inline]
     pub(crate) fn run(
         &self,
         ctx: &Ctx<'_>,
@@ -254,19 +259,15 @@ impl Chain {
                 return Flow::End;
             }
             match step {
-                Step::Bufsize(size) => {
-                    if let Some(edns) = &mut q.request.edns {
-                        edns.payload = edns.payload.min(*size);
-                    }
-                }
+                Step::Bufsize(_) => {}
                 Step::Any => {
                     if q.request.question.qtype == rtype::ANY {
-                        any(&q.request, q.limit, out);
+                        any(q.request, q.limit, out);
                         return Flow::Reply(Plugin::Any);
                     }
                 }
                 Step::Chaos(chaos) => {
-                    if chaos.answer(&q.request, q.limit, out) {
+                    if chaos.answer(q.request, q.limit, out) {
                         return Flow::Reply(Plugin::Chaos);
                     }
                 }
@@ -290,7 +291,7 @@ impl Chain {
                     if qtype == rtype::AXFR || qtype == rtype::IXFR {
                         return match transfer::respond(
                             block,
-                            &q.request,
+                            q.request,
                             ctx.client.ip(),
                             ctx.transport,
                             out,
@@ -300,7 +301,7 @@ impl Chain {
                         };
                     }
                 }
-                Step::Hosts(hosts) => match hosts.answer(&q.request, q.limit, out) {
+                Step::Hosts(hosts) => match hosts.answer(q.request, q.limit, out) {
                     hosts::Answered::Pass => {}
                     hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
                 },
@@ -329,25 +330,23 @@ impl Chain {
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
     ) -> Option<Flow> {
-        let rewritten = match rewrite.apply(&q.request)? {
+        let rewritten = match rewrite.apply(q.request)? {
             Ok(rewritten) => rewritten,
             Err(message) => {
                 if let Some(errors) = &ctx.block.errors {
-                    errors.report(&q.request, rcode::SERVFAIL, &message, Instant::now());
+                    errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
                 }
-                wire::write_rcode(&q.request, rcode::SERVFAIL, out);
+                wire::write_rcode(q.request, rcode::SERVFAIL, out);
                 return Some(Flow::Reply(Plugin::Server));
             }
         };
-        let Ok(mut request) = Request::parse(&rewritten.packet) else {
-            wire::write_rcode(&q.request, rcode::SERVFAIL, out);
+        let Ok(request) = Request::parse(&rewritten.packet) else {
+            wire::write_rcode(q.request, rcode::SERVFAIL, out);
             return Some(Flow::Reply(Plugin::Server));
         };
-        // The rewritten message carries the client's OPT: what *bufsize* made of it stands.
-        request.edns = q.request.edns;
         let mut inner = Query {
             packet: &rewritten.packet,
-            request,
+            request: &request,
             limit: q.limit,
             revert: None,
         };
@@ -363,7 +362,7 @@ impl Chain {
     /// upstream. `None` when no *forward* takes the name.
     fn forward(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
         let block = ctx.block;
-        let request = &q.request;
+        let request = q.request;
         let qname = request.question.name();
         let qtype = request.question.qtype;
         let forwarder = block.forward.iter().position(|f| f.matches(qname))?;
@@ -447,10 +446,11 @@ impl Chain {
 
 /// *kubernetes*: the cluster zone's answer, or `None` to pass the name on (outside the
 /// zone, or NXDOMAIN with `fallthrough`).
+#[inline]
 fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
     let block = ctx.block;
     let kubernetes = block.kubernetes.as_ref()?;
-    let request = &q.request;
+    let request = q.request;
     let qname = request.question.name();
     let snapshot = kubernetes.store.load();
     let answer = snapshot.lookup(qname, request.question.qtype)?;
@@ -528,7 +528,7 @@ impl Block {
             started: Instant::now(),
             received: packet,
         };
-        let mut q = Query::new(&self.chain, packet, request, Transport::Tcp);
+        let mut q = Query::new(&self.chain, packet, &request, Transport::Tcp);
         let mut out = Vec::new();
         let flow = self.chain.run(&ctx, 0, &mut q, &mut out);
         let mut reply = match flow {

@@ -149,17 +149,18 @@ impl Handler {
                     .unwrap_or_default()
             );
         }
-        let mut q = Query::new(&block.chain, packet, request.clone(), transport);
+        let mut q = Query::new(&block.chain, packet, &request, transport);
         let flow = block.chain.run(&ctx, 0, &mut q, out);
         let revert = q.revert.take();
+        let request = &request;
         match flow {
             Flow::Reply(plugin) => {
                 if let Some(revert) = &revert {
                     let mut whole = std::mem::take(out);
                     revert.apply(&mut whole);
-                    fit(&ctx, &request, &whole, out);
+                    fit(&ctx, request, &whole, out);
                 }
-                self.finish(&ctx, &request, out, plugin);
+                self.finish(&ctx, request, out, plugin);
                 Step::Done(Outcome::Reply)
             }
             Flow::Upstream(forwarder) => {
@@ -177,8 +178,8 @@ impl Handler {
             Flow::End => {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
-                wire::write_rcode(&request, rcode::REFUSED, out);
-                self.finish(&ctx, &request, out, Plugin::Server);
+                wire::write_rcode(request, rcode::REFUSED, out);
+                self.finish(&ctx, request, out, Plugin::Server);
                 Step::Done(Outcome::Reply)
             }
         }

@@ -18,7 +18,7 @@ pub const HEADER_LEN: usize = 12;
 pub const UDP_MIN_PAYLOAD: u16 = 512;
 /// The most a UDP reply carries, whatever payload the requestor offers: DNS Flag Day 2020's
 /// 1232 bytes, which fit an IPv6 packet in a 1280-byte MTU without fragments and bound what
-/// one spoofed query can make the server send (there is no *bufsize* to raise it). Larger
+/// one spoofed query can make the server send (a block's *bufsize* sets another cap). Larger
 /// answers are truncated and asked again over TCP.
 pub const MAX_UDP_REPLY: u16 = 1232;
 

@@ -157,9 +157,17 @@ pub(crate) struct Hosts {
     inline: Entries,
     /// The file's entries, replaced whole when it changes.
     file: ArcSwap<Entries>,
-    /// The modification time and size of the file last read, and the last error (logged
-    /// once).
-    seen: Mutex<(Option<(SystemTime, u64)>, Option<String>)>,
+    /// What the file looked like when last read.
+    seen: Mutex<Seen>,
+}
+
+/// The file as last seen.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Its modification time and size when last read.
+    stamp: Option<(SystemTime, u64)>,
+    /// The last error reading it (logged once).
+    error: Option<String>,
 }
 
 /// What the plugin did with a query.
@@ -189,7 +197,7 @@ impl Hosts {
             zones,
             inline,
             file: ArcSwap::from_pointee(Entries::default()),
-            seen: Mutex::new((None, None)),
+            seen: Mutex::new(Seen::default()),
         };
         if let Err(error) = hosts.read() {
             tracing::warn!(
@@ -219,7 +227,7 @@ impl Hosts {
             metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             metadata.len(),
         );
-        if self.seen.lock().is_ok_and(|seen| seen.0 == Some(stamp)) {
+        if self.seen.lock().is_ok_and(|seen| seen.stamp == Some(stamp)) {
             return Ok(false);
         }
         let bytes = crate::config::read_regular(&self.config.path, crate::config::MAX_FILE_BYTES)
@@ -232,7 +240,10 @@ impl Hosts {
         let count = entries.len() + self.inline.len();
         self.file.store(Arc::new(entries));
         if let Ok(mut seen) = self.seen.lock() {
-            *seen = (Some(stamp), None);
+            *seen = Seen {
+                stamp: Some(stamp),
+                error: None,
+            };
         }
         let modified = stamp
             .0
@@ -273,12 +284,12 @@ impl Hosts {
                 let Ok(mut seen) = self.seen.lock() else {
                     return;
                 };
-                if seen.1.as_deref() != Some(error.as_str()) {
+                if seen.error.as_deref() != Some(error.as_str()) {
                     tracing::warn!(
                         "hosts: {}: {error}; keeping the entries last read",
                         self.config.path.display()
                     );
-                    seen.1 = Some(error);
+                    seen.error = Some(error);
                 }
             }
         }

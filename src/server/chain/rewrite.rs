@@ -233,9 +233,8 @@ impl Rewrite {
         if !matched {
             return None;
         }
-        let wire = match WireName::from_dotted(&name) {
-            Ok(wire) => wire,
-            Err(_) => return Some(Err(format!("invalid name after rewrite: {name}"))),
+        let Ok(wire) = WireName::from_dotted(&name) else {
+            return Some(Err(format!("invalid name after rewrite: {name}")));
         };
         let question = Message::from_vec(request.bytes)
             .ok()

@@ -133,7 +133,7 @@ impl Templates {
 
     /// Answers `q` into `out`, or passes it on.
     pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Answered {
-        let request = &q.request;
+        let request = q.request;
         let qname = request.question.name();
         if !self
             .zones
@@ -233,7 +233,7 @@ impl Templates {
         data: &Data<'_>,
         out: &mut Vec<u8>,
     ) -> Result<Answered, String> {
-        let request = &q.request;
+        let request = q.request;
         let config = &one.config;
         let asked = Message::from_vec(q.packet).map_err(|error| error.to_string())?;
         let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);

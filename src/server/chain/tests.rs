@@ -120,7 +120,7 @@ fn bufsize() {
             started: Instant::now(),
             received: &packet,
         };
-        let mut q = Query::new(&block.chain, &packet, request, Transport::Udp);
+        let mut q = Query::new(&block.chain, &packet, &request, Transport::Udp);
         let mut out = Vec::new();
         let Flow::Upstream(forwarder) = block.chain.run(&ctx, 0, &mut q, &mut out) else {
             panic!("{line}: not upstream");

@@ -2,9 +2,9 @@
 //! client's first search domain, the server walks the rest of the search path itself and
 //! answers with the first name that is not NXDOMAIN, behind a CNAME from the asked name.
 //!
-//! The walk asks each name through the rest of the block's chain — the cluster zone, then
-//! *cache* and *forward* — so names outside the zone are forwarded (asynchronously, in
-//! [`complete`]). It moves on only on NXDOMAIN, whatever the type asked: the cluster zone
+//! The walk asks each name through the rest of the block's chain — the steps after
+//! *autopath*: *template*, *hosts*, the cluster zone, then *cache* and *forward* — so names
+//! outside the zone are forwarded (asynchronously, in [`complete`]). It moves on only on NXDOMAIN, whatever the type asked: the cluster zone
 //! answers a name the same way for every type (one name, one rcode), so A and AAAA for the
 //! same name end at the same name. A failure (SERVFAIL, REFUSED, an upstream error) ends the
 //! walk with that answer; when every name is NXDOMAIN the asked name's own NXDOMAIN goes back
@@ -64,7 +64,7 @@ fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Step> {
     let chain = &ctx.block.chain;
     let mut q = Query {
         packet: &asked,
-        request,
+        request: &request,
         limit: usize::from(u16::MAX),
         revert: None,
     };
@@ -75,7 +75,7 @@ fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Step> {
         Flow::Chase(chase) => Some(Step::Chase(chase)),
         Flow::End => {
             // The end of the chain.
-            wire::write_rcode(&q.request, rcode::REFUSED, &mut out);
+            wire::write_rcode(q.request, rcode::REFUSED, &mut out);
             Some(Step::Reply(out))
         }
         Flow::Transfer(_) => None,
@@ -152,12 +152,7 @@ pub(crate) fn respond(
                 } else {
                     None
                 };
-                super::fit(
-                    ctx,
-                    &q.request,
-                    shuffled.as_deref().unwrap_or(&written),
-                    out,
-                );
+                super::fit(ctx, q.request, shuffled.as_deref().unwrap_or(&written), out);
                 return Some(Flow::Reply(Plugin::Autopath));
             }
             Step::Upstream | Step::Chase(_) => {
@@ -173,7 +168,7 @@ pub(crate) fn respond(
     }
     // Every name is NXDOMAIN: the asked name's reply, and the client walks on.
     let first = rewrite(&first?, q.packet, 0)?;
-    super::fit(ctx, &q.request, &first, out);
+    super::fit(ctx, q.request, &first, out);
     Some(Flow::Reply(plain_plugin(ctx)))
 }
 

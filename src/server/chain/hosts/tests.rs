@@ -366,3 +366,30 @@ fn reverse_names() {
         assert_eq!(got.as_deref(), *want, "{name}");
     }
 }
+
+/// A reply larger than the client takes goes out without its records, with TC.
+#[test]
+fn large_answers_are_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=40)
+        .map(|i| format!("fd00::{i:x} many.example\n"))
+        .collect();
+    let hosts = hosts_with(&dir, &text, |_| {});
+    let packet = query("many.example.", RecordType::AAAA);
+    let request = Request::parse(&packet).unwrap();
+    for (limit, truncated, count) in [(512, true, 0), (1232, false, 40)] {
+        let mut out = Vec::new();
+        assert!(matches!(
+            hosts.answer(&request, limit, &mut out),
+            Answered::Reply
+        ));
+        let reply = Message::from_vec(&out).unwrap();
+        assert_eq!(
+            (reply.metadata.truncation, reply.answers.len()),
+            (truncated, count),
+            "limit {limit}"
+        );
+        assert!(out.len() <= limit);
+        assert!(reply.edns.is_some(), "the OPT record stays");
+    }
+}
