@@ -30,7 +30,8 @@
 //! ```text
 //! module        uses
 //! selector      -
-//! config        selector
+//! gotemplate    -
+//! config        gotemplate, selector
 //! model         -
 //! metrics       model
 //! limits        metrics
@@ -43,10 +44,10 @@
 //! cache         config, metrics, wire, zone
 //! querylog      config, wire, zone
 //! forward       config, limits, metrics, wire, zone
-//! server        autopath, cache, config, forward, http, limits, metrics, model, querylog, source, store, wire, zone
+//! server        autopath, cache, config, forward, gotemplate, http, limits, metrics, model, querylog, source, store, wire, zone
 //! proxy         model
 //! resolver_sim  autopath, config, model, wire, zone
-//! cli           config, limits, model, proxy, resolver_sim, server, source, wire, zone
+//! cli           config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
 //! ```
 //!
 //! # Modules

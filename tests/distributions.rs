@@ -9,9 +9,6 @@
 //! under `/etc/coredns` (to a temporary directory), and, in the *kubernetes* block, an
 //! `objects` line in place of the API server (fixtures/shop.json). Each asks the cluster zone
 //! and what that distribution adds.
-//!
-//! Some distributions use plugins that are being added (issue 13 part A): their tests assert
-//! what the binary must answer with them and are ignored until they land.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -281,7 +278,6 @@ fn kind_runs_kubeadms_corefile() {
 }
 
 #[test]
-#[ignore = "needs plugin hosts (issue 13 part A)"]
 fn k3s() {
     // The NodeHosts file where k3s mounts its ConfigMap key (/etc/coredns, moved).
     let running = run("k3s", 1, |_, dir| {
@@ -327,7 +323,6 @@ fn rke2_with_its_runs_of_spaces() {
 }
 
 #[test]
-#[ignore = "needs plugin hosts (issue 13 part A)"]
 fn minikube() {
     let running = run("minikube", 1, |_, _| {});
     running.answers_the_cluster_zone(30);
@@ -379,7 +374,6 @@ fn microk8s_logs_only_errors() {
 }
 
 #[test]
-#[ignore = "needs plugin template (issue 13 part A)"]
 fn aks() {
     let running = run("aks", 1, |_, dir| {
         // The coredns-custom ConfigMap, mounted as custom/ beside the Corefile: empty.
@@ -424,7 +418,6 @@ fn eks_has_the_default_ttl() {
 }
 
 #[test]
-#[ignore = "needs plugins bufsize and chaos (issue 13 part A)"]
 fn openshift() {
     let running = run("openshift", 2, |_, _| {});
     running.answers_the_cluster_zone(5);

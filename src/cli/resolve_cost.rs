@@ -202,6 +202,19 @@ fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
     Ok(config)
 }
 
+/// The server's block as the simulation's cluster DNS: its chain, asked with nothing sent
+/// upstream.
+struct Chain(std::sync::Arc<crate::server::Block>);
+
+impl crate::resolver_sim::answer::LocalServer for Chain {
+    fn answer_locally(&self, packet: &[u8]) -> Option<Vec<u8>> {
+        match self.0.answer_locally(packet)? {
+            crate::server::Local::Reply(bytes) => Some(bytes),
+            crate::server::Local::Upstream => None,
+        }
+    }
+}
+
 pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     if let Some(log) = &args.log {
         return run_log(args, log);
@@ -218,9 +231,9 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     // The cluster DNS as the server runs it: the block's chain over the zone.
     let store = std::sync::Arc::new(crate::store::Store::new(snapshot));
     let snapshot = store.snapshot();
-    let block = std::sync::Arc::new(crate::server::Block::with_kubernetes(
+    let block = Chain(std::sync::Arc::new(crate::server::Block::with_kubernetes(
         crate::server::Kubernetes::new(kubernetes.clone(), std::sync::Arc::clone(&store), 0),
-    ));
+    )));
     let setup = Setup {
         libc: args.libc,
         config,

@@ -1,11 +1,11 @@
 //! Who answers the simulated queries: the cluster DNS, through the same plugin chain the
-//! server answers with ([`Block::answer_locally`]), and for every name it would send
-//! upstream an upstream — assumed, or a real server asked over UDP.
+//! server answers with (a [`LocalServer`]: `resolve-cost` gives it the server's block), and
+//! for every name it would send upstream an upstream — assumed, or a real server asked over
+//! UDP.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::Arc;
 use std::time::Duration;
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
@@ -13,7 +13,6 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::stub::{Answerer, Lookup, Qtype, Reply, Source};
 use crate::autopath::SearchPath;
-use crate::server::{Block, Local};
 use crate::wire::rcode;
 use crate::zone::name::WireName;
 use crate::zone::{Rcode, Snapshot};
@@ -30,11 +29,18 @@ pub enum Upstream {
     Server(SocketAddr),
 }
 
+/// The cluster DNS as the simulation asks it: a query in wire format, and the whole reply
+/// when the server answers it from what it holds (`None`: it would send the name upstream).
+pub trait LocalServer {
+    /// The server's own reply to `packet`, if it has one.
+    fn answer_locally(&self, packet: &[u8]) -> Option<Vec<u8>>;
+}
+
 /// Answers as the cluster DNS does: its block's chain for what it holds, upstream for the
 /// rest, and optionally *autopath* in front.
 pub struct ClusterAnswerer<'a> {
     /// The cluster DNS's block (without *autopath*: that is simulated here).
-    block: &'a Arc<Block>,
+    block: &'a dyn LocalServer,
     /// Its cluster zone.
     snapshot: &'a Snapshot,
     upstream: Upstream,
@@ -55,7 +61,7 @@ impl<'a> ClusterAnswerer<'a> {
     /// Answers for the lookup of `typed` from `block`, whose cluster zone is `snapshot`;
     /// upstream replies are kept in `asked`.
     pub fn new(
-        block: &'a Arc<Block>,
+        block: &'a dyn LocalServer,
         snapshot: &'a Snapshot,
         upstream: Upstream,
         typed: &str,
@@ -111,7 +117,7 @@ impl<'a> ClusterAnswerer<'a> {
             return formerr();
         };
         match self.block.answer_locally(&packet) {
-            Some(Local::Reply(bytes)) => match Message::from_vec(&bytes) {
+            Some(bytes) => match Message::from_vec(&bytes) {
                 Ok(reply) => Reply::new(
                     u16::from(reply.metadata.response_code),
                     u16::try_from(reply.answers.len()).unwrap_or(u16::MAX),
@@ -119,7 +125,7 @@ impl<'a> ClusterAnswerer<'a> {
                 ),
                 Err(_) => Reply::new(rcode::SERVFAIL, 0, Source::Cluster),
             },
-            Some(Local::Upstream) | None => self.upstream(name, qtype),
+            None => self.upstream(name, qtype),
         }
     }
 

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::answer::{ClusterAnswerer, Upstream, UpstreamCache};
+use super::answer::{ClusterAnswerer, LocalServer, Upstream, UpstreamCache};
 use super::stub::{self, Call, Libc, SendMode, Source, StubConfig, Totals, Verdict, Walk};
 use crate::autopath::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
@@ -20,8 +20,8 @@ pub struct Setup<'a> {
     pub config: StubConfig,
     /// The call modelled (getaddrinfo's families, or res_search's type).
     pub call: Call,
-    /// The cluster DNS's block, asked through its plugin chain.
-    pub block: &'a std::sync::Arc<crate::server::Block>,
+    /// The cluster DNS, asked through its plugin chain.
+    pub block: &'a dyn LocalServer,
     /// Its cluster zone.
     pub snapshot: &'a Snapshot,
     /// Where other names go.

@@ -15,7 +15,9 @@
 //! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
 //! has (a step is an enum variant, matched in a loop over a handful of them).
 
+pub(crate) mod autopath;
 pub(crate) mod chaos;
+pub(crate) mod chase;
 pub(crate) mod hosts;
 pub(crate) mod rewrite;
 pub(crate) mod template;
@@ -26,7 +28,7 @@ use std::time::Instant;
 
 use hickory_proto::rr::Record;
 
-use super::handler::Chase;
+use self::chase::Chase;
 use super::{Block, Pending, Transport, transfer};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
@@ -277,7 +279,7 @@ impl Chain {
                     }
                 }
                 Step::Autopath => {
-                    if let Some(flow) = super::handler::autopath::respond(ctx, index, q, out) {
+                    if let Some(flow) = autopath::respond(ctx, index, q, out) {
                         return flow;
                     }
                 }
@@ -541,6 +543,24 @@ impl Block {
             revert.apply(&mut reply);
         }
         Some(Local::Reply(reply))
+    }
+}
+
+/// `bytes` (a whole reply) cut to the client's size into `out`, with its OPT record (the
+/// payload *bufsize* allows); SERVFAIL if it cannot be.
+pub(crate) fn fit(at: &Ctx<'_>, request: &Request<'_>, bytes: &[u8], out: &mut Vec<u8>) {
+    let chain = &at.block.chain;
+    let edns = chain.edns(request);
+    if reply::fit_for_client(
+        bytes,
+        request.id,
+        edns.as_ref(),
+        chain.limit(request, at.transport),
+        out,
+    )
+    .is_err()
+    {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
     }
 }
 

@@ -72,7 +72,7 @@ pub struct Pending {
     /// *autopath*'s walk, when it continues upstream.
     autopath: Option<Box<handler::AutopathRest>>,
     /// A CNAME's chase, when its target went upstream.
-    chase: Option<Box<handler::Chase>>,
+    chase: Option<Box<chain::chase::Chase>>,
     /// What *rewrite* turns back in the reply.
     revert: Option<Box<chain::Revert>>,
 }

@@ -60,7 +60,7 @@ mod tests {
                 " any\n any",
                 3,
                 "Invalid",
-                "any: may be used only once per server block (first at line 2)",
+                "any: may be used only once per server block (first at line 2;",
             ),
         ];
         check_invalid(cases);

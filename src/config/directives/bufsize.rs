@@ -110,7 +110,7 @@ mod tests {
                 " bufsize\n bufsize 512",
                 3,
                 "Invalid",
-                "bufsize: may be used only once per server block (first at line 2)",
+                "bufsize: may be used only once per server block (first at line 2;",
             ),
         ];
         check_invalid(cases);

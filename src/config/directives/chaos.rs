@@ -121,7 +121,7 @@ mod tests {
                 " chaos\n chaos",
                 3,
                 "Invalid",
-                "chaos: may be used only once per server block (first at line 2)",
+                "chaos: may be used only once per server block (first at line 2;",
             ),
         ];
         check_invalid(cases);

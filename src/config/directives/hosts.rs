@@ -344,7 +344,7 @@ mod tests {
                 " hosts\n hosts",
                 3,
                 "Invalid",
-                "hosts: may be used only once per server block (first at line 2)",
+                "plugin/hosts: this plugin can only be used once per Server Block (first at line 2)",
             ),
         ];
         check_invalid(cases);

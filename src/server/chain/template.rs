@@ -23,11 +23,11 @@ use std::time::Instant;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
+use super::chase::Chase;
 use super::{Ctx, Query};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
 use crate::metrics::{Collect, Exposition, Kind};
-use crate::server::handler::Chase;
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, suffix_offset};
 use crate::zone::rrset::rtype as wire_type;

@@ -1,176 +1,18 @@
-//! *autopath* on the request path (CoreDNS `plugin/autopath`): for a query carrying the
-//! client's first search domain, the server walks the rest of the search path itself and
-//! answers with the first name that is not NXDOMAIN, behind a CNAME from the asked name.
-//!
-//! The walk asks each name through the rest of the block's chain — the steps after
-//! *autopath*: *template*, *hosts*, the cluster zone, then *cache* and *forward* — so names
-//! outside the zone are forwarded (asynchronously, in [`complete`]). It moves on only on NXDOMAIN, whatever the type asked: the cluster zone
-//! answers a name the same way for every type (one name, one rcode), so A and AAAA for the
-//! same name end at the same name. A failure (SERVFAIL, REFUSED, an upstream error) ends the
-//! walk with that answer; when every name is NXDOMAIN the asked name's own NXDOMAIN goes back
-//! and the client walks its search path itself. When the asked name exists, it is answered as
-//! if autopath were not there.
+//! *autopath*'s walk when it reaches a name outside the cluster zone: the rest of the walk,
+//! asynchronously, through *cache* and *forward* (the synchronous part is the chain's step,
+//! `server::chain::autopath`).
 
 use std::time::Instant;
 
-use hickory_proto::op::Message;
-use hickory_proto::rr::rdata::CNAME;
-use hickory_proto::rr::{Name, RData, Record};
-
-use super::{Chase, Chased, Handler};
+use super::{Chased, Handler};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
 use crate::server::Transport;
-use crate::server::chain::{Ctx, Flow, Query};
+use crate::server::chain::Ctx;
+use crate::server::chain::autopath::{AutopathRest, Step, ask_as, local, plain_plugin, rewrite};
 use crate::wire::{self, Request, rcode, reply};
 use crate::zone::name::WireName;
-use crate::zone::rrset::rtype;
-
-/// The rest of a walk that reached a name outside the cluster zone.
-#[derive(Debug)]
-pub(crate) struct AutopathRest {
-    /// The names left to try, the next one first.
-    candidates: Vec<WireName>,
-    /// Which of the plan's names `candidates[0]` is (0: the asked name).
-    index: usize,
-    /// The asked name's own NXDOMAIN reply, when it was already written.
-    first: Option<Vec<u8>>,
-}
-
-/// What one name of the walk got.
-enum Step {
-    /// A reply (for the candidate's question, up to 64 KiB).
-    Reply(Vec<u8>),
-    /// It goes upstream.
-    Upstream,
-    /// A CNAME whose target is asked through the server again.
-    Chase(Box<Chase>),
-}
-
-/// The query as it would have been asked for `name`: same ID, flags and EDNS.
-pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
-    let mut message = Message::from_vec(packet).ok()?;
-    let query = message.queries.first_mut()?;
-    query.set_name(Name::from_ascii(name.to_string()).ok()?);
-    message.to_vec().ok()
-}
-
-/// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
-/// have asked it: a reply, or that it goes upstream.
-fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Step> {
-    let asked = ask_as(packet, name)?;
-    let request = Request::parse(&asked).ok()?;
-    let chain = &ctx.block.chain;
-    let mut q = Query {
-        packet: &asked,
-        request: &request,
-        limit: usize::from(u16::MAX),
-        revert: None,
-    };
-    let mut out = Vec::new();
-    match chain.run(ctx, chain.after_autopath(), &mut q, &mut out) {
-        Flow::Reply(_) => Some(Step::Reply(out)),
-        Flow::Upstream(_) | Flow::Forward(_) => Some(Step::Upstream),
-        Flow::Chase(chase) => Some(Step::Chase(chase)),
-        Flow::End => {
-            // The end of the chain.
-            wire::write_rcode(q.request, rcode::REFUSED, &mut out);
-            Some(Step::Reply(out))
-        }
-        Flow::Transfer(_) => None,
-    }
-}
-
-/// The reply to the client from `found`, the reply for the `index`-th name: the client's
-/// question, and a CNAME from it to the name that answered ahead of the records.
-fn rewrite(found: &[u8], packet: &[u8], index: usize) -> Option<Vec<u8>> {
-    let original = Message::from_vec(packet).ok()?;
-    let question = original.queries.first()?.clone();
-    let mut message = Message::from_vec(found).ok()?;
-    if index > 0
-        && let Some(first) = message.answers.first()
-        && first.name.to_lowercase() != question.name().to_lowercase()
-    {
-        let cname = Record::from_rdata(
-            question.name().clone(),
-            first.ttl,
-            RData::CNAME(CNAME(first.name.clone())),
-        );
-        message.answers.insert(0, cname);
-    }
-    message.queries = vec![question];
-    message.to_vec().ok()
-}
-
-/// Who a reply for the asked name itself is counted for.
-fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
-    if ctx.block.kubernetes.is_some() {
-        Plugin::Kubernetes
-    } else {
-        Plugin::Forward
-    }
-}
-
-/// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it.
-/// `None` passes the query on (autopath does not apply, or the asked name is not NXDOMAIN).
-pub(crate) fn respond(
-    ctx: &Ctx<'_>,
-    index: usize,
-    q: &Query<'_>,
-    out: &mut Vec<u8>,
-) -> Option<Flow> {
-    let block = ctx.block;
-    let search = block.autopath.as_ref()?;
-    let qtype = q.request.question.qtype;
-    if qtype == rtype::AXFR || qtype == rtype::IXFR {
-        return None;
-    }
-    debug_assert_eq!(block.chain.after_autopath(), index + 1);
-    let plan = {
-        let snapshot = block.kubernetes.as_ref().map(|k| k.store.load());
-        search.plan(
-            q.request.question.name(),
-            ctx.client.ip(),
-            snapshot.as_deref().map(|s| &**s),
-        )?
-    };
-    let mut first = None;
-    for (index, candidate) in plan.candidates.iter().enumerate() {
-        match local(ctx, q.packet, candidate)? {
-            Step::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
-                if index == 0 {
-                    first = Some(bytes);
-                }
-            }
-            // The asked name answers: the rest of the chain writes that.
-            Step::Reply(_) | Step::Chase(_) if index == 0 => return None,
-            Step::Reply(bytes) => {
-                let written = rewrite(&bytes, q.packet, index)?;
-                let shuffled = if block.loadbalance {
-                    reply::shuffle(&written)
-                } else {
-                    None
-                };
-                super::fit(ctx, q.request, shuffled.as_deref().unwrap_or(&written), out);
-                return Some(Flow::Reply(Plugin::Autopath));
-            }
-            Step::Upstream | Step::Chase(_) => {
-                let mut pending = block.chain.pending(ctx, q, 0);
-                pending.autopath = Some(Box::new(AutopathRest {
-                    candidates: plan.candidates[index..].to_vec(),
-                    index,
-                    first,
-                }));
-                return Some(Flow::Forward(pending));
-            }
-        }
-    }
-    // Every name is NXDOMAIN: the asked name's reply, and the client walks on.
-    let first = rewrite(&first?, q.packet, 0)?;
-    super::fit(ctx, q.request, &first, out);
-    Some(Flow::Reply(plain_plugin(ctx)))
-}
 
 /// The walk's upstream part, for the query `packet` (as the chain asked it; `request` is
 /// the client's): the whole reply and who it is counted for, `None` for SERVFAIL.

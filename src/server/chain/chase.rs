@@ -1,0 +1,165 @@
+//! A CNAME's chase (an ExternalName's whose target lies outside its zone, a template's):
+//! the replies so far and the name asked next. The handler drives it (asking each target
+//! through the server again, CoreDNS's `Upstream.Lookup`); the chain's steps start it.
+
+use std::sync::Arc;
+
+use hickory_proto::op::{Message, ResponseCode};
+
+use super::Revert;
+use crate::metrics::dns::Plugin;
+use crate::server::{Block, Pending};
+use crate::wire::{self, Request};
+use crate::zone::name::WireName;
+use crate::zone::{Answer, ServedZone};
+
+/// Where a chase got to without an upstream.
+pub(crate) enum Chased {
+    /// The reply for the question asked, whole (not yet cut to the client's size).
+    Done(Vec<u8>),
+    /// Waiting for the upstream's answer to the last target.
+    Upstream(Box<Chase>),
+}
+
+/// A CNAME's chase (an ExternalName's, a template's): the CNAMEs so far, and the name to
+/// ask next.
+#[derive(Debug)]
+pub(crate) struct Chase {
+    /// The block and zone of the question asked.
+    pub(crate) block: Arc<Block>,
+    pub(crate) zone: usize,
+    /// The replies, in order, whose answers make the chain: the first answers the question
+    /// asked (its header and question are the reply's); the others, targets in other zones.
+    pub(crate) replies: Vec<Vec<u8>>,
+    /// The reply for a loop: NODATA for the question asked.
+    pub(crate) nodata: Vec<u8>,
+    /// The next name to ask.
+    pub(crate) target: WireName,
+    /// The names asked so far, lower case (the question asked first).
+    pub(crate) visited: Vec<WireName>,
+    /// The last target's query, gone upstream.
+    pub(crate) upstream: Option<Box<Pending>>,
+    /// Who answered the question asked (counted for it).
+    pub(crate) plugin: Plugin,
+    /// The first reply's rcode and authority stand, whatever the target's (a template's
+    /// CNAME: CoreDNS appends the target's answers only).
+    pub(crate) keep_rcode: bool,
+    /// What *rewrite* turns back in the reply.
+    pub(crate) revert: Option<Box<Revert>>,
+}
+
+impl Chase {
+    /// The chase of `answer`, the zone's answer to `request`, whose chain ends at `target`.
+    pub(crate) fn new(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        answer: &Answer<'_>,
+        zone: &ServedZone,
+        target: &[u8],
+    ) -> Box<Self> {
+        let mut reply = Vec::new();
+        wire::write_answer(
+            request,
+            answer,
+            zone,
+            usize::from(u16::MAX),
+            false,
+            &mut reply,
+        );
+        let mut nodata = Vec::new();
+        let empty = Answer {
+            rcode: crate::zone::Rcode::NoError,
+            zone: answer.zone,
+            answer: Default::default(),
+            additional: Default::default(),
+            chase: None,
+        };
+        wire::write_answer(
+            request,
+            &empty,
+            zone,
+            usize::from(u16::MAX),
+            false,
+            &mut nodata,
+        );
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            replies: vec![reply],
+            nodata,
+            target: WireName::from_wire_unchecked(target.to_vec()),
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin: Plugin::Kubernetes,
+            keep_rcode: false,
+            revert: None,
+        })
+    }
+
+    /// The chase of a template's `reply` to `request`, a CNAME to `target` (lower-case
+    /// wire): the target's answers are added to the reply, whose rcode stands.
+    pub(crate) fn from_template(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        reply: Vec<u8>,
+        target: WireName,
+    ) -> Box<Self> {
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            nodata: reply.clone(),
+            replies: vec![reply],
+            target,
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin: Plugin::Template,
+            keep_rcode: true,
+            revert: None,
+        })
+    }
+
+    /// The reply so far: the CNAMEs, whole, without the last target's records.
+    pub(crate) fn so_far(&self) -> Vec<u8> {
+        self.merge(None)
+    }
+
+    /// The chain's reply, ending with `last`, the reply for the last target: its records
+    /// follow the CNAMEs with their own TTLs, and its rcode (NOERROR or NXDOMAIN) is the
+    /// reply's. Without a usable `last` (the upstream failed, SERVFAIL, REFUSED) the CNAMEs
+    /// alone, NOERROR, as CoreDNS answers.
+    pub(crate) fn merge(&self, last: Option<&[u8]>) -> Vec<u8> {
+        let first = &self.replies[0];
+        let Ok(mut message) = Message::from_vec(first) else {
+            return first.clone();
+        };
+        for reply in &self.replies[1..] {
+            if let Ok(reply) = Message::from_vec(reply) {
+                message.answers.extend(reply.answers);
+            }
+        }
+        if let Some(last) = last.and_then(|last| Message::from_vec(last).ok()) {
+            let code = last.metadata.response_code;
+            if matches!(code, ResponseCode::NoError | ResponseCode::NXDomain) {
+                if self.keep_rcode {
+                    message.answers.extend(last.answers);
+                    message.metadata.truncation = last.metadata.truncation;
+                    return message.to_vec().unwrap_or_else(|_| first.clone());
+                }
+                if last.answers.is_empty() {
+                    // The target's negative answer, with the SOA its zone gives.
+                    message.authorities = last.authorities;
+                }
+                message.answers.extend(last.answers);
+                message.metadata.response_code = code;
+                message.metadata.truncation |= last.metadata.truncation;
+            }
+        }
+        message.to_vec().unwrap_or_else(|_| first.clone())
+    }
+}
