@@ -204,10 +204,22 @@ pub fn reverse_name(ip: IpAddr) -> WireName {
 
 /// The address a reverse-lookup name stands for, if it is a complete one.
 pub fn address_from_reverse(name: &WireName) -> Option<IpAddr> {
-    let labels: Vec<&[u8]> = name.labels().collect();
-    let lower = |label: &[u8]| label.to_ascii_lowercase();
-    match labels.as_slice() {
-        [d, c, b, a, inaddr, arpa] if lower(inaddr) == b"in-addr" && lower(arpa) == b"arpa" => {
+    address_of_reverse_wire(&name.as_bytes().to_ascii_lowercase())
+}
+
+/// The address a complete reverse name (lower case, wire) stands for, without allocating.
+pub(crate) fn address_of_reverse_wire(qname: &[u8]) -> Option<IpAddr> {
+    let mut labels: [&[u8]; 34] = [&[]; 34];
+    let mut count = 0;
+    for label in super::name::labels(qname) {
+        if count == labels.len() {
+            return None;
+        }
+        labels[count] = label;
+        count += 1;
+    }
+    match &labels[..count] {
+        [d, c, b, a, b"in-addr", b"arpa"] => {
             let octet = |label: &[u8]| -> Option<u8> {
                 let text = std::str::from_utf8(label).ok()?;
                 if text.len() > 1 && text.starts_with('0') {
@@ -222,9 +234,7 @@ pub fn address_from_reverse(name: &WireName) -> Option<IpAddr> {
                 octet(d)?,
             )))
         }
-        [nibbles @ .., ip6, arpa]
-            if nibbles.len() == 32 && lower(ip6) == b"ip6" && lower(arpa) == b"arpa" =>
-        {
+        [nibbles @ .., b"ip6", b"arpa"] if nibbles.len() == 32 => {
             let mut octets = [0u8; 16];
             for (index, label) in nibbles.iter().enumerate() {
                 let [digit] = label else { return None };

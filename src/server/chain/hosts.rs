@@ -328,7 +328,7 @@ impl Hosts {
         let authoritative = true;
         match qtype {
             rtype::PTR => {
-                let Some(ip) = address_from_reverse(qname) else {
+                let Some(ip) = crate::zone::rrset::address_of_reverse_wire(qname) else {
                     return Answered::Pass;
                 };
                 let names = [file.ptr.get(&ip), inline.ptr.get(&ip)];
@@ -384,47 +384,6 @@ impl Hosts {
         // The name exists, not with this type: NODATA.
         wire::QuestionAnswers::new(request, out).finish(rcode::NOERROR, authoritative, limit);
         Answered::Reply
-    }
-}
-
-/// The address a complete reverse name (lower case, wire) stands for, without allocating.
-fn address_from_reverse(qname: &[u8]) -> Option<IpAddr> {
-    let mut labels: [&[u8]; 34] = [&[]; 34];
-    let mut count = 0;
-    for label in crate::zone::name::labels(qname) {
-        if count == labels.len() {
-            return None;
-        }
-        labels[count] = label;
-        count += 1;
-    }
-    match &labels[..count] {
-        [d, c, b, a, b"in-addr", b"arpa"] => {
-            let octet = |label: &[u8]| -> Option<u8> {
-                let text = std::str::from_utf8(label).ok()?;
-                if text.len() > 1 && text.starts_with('0') {
-                    return None;
-                }
-                text.parse().ok()
-            };
-            Some(IpAddr::V4(Ipv4Addr::new(
-                octet(a)?,
-                octet(b)?,
-                octet(c)?,
-                octet(d)?,
-            )))
-        }
-        [nibbles @ .., b"ip6", b"arpa"] if nibbles.len() == 32 => {
-            let mut octets = [0u8; 16];
-            for (index, label) in nibbles.iter().enumerate() {
-                let [digit] = label else { return None };
-                let value = (*digit as char).to_digit(16)? as u8;
-                let byte = 15 - index / 2;
-                octets[byte] |= if index % 2 == 0 { value } else { value << 4 };
-            }
-            Some(IpAddr::V6(Ipv6Addr::from(octets)))
-        }
-        _ => None,
     }
 }
 
