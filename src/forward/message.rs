@@ -6,17 +6,10 @@
 //! bounds-checked: garbage from an upstream is a mismatch or [`Verdict::Malformed`], never a
 //! panic.
 
-/// Length of the DNS header.
-pub(super) const HEADER_LEN: usize = 12;
-/// The smallest UDP payload every client accepts (RFC 1035).
-const UDP_MIN_PAYLOAD: u16 = 512;
-
-const FLAG_QR: u16 = 0x8000;
-const FLAG_TC: u16 = 0x0200;
-const FLAG_RD: u16 = 0x0100;
-const TYPE_OPT: u16 = 41;
-const TYPE_NS: u16 = 2;
-const CLASS_IN: u16 = 1;
+pub(super) use crate::wire::HEADER_LEN;
+use crate::wire::{FLAG_QR, FLAG_RD, FLAG_TC, UDP_MIN_PAYLOAD, skip_name};
+use crate::zone::rrset::CLASS_IN;
+use crate::zone::rrset::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
 
 /// What forwarding needs to know about a client's query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,19 +245,6 @@ fn first_name_end(message: &[u8]) -> Option<usize> {
         }
         if len == 0 {
             return Some(at);
-        }
-    }
-}
-
-/// Skips a possibly compressed name; the offset after it.
-fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = usize::from(*message.get(at)?);
-        match len {
-            0 => return Some(at + 1),
-            1..=63 => at += 1 + len,
-            0xc0..=0xff => return (at + 2 <= message.len()).then_some(at + 2),
-            _ => return None,
         }
     }
 }

@@ -71,10 +71,11 @@ pub mod rcode {
     pub const BADVERS: u16 = 16;
 }
 
-const FLAG_QR: u16 = 0x8000;
+/// Header flags: a response (QR), authoritative (AA), truncated (TC), recursion desired (RD).
+pub(crate) const FLAG_QR: u16 = 0x8000;
 const FLAG_AA: u16 = 0x0400;
-const FLAG_TC: u16 = 0x0200;
-const FLAG_RD: u16 = 0x0100;
+pub(crate) const FLAG_TC: u16 = 0x0200;
+pub(crate) const FLAG_RD: u16 = 0x0100;
 const FLAG_CD: u16 = 0x0010;
 
 /// A parsed query.
