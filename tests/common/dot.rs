@@ -7,10 +7,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
+use crate::common::certs::ca;
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
@@ -29,20 +27,6 @@ pub struct DotFiles {
     /// A CA that signed nothing here: trusting it alone fails every handshake.
     pub other_ca: PathBuf,
     pub dir: tempfile::TempDir,
-}
-
-fn ca(name: &str) -> (CertificateParams, KeyPair, String) {
-    let key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let pem = params.self_signed(&key).unwrap().pem();
-    (params, key, pem)
 }
 
 /// Makes the certificates, writes the client's files, and builds the server's

@@ -6,6 +6,7 @@
 
 pub mod apiserver;
 pub mod binary;
+pub mod certs;
 pub mod cli;
 pub mod dot;
 pub mod golden;
