@@ -84,27 +84,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<ForwardConfig,
             ),
         ));
     }
-    let mut config = ForwardConfig {
-        from,
-        to,
-        except: Vec::new(),
-        force_tcp: false,
-        prefer_udp: false,
-        expire: DEFAULT_EXPIRE,
-        max_idle_conns: 0,
-        max_fails: DEFAULT_MAX_FAILS,
-        max_connect_attempts: 0,
-        policy: ForwardPolicy::Random,
-        health_check: DEFAULT_HEALTH_CHECK,
-        health_check_no_rec: false,
-        health_check_domain: Name::root(),
-        max_concurrent: None,
-        next: Vec::new(),
-        failover: Vec::new(),
-        failfast_all_unhealthy_upstreams: false,
-        tls: None,
-        line: line.name.line,
-    };
+    let mut config = ForwardConfig::new(from, to, line.name.line);
     let mut tls = TlsOptions::default();
     for option in line.options() {
         option_line(option, &mut config, &mut tls)?;
@@ -499,10 +479,47 @@ fn upstreams(
 
 fn upstream(addr: SocketAddr, from_file: Option<PathBuf>) -> Upstream {
     Upstream {
-        addr,
-        name: addr.to_string(),
         from_file,
-        transport: UpstreamTransport::Dns,
+        ..Upstream::dns(addr)
+    }
+}
+
+impl ForwardConfig {
+    /// `forward FROM TO...` at `line`, without options: CoreDNS's defaults.
+    pub fn new(from: Name, to: Vec<Upstream>, line: usize) -> Self {
+        Self {
+            from,
+            to,
+            except: Vec::new(),
+            force_tcp: false,
+            prefer_udp: false,
+            expire: DEFAULT_EXPIRE,
+            max_idle_conns: 0,
+            max_fails: DEFAULT_MAX_FAILS,
+            max_connect_attempts: 0,
+            policy: ForwardPolicy::Random,
+            health_check: DEFAULT_HEALTH_CHECK,
+            health_check_no_rec: false,
+            health_check_domain: Name::root(),
+            max_concurrent: None,
+            next: Vec::new(),
+            failover: Vec::new(),
+            failfast_all_unhealthy_upstreams: false,
+            tls: None,
+            line,
+        }
+    }
+}
+
+impl Upstream {
+    /// Plain DNS to `addr`, named by it.
+    pub fn dns(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            name: addr.to_string(),
+            from_file: None,
+            transport: UpstreamTransport::Dns,
+        }
     }
 }
 
