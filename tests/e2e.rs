@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::Message;
 
 use crate::common::binary::TestServer;
+use crate::common::cli::clusterdns;
 use crate::common::{TempCorefile, expect, fixture, lines, query};
 
 fn serve_shop() -> TestServer {
@@ -292,14 +293,8 @@ fn coredns_conf_flag_starts_the_server() {
 
 /// Runs the binary and returns (exit code, stderr).
 fn run(args: &[&str]) -> (i32, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = clusterdns(args);
+    (run.code, run.stderr)
 }
 
 #[test]
@@ -353,17 +348,8 @@ fn bad_input_is_a_clear_error_and_exit_2() {
 
 /// Runs the binary: (exit code, stdout, stderr).
 fn run_all(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = clusterdns(args);
+    (run.code, run.stdout, run.stderr)
 }
 
 /// Each message says what the user wrote, where, and what is wrong with it, in words.

@@ -1,7 +1,7 @@
 //! Tests of `endpoints`.
 
 use super::*;
-use crate::model::{ContainerPort, PodPhase, SessionAffinity, TrafficPolicy};
+use crate::model::{ContainerPort, PodPhase};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -17,29 +17,8 @@ fn ip(text: &str) -> IpAddr {
 /// A ClusterIP Service `shop/<name>` selecting `app=<name>`, one port http 80 → `target`.
 fn service(name: &str, target: TargetPort) -> Service {
     Service {
-        key: ObjectKey::new("shop", name),
-        labels: Labels::new(),
         selector: Some(labels(&[("app", name)])),
-        service_type: ServiceType::ClusterIp,
-        cluster_ips: vec![ip("10.96.0.20")],
-        headless: false,
-        external_name: None,
-        ports: vec![ServicePort {
-            name: "http".to_owned(),
-            protocol: Protocol::Tcp,
-            port: 80,
-            target_port: target,
-            node_port: None,
-        }],
-        publish_not_ready_addresses: false,
-        ip_families: vec![AddressType::IPv4],
-        external_traffic_policy: TrafficPolicy::Cluster,
-        internal_traffic_policy: TrafficPolicy::Cluster,
-        session_affinity: SessionAffinity::None,
-        external_ips: Vec::new(),
-        load_balancer_ips: Vec::new(),
-        load_balancer_source_ranges: Vec::new(),
-        health_check_node_port: None,
+        ..Service::for_test(name, target)
     }
 }
 
