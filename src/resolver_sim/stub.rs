@@ -438,6 +438,46 @@ pub struct Step {
     pub notes: Vec<String>,
 }
 
+/// A step's exchanges as they add up: how many times each query was sent (retries and
+/// nameservers included), the sequential round trips, the time waited on timeouts, and what
+/// the resolver did on the way.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: Vec<u32>,
+    round_trips: u32,
+    waited_ms: u64,
+    notes: Vec<String>,
+}
+
+impl Tally {
+    /// Nothing sent yet, for `queries` queries.
+    fn new(queries: usize) -> Self {
+        Self {
+            sent: vec![0; queries],
+            ..Self::default()
+        }
+    }
+
+    /// The step that asked `name` for `qtypes` and got `replies` (in the same order), with
+    /// the resolver's `verdict`.
+    fn step(self, name: String, qtypes: &[Qtype], replies: Vec<Reply>, verdict: Verdict) -> Step {
+        let queries = qtypes
+            .iter()
+            .zip(replies)
+            .zip(self.sent)
+            .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
+            .collect();
+        Step {
+            name,
+            queries,
+            verdict,
+            round_trips: self.round_trips,
+            waited_ms: self.waited_ms,
+            notes: self.notes,
+        }
+    }
+}
+
 /// What a step means to the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -178,16 +178,13 @@ struct Exchanges<'a> {
     kinds: &'a [Kind],
     /// A's rcode, for the notes.
     a_rcode: &'static str,
-    sent: Vec<u32>,
-    round_trips: u32,
-    waited_ms: u64,
-    notes: Vec<String>,
+    tally: Tally,
 }
 
 impl Exchanges<'_> {
     fn send(&mut self, index: usize) {
-        self.sent[index] += 1;
-        self.round_trips += 1;
+        self.tally.sent[index] += 1;
+        self.tally.round_trips += 1;
     }
 
     /// One `send_dg` call on a nameserver given `timeout` ms, in `mode`: the replies kept
@@ -199,7 +196,7 @@ impl Exchanges<'_> {
                 Kind::Kept => Some(vec![0]),
                 Kind::Rejected => None,
                 Kind::Lost => {
-                    self.waited_ms += timeout;
+                    self.tally.waited_ms += timeout;
                     None
                 }
             };
@@ -207,9 +204,9 @@ impl Exchanges<'_> {
         let seconds = timeout / 1000;
         loop {
             if *mode == SendMode::Parallel {
-                self.sent[0] += 1;
-                self.sent[1] += 1;
-                self.round_trips += 1;
+                self.tally.sent[0] += 1;
+                self.tally.sent[1] += 1;
+                self.tally.round_trips += 1;
                 match (self.kinds[0], self.kinds[1]) {
                     (Kind::Kept, Kind::Kept) => return Some(vec![0, 1]),
                     (Kind::Kept, Kind::Rejected) => return Some(vec![0]),
@@ -221,16 +218,16 @@ impl Exchanges<'_> {
                         } else {
                             (Qtype::Aaaa, Qtype::A)
                         };
-                        self.waited_ms += timeout;
+                        self.tally.waited_ms += timeout;
                         *mode = SendMode::SingleRequest;
-                        self.notes.push(format!(
+                        self.tally.notes.push(format!(
                             "no {lost} reply in {seconds} s with {had}'s in hand: glibc switches \
                              the process to single-request and asks again"
                         ));
                         continue;
                     }
                     _ => {
-                        self.waited_ms += timeout;
+                        self.tally.waited_ms += timeout;
                         return None;
                     }
                 }
@@ -239,7 +236,7 @@ impl Exchanges<'_> {
             self.send(0);
             match self.kinds[0] {
                 Kind::Lost => {
-                    self.waited_ms += timeout;
+                    self.tally.waited_ms += timeout;
                     return None;
                 }
                 Kind::Rejected => {
@@ -248,8 +245,8 @@ impl Exchanges<'_> {
                          once, on a new socket",
                         self.a_rcode
                     );
-                    if !self.notes.contains(&note) {
-                        self.notes.push(note);
+                    if !self.tally.notes.contains(&note) {
+                        self.tally.notes.push(note);
                     }
                     return None;
                 }
@@ -260,16 +257,16 @@ impl Exchanges<'_> {
                 Kind::Kept => return Some(vec![0, 1]),
                 Kind::Rejected => return Some(vec![0]),
                 Kind::Lost => {
-                    self.waited_ms += timeout;
+                    self.tally.waited_ms += timeout;
                     if *mode == SendMode::SingleRequest {
                         *mode = SendMode::SingleRequestReopen;
-                        self.notes.push(format!(
+                        self.tally.notes.push(format!(
                             "no AAAA reply in {seconds} s under single-request: glibc switches \
                              the process to single-request-reopen and asks again"
                         ));
                         continue;
                     }
-                    self.notes.push(format!(
+                    self.tally.notes.push(format!(
                         "no AAAA reply in {seconds} s under single-request-reopen: glibc \
                          returns A's reply alone"
                     ));
@@ -297,10 +294,7 @@ fn glibc_step(
             .first()
             .and_then(|r| r.rcode)
             .map_or("no reply", crate::wire::rcode_name),
-        sent: vec![0; replies.len()],
-        round_trips: 0,
-        waited_ms: 0,
-        notes: Vec::new(),
+        tally: Tally::new(replies.len()),
     };
     let mut kept: Option<Vec<usize>> = None;
     'tries: for _ in 0..config.attempts {
@@ -312,13 +306,7 @@ fn glibc_step(
             }
         }
     }
-    let Exchanges {
-        sent,
-        round_trips,
-        waited_ms,
-        notes,
-        ..
-    } = exchanges;
+    let Exchanges { tally, .. } = exchanges;
     let herrno = match &kept {
         None => {
             // Every try failed: the search goes on only if the reply left in the answer
@@ -326,7 +314,7 @@ fn glibc_step(
             // there).
             let received: Vec<&Reply> = replies
                 .iter()
-                .zip(&sent)
+                .zip(&tally.sent)
                 .filter(|(r, sent)| **sent > 0 && r.rcode.is_some())
                 .map(|(r, _)| r)
                 .collect();
@@ -357,21 +345,5 @@ fn glibc_step(
         Herrno::HostNotFound | Herrno::NoData | Herrno::TryAgain(true) => Verdict::Continue,
         Herrno::TryAgain(false) | Herrno::NoRecovery => Verdict::Stop,
     };
-    let queries = qtypes
-        .iter()
-        .zip(replies)
-        .zip(sent)
-        .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
-        .collect();
-    (
-        Step {
-            name,
-            queries,
-            verdict,
-            round_trips,
-            waited_ms,
-            notes,
-        },
-        herrno,
-    )
+    (tally.step(name, qtypes, replies, verdict), herrno)
 }

@@ -79,21 +79,20 @@ fn musl_step(
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
     let accepted = |r: &Reply| matches!(r.rcode, Some(rcode::NOERROR | rcode::NXDOMAIN));
     let nns = config.nameservers as u32;
-    let mut sent = vec![0u32; replies.len()];
-    let mut waited_ms = 0;
-    let mut round_trips = 1;
+    let mut tally = Tally::new(replies.len());
+    tally.round_trips = 1;
     if replies.iter().all(accepted) {
         // Every nameserver is asked; the first reply for each query is taken.
-        sent.iter_mut().for_each(|s| *s = nns);
+        tally.sent.iter_mut().for_each(|s| *s = nns);
     } else {
         // Rounds every timeout/attempts until the timeout: each unaccepted query goes to every
         // nameserver; SERVFAIL replies are re-sent at once while the round's budget (two per
         // query) lasts.
-        waited_ms = u64::from(config.timeout) * 1000;
+        tally.waited_ms = u64::from(config.timeout) * 1000;
         let rounds = rounds(config);
-        round_trips = rounds;
+        tally.round_trips = rounds;
         for (index, reply) in replies.iter().enumerate() {
-            sent[index] = if accepted(reply) { nns } else { nns * rounds };
+            tally.sent[index] = if accepted(reply) { nns } else { nns * rounds };
         }
         let servfails: Vec<usize> = (0..replies.len())
             .filter(|&i| replies[i].rcode == Some(rcode::SERVFAIL))
@@ -111,7 +110,7 @@ fn musl_step(
                 while at < queue.len() {
                     if budget > 0 {
                         budget -= 1;
-                        sent[queue[at]] += 1;
+                        tally.sent[queue[at]] += 1;
                         queue.push(queue[at]);
                     }
                     at += 1;
@@ -142,23 +141,7 @@ fn musl_step(
         Some(None) => Verdict::Answer,
         Some(Some(_)) => Verdict::Stop,
     };
-    let queries = qtypes
-        .iter()
-        .zip(replies)
-        .zip(sent)
-        .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
-        .collect();
-    (
-        Step {
-            name,
-            queries,
-            verdict,
-            round_trips,
-            waited_ms,
-            notes: Vec::new(),
-        },
-        result,
-    )
+    (tally.step(name, qtypes, replies, verdict), result)
 }
 
 /// musl's `res_search`, a weak alias of `res_query` (`src/network/res_query.c`): the name as
