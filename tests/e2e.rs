@@ -230,14 +230,14 @@ fn objects_changes_are_served_and_bad_reloads_keep_the_last_good_zone() {
     );
 
     // A change: web's ClusterIP moves. Written by rename, as editors and ConfigMaps do, in
-    // a later second than the first file: the serial is the time of the last change, in
-    // seconds (changes within one second share it).
-    let next_second = before.parse::<u64>().unwrap() + 1;
+    // a later second than the first file: the serial is the file's modification time, in
+    // seconds (changes within one second share it). The kernel stamps files from its coarse
+    // clock, a few milliseconds behind this one: wait for a tenth of a second past the turn.
+    let next_second = Duration::from_secs(before.parse::<u64>().unwrap() + 1);
     while std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs()
-        < next_second
+        < next_second + Duration::from_millis(100)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
