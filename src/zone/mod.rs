@@ -15,6 +15,7 @@
 mod build;
 mod builder;
 pub mod name;
+mod multicluster;
 mod node;
 mod records;
 pub mod rrset;
@@ -66,6 +67,8 @@ pub struct Snapshot {
 pub struct ServedZone {
     origin: WireName,
     reverse: bool,
+    /// A `multicluster` zone: answered from ServiceImports, not Services.
+    multicluster: bool,
     soa: Soa,
 }
 
@@ -127,6 +130,11 @@ impl ServedZone {
     /// Whether this is a reverse (`in-addr.arpa`/`ip6.arpa`) zone.
     pub fn is_reverse(&self) -> bool {
         self.reverse
+    }
+
+    /// Whether this is a `multicluster` zone (its Services are ServiceImports).
+    pub fn is_multicluster(&self) -> bool {
+        self.multicluster
     }
 
     /// The zone's SOA fields.
