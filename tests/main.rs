@@ -16,6 +16,7 @@ mod forward;
 mod forward_tls;
 mod live;
 mod loader;
+mod multicluster;
 mod observe;
 mod plugins;
 mod protocol;
