@@ -530,6 +530,7 @@ pub(crate) mod tests_support {
         ServedZone {
             origin: WireName::from_dotted(origin).unwrap_or_else(|_| WireName::root()),
             reverse: false,
+            multicluster: false,
             soa: Soa::new(30, 1),
         }
     }
