@@ -3,8 +3,13 @@
 //! zone from Services, never the other way round — asked through the request path, the
 //! real binary and the API watch, written as zone-file text.
 
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::apiserver::{ApiServer, Kind, Verb};
 use crate::common::binary::TestServer;
-use crate::common::{Offline, TempCorefile, expect};
+use crate::common::{Offline, Reply, TempCorefile, expect, fixture};
 
 /// The fixture served with `clusterset.local` as the multicluster zone.
 const MCS: &str = r#"
@@ -327,4 +332,145 @@ fn the_binary_answers_imports_over_udp_and_tcp() {
     );
     let reply = server.ask_udp("db.shop.svc.cluster.local.", "A");
     assert_eq!(reply.rcode, "NXDOMAIN");
+}
+
+/// How long a change may take to reach the answers.
+const PATIENCE: Duration = Duration::from_secs(40);
+
+/// A Corefile watching `api` with `clusterset.local` as a multicluster zone when
+/// `multicluster`.
+fn watching(api: &ApiServer, multicluster: bool) -> TempCorefile {
+    let option = if multicluster {
+        "multicluster clusterset.local"
+    } else {
+        ""
+    };
+    TempCorefile::new(&format!(
+        ".:0 {{\n bind 127.0.0.1\n kubernetes cluster.local clusterset.local {{\n  endpoint {}\n  {option}\n }}\n}}\n",
+        api.url()
+    ))
+}
+
+/// Asks until `done` holds for the reply.
+fn until(server: &TestServer, name: &str, done: impl Fn(&Reply) -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let reply = server.ask_udp(name, "A");
+        if done(&reply) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: never as expected; last {reply:?}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn serviceimport_requests(api: &ApiServer) -> Vec<Verb> {
+    api.requests()
+        .iter()
+        .filter(|r| r.kind == Some(Kind::ServiceImport))
+        .map(|r| r.verb)
+        .collect()
+}
+
+#[test]
+fn a_service_import_added_live_becomes_answerable() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("mcs.json"));
+    let corefile = watching(&api, true);
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    server.wait_log("synced with the API server", PATIENCE);
+    let reply = server.ask_udp("db.shop.svc.clusterset.local.", "A");
+    assert_eq!(
+        reply.answer,
+        expect(&[
+            "db.shop.svc.clusterset.local. 5 IN A 10.1.0.5",
+            "db.shop.svc.clusterset.local. 5 IN A 10.2.0.7",
+        ])
+    );
+    let verbs = serviceimport_requests(&api);
+    assert!(verbs.contains(&Verb::List), "{verbs:?}");
+
+    api.apply(json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+        "metadata": {"name": "live", "namespace": "shop"},
+        "spec": {"type": "ClusterSetIP", "ips": ["10.42.0.99"],
+                 "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    }));
+    until(&server, "live.shop.svc.clusterset.local.", |reply| {
+        reply.answer == expect(&["live.shop.svc.clusterset.local. 5 IN A 10.42.0.99"])
+    });
+    // Imported endpoints follow their slices; the import itself its object.
+    api.delete(Kind::EndpointSlice, "shop", "imported-db-west");
+    until(&server, "db.shop.svc.clusterset.local.", |reply| {
+        reply.answer == expect(&["db.shop.svc.clusterset.local. 5 IN A 10.1.0.5"])
+    });
+    api.delete(Kind::ServiceImport, "shop", "live");
+    until(&server, "live.shop.svc.clusterset.local.", |reply| {
+        reply.rcode == "NXDOMAIN"
+    });
+    // Never a Service under the multicluster zone, never an import under the cluster zone.
+    assert_eq!(
+        server.ask_udp("cart.shop.svc.clusterset.local.", "A").rcode,
+        "NXDOMAIN"
+    );
+    assert_eq!(
+        server.ask_udp("db.shop.svc.cluster.local.", "A").rcode,
+        "NXDOMAIN"
+    );
+}
+
+#[test]
+fn without_multicluster_service_imports_are_not_watched() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("mcs.json"));
+    let corefile = watching(&api, false);
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    server.wait_log("synced with the API server", PATIENCE);
+    let reply = server.ask_udp("web.shop.svc.clusterset.local.", "A");
+    assert_eq!(
+        reply.answer,
+        expect(&["web.shop.svc.clusterset.local. 5 IN A 10.96.0.20"])
+    );
+    assert_eq!(serviceimport_requests(&api), []);
+}
+
+#[test]
+fn a_missing_crd_is_logged_once_and_serves_no_imports_until_installed() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("mcs.json"));
+    api.fail_requests(|r| r.kind == Some(Kind::ServiceImport), 404, usize::MAX);
+    let corefile = watching(&api, true);
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    // The block syncs without the CRD, and serves its Services.
+    server.wait_log("synced with the API server", PATIENCE);
+    let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
+    assert_eq!(
+        reply.answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+    );
+    assert_eq!(
+        server.ask_udp("web.shop.svc.clusterset.local.", "A").rcode,
+        "NXDOMAIN"
+    );
+    let absent = "the Multi-Cluster Services CRD is not installed";
+    server.wait_log(absent, PATIENCE);
+    // The watcher retries; each 404 is not logged again, nor taken for an outage.
+    let deadline = Instant::now() + PATIENCE;
+    while serviceimport_requests(&api).len() < 2 {
+        assert!(Instant::now() < deadline, "no retry of the list");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = server.log();
+    assert_eq!(log.matches(absent).count(), 1, "{log}");
+    assert!(!log.contains("API server request failed"), "{log}");
+
+    // The CRD is installed: the next retry lists the imports.
+    api.clear_failures();
+    until(&server, "web.shop.svc.clusterset.local.", |reply| {
+        reply.answer == expect(&["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"])
+    });
 }
