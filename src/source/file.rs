@@ -868,4 +868,52 @@ mod tests {
         assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
         assert!(loaded.synthesized_namespaces.is_empty());
     }
+
+    #[test]
+    fn service_imports_are_read_with_json_paths_in_errors() {
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+             "metadata": {"name": "web", "namespace": "shop"},
+             "spec": {"type": "ClusterSetIP", "ips": ["10.42.0.1"], "ports": [{"port": 80}]}},
+            {"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+             "metadata": {"name": "future", "namespace": "shop"}}
+        ]}"#;
+        let loaded = parse_objects(text, Path::new("x.json")).expect("valid");
+        assert_eq!(loaded.cluster.service_imports.len(), 1);
+        assert_eq!(
+            loaded
+                .ignored
+                .get("ServiceImport (multicluster.x-k8s.io/v1beta1)"),
+            Some(&1)
+        );
+        // Its namespace exists, as for the other kinds.
+        assert!(loaded.cluster.namespaces.contains_key("shop"));
+
+        let cases = [
+            (
+                r#"{"ips": ["10.42.0.1", "ten"]}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.ips[1]: expected an IP \
+                 address, found \"ten\"",
+            ),
+            (
+                r#"{"type": "External"}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.type: expected ClusterSetIP \
+                 or Headless, found \"External\"",
+            ),
+            (
+                r#"{"ports": [{"port": "http"}]}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.ports[0].port: invalid type: \
+                 string \"http\", expected a whole number",
+            ),
+        ];
+        for (spec, want) in cases {
+            let text = format!(
+                r#"{{"kind": "List", "items": [{{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                   "kind": "ServiceImport", "metadata": {{"name": "web", "namespace": "shop"}},
+                   "spec": {spec}}}]}}"#
+            );
+            let error = parse_objects(&text, Path::new("x.json")).expect_err(spec);
+            assert_eq!(error.to_string(), want, "{spec}");
+        }
+    }
 }
