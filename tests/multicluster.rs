@@ -64,7 +64,9 @@ fn check(server: &Offline, cases: &[Case]) {
             reply.additional.clone(),
         );
         if want != got {
-            failures.push(format!("{what} ({name} {qtype}):\n  want {want:#?}\n  got {got:#?}"));
+            failures.push(format!(
+                "{what} ({name} {qtype}):\n  want {want:#?}\n  got {got:#?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -99,7 +101,9 @@ fn service_imports_answer_under_the_multicluster_zone() {
                 "_http._tcp.web.shop.svc.clusterset.local.",
                 "SRV",
                 "NOERROR",
-                &["_http._tcp.web.shop.svc.clusterset.local. 5 IN SRV 0 100 80 web.shop.svc.clusterset.local."],
+                &[
+                    "_http._tcp.web.shop.svc.clusterset.local. 5 IN SRV 0 100 80 web.shop.svc.clusterset.local.",
+                ],
                 &["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"],
             ),
             (
@@ -212,7 +216,9 @@ fn service_imports_answer_under_the_multicluster_zone() {
                 "clusterset.local.",
                 "SOA",
                 "NOERROR",
-                &["clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. SERIAL 7200 1800 86400 5"],
+                &[
+                    "clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. SERIAL 7200 1800 86400 5",
+                ],
                 NONE,
             ),
         ],

@@ -51,7 +51,11 @@ pub struct ConvertError {
 }
 
 impl ConvertError {
-    pub(super) fn new(path: impl Into<String>, expected: impl Into<String>, found: impl Into<String>) -> Self {
+    pub(super) fn new(
+        path: impl Into<String>,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> Self {
         let found = found.into();
         Self {
             path: path.into(),

@@ -237,7 +237,11 @@ mod tests {
     #[test]
     fn bad_fields_name_their_path() {
         let cases = [
-            (json!({"metadata": {}}), "metadata.name", "the object's name"),
+            (
+                json!({"metadata": {}}),
+                "metadata.name",
+                "the object's name",
+            ),
             (
                 json!({"metadata": {"name": "a"}, "spec": {"type": "LoadBalancer"}}),
                 "spec.type",
@@ -261,7 +265,10 @@ mod tests {
         ];
         for (value, path, expected) in cases {
             let error = convert(value).unwrap_err();
-            assert_eq!((error.path.as_str(), error.expected.as_str()), (path, expected));
+            assert_eq!(
+                (error.path.as_str(), error.expected.as_str()),
+                (path, expected)
+            );
         }
     }
 }

@@ -833,10 +833,11 @@ fn spawn_resource(
         Resource::Pods => tokio::spawn(feed.run(api!(core::Pod), |pod: &core::Pod| {
             convert::pod(pod).map(Object::Pod)
         })),
-        Resource::ServiceImports => tokio::spawn(feed.run(
-            api!(ServiceImportObject),
-            |import: &ServiceImportObject| service_import(import).map(Object::ServiceImport),
-        )),
+        Resource::ServiceImports => tokio::spawn(
+            feed.run(api!(ServiceImportObject), |import: &ServiceImportObject| {
+                service_import(import).map(Object::ServiceImport)
+            }),
+        ),
     };
 }
 

@@ -14,8 +14,8 @@
 
 mod build;
 mod builder;
-pub mod name;
 mod multicluster;
+pub mod name;
 mod node;
 mod records;
 pub mod rrset;

@@ -237,7 +237,11 @@ fn endpoint_targets(
             }
             None if one_label(label) => base.child(label),
             _ => {
-                tracing::debug!(label, cluster, "endpoint or cluster is not a DNS label; skipped");
+                tracing::debug!(
+                    label,
+                    cluster,
+                    "endpoint or cluster is not a DNS label; skipped"
+                );
                 continue;
             }
         };

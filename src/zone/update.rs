@@ -387,8 +387,10 @@ impl Touched {
             return;
         }
         if let Some(import) = slice.labels.get(LABEL_MCS_SERVICE_NAME) {
-            self.imports
-                .insert(ObjectKey::new(slice.key.namespace.as_str(), import.as_str()));
+            self.imports.insert(ObjectKey::new(
+                slice.key.namespace.as_str(),
+                import.as_str(),
+            ));
         }
     }
 

@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{
-    Context, arguments, invalid, no_block, prefix, unknown_property, zones,
-};
+use super::{Context, arguments, invalid, no_block, prefix, unknown_property, zones};
 use crate::config::duration::parse_go_duration;
 use crate::config::error::Error;
 use crate::config::lexer::Token;

@@ -128,7 +128,10 @@ fn slice(
     if import % 4 != 0 {
         labels[LABEL_MCS_SERVICE_NAME] = json!(SERVICES[service % SERVICES.len()]);
     }
-    if let Some(cluster) = ["", "east", "West"].get(import % 4).filter(|c| !c.is_empty()) {
+    if let Some(cluster) = ["", "east", "West"]
+        .get(import % 4)
+        .filter(|c| !c.is_empty())
+    {
         labels[crate::model::serviceimport::LABEL_MCS_SOURCE_CLUSTER] = json!(cluster);
     }
     let value = json!({
@@ -244,10 +247,15 @@ fn change() -> impl Strategy<Value = Change> {
 /// `clusterset.local` is a `multicluster` zone (before, it serves Services too).
 fn config(variant: usize) -> KubernetesConfig {
     let name = |z: &str| hickory_proto::rr::Name::from_str(z).unwrap();
-    let zones = ["cluster.local.", "in-addr.arpa.", "ip6.arpa.", "clusterset.local."]
-        .iter()
-        .map(|z| name(z))
-        .collect();
+    let zones = [
+        "cluster.local.",
+        "in-addr.arpa.",
+        "ip6.arpa.",
+        "clusterset.local.",
+    ]
+    .iter()
+    .map(|z| name(z))
+    .collect();
     let mut config = KubernetesConfig {
         ttl: 5,
         ..KubernetesConfig::new(zones, 0, 1)
@@ -377,7 +385,9 @@ proptest! {
 fn an_update_shares_what_it_did_not_touch() {
     let mut config = config(0);
     // The cluster zone and the reverse zones only: the shards counted are theirs.
-    config.zones.retain(|zone| zone.to_ascii() != "clusterset.local.");
+    config
+        .zones
+        .retain(|zone| zone.to_ascii() != "clusterset.local.");
     let mut cluster = Cluster::default();
     cluster.insert(namespace("a", 0));
     for n in 0..2000 {
