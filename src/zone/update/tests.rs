@@ -125,7 +125,7 @@ fn slice(
     if service % 5 == 4 {
         labels = json!({});
     }
-    if import % 4 != 0 {
+    if !import.is_multiple_of(4) {
         labels[LABEL_MCS_SERVICE_NAME] = json!(SERVICES[service % SERVICES.len()]);
     }
     if let Some(cluster) = ["", "east", "West"]
