@@ -480,20 +480,3 @@ fn a_missing_crd_is_logged_once_and_serves_no_imports_until_installed() {
         reply.answer == expect(&["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"])
     });
 }
-
-#[test]
-fn the_doc_pages_corefile_blocks_load() {
-    let page = crate::common::read("docs/pending/kubernetes-multicluster.md");
-    let blocks: Vec<&str> = page
-        .split("```corefile\n")
-        .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .collect();
-    assert!(!blocks.is_empty());
-    for text in blocks {
-        let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
-        let config =
-            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    }
-}
