@@ -37,6 +37,7 @@
 //! metrics       model
 //! limits        metrics
 //! http          metrics
+//! search_path   metrics
 //! zone          config, model
 //! store         zone
 //! wire          zone
@@ -45,9 +46,9 @@
 //! cache         config, metrics, wire, zone
 //! querylog      config, wire, zone
 //! forward       config, limits, metrics, wire, zone
-//! server        autopath, cache, config, forward, gotemplate, http, limits, metrics, model, querylog, source, store, wire, zone
+//! server        autopath, cache, config, forward, gotemplate, http, limits, metrics, model, querylog, search_path, source, store, wire, zone
 //! proxy         model
-//! resolver_sim  autopath, config, model, wire, zone
+//! resolver_sim  autopath, config, model, search_path, wire, zone
 //! cli           config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
 //! ```
 //!
@@ -70,7 +71,8 @@
 //! - [`proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
 //!   tracer.
 //! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
-//! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck.
+//! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck, and the debug pages.
+//! - [`search_path`]: search-path waste, live (`/debug/search-path`) and from query logs.
 //! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
 //! - [`resolver_sim`]: the kubelet's resolv.conf and the glibc/musl search walk over the zone.
 //! - [`cli`]: the command line.
@@ -88,6 +90,7 @@ pub mod model;
 pub mod proxy;
 pub mod querylog;
 pub mod resolver_sim;
+pub mod search_path;
 pub mod selector;
 pub mod server;
 pub mod source;

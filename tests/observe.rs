@@ -160,6 +160,7 @@ impl Harness {
             readiness: Arc::new(readiness),
             lifecycle: Arc::new(Lifecycle::new()),
             health: Arc::new(HealthMetrics::new()),
+            debug: None,
         };
         let endpoints = {
             let _entered = runtime.enter();
@@ -715,6 +716,7 @@ fn a_taken_port_is_a_clear_error() {
         readiness: Arc::new(Readiness::always_ready()),
         lifecycle: Arc::new(Lifecycle::new()),
         health: Arc::new(HealthMetrics::new()),
+        debug: None,
     };
     let error =
         Endpoints::start(&[(addr, Route::Health), (addr, Route::Ready)], shared).unwrap_err();
@@ -732,6 +734,7 @@ fn starting_outside_a_runtime_is_an_error_not_a_panic() {
         readiness: Arc::new(Readiness::always_ready()),
         lifecycle: Arc::new(Lifecycle::new()),
         health: Arc::new(HealthMetrics::new()),
+        debug: None,
     };
     assert!(Endpoints::start(&[(any_port(), Route::Health)], shared).is_err());
 }

@@ -10,7 +10,8 @@
 //!   `monitor until-ready`, asked every time with `continuously`), else `503` and the names
 //!   of those that are not, comma-separated and sorted (`kubernetes`); from lameduck on,
 //!   `503 Shutting down`;
-//! - `/metrics`: the [`Registry`]'s text exposition.
+//! - `/metrics`: the [`Registry`]'s text exposition;
+//! - `/debug/...` on the metrics listener: the pages the server provides ([`debug`]).
 //!
 //! Unlike CoreDNS, a configuration reload does not close and reopen these listeners: the
 //! server hands the new readiness check to [`Readiness::set`] and the new addresses to
@@ -18,10 +19,12 @@
 //! `/ready` never blinks on a reload (coredns/coredns#5471), and keep-alive connections see
 //! the current state (coredns/coredns#4099).
 
+pub mod debug;
 mod lifecycle;
 mod probe;
 mod readiness;
 
+pub use debug::{DebugPages, Page};
 pub use lifecycle::Lifecycle;
 pub use readiness::{Monitor, Readiness, ReadinessCheck, ReadinessNotes};
 
@@ -151,6 +154,8 @@ pub struct Shared {
     pub lifecycle: Arc<Lifecycle>,
     /// Where the `/health` self-probe records.
     pub health: Arc<HealthMetrics>,
+    /// The `/debug/` pages of the metrics listener, when the server provides them.
+    pub debug: Option<Arc<dyn DebugPages>>,
 }
 
 /// One listening address.
@@ -504,9 +509,32 @@ fn respond(request: &Request<Incoming>, routes: Routes, shared: &Shared) -> Resp
             );
             response
         }
+        path if path.starts_with("/debug/") && routes.contains(Route::Metrics) => {
+            let page = shared.debug.as_ref().and_then(|debug| {
+                debug.page(
+                    &path["/debug/".len()..],
+                    request.uri().query().unwrap_or(""),
+                )
+            });
+            match page {
+                Some(page) => debug_response(page),
+                None => text(StatusCode::NOT_FOUND, "404 page not found\n"),
+            }
+        }
         // Go's http.NotFound.
         _ => text(StatusCode::NOT_FOUND, "404 page not found\n"),
     }
+}
+
+/// A debug page as a response.
+fn debug_response(page: Page) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(page.body)));
+    *response.status_mut() =
+        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(page.content_type));
+    response
 }
 
 /// A `text/plain` response.

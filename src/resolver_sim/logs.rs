@@ -28,6 +28,8 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::model::Cluster;
+pub use crate::search_path::Projected;
+use crate::search_path::{self, Stem, strip_domain};
 
 /// One query of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,20 +158,6 @@ pub struct Behind {
     pub found_as: Option<String>,
 }
 
-/// What a fix would have saved.
-#[derive(Debug, Clone, Serialize)]
-pub struct Projected {
-    /// `trailing-dot`, `ndots` or `autopath`.
-    pub fix: String,
-    /// Queries saved (net).
-    pub queries: i64,
-    /// Upstream queries saved.
-    pub upstream: i64,
-    /// Names that would stop resolving on musl (ndots).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub breaks_on_musl: Vec<String>,
-}
-
 /// One client's, or one namespace's, costs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Costs {
@@ -213,15 +201,11 @@ pub struct LogReport {
     pub total: Costs,
 }
 
-/// Per-base figures of one client.
+/// Per-base figures of one client: the shared per-stem counts, and the name that answered.
 #[derive(Debug, Clone, Default)]
 struct Base {
-    misses: u64,
-    upstream: u64,
-    /// Queries for the base with the first search domain (one per lookup and type).
-    first_step: u64,
+    stem: Stem,
     found_as: Option<String>,
-    found_by_search: bool,
 }
 
 /// The analysis.
@@ -256,7 +240,9 @@ pub fn analyse(log: &Log, context: &LogContext) -> LogReport {
             namespace
         };
         if let Some(ns) = &namespace.0 {
-            for domain in found_node_domains(queries, &cluster_suffixes(ns, &svc, &zone), &zone) {
+            for domain in
+                found_node_domains(queries, &search_path::cluster_suffixes(ns, &zone), &zone)
+            {
                 if !node_search.contains(&domain) {
                     node_search.push(domain);
                 }
@@ -269,7 +255,7 @@ pub fn analyse(log: &Log, context: &LogContext) -> LogReport {
         let (namespace, from) = namespaces[client].clone();
         let mut suffixes = namespace
             .as_deref()
-            .map(|ns| cluster_suffixes(ns, &svc, &zone))
+            .map(|ns| search_path::cluster_suffixes(ns, &zone))
             .unwrap_or_else(|| vec![svc.clone(), zone.clone()]);
         suffixes.extend(node_search.iter().cloned());
         let mut costs = client_costs(queries, &suffixes, &zone);
@@ -302,14 +288,6 @@ pub fn analyse(log: &Log, context: &LogContext) -> LogReport {
         namespaces,
         total,
     }
-}
-
-fn cluster_suffixes(namespace: &str, svc: &str, zone: &str) -> Vec<String> {
-    vec![
-        format!("{namespace}.{svc}"),
-        svc.to_owned(),
-        zone.to_owned(),
-    ]
 }
 
 /// The namespace a client's NXDOMAIN names carry most often as `<base>.<ns>.svc.<zone>`.
@@ -369,12 +347,6 @@ fn found_node_domains(queries: &[&LoggedQuery], cluster: &[String], zone: &str) 
     found
 }
 
-/// `name` without `.domain` at its end (the base), if it has a non-empty base.
-fn strip_domain<'a>(name: &'a str, domain: &str) -> Option<&'a str> {
-    let base = name.strip_suffix(domain)?.strip_suffix('.')?;
-    (!base.is_empty()).then_some(base)
-}
-
 fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Costs {
     let mut bases: BTreeMap<String, Base> = BTreeMap::new();
     let mut misses = 0;
@@ -386,18 +358,19 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
         if let Some((index, base, suffix)) = hit {
             let entry = bases.entry(base.to_owned()).or_default();
             if index == 0 {
-                entry.first_step += 1;
+                entry.stem.first_step += 1;
             }
             if query.rcode == "NXDOMAIN" {
-                entry.misses += 1;
+                entry.stem.misses += 1;
                 misses += 1;
                 if !suffix.ends_with(zone) {
-                    entry.upstream += 1;
+                    entry.stem.upstream += 1;
                     upstream_misses += 1;
                 }
             } else if query.rcode == "NOERROR" && entry.found_as.is_none() {
                 entry.found_as = Some(query.name.clone());
-                entry.found_by_search = true;
+                entry.stem.found = true;
+                entry.stem.found_by_search = true;
             }
         }
     }
@@ -410,15 +383,16 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
             && entry.found_as.is_none()
         {
             entry.found_as = Some(query.name.clone());
+            entry.stem.found = true;
         }
     }
     let mut behind: Vec<Behind> = bases
         .iter()
-        .filter(|(_, b)| b.misses > 0)
+        .filter(|(_, b)| b.stem.misses > 0)
         .map(|(name, b)| Behind {
             name: name.clone(),
-            misses: b.misses,
-            upstream: b.upstream,
+            misses: b.stem.misses,
+            upstream: b.stem.upstream,
             found_as: b.found_as.clone(),
         })
         .collect();
@@ -427,7 +401,7 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
     let found: u64 = bases
         .values()
         .filter(|b| b.found_as.is_some())
-        .map(|b| b.misses)
+        .map(|b| b.stem.misses)
         .sum();
     Costs {
         who: String::new(),
@@ -438,68 +412,14 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
         misses,
         upstream_misses,
         behind,
-        fixes: fixes(misses, upstream_misses, found, &ndots),
+        fixes: search_path::fixes(misses, upstream_misses, found, &ndots),
         ndots,
     }
 }
 
-fn as_i64(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// What ndots 2, 3 and 4 would save.
+/// What ndots 2, 3 and 4 would save over a client's bases.
 fn ndots_table(bases: &BTreeMap<String, Base>) -> Vec<Projected> {
-    (2..=4u32)
-        .map(|ndots| {
-            let mut projected = Projected {
-                fix: format!("ndots:{ndots}"),
-                queries: 0,
-                upstream: 0,
-                breaks_on_musl: Vec::new(),
-            };
-            for (name, base) in bases {
-                if (name.matches('.').count() as u32) < ndots {
-                    continue;
-                }
-                if base.found_by_search {
-                    // One more query per lookup: the name as typed, NXDOMAIN upstream.
-                    projected.queries -= as_i64(base.first_step);
-                    projected.upstream -= as_i64(base.first_step);
-                    projected.breaks_on_musl.push(name.clone());
-                } else {
-                    projected.queries += as_i64(base.misses);
-                    projected.upstream += as_i64(base.upstream);
-                }
-            }
-            projected
-        })
-        .collect()
-}
-
-/// The fixes: trailing dots, the best ndots (the largest of equals), autopath.
-fn fixes(misses: u64, upstream: u64, found: u64, ndots: &[Projected]) -> Vec<Projected> {
-    let mut out = vec![Projected {
-        fix: "trailing-dot".to_owned(),
-        queries: as_i64(misses),
-        upstream: as_i64(upstream),
-        breaks_on_musl: Vec::new(),
-    }];
-    let best = ndots
-        .iter()
-        .rev()
-        .filter(|p| p.queries > 0)
-        .fold(None::<&Projected>, |best, p| match best {
-            Some(b) if b.queries >= p.queries => Some(b),
-            _ => Some(p),
-        });
-    out.extend(best.cloned());
-    out.push(Projected {
-        fix: "autopath".to_owned(),
-        queries: as_i64(found),
-        upstream: 0,
-        breaks_on_musl: Vec::new(),
-    });
-    out
+    search_path::ndots_table(bases.iter().map(|(name, base)| (name.as_str(), &base.stem)))
 }
 
 /// Sums clients into one line (a namespace, or everything).
@@ -521,20 +441,7 @@ fn merge(who: &str, members: &[&Costs]) -> Costs {
     behind.sort_by(|a, b| b.misses.cmp(&a.misses).then(a.name.cmp(&b.name)));
     let mut ndots: Vec<Projected> = Vec::new();
     for member in members {
-        for (index, option) in member.ndots.iter().enumerate() {
-            match ndots.get_mut(index) {
-                Some(sum) => {
-                    sum.queries += option.queries;
-                    sum.upstream += option.upstream;
-                    for name in &option.breaks_on_musl {
-                        if !sum.breaks_on_musl.contains(name) {
-                            sum.breaks_on_musl.push(name.clone());
-                        }
-                    }
-                }
-                None => ndots.push(option.clone()),
-            }
-        }
+        search_path::add_ndots(&mut ndots, &member.ndots);
     }
     let misses: u64 = members.iter().map(|m| m.misses).sum();
     let upstream_misses: u64 = members.iter().map(|m| m.upstream_misses).sum();
@@ -556,7 +463,7 @@ fn merge(who: &str, members: &[&Costs]) -> Costs {
         misses,
         upstream_misses,
         behind,
-        fixes: fixes(misses, upstream_misses, found, &ndots),
+        fixes: search_path::fixes(misses, upstream_misses, found, &ndots),
         ndots,
     }
 }

@@ -24,6 +24,7 @@ use crate::cache::Hit;
 use crate::forward::Forwarded;
 use crate::metrics::dns::{Family, Observation, Plugin, Proto, ServerMetrics};
 use crate::querylog::Entry;
+use crate::search_path::live::Watch;
 use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::name::suffix_offset;
 
@@ -37,6 +38,8 @@ pub struct Handler {
     local: SocketAddr,
     /// Queries no block takes (zone `dropped`), when metrics are on.
     dropped: Option<Arc<ServerMetrics>>,
+    /// The search-path tracker, when metrics are on and it is not turned off.
+    search_path: Option<Watch>,
 }
 
 impl Handler {
@@ -51,7 +54,19 @@ impl Handler {
             blocks,
             local,
             dropped: None,
+            search_path: None,
         }
+    }
+
+    /// With `watch` following clients' search-path walks.
+    pub fn with_search_path(mut self, watch: Watch) -> Self {
+        self.search_path = Some(watch);
+        self
+    }
+
+    /// The search-path tracker this handler feeds, if any.
+    pub fn search_path(&self) -> Option<&Watch> {
+        self.search_path.as_ref()
     }
 
     /// With `dropped` counting the queries no block takes.
@@ -447,6 +462,15 @@ impl Handler {
             return;
         }
         let duration = at.started.elapsed();
+        if let Some(watch) = &self.search_path {
+            watch.observe(
+                at.client.ip(),
+                request.question.name(),
+                request.question.qtype,
+                reply::rcode(reply).unwrap_or(rcode::SERVFAIL),
+                at.started,
+            );
+        }
         if let Some(metrics) = block.metrics.get(at.zone) {
             metrics.record(&observation(
                 request,

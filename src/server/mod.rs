@@ -7,6 +7,7 @@
 //! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
 
 mod chain;
+mod debug;
 mod handler;
 mod listen;
 mod loop_detect;
@@ -15,6 +16,7 @@ mod run;
 mod tcp;
 mod transfer;
 mod udp;
+mod why;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -96,6 +98,8 @@ pub struct Block {
     metrics: Vec<Arc<ServerMetrics>>,
     /// *autopath*'s search path.
     autopath: Option<crate::autopath::SearchPath>,
+    /// The search-path tracker's options, when the block has *prometheus*.
+    search_path: Option<crate::config::SearchPathConfig>,
 }
 
 /// The *kubernetes* plugin of a block: its options and its published snapshot.
@@ -248,6 +252,7 @@ impl Block {
             loop_detect,
             metrics: plugins.metrics,
             autopath: config.autopath.as_ref().map(search_path),
+            search_path: config.prometheus.as_ref().map(|p| p.search_path.clone()),
         }
     }
 
@@ -317,6 +322,7 @@ impl Block {
             loop_detect: None,
             metrics: Vec::new(),
             autopath: None,
+            search_path: None,
         }
     }
 }

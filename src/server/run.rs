@@ -27,11 +27,13 @@ use crate::metrics::process::{EnabledPlugin, PluginEnabled, ProcessMetrics, Stor
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
+use crate::search_path::live::{Tracker as SearchPathTracker, Watch};
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
 use crate::source::{file, programming, watcher};
 use crate::store::Store;
+use crate::zone::name::WireName;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +105,8 @@ pub struct Observability {
     pub plugins: Arc<PluginEnabled>,
     /// `coredns_kubernetes_dns_programming_duration_seconds`.
     pub programming: Arc<ProgrammingMetrics>,
+    /// The search-path tracker (`clusterdns_search_path_*`, `/debug/search-path`).
+    pub search_path: Arc<SearchPathTracker>,
     /// When the process started: older change stamps are not programming latency.
     pub started: SystemTime,
     _registrations: Vec<Registration>,
@@ -126,7 +130,9 @@ impl Observability {
         let reload = Arc::new(ReloadMetrics::new());
         let plugins = Arc::new(PluginEnabled::new());
         let programming = Arc::new(ProgrammingMetrics::new());
+        let search_path = Arc::new(SearchPathTracker::new());
         let registrations = vec![
+            registry.register(Arc::clone(&search_path) as Arc<dyn Collect>),
             registry.register(Arc::clone(&programming) as Arc<dyn Collect>),
             registry.register(Arc::clone(&dns) as Arc<dyn Collect>),
             registry.register(Arc::new(ProcessMetrics::new())),
@@ -144,6 +150,7 @@ impl Observability {
             reload,
             plugins,
             programming,
+            search_path,
             started: SystemTime::now(),
             _registrations: registrations,
         }
@@ -622,6 +629,8 @@ pub struct Running {
     observability: Arc<Observability>,
     lifecycle: Arc<Lifecycle>,
     readiness: Arc<Readiness>,
+    /// The `/debug/` pages.
+    pages: Arc<super::debug::Pages>,
 }
 
 /// Loads, binds and starts serving `config`; objects files are watched for changes.
@@ -639,6 +648,7 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
         observability,
         lifecycle,
         readiness,
+        pages: Arc::default(),
     };
     // Watchers first: a change to the objects after they were read and before the first
     // query is answered is not missed.
@@ -667,6 +677,7 @@ impl Running {
             readiness: Arc::clone(&self.readiness),
             lifecycle: Arc::clone(&self.lifecycle),
             health: Arc::clone(&self.observability.health),
+            debug: Some(Arc::clone(&self.pages) as Arc<dyn crate::http::DebugPages>),
         }
     }
 
@@ -722,13 +733,23 @@ impl Running {
 
     /// Points every listener of the generation at a handler over its blocks.
     fn swap_handlers(&self) {
+        let mut watch = None;
         for addr in self.generation.by_addr.keys() {
             if let Some(listener) = self.listeners.get(addr) {
-                listener
-                    .handler
-                    .store(Arc::new(self.handler_for(addr, listener.bound)));
+                let handler = self.handler_for(addr, listener.bound);
+                if watch.is_none() {
+                    watch = handler.search_path().cloned();
+                }
+                listener.handler.store(Arc::new(handler));
             }
         }
+        let mut blocks: Vec<Arc<Block>> = Vec::new();
+        for block in self.generation.by_addr.values().flatten() {
+            if !blocks.iter().any(|seen| Arc::ptr_eq(seen, block)) {
+                blocks.push(Arc::clone(block));
+            }
+        }
+        self.pages.update(watch, blocks);
     }
 
     /// The handler over the generation's blocks that listen on `configured`.
@@ -740,7 +761,13 @@ impl Running {
             .cloned()
             .unwrap_or_default();
         let measured = blocks.iter().any(|block| !block.metrics.is_empty());
-        let handler = Handler::bound(blocks, bound);
+        let watch = measured
+            .then(|| search_path_watch(&blocks, &self.observability.search_path))
+            .flatten();
+        let mut handler = Handler::bound(blocks, bound);
+        if let Some(watch) = watch {
+            handler = handler.with_search_path(watch);
+        }
         if measured {
             let server = format!("dns://{}", display_addr(*configured));
             handler.with_dropped(self.observability.dns.dropped(&server))
@@ -955,4 +982,27 @@ pub fn server_label(block: &crate::config::ServerBlock) -> String {
         Some(std::net::IpAddr::V6(v6)) => format!("dns://[{v6}]:{}", block.port),
         Some(ip) => format!("dns://{ip}:{}", block.port),
     }
+}
+
+/// The search-path tracker as `blocks` see it: under the cluster zone of their first
+/// *kubernetes* block, with the options of their first *prometheus*; `None` when no block
+/// has both or the tracker is turned off.
+fn search_path_watch(blocks: &[Arc<Block>], tracker: &Arc<SearchPathTracker>) -> Option<Watch> {
+    let options = blocks.iter().find_map(|block| block.search_path.as_ref())?;
+    if !options.enabled {
+        return None;
+    }
+    let zone = blocks.iter().find_map(|block| {
+        let config = &block.kubernetes.as_ref()?.config;
+        config.zones.get(config.primary_zone)
+    })?;
+    let zone = WireName::from_dotted(&zone.to_string()).ok()?;
+    let domains: Vec<WireName> = options
+        .domains
+        .iter()
+        .filter_map(|domain| WireName::from_dotted(domain).ok())
+        .collect();
+    let domains: Vec<&[u8]> = domains.iter().map(WireName::as_bytes).collect();
+    tracker.set_limit(options.namespaces);
+    Some(Watch::new(Arc::clone(tracker), zone.as_bytes(), &domains))
 }

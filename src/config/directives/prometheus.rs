@@ -1,15 +1,24 @@
-//! `prometheus [ADDRESS]`
+//! `prometheus [ADDRESS] { search_path on|off; search_path_namespaces N;
+//! search_path_domains DOMAIN... }`
 //!
 //! As CoreDNS's *prometheus* (the *metrics* plugin): the address defaults to `localhost:9153`
 //! (127.0.0.1; kubeadm writes `:9153`). Once per server block; several blocks may share an
-//! address (one endpoint), as CoreDNS does. No options.
+//! address (one endpoint), as CoreDNS does. CoreDNS's plugin has no options; the block holds
+//! clusterdns's search-path tracker's (`docs/observability.md`): `search_path off` turns it
+//! off (it is on), `search_path_namespaces N` labels the first N namespaces seen (1 to 64,
+//! default 20; the rest are `other`), `search_path_domains` names the node's search domains
+//! to follow walks through.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use super::{Context, arguments, http_address, no_block};
-use crate::config::PrometheusConfig;
+use hickory_proto::rr::Name;
+
+use super::{
+    Context, arguments, bad_value, http_address, no_block, number, one_argument, unknown_property,
+};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+use crate::config::{PrometheusConfig, SearchPathConfig};
 
 const DIRECTIVE: &str = "prometheus";
 
@@ -18,16 +27,74 @@ pub(crate) const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr:
 
 /// Parses the `prometheus` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<PrometheusConfig, Error> {
-    no_block(DIRECTIVE, line)?;
     let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
         Some(arg) => http_address(DIRECTIVE, line, arg)?,
         None => DEFAULT_ADDR,
     };
+    let mut search_path = SearchPathConfig::default();
+    for option in line.options() {
+        no_block(DIRECTIVE, option)?;
+        match option.name() {
+            "search_path" => {
+                let arg = one_argument(DIRECTIVE, option)?;
+                search_path.enabled = match arg.text.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        return Err(bad_value(
+                            DIRECTIVE,
+                            option,
+                            arg,
+                            &format!("'{other}' must be on or off"),
+                        ));
+                    }
+                };
+            }
+            "search_path_namespaces" => {
+                let arg = one_argument(DIRECTIVE, option)?;
+                let n: usize = number(DIRECTIVE, option, arg)?;
+                if !(1..=MAX_NAMESPACES).contains(&n) {
+                    return Err(bad_value(
+                        DIRECTIVE,
+                        option,
+                        arg,
+                        &format!("{n} is not between 1 and {MAX_NAMESPACES}"),
+                    ));
+                }
+                search_path.namespaces = n;
+            }
+            "search_path_domains" => {
+                let args = arguments(DIRECTIVE, option, 1, Some(MAX_DOMAINS))?;
+                search_path.domains = args
+                    .iter()
+                    .map(|arg| {
+                        Name::from_ascii(&arg.text)
+                            .map(|name| name.to_lowercase().to_string())
+                            .map_err(|_| {
+                                bad_value(
+                                    DIRECTIVE,
+                                    option,
+                                    arg,
+                                    &format!("'{}' is not a domain name", arg.text),
+                                )
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            _ => return Err(unknown_property(DIRECTIVE, option)),
+        }
+    }
     Ok(PrometheusConfig {
         addr,
+        search_path,
         line: line.name.line,
     })
 }
+
+/// Namespaces the tracker can label (`search_path::live::MAX_NAMESPACES`).
+const MAX_NAMESPACES: usize = 64;
+/// Node search domains the tracker follows (`search_path::live::MAX_NODE_DOMAINS`).
+const MAX_DOMAINS: usize = 6;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -51,6 +118,19 @@ mod tests {
             ("ip", " prometheus 10.0.0.1:9253", |s| {
                 addr(s) == "10.0.0.1:9253"
             }),
+            ("search path on by default", " prometheus", |s| {
+                s.prometheus.as_ref().unwrap().search_path == super::SearchPathConfig::default()
+            }),
+            (
+                "search path options",
+                " prometheus :9153 {\n  search_path off\n  search_path_namespaces 5\n  search_path_domains Us-East-1.compute.internal. example.org\n }",
+                |s| {
+                    let p = &s.prometheus.as_ref().unwrap().search_path;
+                    !p.enabled
+                        && p.namespaces == 5
+                        && p.domains == ["us-east-1.compute.internal.", "example.org"]
+                },
+            ),
         ];
         check_valid(cases);
     }
@@ -80,11 +160,25 @@ mod tests {
                 "has no port",
             ),
             (
-                "block",
-                " prometheus :9153 {\n }",
-                2,
+                "unknown option",
+                " prometheus :9153 {\n  lameduck 5s\n }",
+                3,
+                "UnknownProperty",
+                "lameduck",
+            ),
+            (
+                "search_path value",
+                " prometheus {\n  search_path maybe\n }",
+                3,
                 "Invalid",
-                "prometheus: takes no '{ ... }' block",
+                "search_path: 'maybe' must be on or off",
+            ),
+            (
+                "too many namespaces",
+                " prometheus {\n  search_path_namespaces 65\n }",
+                3,
+                "Invalid",
+                "search_path_namespaces: 65 is not between 1 and 64",
             ),
         ];
         check_invalid(cases);

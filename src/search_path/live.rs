@@ -1,0 +1,584 @@
+//! The live tracker: follows each client's search walk on the running server, by client
+//! address, the name's stem and the query type, to the name that finally answered.
+//!
+//! Every answered query passes through [`Watch::observe`]. Its name is put in the classes of
+//! the module ([`super`]): `<stem>.<ns>.svc.<zone>` (the first search domain, which starts a
+//! walk in namespace `<ns>`), `<stem>.svc.<zone>`, `<stem>.<zone>`, `<stem>.<node domain>`,
+//! and the stem as typed; a query that continues a walk of the same client, stem and type
+//! (one step further down the list) is counted in it. An NXDOMAIN expansion is *wasted*; the
+//! walk ends at the first NOERROR (*answered*) or at the name as typed (*unanswered* when
+//! that fails too).
+//!
+//! Memory is fixed when the tracker is made: [`SHARDS`] × [`SLOTS`] walks in flight (a new
+//! walk takes the slot its key hashes to), [`MAX_NAMESPACES`] namespaces with their own
+//! counters (the first `limit` seen; later ones are counted as `other`), and the
+//! [`STEMS`] stems with the most misses per namespace (a new stem replaces the one with the
+//! fewest). A query costs one hash over its name, a lock of its client's shard, and, for a
+//! query in a walk, a lock of the namespace book: no allocation.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::Stem;
+use crate::metrics::{Collect, Counter, Exposition, Histogram, Kind};
+
+/// Namespaces with counters of their own, at most (the configured limit is lower or equal).
+pub const MAX_NAMESPACES: usize = 64;
+/// Namespaces labelled when the configuration does not say.
+pub const DEFAULT_NAMESPACES: usize = 20;
+/// Stems kept per namespace for `/debug/search-path`.
+pub const STEMS: usize = 16;
+/// Locks the walks are spread over (by client address).
+pub const SHARDS: usize = 16;
+/// Walks in flight per shard.
+pub const SLOTS: usize = 256;
+/// A walk not continued for this long is over (its slot is free for the next).
+const WALK_TIMEOUT: Duration = Duration::from_secs(30);
+/// Labels of a name followed (a name has at most 127).
+const MAX_LABELS: usize = 128;
+/// Node search domains followed, at most.
+pub const MAX_NODE_DOMAINS: usize = 6;
+/// `clusterdns_search_path_walk_length` buckets: names tried per walk.
+pub const LENGTH_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0];
+
+/// The step of a walk a query is: 0 to 2 the cluster's search domains, 3 and on the node's.
+const AS_TYPED: u8 = u8::MAX;
+/// The row of namespaces past the limit.
+const OTHER: usize = MAX_NAMESPACES;
+/// NOERROR and NXDOMAIN.
+const NOERROR: u16 = 0;
+const NXDOMAIN: u16 = 3;
+
+/// One walk in flight.
+#[derive(Debug, Clone, Copy, Default)]
+struct Walk {
+    key: u64,
+    at: Option<Instant>,
+    /// Its namespace's row.
+    namespace: u8,
+    /// The last step seen.
+    last: u8,
+    /// Names tried so far.
+    steps: u8,
+    live: bool,
+}
+
+/// A shard of the walks.
+#[derive(Debug)]
+struct Shard {
+    walks: Box<[Walk]>,
+}
+
+/// A name held inline (no allocation after the tracker is made).
+#[derive(Debug, Clone, Copy)]
+struct Inline<const N: usize> {
+    len: u8,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> Inline<N> {
+    const EMPTY: Self = Self {
+        len: 0,
+        bytes: [0; N],
+    };
+
+    fn set(&mut self, bytes: &[u8]) {
+        let len = bytes.len().min(N);
+        self.bytes[..len].copy_from_slice(&bytes[..len]);
+        self.len = len as u8;
+    }
+
+    fn get(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+/// One stem of a namespace: its wire-format labels (no root) and its figures.
+#[derive(Debug, Clone, Copy)]
+struct StemSlot {
+    name: Inline<255>,
+    counts: Stem,
+    /// The step whose name answered ([`AS_TYPED`]: the name as typed).
+    found_step: u8,
+}
+
+/// The namespaces seen and their stems.
+#[derive(Debug)]
+struct Book {
+    /// Rows in use (up to the limit).
+    names: Box<[Inline<63>]>,
+    used: usize,
+    /// [`STEMS`] per row, the last row `other`'s.
+    stems: Box<[StemSlot]>,
+}
+
+/// The per-namespace counters.
+#[derive(Debug, Default)]
+struct Counts {
+    wasted: Counter,
+    upstream: Counter,
+    answered: Counter,
+    unanswered: Counter,
+}
+
+/// The tracker, one per process (its counters carry on across reloads).
+#[derive(Debug)]
+pub struct Tracker {
+    shards: Box<[Mutex<Shard>]>,
+    book: Mutex<Book>,
+    counts: Box<[Counts]>,
+    lengths: Histogram,
+    limit: AtomicUsize,
+}
+
+/// What the tracker saw in one namespace (for `/debug/search-path`).
+#[derive(Debug, Clone)]
+pub struct NamespaceView {
+    /// The namespace, or `other`.
+    pub namespace: String,
+    /// NXDOMAIN expansions.
+    pub wasted: u64,
+    /// Those under the node's search domains (forwarded upstream).
+    pub upstream: u64,
+    /// Walks that ended in NOERROR.
+    pub answered: u64,
+    /// Walks that ended with the name as typed failing too.
+    pub unanswered: u64,
+    /// Its stems: the name as typed (dotted), its figures, the step that answered.
+    pub stems: Vec<(String, Stem, Option<u8>)>,
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tracker {
+    /// A tracker labelling [`DEFAULT_NAMESPACES`] namespaces.
+    pub fn new() -> Self {
+        let empty = StemSlot {
+            name: Inline::EMPTY,
+            counts: Stem::default(),
+            found_step: 0,
+        };
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        walks: vec![Walk::default(); SLOTS].into_boxed_slice(),
+                    })
+                })
+                .collect(),
+            book: Mutex::new(Book {
+                names: vec![Inline::EMPTY; MAX_NAMESPACES].into_boxed_slice(),
+                used: 0,
+                stems: vec![empty; (MAX_NAMESPACES + 1) * STEMS].into_boxed_slice(),
+            }),
+            counts: (0..=MAX_NAMESPACES).map(|_| Counts::default()).collect(),
+            lengths: Histogram::integral(&LENGTH_BUCKETS),
+            limit: AtomicUsize::new(DEFAULT_NAMESPACES),
+        }
+    }
+
+    /// Labels the first `limit` namespaces seen (at most [`MAX_NAMESPACES`]); namespaces
+    /// already labelled keep their label.
+    pub fn set_limit(&self, limit: usize) {
+        self.limit
+            .store(limit.min(MAX_NAMESPACES), Ordering::Relaxed);
+    }
+
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the tracker saw, per namespace, in the order first seen, `other` last.
+    pub fn view(&self) -> Vec<NamespaceView> {
+        let book = self.book();
+        let rows = (0..book.used).chain(std::iter::once(OTHER));
+        rows.filter_map(|row| {
+            let counts = &self.counts[row];
+            let namespace = if row == OTHER {
+                "other".to_owned()
+            } else {
+                String::from_utf8_lossy(book.names[row].get()).into_owned()
+            };
+            let stems = book.stems[row * STEMS..(row + 1) * STEMS]
+                .iter()
+                .filter(|slot| slot.name.len > 0)
+                .map(|slot| {
+                    let found = slot.counts.found.then_some(slot.found_step);
+                    (dotted(slot.name.get()), slot.counts, found)
+                })
+                .collect::<Vec<_>>();
+            let view = NamespaceView {
+                namespace,
+                wasted: counts.wasted.get(),
+                upstream: counts.upstream.get(),
+                answered: counts.answered.get(),
+                unanswered: counts.unanswered.get(),
+                stems,
+            };
+            (row != OTHER || view.wasted + view.answered + view.unanswered > 0).then_some(view)
+        })
+        .collect()
+    }
+
+    /// The namespaces labelled, at most.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+}
+
+impl Book {
+    /// The row of `namespace`: its own, a new one under `limit`, else `other`'s.
+    fn row(&mut self, namespace: &[u8], limit: usize) -> usize {
+        if let Some(row) = self.names[..self.used]
+            .iter()
+            .position(|name| name.get() == namespace)
+        {
+            return row;
+        }
+        if self.used < limit.min(MAX_NAMESPACES) {
+            self.names[self.used].set(namespace);
+            self.used += 1;
+            return self.used - 1;
+        }
+        OTHER
+    }
+
+    /// The slot of `stem` in `row`, taking the one with the fewest misses when it is new.
+    fn stem(&mut self, row: usize, stem: &[u8]) -> &mut StemSlot {
+        let slots = &mut self.stems[row * STEMS..(row + 1) * STEMS];
+        let index = match slots.iter().position(|slot| slot.name.get() == stem) {
+            Some(index) => index,
+            None => {
+                let index = slots
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, slot)| {
+                        (
+                            slot.name.len > 0,
+                            slot.counts.misses,
+                            slot.counts.first_step,
+                        )
+                    })
+                    .map_or(0, |(index, _)| index);
+                slots[index] = StemSlot {
+                    name: Inline::EMPTY,
+                    counts: Stem::default(),
+                    found_step: 0,
+                };
+                slots[index].name.set(stem);
+                index
+            }
+        };
+        &mut slots[index]
+    }
+}
+
+/// The tracker as one listener's blocks see it: the cluster zone and the node's search
+/// domains, in wire format, lower case.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    tracker: Arc<Tracker>,
+    zone: Vec<u8>,
+    node: Vec<Vec<u8>>,
+}
+
+/// Where a query's name may stand in a walk.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    step: u8,
+    /// Bytes of the name that are the stem.
+    stem_end: usize,
+    key: u64,
+}
+
+impl Watch {
+    /// The tracker following walks under `zone` and the node's `node` domains (both wire
+    /// format; at most [`MAX_NODE_DOMAINS`] of them are followed).
+    pub fn new(tracker: Arc<Tracker>, zone: &[u8], node: &[&[u8]]) -> Self {
+        Self {
+            tracker,
+            zone: zone.to_ascii_lowercase(),
+            node: node
+                .iter()
+                .take(MAX_NODE_DOMAINS)
+                .map(|d| d.to_ascii_lowercase())
+                .collect(),
+        }
+    }
+
+    /// The tracker.
+    pub fn tracker(&self) -> &Arc<Tracker> {
+        &self.tracker
+    }
+
+    /// The cluster zone, wire format.
+    pub fn zone(&self) -> &[u8] {
+        &self.zone
+    }
+
+    /// The node's search domains, wire format.
+    pub fn node_domains(&self) -> &[Vec<u8>] {
+        &self.node
+    }
+
+    /// Counts one answered query: `name` in wire format, lower case.
+    pub fn observe(&self, client: IpAddr, name: &[u8], qtype: u16, rcode: u16, now: Instant) {
+        let mut starts = [0usize; MAX_LABELS];
+        let mut hashes = [0u64; MAX_LABELS + 1];
+        let Some(labels) = split(name, &mut starts, &mut hashes) else {
+            return;
+        };
+        let client_hash = hash_client(client, qtype);
+        let mut candidates = [Candidate::default(); 4 + MAX_NODE_DOMAINS];
+        let mut count = 0;
+        let mut push = |step: u8, stem_labels: usize| {
+            if stem_labels == 0 || count == candidates.len() {
+                return;
+            }
+            let stem_end = if stem_labels == labels {
+                name.len() - 1
+            } else {
+                starts[stem_labels]
+            };
+            candidates[count] = Candidate {
+                step,
+                stem_end,
+                key: hashes[stem_labels] ^ client_hash,
+            };
+            count += 1;
+        };
+        let mut namespace = None;
+        if let Some(zone_at) = suffix_label(name, &starts[..labels], &self.zone) {
+            let svc = zone_at >= 1 && label(name, starts[zone_at - 1]) == b"svc";
+            if svc && zone_at >= 3 {
+                namespace = Some(label(name, starts[zone_at - 2]));
+                push(0, zone_at - 2);
+            }
+            if svc {
+                push(1, zone_at - 1);
+            }
+            push(2, zone_at);
+        }
+        for (index, domain) in self.node.iter().enumerate() {
+            if let Some(at) = suffix_label(name, &starts[..labels], domain) {
+                push(3 + index as u8, at);
+            }
+        }
+        push(AS_TYPED, labels);
+        let candidates = &candidates[..count];
+        self.tracker
+            .record(client_hash, name, candidates, namespace, rcode, now);
+    }
+}
+
+impl Tracker {
+    /// Counts one query whose name may stand in a walk as `candidates` say.
+    fn record(
+        &self,
+        client_hash: u64,
+        name: &[u8],
+        candidates: &[Candidate],
+        namespace: Option<&[u8]>,
+        rcode: u16,
+        now: Instant,
+    ) {
+        let shard = &self.shards[(client_hash as usize) % SHARDS];
+        let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh = |walk: &Walk| {
+            walk.live
+                && walk
+                    .at
+                    .is_some_and(|at| now.saturating_duration_since(at) < WALK_TIMEOUT)
+        };
+        let continued = candidates.iter().find(|c| {
+            let walk = &shard.walks[slot(c.key)];
+            walk.key == c.key && fresh(walk) && walk.last < c.step
+        });
+        let mut book = None;
+        let candidate = match (continued, namespace) {
+            (Some(candidate), _) => *candidate,
+            // The first search domain starts a walk (or starts it again).
+            (None, Some(namespace)) => {
+                let Some(first) = candidates.iter().find(|c| c.step == 0) else {
+                    return;
+                };
+                let mut guard = self.book();
+                let row = guard.row(namespace, self.limit());
+                book = Some(guard);
+                shard.walks[slot(first.key)] = Walk {
+                    key: first.key,
+                    at: Some(now),
+                    namespace: row as u8,
+                    last: 0,
+                    steps: 0,
+                    live: true,
+                };
+                *first
+            }
+            (None, None) => return,
+        };
+        let walk = &mut shard.walks[slot(candidate.key)];
+        walk.last = candidate.step;
+        walk.steps = walk.steps.saturating_add(1);
+        walk.at = Some(now);
+        let row = usize::from(walk.namespace);
+        let counts = &self.counts[row];
+        let mut book = book.unwrap_or_else(|| self.book());
+        let stem = book.stem(row, &name[..candidate.stem_end]);
+        if candidate.step == 0 {
+            stem.counts.first_step += 1;
+        }
+        let as_typed = candidate.step == AS_TYPED;
+        if rcode == NXDOMAIN && !as_typed {
+            stem.counts.misses += 1;
+            counts.wasted.inc();
+            if candidate.step >= 3 {
+                stem.counts.upstream += 1;
+                counts.upstream.inc();
+            }
+            return;
+        }
+        if rcode == NOERROR {
+            counts.answered.inc();
+            if !stem.counts.found {
+                stem.counts.found = true;
+                stem.counts.found_by_search = !as_typed;
+                stem.found_step = candidate.step;
+            }
+        } else if as_typed {
+            counts.unanswered.inc();
+        } else {
+            // SERVFAIL on the way: the resolver goes on down the list.
+            return;
+        }
+        walk.live = false;
+        self.lengths.observe(f64::from(walk.steps));
+    }
+}
+
+impl Collect for Tracker {
+    fn collect(&self, out: &mut Exposition) {
+        const QUERIES: &str = "clusterdns_search_path_queries_total";
+        const HELP: &str = "Queries of clients' search-path walks, by the client's namespace \
+             (the first N seen; the rest as other): wasted NXDOMAIN expansions, the query \
+             that answered, the name as typed failing too.";
+        for view in self.view() {
+            for (outcome, value) in [
+                ("wasted", view.wasted),
+                ("answered", view.answered),
+                ("unanswered", view.unanswered),
+            ] {
+                out.sample(
+                    QUERIES,
+                    HELP,
+                    Kind::Counter,
+                    &[("namespace", &view.namespace), ("outcome", outcome)],
+                    value as f64,
+                );
+            }
+        }
+        out.histogram(
+            "clusterdns_search_path_walk_length",
+            "Names a client's search-path walk tried before it ended (answered, or the name \
+             as typed failed too).",
+            &[],
+            &self.lengths,
+        );
+    }
+}
+
+/// The slot of a walk key in its shard.
+fn slot(key: u64) -> usize {
+    ((key >> 8) as usize) % SLOTS
+}
+
+/// Splits a wire name into label starts and the hashes of its prefixes (`hashes[k]`: the
+/// first `k` labels); the number of labels, or `None` for a name not followed.
+fn split(
+    name: &[u8],
+    starts: &mut [usize; MAX_LABELS],
+    hashes: &mut [u64; MAX_LABELS + 1],
+) -> Option<usize> {
+    let mut at = 0;
+    let mut labels = 0;
+    let mut hash = FNV_OFFSET;
+    loop {
+        let len = usize::from(*name.get(at)?);
+        hashes[labels] = hash;
+        if len == 0 {
+            return (at + 1 == name.len()).then_some(labels);
+        }
+        if labels == MAX_LABELS - 1 {
+            return None;
+        }
+        starts[labels] = at;
+        labels += 1;
+        for byte in name.get(at..at + 1 + len)? {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME);
+        }
+        at += 1 + len;
+    }
+}
+
+/// The label index at which `suffix` (a wire name with its root) starts in `name`, if
+/// `name` ends with it at a label boundary.
+fn suffix_label(name: &[u8], starts: &[usize], suffix: &[u8]) -> Option<usize> {
+    let at = name.len().checked_sub(suffix.len())?;
+    let index = if at + 1 == name.len() {
+        starts.len()
+    } else {
+        starts.iter().position(|start| *start == at)?
+    };
+    (name[at..] == *suffix).then_some(index)
+}
+
+/// The label starting at `at` (without its length byte).
+fn label(name: &[u8], at: usize) -> &[u8] {
+    let len = usize::from(name[at]);
+    name.get(at + 1..at + 1 + len).unwrap_or_default()
+}
+
+/// A wire name's labels (no root), dotted.
+pub fn dotted(wire: &[u8]) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(&len) = wire.get(at) {
+        let len = usize::from(len);
+        if len == 0 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push('.');
+        }
+        let label = wire.get(at + 1..at + 1 + len).unwrap_or_default();
+        out.push_str(&String::from_utf8_lossy(label));
+        at += 1 + len;
+    }
+    out
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
+/// The client's and the type's share of a walk key.
+fn hash_client(client: IpAddr, qtype: u16) -> u64 {
+    let mut hash = FNV_OFFSET;
+    let mut mix = |bytes: &[u8]| {
+        for byte in bytes {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME);
+        }
+    };
+    match client {
+        IpAddr::V4(v4) => mix(&v4.octets()),
+        IpAddr::V6(v6) => mix(&v6.octets()),
+    }
+    mix(&qtype.to_be_bytes());
+    // Spread over the whole word: the shard comes from the low bits, the slot from others.
+    hash ^ (hash >> 29)
+}

@@ -1,0 +1,88 @@
+//! The server's `/debug/` pages: `/debug/search-path` (the live search-path tracker) and
+//! `/debug/why` (why a name answers what it does, from the running configuration).
+
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+
+use super::Block;
+use crate::http::debug::parameters;
+use crate::http::{DebugPages, Page};
+use crate::search_path::live::Watch;
+use crate::search_path::page;
+
+/// What the pages read: the tracker as the current handlers see it, and the current blocks.
+#[derive(Debug, Default)]
+pub(crate) struct Pages {
+    watch: ArcSwapOption<Watch>,
+    blocks: ArcSwap<Vec<Arc<Block>>>,
+}
+
+impl Pages {
+    /// After a (re)load: the tracker's view and the blocks of the running configuration.
+    pub(crate) fn update(&self, watch: Option<Watch>, blocks: Vec<Arc<Block>>) {
+        self.watch.store(watch.map(Arc::new));
+        self.blocks.store(Arc::new(blocks));
+    }
+}
+
+impl DebugPages for Pages {
+    fn page(&self, path: &str, query: &str) -> Option<Page> {
+        let params = match parameters(query) {
+            Ok(params) => params,
+            Err(error) => return Some(Page::bad_request(&error)),
+        };
+        match path {
+            "search-path" => Some(self.search_path(&params)),
+            "why" => Some(super::why::page(&self.blocks.load(), &params)),
+            _ => None,
+        }
+    }
+}
+
+impl Pages {
+    /// `/debug/search-path[?format=json|text]`.
+    fn search_path(&self, params: &[(String, String)]) -> Page {
+        let json = match format(params) {
+            Ok(json) => json,
+            Err(page) => return page,
+        };
+        let Some(watch) = self.watch.load_full() else {
+            return Page {
+                status: 404,
+                content_type: "text/plain; charset=utf-8",
+                body: "the search-path tracker is off (no block has both kubernetes and \
+                       prometheus, or prometheus says search_path off)\n"
+                    .to_owned(),
+            };
+        };
+        let page = page::Page::of(&watch);
+        if json {
+            match serde_json::to_string_pretty(&page) {
+                Ok(body) => Page::json(body + "\n"),
+                Err(error) => Page::bad_request(&error.to_string()),
+            }
+        } else {
+            Page::text(page.text())
+        }
+    }
+}
+
+/// Whether `format=json` was asked for (`text`, the default, otherwise); a bad request for
+/// another format or an unknown parameter.
+pub(crate) fn format(params: &[(String, String)]) -> Result<bool, Page> {
+    let mut json = false;
+    for (key, value) in params {
+        match (key.as_str(), value.as_str()) {
+            ("format", "json") => json = true,
+            ("format", "text") => json = false,
+            ("format", other) => {
+                return Err(Page::bad_request(&format!(
+                    "format: '{other}' is not json or text"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(json)
+}
