@@ -92,6 +92,80 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
     }
 }
 
+/// With the search-path tracker on, a walk through the search list (starting, continuing,
+/// ending, in a namespace seen for the first time) allocates nothing more than it does with
+/// the tracker off. (The zone lookup of a miss under `svc` whose namespace label is a
+/// stem's last label allocates once either way: `api.partner.example.com.svc.<zone>`.)
+#[test]
+fn following_search_path_walks_does_not_allocate() {
+    use clusterdns::search_path::live::{Tracker, Watch};
+    use std::sync::Arc;
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let shop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
+    let config = clusterdns::config::shorthand(&[shop], "127.0.0.1:1053".parse().expect("addr"))
+        .expect("config");
+    let blocks: Vec<_> = server::load(&config)
+        .expect("load")
+        .into_iter()
+        .map(|loaded| loaded.block)
+        .collect();
+    let tracker = Arc::new(Tracker::new());
+    let zone = b"\x07cluster\x05local\x00";
+    let node: &[u8] = b"\x04corp\x07example\x00";
+    let plain = Handler::new(blocks.clone());
+    let tracking =
+        Handler::new(blocks).with_search_path(Watch::new(Arc::clone(&tracker), zone, &[node]));
+    let walk = [
+        "api.partner.example.com.shop.svc.cluster.local.",
+        "api.partner.example.com.svc.cluster.local.",
+        "api.partner.example.com.cluster.local.",
+        "api.partner.example.com.corp.example.",
+        "web.payments.shop.svc.cluster.local.",
+        "web.shop.shop.svc.cluster.local.",
+        "web.shop.svc.cluster.local.",
+        "kube-dns.kube-system.svc.cluster.local.",
+    ];
+    let packets: Vec<Vec<u8>> = walk.iter().map(|name| query(name, RecordType::A)).collect();
+    let mut out = Vec::with_capacity(4096);
+    let round = |handler: &Handler, out: &mut Vec<u8>| {
+        let before = allocations();
+        for packet in &packets {
+            handler.respond(packet, ([10, 244, 1, 7], 40000).into(), Transport::Udp, out);
+        }
+        allocations() - before
+    };
+    // Warm up both (arc-swap's per-thread registration).
+    round(&plain, &mut out);
+    round(&tracking, &mut out);
+    let mut counts = Vec::new();
+    for _ in 0..3 {
+        let without = round(&plain, &mut out);
+        let with = round(&tracking, &mut out);
+        counts.push((without, with));
+        if with <= without {
+            break;
+        }
+    }
+    let (without, with) = counts.last().copied().unwrap_or_default();
+    assert!(
+        with <= without,
+        "following the walks allocated on every try (without, with the tracker): {counts:?}"
+    );
+    // The walks were followed: shop's misses (four of api.partner, one of web.payments, one
+    // of web.shop per round; the name under corp.example has no block and is REFUSED, so
+    // it is no miss), kube-system's answer.
+    let view = tracker.view();
+    let shop = view.iter().find(|ns| ns.namespace == "shop").expect("shop");
+    assert_eq!(shop.wasted, 5 * (counts.len() as u64 + 1), "{view:?}");
+    assert!(
+        view.iter()
+            .any(|ns| ns.namespace == "kube-system" && ns.answered > 0)
+    );
+}
+
 #[test]
 fn counting_a_query_in_the_metrics_does_not_allocate() {
     let _turn = ONE_AT_A_TIME

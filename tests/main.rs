@@ -25,6 +25,7 @@ mod readme;
 mod real_resolvers;
 mod reliability;
 mod resolve;
+mod search_path;
 mod watch;
 mod zone;
 mod zonefile;

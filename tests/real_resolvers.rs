@@ -25,7 +25,7 @@ use crate::common::{fixture, root};
 const CHILD: &str = "CLUSTERDNS_REAL_RESOLVERS_PARENT_NETNS";
 
 /// The names outside the cluster zone that exist (as the upstream answers them).
-const EXTERNAL: &[&str] = &[
+pub(crate) const EXTERNAL: &[&str] = &[
     "example.com",
     "api.example.com",
     "api.partner.example.com",
@@ -79,7 +79,7 @@ fn glibc_and_musl_ask_what_resolve_cost_predicts() {
 
 /// Runs `inside` in a private network and mount namespace: the test binary re-runs `test`
 /// under `unshare`.
-fn in_namespaces(test: &str, inside: fn()) {
+pub(crate) fn in_namespaces(test: &str, inside: fn()) {
     if let Some(parent) = std::env::var_os(CHILD) {
         assert_ne!(
             parent.to_string_lossy(),
@@ -150,7 +150,7 @@ fn run(program: &str, args: &[&str]) -> std::process::Output {
         .unwrap_or_else(|error| panic!("cannot run {program}: {error} (is it installed?)"))
 }
 
-fn must(program: &str, args: &[&str]) {
+pub(crate) fn must(program: &str, args: &[&str]) {
     let output = run(program, args);
     assert!(
         output.status.success(),

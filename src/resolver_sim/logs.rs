@@ -352,9 +352,20 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
     let mut misses = 0;
     let mut upstream_misses = 0;
     for query in queries {
-        let hit = suffixes.iter().enumerate().find_map(|(index, suffix)| {
+        // A name may be two bases' expansion (`web.shop.svc.<zone>`: `web` with the first
+        // domain, `web.shop` with the second): a walk under way wins, as the live tracker
+        // follows it ([`crate::search_path::live`]); else the first domain that fits.
+        let mut hits = suffixes.iter().enumerate().filter_map(|(index, suffix)| {
             strip_domain(&query.name, suffix).map(|base| (index, base, suffix))
         });
+        let first = hits.clone().next();
+        let hit = hits
+            .find(|(_, base, _)| {
+                bases
+                    .get(*base)
+                    .is_some_and(|b| b.stem.misses > 0 && b.found_as.is_none())
+            })
+            .or(first);
         if let Some((index, base, suffix)) = hit {
             let entry = bases.entry(base.to_owned()).or_default();
             if index == 0 {

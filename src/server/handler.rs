@@ -455,22 +455,27 @@ impl Handler {
         self.finish(ctx, request, out, plugin);
     }
 
-    /// What every answered query goes through last: *prometheus* and *log*.
+    /// What every answered query goes through last: the search-path tracker, *prometheus* and
+    /// *log*.
     fn finish(&self, at: &Ctx<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
         let block = at.block;
-        if block.metrics.is_empty() && block.logs.is_empty() {
-            return;
-        }
-        let duration = at.started.elapsed();
         if let Some(watch) = &self.search_path {
             watch.observe(
                 at.client.ip(),
                 request.question.name(),
                 request.question.qtype,
-                reply::rcode(reply).unwrap_or(rcode::SERVFAIL),
+                // The header's four bits: NOERROR and NXDOMAIN are all the tracker tells
+                // apart, and reading them parses nothing.
+                reply
+                    .get(3)
+                    .map_or(rcode::SERVFAIL, |flags| u16::from(flags & 0x0f)),
                 at.started,
             );
         }
+        if block.metrics.is_empty() && block.logs.is_empty() {
+            return;
+        }
+        let duration = at.started.elapsed();
         if let Some(metrics) = block.metrics.get(at.zone) {
             metrics.record(&observation(
                 request,
