@@ -8,6 +8,7 @@ mod architecture;
 mod autopath;
 mod common;
 mod corefile;
+mod dashboards;
 mod deploy;
 mod distributions;
 mod e2e;

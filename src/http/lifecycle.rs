@@ -1,7 +1,10 @@
 //! The process's shutdown state, shared by the DNS listeners and the HTTP endpoints.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::metrics::{Collect, Exposition, Kind};
 
 use tokio_util::sync::CancellationToken;
 
@@ -15,6 +18,8 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub struct Lifecycle {
     lameduck: AtomicBool,
+    /// When lameduck began (`clusterdns_lameduck_seconds`).
+    since: Mutex<Option<Instant>>,
     stop: CancellationToken,
 }
 
@@ -27,6 +32,18 @@ impl Lifecycle {
     /// From now on `/ready` answers 503; everything else keeps serving.
     pub fn begin_lameduck(&self) {
         self.lameduck.store(true, Ordering::SeqCst);
+        self.since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(Instant::now);
+    }
+
+    /// How long the process has been in lameduck (zero while it serves).
+    pub fn lameduck_for(&self) -> Duration {
+        self.since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(Duration::ZERO, |since| since.elapsed())
     }
 
     /// Whether lameduck has begun (also true once stopped).
@@ -36,7 +53,7 @@ impl Lifecycle {
 
     /// Closes the listeners: connections finish the request they are on, then close.
     pub fn stop(&self) {
-        self.lameduck.store(true, Ordering::SeqCst);
+        self.begin_lameduck();
         self.stop.cancel();
     }
 
@@ -101,5 +118,19 @@ mod tests {
         task.await.expect("shut down");
         assert!(lifecycle.is_stopped());
         assert!(start.elapsed() >= Duration::from_millis(300));
+    }
+}
+
+/// `clusterdns_lameduck_seconds`: a process that stays in lameduck far past *health*'s
+/// `lameduck` is stuck on its way out.
+impl Collect for Lifecycle {
+    fn collect(&self, out: &mut Exposition) {
+        out.sample(
+            "clusterdns_lameduck_seconds",
+            "Seconds since the process entered lameduck (SIGTERM); 0 while it serves.",
+            Kind::Gauge,
+            &[],
+            self.lameduck_for().as_secs_f64(),
+        );
     }
 }

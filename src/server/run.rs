@@ -631,6 +631,8 @@ pub struct Running {
     readiness: Arc<Readiness>,
     /// The `/debug/` pages.
     pages: Arc<super::debug::Pages>,
+    /// `clusterdns_lameduck_seconds`, registered for the life of the process.
+    _lameduck: Registration,
 }
 
 /// Loads, binds and starts serving `config`; objects files are watched for changes.
@@ -638,6 +640,9 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
     let observability = Arc::new(Observability::new());
     let generation = Generation::load(config, &observability, None)?;
     let lifecycle = Arc::new(Lifecycle::new());
+    let lameduck = observability
+        .registry
+        .register(Arc::clone(&lifecycle) as Arc<dyn Collect>);
     let readiness = Arc::new(Readiness::new(generation.readiness(), generation.monitor));
     readiness.set_notes(generation.readiness_notes());
     let mut running = Running {
@@ -649,6 +654,7 @@ pub async fn start(config: &Config) -> Result<Running, StartError> {
         lifecycle,
         readiness,
         pages: Arc::default(),
+        _lameduck: lameduck,
     };
     // Watchers first: a change to the objects after they were read and before the first
     // query is answered is not missed.
