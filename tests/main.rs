@@ -28,5 +28,6 @@ mod reliability;
 mod resolve;
 mod search_path;
 mod watch;
+mod why;
 mod zone;
 mod zonefile;

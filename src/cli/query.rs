@@ -21,6 +21,10 @@ pub(super) struct QueryArgs {
     /// The record type.
     #[arg(long = "type", short = 't', default_value = "A")]
     qtype: String,
+    /// After the answer, why: the plugin, and the Service, EndpointSlice, Pod or namespace
+    /// rule behind each record, or the NXDOMAIN or NODATA.
+    #[arg(long)]
+    why: bool,
     #[command(flatten)]
     source: Source,
 }
@@ -43,6 +47,14 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     query.edns = Some(edns);
     let packet = query.to_vec()?;
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
+    let why = || -> anyhow::Result<()> {
+        if args.why {
+            let why = crate::server::why::explain(handler.blocks(), &args.name, &args.qtype)
+                .map_err(anyhow::Error::msg)?;
+            out!("{}", why_text(&why));
+        }
+        Ok(())
+    };
     let mut out = Vec::new();
     let reply = match handler.respond(
         &packet,
@@ -61,6 +73,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
                  and puts its records after the CNAME; this offline command does not ask \
                  upstream."
             );
+            why()?;
             return Ok(ExitCode::SUCCESS);
         }
         Outcome::Forward(_) => {
@@ -72,6 +85,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
                  offline command does not do.",
                 args.name
             );
+            why()?;
             return Ok(ExitCode::SUCCESS);
         }
         Outcome::Drop | Outcome::Transfer(_) => anyhow::bail!("no reply"),
@@ -82,7 +96,25 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
         return Ok(code);
     }
     out!("{}", dig_text(&reply));
+    why()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `;; WHY SECTION:` after the answer.
+fn why_text(why: &crate::server::why::Why) -> String {
+    let mut out = format!(
+        ";; WHY SECTION:\n;; {}{}\n",
+        why.plugin,
+        why.zone
+            .as_deref()
+            .map(|zone| format!(" (zone {zone})"))
+            .unwrap_or_default()
+    );
+    for reason in &why.reasons {
+        let _ = writeln!(out, ";; {reason}");
+    }
+    out.push('\n');
+    out
 }
 
 /// A name outside the cluster zone typed as a pod's application would, relying on the

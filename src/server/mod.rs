@@ -16,7 +16,7 @@ mod run;
 mod tcp;
 mod transfer;
 mod udp;
-mod why;
+pub mod why;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

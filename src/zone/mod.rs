@@ -21,6 +21,7 @@ mod records;
 pub mod rrset;
 mod shards;
 mod update;
+pub mod why;
 pub mod zonefile;
 
 use std::borrow::Cow;
