@@ -64,6 +64,25 @@ pub fn parameters(query: &str) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+/// Whether `format=json` was asked for (`text`, the default, otherwise); a bad request for
+/// another format. Other parameters are the page's.
+pub fn wants_json(params: &[(String, String)]) -> Result<bool, Page> {
+    let mut json = false;
+    for (key, value) in params {
+        match (key.as_str(), value.as_str()) {
+            ("format", "json") => json = true,
+            ("format", "text") => json = false,
+            ("format", other) => {
+                return Err(Page::bad_request(&format!(
+                    "format: '{other}' is not json or text"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(json)
+}
+
 /// One percent-encoded component.
 fn decode(text: &str) -> Result<String, String> {
     let bytes = text.as_bytes();

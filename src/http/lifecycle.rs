@@ -87,6 +87,20 @@ impl Lifecycle {
     }
 }
 
+/// `clusterdns_lameduck_seconds`: a process that stays in lameduck far past *health*'s
+/// `lameduck` is stuck on its way out.
+impl Collect for Lifecycle {
+    fn collect(&self, out: &mut Exposition) {
+        out.sample(
+            "clusterdns_lameduck_seconds",
+            "Seconds since the process entered lameduck (SIGTERM); 0 while it serves.",
+            Kind::Gauge,
+            &[],
+            self.lameduck_for().as_secs_f64(),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,19 +132,5 @@ mod tests {
         task.await.expect("shut down");
         assert!(lifecycle.is_stopped());
         assert!(start.elapsed() >= Duration::from_millis(300));
-    }
-}
-
-/// `clusterdns_lameduck_seconds`: a process that stays in lameduck far past *health*'s
-/// `lameduck` is stuck on its way out.
-impl Collect for Lifecycle {
-    fn collect(&self, out: &mut Exposition) {
-        out.sample(
-            "clusterdns_lameduck_seconds",
-            "Seconds since the process entered lameduck (SIGTERM); 0 while it serves.",
-            Kind::Gauge,
-            &[],
-            self.lameduck_for().as_secs_f64(),
-        );
     }
 }

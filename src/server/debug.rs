@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arc_swap::{ArcSwap, ArcSwapOption};
 
 use super::Block;
-use crate::http::debug::parameters;
+use crate::http::debug::{parameters, wants_json};
 use crate::http::{DebugPages, Page};
 use crate::search_path::live::Watch;
 use crate::search_path::page;
@@ -43,7 +43,7 @@ impl DebugPages for Pages {
 impl Pages {
     /// `/debug/search-path[?format=json|text]`.
     fn search_path(&self, params: &[(String, String)]) -> Page {
-        let json = match format(params) {
+        let json = match wants_json(params) {
             Ok(json) => json,
             Err(page) => return page,
         };
@@ -66,23 +66,4 @@ impl Pages {
             Page::text(page.text())
         }
     }
-}
-
-/// Whether `format=json` was asked for (`text`, the default, otherwise); a bad request for
-/// another format or an unknown parameter.
-pub(crate) fn format(params: &[(String, String)]) -> Result<bool, Page> {
-    let mut json = false;
-    for (key, value) in params {
-        match (key.as_str(), value.as_str()) {
-            ("format", "json") => json = true,
-            ("format", "text") => json = false,
-            ("format", other) => {
-                return Err(Page::bad_request(&format!(
-                    "format: '{other}' is not json or text"
-                )));
-            }
-            _ => {}
-        }
-    }
-    Ok(json)
 }

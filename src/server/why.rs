@@ -108,6 +108,12 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, St
             return Ok(why);
         }
     }
+    if let Some((plugin, rcode)) = answered_locally(blocks, block, &parsed, rtype) {
+        why.plugin = plugin;
+        why.reasons
+            .push(format!("answered by the block's {}: {rcode}", why.plugin));
+        return Ok(why);
+    }
     let upstreams: Vec<String> = block
         .forwarders()
         .iter()
@@ -143,6 +149,46 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, St
         ));
     }
     Ok(why)
+}
+
+/// The block's *hosts* or *template*, and the rcode, when one of them answers the name.
+fn answered_locally(
+    blocks: &[Arc<Block>],
+    block: &Block,
+    name: &Name,
+    qtype: RecordType,
+) -> Option<(String, String)> {
+    let directives = block.chain_directives();
+    let local: Vec<&str> = ["hosts", "template"]
+        .into_iter()
+        .filter(|d| directives.contains(d))
+        .collect();
+    if local.is_empty() {
+        return None;
+    }
+    let mut query = Message::new(0, MessageType::Query, OpCode::Query);
+    query.metadata.recursion_desired = true;
+    query.add_query(Query::query(name.clone(), qtype));
+    let packet = query.to_vec().ok()?;
+    let handler = super::Handler::new(blocks.to_vec());
+    let mut out = Vec::new();
+    match handler.respond(
+        &packet,
+        ([127, 0, 0, 1], 0).into(),
+        Transport::Tcp,
+        &mut out,
+    ) {
+        super::Outcome::Reply => {
+            let rcode = crate::wire::reply::rcode(&out).ok()?;
+            (rcode != crate::wire::rcode::REFUSED).then(|| {
+                (
+                    local.join(" or "),
+                    crate::wire::rcode_name(rcode).to_string(),
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The block whose zones hold `qname` most specifically, and that zone.
@@ -194,7 +240,7 @@ fn cached(
 
 /// `/debug/why?name=N[&type=T][&format=json|text]`.
 pub(crate) fn page(blocks: &[Arc<Block>], params: &[(String, String)]) -> Page {
-    let json = match super::debug::format(params) {
+    let json = match crate::http::debug::wants_json(params) {
         Ok(json) => json,
         Err(page) => return page,
     };
