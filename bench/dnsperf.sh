@@ -4,6 +4,8 @@
 #
 #   bench/dnsperf.sh                      # 100 and 10,000 Services, 15 s runs (~6 minutes)
 #   SIZES=100 DURATION=5 bench/dnsperf.sh # a quick look
+#   SEARCH_PATH=on bench/dnsperf.sh       # with prometheus, the search-path tracker on
+#   SEARCH_PATH=off bench/dnsperf.sh      # with prometheus, the tracker off
 #
 # Method (2 cores): each server pinned to CPU 0, dnsperf to CPU 1; a warm-up run, then
 # `dnsperf -T 4 -c 8 -q 200 -l DURATION` for qps, lost queries and the server's CPU time
@@ -24,6 +26,9 @@ CLUSTERDNS_PORT=${CLUSTERDNS_PORT:-15353}
 KNOT_PORT=${KNOT_PORT:-15354}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+# Set (on or off): clusterdns runs the shorthand's Corefile with `prometheus` and its
+# `search_path` option, to measure what the search-path tracker costs (docs/observability.md).
+SEARCH_PATH=${SEARCH_PATH:-}
 DNSPERF_ARGS=(-T 4 -c 8 -q 200)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -223,8 +228,33 @@ for size in $SIZES; do
     } >"$dir/knot.conf"
 
     log "$size services: starting clusterdns (port $CLUSTERDNS_PORT) and knotd (port $KNOT_PORT) on CPU $SERVER_CPU"
-    taskset -c "$SERVER_CPU" "$clusterdns" serve --objects "$objects" \
-        --listen "127.0.0.1:$CLUSTERDNS_PORT" >"$dir/clusterdns.log" 2>&1 &
+    serve_args=(serve --objects "$objects" --listen "127.0.0.1:$CLUSTERDNS_PORT")
+    if [[ -n "$SEARCH_PATH" ]]; then
+        # The shorthand's Corefile (src/config/shorthand.rs) with prometheus on.
+        cat >"$dir/Corefile" <<COREFILE
+.:$CLUSTERDNS_PORT {
+    bind 127.0.0.1
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+        objects "$objects"
+    }
+    prometheus 127.0.0.1:0 {
+        search_path $SEARCH_PATH
+    }
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
+    loop
+    loadbalance
+}
+COREFILE
+        serve_args=(serve --corefile "$dir/Corefile")
+    fi
+    taskset -c "$SERVER_CPU" "$clusterdns" "${serve_args[@]}" >"$dir/clusterdns.log" 2>&1 &
     clusterdns_pid=$!
     pids+=("$clusterdns_pid")
     taskset -c "$SERVER_CPU" knotd -c "$dir/knot.conf" >"$dir/knotd.log" 2>&1 &

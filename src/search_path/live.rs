@@ -47,8 +47,9 @@ pub const LENGTH_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0];
 const AS_TYPED: u8 = u8::MAX;
 /// The row of namespaces past the limit.
 const OTHER: usize = MAX_NAMESPACES;
-/// NOERROR and NXDOMAIN.
+/// NOERROR.
 const NOERROR: u16 = 0;
+/// NXDOMAIN.
 const NXDOMAIN: u16 = 3;
 
 /// One walk in flight.

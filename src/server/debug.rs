@@ -8,8 +8,9 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use super::Block;
 use crate::http::debug::{parameters, wants_json};
 use crate::http::{DebugPages, Page};
-use crate::search_path::live::Watch;
+use crate::search_path::live::{Tracker, Watch};
 use crate::search_path::page;
+use crate::zone::name::WireName;
 
 /// What the pages read: the tracker as the current handlers see it, and the current blocks.
 #[derive(Debug, Default)]
@@ -66,4 +67,27 @@ impl Pages {
             Page::text(page.text())
         }
     }
+}
+
+/// The search-path tracker as `blocks` see it: under the cluster zone of their first
+/// *kubernetes* block, with the options of their first *prometheus*; `None` when no block
+/// has both or the tracker is turned off.
+pub(crate) fn search_path_watch(blocks: &[Arc<Block>], tracker: &Arc<Tracker>) -> Option<Watch> {
+    let options = blocks.iter().find_map(|block| block.search_path.as_ref())?;
+    if !options.enabled {
+        return None;
+    }
+    let zone = blocks.iter().find_map(|block| {
+        let config = &block.kubernetes.as_ref()?.config;
+        config.zones.get(config.primary_zone)
+    })?;
+    let zone = WireName::from_dotted(&zone.to_string()).ok()?;
+    let domains: Vec<WireName> = options
+        .domains
+        .iter()
+        .filter_map(|domain| WireName::from_dotted(domain).ok())
+        .collect();
+    let domains: Vec<&[u8]> = domains.iter().map(WireName::as_bytes).collect();
+    tracker.set_limit(options.namespaces);
+    Some(Watch::new(Arc::clone(tracker), zone.as_bytes(), &domains))
 }

@@ -27,13 +27,12 @@ use crate::metrics::process::{EnabledPlugin, PluginEnabled, ProcessMetrics, Stor
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
-use crate::search_path::live::{Tracker as SearchPathTracker, Watch};
+use crate::search_path::live::Tracker as SearchPathTracker;
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
 use crate::source::{file, programming, watcher};
 use crate::store::Store;
-use crate::zone::name::WireName;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -768,7 +767,7 @@ impl Running {
             .unwrap_or_default();
         let measured = blocks.iter().any(|block| !block.metrics.is_empty());
         let watch = measured
-            .then(|| search_path_watch(&blocks, &self.observability.search_path))
+            .then(|| super::debug::search_path_watch(&blocks, &self.observability.search_path))
             .flatten();
         let mut handler = Handler::bound(blocks, bound);
         if let Some(watch) = watch {
@@ -988,27 +987,4 @@ pub fn server_label(block: &crate::config::ServerBlock) -> String {
         Some(std::net::IpAddr::V6(v6)) => format!("dns://[{v6}]:{}", block.port),
         Some(ip) => format!("dns://{ip}:{}", block.port),
     }
-}
-
-/// The search-path tracker as `blocks` see it: under the cluster zone of their first
-/// *kubernetes* block, with the options of their first *prometheus*; `None` when no block
-/// has both or the tracker is turned off.
-fn search_path_watch(blocks: &[Arc<Block>], tracker: &Arc<SearchPathTracker>) -> Option<Watch> {
-    let options = blocks.iter().find_map(|block| block.search_path.as_ref())?;
-    if !options.enabled {
-        return None;
-    }
-    let zone = blocks.iter().find_map(|block| {
-        let config = &block.kubernetes.as_ref()?.config;
-        config.zones.get(config.primary_zone)
-    })?;
-    let zone = WireName::from_dotted(&zone.to_string()).ok()?;
-    let domains: Vec<WireName> = options
-        .domains
-        .iter()
-        .filter_map(|domain| WireName::from_dotted(domain).ok())
-        .collect();
-    let domains: Vec<&[u8]> = domains.iter().map(WireName::as_bytes).collect();
-    tracker.set_limit(options.namespaces);
-    Some(Watch::new(Arc::clone(tracker), zone.as_bytes(), &domains))
 }
