@@ -583,3 +583,158 @@ fn hash_client(client: IpAddr, qtype: u16) -> u64 {
     // Spread over the whole word: the shard comes from the low bits, the slot from others.
     hash ^ (hash >> 29)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// `a.b.` in wire format.
+    fn wire(dotted: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        for label in dotted.trim_end_matches('.').split('.') {
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        out.push(0);
+        out
+    }
+
+    fn watch(limit: usize) -> Watch {
+        let tracker = Arc::new(Tracker::new());
+        tracker.set_limit(limit);
+        Watch::new(tracker, &wire("cluster.local"), &[&wire("corp.example")])
+    }
+
+    /// Asks `names` in turn from `client`, type A, each with its rcode.
+    fn walk(watch: &Watch, client: [u8; 4], names: &[(&str, u16)]) {
+        let now = Instant::now();
+        for (name, rcode) in names {
+            watch.observe(IpAddr::from(client), &wire(name), 1, *rcode, now);
+        }
+    }
+
+    fn row<'v>(view: &'v [NamespaceView], namespace: &str) -> &'v NamespaceView {
+        view.iter().find(|v| v.namespace == namespace).unwrap()
+    }
+
+    #[test]
+    fn a_walk_through_the_cluster_and_node_domains_to_the_name_as_typed() {
+        let watch = watch(20);
+        walk(
+            &watch,
+            [10, 0, 0, 1],
+            &[
+                ("api.example.com.shop.svc.cluster.local.", NXDOMAIN),
+                ("api.example.com.svc.cluster.local.", NXDOMAIN),
+                ("api.example.com.cluster.local.", NXDOMAIN),
+                ("api.example.com.corp.example.", NXDOMAIN),
+                ("api.example.com.", NOERROR),
+            ],
+        );
+        let view = watch.tracker().view();
+        let shop = row(&view, "shop");
+        assert_eq!((shop.wasted, shop.upstream, shop.answered), (4, 1, 1));
+        let (name, stem, found) = &shop.stems[0];
+        assert_eq!(name, "api.example.com");
+        assert_eq!((stem.misses, stem.upstream, stem.first_step), (4, 1, 1));
+        assert!(stem.found && !stem.found_by_search);
+        assert_eq!(*found, Some(AS_TYPED));
+        assert_eq!(watch.tracker().lengths.count(), 1);
+        assert_eq!(watch.tracker().lengths.sum(), 5.0);
+    }
+
+    #[test]
+    fn clients_and_types_walk_apart_and_unrelated_names_are_not_counted() {
+        let watch = watch(20);
+        let now = Instant::now();
+        let first = wire("web.shop.shop.svc.cluster.local.");
+        let second = wire("web.shop.svc.cluster.local.");
+        // A and AAAA of one client, and another client: three walks.
+        for (client, qtype) in [([10, 0, 0, 1], 1), ([10, 0, 0, 1], 28), ([10, 0, 0, 2], 1)] {
+            watch.observe(IpAddr::from(client), &first, qtype, NXDOMAIN, now);
+        }
+        // Only the first client's A walk goes on; the others never end.
+        watch.observe(IpAddr::from([10, 0, 0, 1]), &second, 1, NOERROR, now);
+        // Names in no walk: another zone, the zone apex, a bare `svc` name.
+        walk(
+            &watch,
+            [10, 0, 0, 3],
+            &[
+                ("example.org.", NXDOMAIN),
+                ("cluster.local.", NOERROR),
+                ("svc.cluster.local.", NXDOMAIN),
+            ],
+        );
+        let view = watch.tracker().view();
+        assert_eq!(view.len(), 1, "{view:?}");
+        let shop = row(&view, "shop");
+        assert_eq!((shop.wasted, shop.answered, shop.unanswered), (3, 1, 0));
+        let found: Vec<_> = shop
+            .stems
+            .iter()
+            .filter(|(_, stem, _)| stem.found_by_search)
+            .map(|(name, _, step)| (name.as_str(), *step))
+            .collect();
+        assert_eq!(found, [("web.shop", Some(1))]);
+    }
+
+    #[test]
+    fn namespaces_past_the_limit_are_other() {
+        let watch = watch(2);
+        for (index, namespace) in ["a", "b", "c", "d"].iter().enumerate() {
+            let name = format!("x.{namespace}.svc.cluster.local.");
+            walk(&watch, [10, 0, 0, index as u8], &[(&name, NXDOMAIN)]);
+        }
+        let names: Vec<(String, u64)> = watch
+            .tracker()
+            .view()
+            .into_iter()
+            .map(|v| (v.namespace, v.wasted))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a".to_owned(), 1),
+                ("b".to_owned(), 1),
+                ("other".to_owned(), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_namespace_keeps_the_stems_with_the_most_misses() {
+        let watch = watch(20);
+        // One stem with many misses, then more stems than a namespace keeps.
+        for _ in 0..5 {
+            walk(
+                &watch,
+                [10, 0, 0, 1],
+                &[("big.shop.svc.cluster.local.", NXDOMAIN)],
+            );
+        }
+        for index in 0..(STEMS * 2) {
+            let name = format!("s{index}.shop.svc.cluster.local.");
+            walk(&watch, [10, 0, 0, 1], &[(&name, NXDOMAIN)]);
+        }
+        let view = watch.tracker().view();
+        let shop = row(&view, "shop");
+        assert_eq!(shop.wasted, 5 + 2 * STEMS as u64);
+        assert_eq!(shop.stems.len(), STEMS);
+        assert!(
+            shop.stems
+                .iter()
+                .any(|(name, stem, _)| name == "big" && stem.misses == 5)
+        );
+    }
+
+    #[test]
+    fn names_that_are_not_names_are_ignored() {
+        let watch = watch(20);
+        let now = Instant::now();
+        for bad in [&b""[..], b"\x03web", b"\x03web\x00extra", b"\x40abc\x00"] {
+            watch.observe(IpAddr::from([10, 0, 0, 1]), bad, 1, NXDOMAIN, now);
+        }
+        assert!(watch.tracker().view().is_empty());
+    }
+}
