@@ -170,6 +170,12 @@ fn namespace(view: NamespaceView, zone: &str, node: &[String]) -> Namespace {
 
 /// The name that answered: `stem` with the search domain of `step`.
 fn found_as(stem: &str, step: u8, namespace: &str, zone: &str, node: &[String]) -> String {
+    // `other` stands for several namespaces: the first domain's is not known.
+    let namespace = if namespace == "other" {
+        "<namespace>"
+    } else {
+        namespace
+    };
     let suffixes = super::cluster_suffixes(namespace, zone);
     let suffix = match step {
         0..=2 => suffixes.get(usize::from(step)).cloned(),
