@@ -121,6 +121,7 @@ pub(crate) fn build(
                     chaos: found.chaos.clone(),
                     hosts: found.hosts.clone(),
                     template: found.template.clone(),
+                    file: found.file.clone(),
                     rewrite: found.rewrite.clone(),
                     line: key.line,
                 }),

@@ -11,10 +11,11 @@
 //! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
 //! directives implemented are those of kubeadm's Corefile and those the distributions and
 //! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
-//! `forward`, `health`, `hosts`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
-//! `ready`, `reload`, `rewrite`, `template` and `transfer`, each with CoreDNS's syntax,
-//! defaults and checks (the module of each directive lists where it differs). Every other CoreDNS plugin is refused
-//! with [`Error::Unsupported`] and any other name with [`Error::UnknownDirective`].
+//! `file`, `forward`, `health`, `hosts`, `kubernetes`, `loadbalance`, `log`, `loop`,
+//! `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with CoreDNS's
+//! syntax, defaults and checks (the module of each directive lists where it differs). Every
+//! other CoreDNS plugin is refused with [`Error::Unsupported`] and any other name with
+//! [`Error::UnknownDirective`].
 //!
 //! ```
 //! use clusterdns::config::parse_corefile;
@@ -60,6 +61,7 @@ pub use directives::COREDNS_DIRECTIVES;
 pub use directives::any::AnyConfig;
 pub use directives::bufsize::BufsizeConfig;
 pub use directives::chaos::ChaosConfig;
+pub use directives::file::FileConfig;
 pub use directives::hosts::HostsConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
 pub use directives::rewrite::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
@@ -163,6 +165,8 @@ pub struct ServerBlock {
     pub hosts: Option<HostsConfig>,
     /// The *template* directives, in file order (tried in that order).
     pub template: Vec<TemplateConfig>,
+    /// The *file* directives, in file order (a name goes to the first whose zones hold it).
+    pub file: Vec<FileConfig>,
     /// The *rewrite* rules, one per directive, in file order.
     pub rewrite: Vec<RewriteRule>,
     /// Line of the block's first key, for messages.

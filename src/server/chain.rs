@@ -18,6 +18,7 @@
 pub(crate) mod autopath;
 pub(crate) mod chaos;
 pub(crate) mod chase;
+pub(crate) mod file;
 pub(crate) mod hosts;
 pub(crate) mod rewrite;
 pub(crate) mod template;
@@ -62,6 +63,8 @@ pub(crate) enum Step {
     Hosts(Arc<hosts::Hosts>),
     /// *kubernetes*: the cluster zone.
     Kubernetes,
+    /// *file*: zones from zone files.
+    File(Arc<file::File>),
     /// *loop* and *forward*, with *cache* in front of the upstream.
     Forward,
 }
@@ -79,6 +82,7 @@ impl Step {
             Self::Transfer => "transfer",
             Self::Hosts(_) => "hosts",
             Self::Kubernetes => "kubernetes",
+            Self::File(_) => "file",
             Self::Forward => "forward",
         }
     }
@@ -88,7 +92,12 @@ impl Step {
     fn internet_only(&self) -> bool {
         matches!(
             self,
-            Self::Autopath | Self::Transfer | Self::Hosts(_) | Self::Kubernetes | Self::Forward
+            Self::Autopath
+                | Self::Transfer
+                | Self::Hosts(_)
+                | Self::Kubernetes
+                | Self::File(_)
+                | Self::Forward
         )
     }
 }
@@ -195,6 +204,14 @@ impl Chain {
     pub(crate) fn hosts(&self) -> Option<&Arc<hosts::Hosts>> {
         self.steps.iter().find_map(|step| match step {
             Step::Hosts(hosts) => Some(hosts),
+            _ => None,
+        })
+    }
+
+    /// The block's *file* plugin, if any.
+    pub(crate) fn file(&self) -> Option<&Arc<file::File>> {
+        self.steps.iter().find_map(|step| match step {
+            Step::File(file) => Some(file),
             _ => None,
         })
     }
@@ -312,6 +329,11 @@ impl Chain {
                         return flow;
                     }
                 }
+                Step::File(file) => match file.answer(ctx, q, out) {
+                    file::Answered::Pass => {}
+                    file::Answered::Reply => return Flow::Reply(Plugin::File),
+                    file::Answered::Chase(chase) => return Flow::Chase(chase),
+                },
                 Step::Forward => {
                     if let Some(flow) = self.forward(ctx, q, out) {
                         return flow;

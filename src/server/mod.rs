@@ -24,6 +24,7 @@ use hickory_proto::rr::{Name, Record};
 
 pub use crate::wire::Transport;
 pub use chain::Local;
+pub use chain::file::FileLoadError;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
@@ -179,6 +180,8 @@ pub struct Plugins {
     pub cache: Option<Arc<Cache>>,
     /// The block's DNS metrics, one per zone (empty without *prometheus*).
     pub metrics: Vec<Arc<ServerMetrics>>,
+    /// The *file* directives, their zones read (`None` without any).
+    pub(crate) file: Option<Arc<chain::file::File>>,
 }
 
 impl Block {
@@ -215,6 +218,9 @@ impl Block {
         }
         if kubernetes.is_some() {
             steps.push(Step::Kubernetes);
+        }
+        if let Some(file) = plugins.file {
+            steps.push(Step::File(file));
         }
         if !plugins.forward.is_empty() {
             steps.push(Step::Forward);
@@ -284,6 +290,11 @@ impl Block {
     /// The block's *hosts* plugin.
     pub(crate) fn hosts(&self) -> Option<&Arc<chain::hosts::Hosts>> {
         self.chain.hosts()
+    }
+
+    /// The block's *file* plugin.
+    pub(crate) fn file(&self) -> Option<&Arc<chain::file::File>> {
+        self.chain.file()
     }
 
     /// The block's *template* plugin (its metrics).

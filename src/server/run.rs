@@ -67,6 +67,9 @@ pub enum StartError {
     /// Objects files could not be watched.
     #[error("watching objects files: {0}")]
     Watch(notify::Error),
+    /// A *file* directive's zone file does not read.
+    #[error(transparent)]
+    File(#[from] super::chain::file::FileLoadError),
 }
 
 /// A server block ready to serve, and the addresses it listens on.
@@ -256,7 +259,13 @@ fn load_with(
         for warning in forward.iter().flat_map(|f| f.warnings()) {
             tracing::error!("{warning}");
         }
+        let file = if server_block.file.is_empty() {
+            None
+        } else {
+            Some(Arc::new(super::chain::file::File::load(&server_block.file)?))
+        };
         let plugins = Plugins {
+            file,
             forward,
             cache: server_block
                 .cache
@@ -489,6 +498,9 @@ impl Generation {
             }
             if let Some(hosts) = block.hosts() {
                 tokio::spawn(Arc::clone(hosts).watch(self.token.clone()));
+            }
+            if let Some(file) = block.file() {
+                file.watch(&self.token);
             }
             if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
                 let context = WatchContext {

@@ -3,7 +3,7 @@
 //!
 //! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
 //! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`],
-//! [`hosts`], [`template`], [`rewrite`], ...).
+//! [`hosts`], [`template`], [`rewrite`], [`file`], ...).
 //! Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
@@ -14,6 +14,7 @@ pub(crate) mod bufsize;
 pub(crate) mod cache;
 pub(crate) mod chaos;
 pub(crate) mod errors;
+pub(crate) mod file;
 pub(crate) mod forward;
 pub(crate) mod health;
 pub(crate) mod hosts;
@@ -43,7 +44,7 @@ use super::syntax::Line;
 use super::zone;
 use super::{
     AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig,
-    ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
+    FileConfig, ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
     LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, RewriteRule, TemplateConfig,
     TransferConfig,
 };
@@ -171,6 +172,8 @@ pub(crate) struct Directives {
     pub(crate) hosts: Option<HostsConfig>,
     /// The `template` directives, in file order.
     pub(crate) template: Vec<TemplateConfig>,
+    /// The `file` directives, in file order.
+    pub(crate) file: Vec<FileConfig>,
     /// The `rewrite` directives (one rule each), in file order.
     pub(crate) rewrite: Vec<RewriteRule>,
     /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
@@ -282,6 +285,7 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
             out.hosts = Some(hosts::parse(line, context)?);
         }
         "template" => out.template.push(template::parse(line, context)?),
+        "file" => out.file.push(file::parse(line, context)?),
         "rewrite" => out.rewrite.push(rewrite::parse(line, context)?),
         name if is_known(name) => {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {

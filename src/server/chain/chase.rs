@@ -124,6 +124,33 @@ impl Chase {
         })
     }
 
+    /// The chase of `reply`, another plugin's whole reply to `request` (*file*'s) whose
+    /// CNAMEs end at `target` (lower-case wire): the target's answers, rcode and (when it
+    /// has no answers) authority become the reply's.
+    pub(crate) fn from_reply(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        reply: Vec<u8>,
+        target: WireName,
+        plugin: Plugin,
+    ) -> Box<Self> {
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            nodata: reply.clone(),
+            replies: vec![reply],
+            target,
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin,
+            keep_rcode: false,
+            revert: None,
+        })
+    }
+
     /// The reply so far: the CNAMEs, whole, without the last target's records.
     pub(crate) fn so_far(&self) -> Vec<u8> {
         self.merge(None)
