@@ -12,6 +12,7 @@ mod deploy;
 mod distributions;
 mod e2e;
 mod external_name;
+mod file;
 mod forward;
 mod forward_tls;
 mod live;

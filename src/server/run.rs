@@ -262,7 +262,9 @@ fn load_with(
         let file = if server_block.file.is_empty() {
             None
         } else {
-            Some(Arc::new(super::chain::file::File::load(&server_block.file)?))
+            Some(Arc::new(super::chain::file::File::load(
+                &server_block.file,
+            )?))
         };
         let plugins = Plugins {
             file,
@@ -607,6 +609,7 @@ fn enabled_plugins(config: &Config) -> Vec<EnabledPlugin> {
             ("hosts", block.hosts.is_some()),
             ("template", !block.template.is_empty()),
             ("rewrite", !block.rewrite.is_empty()),
+            ("file", !block.file.is_empty()),
         ];
         for zone in &block.zones {
             for (name, on) in names {

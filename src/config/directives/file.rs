@@ -132,11 +132,15 @@ mod tests {
             ("reload 0", " file db {\n  reload 0\n }", |s| {
                 s.file.first().is_some_and(|f| f.reload.is_zero())
             }),
-            ("fallthrough everywhere", " file db {\n  fallthrough\n }", |s| {
-                s.file
-                    .first()
-                    .is_some_and(|f| f.fallthrough == Some(vec![]))
-            }),
+            (
+                "fallthrough everywhere",
+                " file db {\n  fallthrough\n }",
+                |s| {
+                    s.file
+                        .first()
+                        .is_some_and(|f| f.fallthrough == Some(vec![]))
+                },
+            ),
             ("twice", " file db.a a.org\n file db.b b.org", |s| {
                 s.file.len() == 2 && s.file[1].path == Path::new("db.b")
             }),

@@ -43,8 +43,8 @@ use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
 use super::{
-    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig,
-    FileConfig, ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
+    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
+    ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
     LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, RewriteRule, TemplateConfig,
     TransferConfig,
 };

@@ -92,13 +92,14 @@ fn read_file(
     ttl: &mut DefaultTtl,
     records: &mut Vec<Record>,
 ) -> Result<(), ZoneError> {
-    let bytes = crate::config::read_regular(path, crate::config::MAX_FILE_BYTES).map_err(
-        |error| ZoneError {
-            file: path.to_path_buf(),
-            line: 0,
-            message: error.to_string(),
-        },
-    )?;
+    let bytes =
+        crate::config::read_regular(path, crate::config::MAX_FILE_BYTES).map_err(|error| {
+            ZoneError {
+                file: path.to_path_buf(),
+                line: 0,
+                message: error.to_string(),
+            }
+        })?;
     let text = String::from_utf8_lossy(&bytes);
     parse_text(&text, path, origin, depth, ttl, records)
 }

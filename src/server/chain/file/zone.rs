@@ -169,7 +169,9 @@ impl Zone {
     pub(crate) fn lookup(&self, qname: &Name, qtype: RecordType) -> Found {
         if *qname == self.origin {
             match qtype {
-                RecordType::SOA => return Found::new(self.soa(), self.ns.clone(), Outcome::Success),
+                RecordType::SOA => {
+                    return Found::new(self.soa(), self.ns.clone(), Outcome::Success);
+                }
                 RecordType::NS => {
                     let mut found = Found::new(self.ns.clone(), Vec::new(), Outcome::Success);
                     found.additional = self.glue(&self.ns);

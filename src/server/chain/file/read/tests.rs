@@ -33,12 +33,18 @@ fn entries() {
         (
             "TTL from the last record without $TTL; class before TTL",
             "a IN 300 A 192.0.2.1\nb A 192.0.2.2\n",
-            &["a.example.org. 300 IN A 192.0.2.1", "b.example.org. 300 IN A 192.0.2.2"],
+            &[
+                "a.example.org. 300 IN A 192.0.2.1",
+                "b.example.org. 300 IN A 192.0.2.2",
+            ],
         ),
         (
             "$TTL wins over the last record's",
             "$TTL 60\na 300 A 192.0.2.1\nb A 192.0.2.2\n",
-            &["a.example.org. 300 IN A 192.0.2.1", "b.example.org. 60 IN A 192.0.2.2"],
+            &[
+                "a.example.org. 300 IN A 192.0.2.1",
+                "b.example.org. 60 IN A 192.0.2.2",
+            ],
         ),
         (
             "3600 when nothing says",
@@ -90,17 +96,47 @@ fn quoted_text_keeps_its_semicolons_parentheses_and_spaces() {
 #[test]
 fn errors_name_the_line() {
     let cases: &[(&str, &str, usize, &str)] = &[
-        ("bad address", "a A 192.0.2.1\nb A 300.1.1.1\n", 2, "bad A record"),
-        ("unknown type", "\n\na FOO 1\n", 3, "unknown record type 'FOO'"),
+        (
+            "bad address",
+            "a A 192.0.2.1\nb A 300.1.1.1\n",
+            2,
+            "bad A record",
+        ),
+        (
+            "unknown type",
+            "\n\na FOO 1\n",
+            3,
+            "unknown record type 'FOO'",
+        ),
         ("no owner", "  A 192.0.2.1\n", 1, "without an owner"),
-        ("unclosed (", "a A 192.0.2.1\n@ SOA ns admin ( 1 2\n 3 4 5\n", 2, "'(' is not closed"),
+        (
+            "unclosed (",
+            "a A 192.0.2.1\n@ SOA ns admin ( 1 2\n 3 4 5\n",
+            2,
+            "'(' is not closed",
+        ),
         ("stray )", "a A 192.0.2.1 )\n", 1, "')' without its '('"),
         ("unclosed quote", "t TXT \"abc\n", 1, "quoted string"),
-        ("class", "a CH A 192.0.2.1\n", 1, "class CH is not supported"),
+        (
+            "class",
+            "a CH A 192.0.2.1\n",
+            1,
+            "class CH is not supported",
+        ),
         ("DNAME", "d DNAME x\n", 1, "DNAME records are not supported"),
-        ("$GENERATE", "$GENERATE 1-2 a$ A 192.0.2.$\n", 1, "$GENERATE is not supported"),
+        (
+            "$GENERATE",
+            "$GENERATE 1-2 a$ A 192.0.2.$\n",
+            1,
+            "$GENERATE is not supported",
+        ),
         ("bad $TTL", "$TTL soon\n", 1, "bad $TTL 'soon'"),
-        ("unknown directive", "$FOO x\n", 1, "unknown directive '$FOO'"),
+        (
+            "unknown directive",
+            "$FOO x\n",
+            1,
+            "unknown directive '$FOO'",
+        ),
         ("no type", "a 300\n", 1, "without a type"),
         ("bad name", "a..b A 192.0.2.1\n", 1, "bad name"),
         ("missing include", "$INCLUDE nowhere.db\n", 0, "nowhere.db"),
@@ -111,7 +147,9 @@ fn errors_name_the_line() {
         assert!(error.to_string().contains(want), "{name}: {error}");
         if *line > 0 {
             assert!(
-                error.to_string().starts_with(&format!("/zones/db.example.org:{line}: ")),
+                error
+                    .to_string()
+                    .starts_with(&format!("/zones/db.example.org:{line}: ")),
                 "{name}: {error}"
             );
         }
