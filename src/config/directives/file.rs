@@ -93,6 +93,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<FileConfig, Er
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};

@@ -8,7 +8,7 @@
 //! hickory-proto's zone parser, given the record with its owner, TTL and class already
 //! resolved, so every record type hickory knows is read as it reads it. TTLs follow
 //! miekg/dns: a record without one takes `$TTL`, else the last TTL written, else 3600.
-//! Only class IN is read; `$GENERATE` is refused.
+//! Only class IN is read; `$GENERATE`, DNAME and DNSSEC records are refused.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -243,6 +243,19 @@ fn record<'f>(
     };
     if rtype == RecordType::DNAME {
         return Err("DNAME records are not supported".to_owned());
+    }
+    if matches!(
+        rtype,
+        RecordType::DNSKEY
+            | RecordType::CDNSKEY
+            | RecordType::KEY
+            | RecordType::DS
+            | RecordType::CDS
+            | RecordType::NSEC
+            | RecordType::RRSIG
+            | RecordType::SIG
+    ) {
+        return Err(format!("{rtype} records are not supported (DNSSEC)"));
     }
     if matches!(rtype, RecordType::NSEC3 | RecordType::NSEC3PARAM) {
         return Err(format!("NSEC3 zone is not supported, dropping RR: {owner}"));

@@ -203,7 +203,7 @@ impl Zone {
             }
         }
         if let Some(node) = self.nodes.get(qname) {
-            return self.from_node(node, qname, qtype);
+            return self.answer_at(node, qname, qtype);
         }
         if *qname == self.origin {
             return Found::new(Vec::new(), self.soa(), Outcome::NoData);
@@ -214,7 +214,7 @@ impl Zone {
             let Some(node) = node else {
                 return Found::new(Vec::new(), self.soa(), Outcome::NoData);
             };
-            return self.from_node(node, qname, qtype);
+            return self.answer_at(node, qname, qtype);
         }
         // An empty non-terminal: NOERROR, as CoreDNS answers it.
         let outcome = if self.above.contains(qname) {
@@ -227,7 +227,7 @@ impl Zone {
 
     /// The answer from `node`, the question's (or the wildcard's that stands for it: its
     /// records take `qname`).
-    fn from_node(&self, node: &Node, qname: &Name, qtype: RecordType) -> Found {
+    fn answer_at(&self, node: &Node, qname: &Name, qtype: RecordType) -> Found {
         let owned = |records: &[Record]| -> Vec<Record> {
             records
                 .iter()

@@ -125,6 +125,12 @@ fn errors_name_the_line() {
         ),
         ("DNAME", "d DNAME x\n", 1, "DNAME records are not supported"),
         (
+            "DNSSEC",
+            "@ DS 1 2 3 abcd\n",
+            1,
+            "DS records are not supported (DNSSEC)",
+        ),
+        (
             "$GENERATE",
             "$GENERATE 1-2 a$ A 192.0.2.$\n",
             1,
