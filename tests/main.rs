@@ -25,6 +25,7 @@ mod readme;
 mod real_resolvers;
 mod reliability;
 mod resolve;
+mod rewrite_cname_edns0;
 mod watch;
 mod zone;
 mod zonefile;

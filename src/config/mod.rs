@@ -64,7 +64,10 @@ pub use directives::chaos::ChaosConfig;
 pub use directives::file::FileConfig;
 pub use directives::hosts::HostsConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
-pub use directives::rewrite::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
+pub use directives::rewrite::{
+    AnswerRewrite, Edns0Action, Edns0Data, Edns0Option, Edns0Rule, NameMatcher, RewriteAction,
+    RewriteRule,
+};
 pub use directives::template::TemplateConfig;
 pub(crate) use directives::template::class_number;
 pub use env::Environment;

@@ -354,7 +354,7 @@ impl Chain {
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
     ) -> Option<Flow> {
-        let rewritten = match rewrite.apply(q.request)? {
+        let rewritten = match rewrite.apply(q.request, ctx.client, ctx.transport)? {
             Ok(rewritten) => rewritten,
             Err(message) => {
                 if let Some(errors) = &ctx.block.errors {

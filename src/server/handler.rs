@@ -153,7 +153,15 @@ impl Handler {
         let request = &request;
         match flow {
             Flow::Reply(plugin) => {
-                if let Some(revert) = &revert {
+                if let Some(revert) = revert {
+                    // *rewrite*'s `cname` rule: the new target is asked next.
+                    if let Some(retarget) = revert.retarget(out) {
+                        let original = std::mem::take(out);
+                        let mut chase =
+                            Chase::retarget(block, zone, request, retarget, original, plugin);
+                        chase.revert = Some(revert);
+                        return Step::Chase(chase);
+                    }
                     let mut whole = std::mem::take(out);
                     revert.apply(&mut whole);
                     fit(&ctx, request, &whole, out);
@@ -201,8 +209,35 @@ impl Handler {
         };
         let revert = chase.revert.take();
         let plugin = chase.plugin;
-        let merged = self.chase_complete(chase).await;
+        let retargeted = chase.retargeted;
+        let mut merged = self.chase_complete(chase).await;
+        if !retargeted {
+            merged = self
+                .retargeted(&ctx, &request, merged, revert.as_deref(), plugin)
+                .await;
+        }
         self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
+    }
+
+    /// *rewrite*'s `cname` rule on a whole reply: the reply with its retargeted CNAME and
+    /// the new target's answers, or `bytes` as they were when the rule takes none of its
+    /// CNAMEs.
+    async fn retargeted(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &Request<'_>,
+        bytes: Vec<u8>,
+        revert: Option<&Revert>,
+        plugin: Plugin,
+    ) -> Vec<u8> {
+        let Some(retarget) = revert.and_then(|revert| revert.retarget(&bytes)) else {
+            return bytes;
+        };
+        let chase = Chase::retarget(ctx.block, ctx.zone, request, retarget, bytes, plugin);
+        match self.chase_step(chase, ctx.received, ctx.client, ctx.transport) {
+            Chased::Done(merged) => merged,
+            Chased::Upstream(chase) => self.chase_complete(chase).await,
+        }
     }
 
     /// [`complete`](Self::complete) for a query that is not a CNAME's chase.
@@ -277,6 +312,9 @@ impl Handler {
             if let Some(cache) = cache {
                 cache.put(&asked_request, &bytes, Instant::now());
             }
+            let bytes = self
+                .retargeted(&ctx, &request, bytes, revert, Plugin::Forward)
+                .await;
             self.deliver(&ctx, &request, &bytes, out, Plugin::Forward, revert);
             return;
         }
@@ -322,8 +360,18 @@ impl Handler {
         let zone = chase.zone;
         let revert = chase.revert.take();
         let plugin = chase.plugin;
+        let retargeted = chase.retargeted;
         match self.chase_step(chase, packet, client, transport) {
             Chased::Done(merged) => {
+                // *rewrite*'s `cname` rule on the chased reply: once.
+                if !retargeted
+                    && let Some(retarget) = revert.as_ref().and_then(|r| r.retarget(&merged))
+                {
+                    let mut next =
+                        Chase::retarget(&block, zone, &request, retarget, merged, plugin);
+                    next.revert = revert;
+                    return self.chase(next, packet, client, transport, started, out);
+                }
                 let ctx = Ctx {
                     block: &block,
                     zone,
