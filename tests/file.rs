@@ -123,6 +123,29 @@ fn a_zone_file_is_served_authoritatively() {
         expect(&["ns1.sub.example.org. 3600 IN A 192.0.2.54"])
     );
 
+    // A DNAME: itself, the CNAME it makes, and that followed (here into the wildcard).
+    let dname = server.ask_udp("x.alias.example.org.", "A");
+    assert_eq!(dname.rcode, "NOERROR");
+    let answers = &dname.message.answers;
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0].name.to_string(), "alias.example.org.");
+    assert_eq!(
+        answers[0].record_type(),
+        hickory_proto::rr::RecordType::DNAME
+    );
+    // Its target on the wire (the test's decoder keeps a DNAME's data raw).
+    let hickory_proto::rr::RData::Unknown { rdata, .. } = &answers[0].data else {
+        panic!("{answers:?}");
+    };
+    assert_eq!(rdata.anything, b"\x04apps\x07example\x03org\x00");
+    assert_eq!(
+        dname.answer[1..],
+        expect(&[
+            "x.alias.example.org. 3600 IN CNAME x.apps.example.org.",
+            "x.apps.example.org. 3600 IN A 192.0.2.100",
+        ])
+    );
+
     assert_eq!(
         server.ask_udp("txt.example.org.", "TXT").answer,
         expect(&["txt.example.org. 3600 IN TXT \"hello from a zone file\""])

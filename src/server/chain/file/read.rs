@@ -8,12 +8,14 @@
 //! hickory-proto's zone parser, given the record with its owner, TTL and class already
 //! resolved, so every record type hickory knows is read as it reads it. TTLs follow
 //! miekg/dns: a record without one takes `$TTL`, else the last TTL written, else 3600.
-//! Only class IN is read; `$GENERATE`, DNAME and DNSSEC records are refused.
+//! Only class IN is read; `$GENERATE` and DNSSEC records are refused. DNAME records, which
+//! hickory-proto does not read, are read here (their target kept as wire data).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use hickory_proto::rr::{Name, Record, RecordType};
+use hickory_proto::rr::rdata::NULL;
+use hickory_proto::rr::{Name, RData, Record, RecordType};
 use hickory_proto::serialize::txt::{Parser, parse_ttl};
 
 /// How deep `$INCLUDE` may nest (miekg/dns's `maxIncludeDepth`).
@@ -241,9 +243,6 @@ fn record<'f>(
     let Some(rtype) = rtype else {
         return Err("a record without a type".to_owned());
     };
-    if rtype == RecordType::DNAME {
-        return Err("DNAME records are not supported".to_owned());
-    }
     if matches!(
         rtype,
         RecordType::DNSKEY
@@ -270,6 +269,18 @@ fn record<'f>(
         None => default.ttl,
     };
     let data: Vec<&str> = fields.collect();
+    if rtype == RecordType::DNAME {
+        // Not read by hickory-proto: its target kept as wire data.
+        let [target] = data.as_slice() else {
+            return Err("a DNAME record takes one name".to_owned());
+        };
+        let target = name_in(target, origin)?;
+        let rdata = RData::Unknown {
+            code: RecordType::DNAME,
+            rdata: NULL::with(wire_of(&target)),
+        };
+        return Ok(Some(Record::from_rdata(owner.clone(), ttl, rdata)));
+    }
     let text = format!("{owner} {ttl} IN {rtype} {}\n", data.join(" "));
     let (_, sets) = Parser::new(text, None, Some(origin.clone()))
         .parse()
@@ -278,6 +289,17 @@ fn record<'f>(
         .into_values()
         .flat_map(|set| set.records_without_rrsigs().cloned().collect::<Vec<_>>())
         .next())
+}
+
+/// `name` in wire format, uncompressed.
+fn wire_of(name: &Name) -> Vec<u8> {
+    let mut wire = Vec::with_capacity(name.len() + 2);
+    for label in name.iter() {
+        wire.push(u8::try_from(label.len()).unwrap_or(63));
+        wire.extend_from_slice(label);
+    }
+    wire.push(0);
+    wire
 }
 
 /// Splits `text` into entries; an error is the line it is on and why.

@@ -10,8 +10,8 @@ use hickory_proto::rr::{Name, Record, RecordType};
 use super::read::parse_zone;
 use super::zone::{Outcome, Zone};
 
-/// CoreDNS's `dbMiekNL` (without its DNAME), with a delegation, glue and an empty
-/// non-terminal added.
+/// CoreDNS's `dbMiekNL`, with a delegation, glue, an empty non-terminal and a looping DNAME
+/// added.
 const MIEK_NL: &str = r#"
 $TTL    30M
 $ORIGIN miek.nl.
@@ -50,6 +50,8 @@ delegated	IN	NS      a.delegated
 		IN	NS      ns-ext.nlnetlabs.nl.
 a.delegated     IN      A       139.162.196.79
 to-delegated    IN      CNAME   foo.delegated
+dname           IN      DNAME   x
+self            IN      DNAME   self.miek.nl.
 "#;
 
 const SOA: &str =
@@ -295,6 +297,53 @@ fn lookup() {
             "{at}: external"
         );
     }
+}
+
+/// DNAME (RFC 6672), as CoreDNS's lookup_test.go and dname_test.go check it: the DNAME first,
+/// then the CNAME it makes, followed.
+#[test]
+fn dname() {
+    let zone = zone();
+    let ask = |qname: &str, qtype| {
+        let found = zone.lookup(&Name::from_ascii(qname).unwrap(), qtype);
+        let first = found.answer.first().map(Record::record_type);
+        (found, first)
+    };
+    let (found, first) = ask("foo.dname.miek.nl.", RecordType::CNAME);
+    assert_eq!(first, Some(RecordType::DNAME));
+    assert_eq!(found.answer[0].name.to_string(), "dname.miek.nl.");
+    assert_eq!(
+        text(&found.answer[1..]),
+        ["foo.dname.miek.nl. 1800 IN CNAME foo.x.miek.nl."]
+    );
+    assert_eq!(text(&found.authority), NS);
+    assert_eq!(found.outcome, Outcome::Success);
+
+    // The CNAME is followed: through the zone, or to the server for a name it does not hold.
+    let (found, first) = ask("b.dname.miek.nl.", RecordType::A);
+    assert_eq!(first, Some(RecordType::DNAME));
+    assert_eq!(
+        text(&found.answer[1..]),
+        [
+            "b.dname.miek.nl. 1800 IN CNAME b.x.miek.nl.",
+            "b.x.miek.nl. 1800 IN CNAME a.miek.nl.",
+            A,
+        ]
+    );
+    let (found, _) = ask("foo.dname.miek.nl.", RecordType::A);
+    assert_eq!(
+        found.external.map(|name| name.to_string()).as_deref(),
+        Some("foo.x.miek.nl.")
+    );
+
+    // The DNAME's own name is not rewritten; a substitution that changes nothing fails.
+    let (found, _) = ask("dname.miek.nl.", RecordType::A);
+    assert_eq!(found.outcome, Outcome::NoData);
+    let (found, _) = ask("dname.miek.nl.", RecordType::DNAME);
+    assert_eq!(found.answer.len(), 1);
+    let (found, _) = ask("a.self.miek.nl.", RecordType::A);
+    assert_eq!(found.outcome, Outcome::ServerFailure);
+    assert!(found.answer.is_empty());
 }
 
 #[test]

@@ -11,10 +11,13 @@
 //! and, for MX, SRV, SVCB and HTTPS, the A and AAAA records of in-zone targets in
 //! additional. A wildcard one label below the closest existing name answers for names that
 //! do not exist (its records take the question's name), unless an empty non-terminal lies
-//! closer (RFC 4592). The apex's SOA and NS answer SOA and NS questions there.
+//! closer (RFC 4592). The apex's SOA and NS answer SOA and NS questions there. A DNAME above
+//! the question (RFC 6672) answers with itself and a CNAME it makes for the question, which
+//! is followed as any CNAME.
 
 use std::collections::{HashMap, HashSet};
 
+use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 
 /// How many more CNAMEs are followed inside the zone after the first (CoreDNS's).
@@ -31,8 +34,8 @@ pub(crate) enum Outcome {
     NameError,
     /// The name is below a zone cut.
     Delegation,
-    /// The zone cannot answer (CoreDNS's for a zone without data; not made by this
-    /// lookup, whose CNAME loops end after [`MAX_CNAMES`]).
+    /// The zone cannot answer: a DNAME substitution that loops on itself or makes a name
+    /// too long (CNAME loops end after [`MAX_CNAMES`]).
     ServerFailure,
 }
 
@@ -96,6 +99,27 @@ pub(crate) struct Zone {
     /// Every name strictly above a node, down from the apex: where a name has descendants
     /// (an empty non-terminal when it is not a node itself).
     above: HashSet<Name>,
+}
+
+/// The target of a DNAME record (kept as wire data, which hickory-proto does not read).
+fn dname_target(record: &Record) -> Option<Name> {
+    let RData::Unknown { code, rdata } = &record.data else {
+        return None;
+    };
+    if *code != RecordType::DNAME {
+        return None;
+    }
+    let mut labels = Vec::new();
+    let mut rest = rdata.anything.as_slice();
+    while let Some((&len, after)) = rest.split_first() {
+        if len == 0 {
+            return Name::from_labels(labels).ok();
+        }
+        let label = after.get(..usize::from(len))?;
+        labels.push(label);
+        rest = &after[usize::from(len)..];
+    }
+    None
 }
 
 /// The name of an RR's data that additional processing or a chase follows.
@@ -184,14 +208,23 @@ impl Zone {
         let labels = usize::from(qname.num_labels());
         // The deepest wildcard met (owner, and its node unless it is an empty non-terminal).
         let mut wildcard: Option<(Name, Option<&Node>)> = None;
-        for depth in apex + 1..=labels {
+        for depth in apex..=labels {
             let name = qname.trim_to(depth);
             match self.nodes.get(&name) {
                 Some(node) => {
+                    if name != *qname
+                        && let Some(dname) = node.get(RecordType::DNAME).first()
+                    {
+                        return self.substitute(dname, &name, qname, qtype);
+                    }
+                    if depth == apex {
+                        continue;
+                    }
                     if let Some(found) = self.delegation(node, &name, qname, qtype) {
                         return found;
                     }
                 }
+                None if depth == apex => {}
                 None => {
                     let star = name.clone().into_wildcard();
                     if let Some(node) = self.nodes.get(&star) {
@@ -250,6 +283,34 @@ impl Zone {
         let mut found = Found::new(Vec::new(), self.ns.clone(), Outcome::Success);
         found.additional = self.additional(&answer);
         found.answer = answer;
+        found
+    }
+
+    /// The answer of `dname`, the DNAME at `owner` above `qname`: itself, and the CNAME it
+    /// makes for `qname`, followed (RFC 6672). A substitution that changes nothing, or makes
+    /// a name too long, is a server failure (as CoreDNS's).
+    fn substitute(&self, dname: &Record, owner: &Name, qname: &Name, qtype: RecordType) -> Found {
+        let failure = || Found::new(Vec::new(), Vec::new(), Outcome::ServerFailure);
+        let Some(target) = dname_target(dname) else {
+            return failure();
+        };
+        let keep = usize::from(qname.num_labels()) - usize::from(owner.num_labels());
+        let Some(new) = Name::from_labels(qname.iter().take(keep))
+            .ok()
+            .and_then(|prefix| prefix.append_domain(&target).ok())
+        else {
+            return failure();
+        };
+        if new == *qname {
+            return failure();
+        }
+        let cname = Record::from_rdata(qname.clone(), dname.ttl, RData::CNAME(CNAME(new)));
+        let mut found = if qtype == RecordType::CNAME {
+            Found::new(vec![cname], self.ns.clone(), Outcome::Success)
+        } else {
+            self.follow(vec![cname], qtype)
+        };
+        found.answer.insert(0, dname.clone());
         found
     }
 

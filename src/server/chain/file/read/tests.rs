@@ -123,7 +123,7 @@ fn errors_name_the_line() {
             1,
             "class CH is not supported",
         ),
-        ("DNAME", "d DNAME x\n", 1, "DNAME records are not supported"),
+        ("DNAME", "d DNAME x y\n", 1, "a DNAME record takes one name"),
         (
             "DNSSEC",
             "@ DS 1 2 3 abcd\n",
