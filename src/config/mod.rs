@@ -11,7 +11,7 @@
 //! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
 //! directives implemented are those of kubeadm's Corefile and those the distributions and
 //! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
-//! `forward`, `health`, `hosts`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
+//! `forward`, `health`, `hosts`, `k8s_external`, `kubernetes`, `loadbalance`, `log`, `loop`, `prometheus`,
 //! `ready`, `reload`, `rewrite`, `template` and `transfer`, each with CoreDNS's syntax,
 //! defaults and checks (the module of each directive lists where it differs). Every other CoreDNS plugin is refused
 //! with [`Error::Unsupported`] and any other name with [`Error::UnknownDirective`].
@@ -61,6 +61,7 @@ pub use directives::any::AnyConfig;
 pub use directives::bufsize::BufsizeConfig;
 pub use directives::chaos::ChaosConfig;
 pub use directives::hosts::HostsConfig;
+pub use directives::k8s_external::K8sExternalConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
 pub use directives::rewrite::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
 pub use directives::template::TemplateConfig;
@@ -526,6 +527,9 @@ pub struct KubernetesConfig {
     pub snapshot: Option<PathBuf>,
     /// `startup_timeout` (default 5 s).
     pub startup_timeout: Duration,
+    /// The block's *k8s_external* directive, when it has one: the zone built from these
+    /// objects then also holds the external zones' names.
+    pub external: Option<K8sExternalConfig>,
     /// Line of the directive, for messages.
     pub line: usize,
 }
@@ -551,6 +555,7 @@ impl KubernetesConfig {
             api: ApiConfig::default(),
             snapshot: None,
             startup_timeout: directives::kubernetes::DEFAULT_STARTUP_TIMEOUT,
+            external: None,
             line,
         }
     }

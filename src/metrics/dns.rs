@@ -130,11 +130,13 @@ pub enum Plugin {
     Chaos,
     /// `any`.
     Any,
+    /// `k8s_external`.
+    K8sExternal,
 }
 
 impl Plugin {
     /// Every plugin, in label order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::Server,
         Self::Cache,
         Self::Forward,
@@ -146,6 +148,7 @@ impl Plugin {
         Self::Template,
         Self::Chaos,
         Self::Any,
+        Self::K8sExternal,
     ];
 
     /// The label value.
@@ -162,6 +165,7 @@ impl Plugin {
             Self::Template => "template",
             Self::Chaos => "chaos",
             Self::Any => "any",
+            Self::K8sExternal => "k8s_external",
         }
     }
 }

@@ -183,6 +183,18 @@ pub fn service(object: &core::Service) -> Result<Service> {
         })
         .collect::<Result<Vec<_>>>()?;
 
+    // CoreDNS takes an ingress entry's hostname when it has no IP.
+    let load_balancer_hostnames = object
+        .status
+        .as_ref()
+        .and_then(|status| status.load_balancer.as_ref())
+        .and_then(|load_balancer| load_balancer.ingress.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|ingress| ingress.ip.as_deref().is_none_or(str::is_empty))
+        .filter_map(|ingress| ingress.hostname.clone().filter(|host| !host.is_empty()))
+        .collect();
+
     let load_balancer_source_ranges = spec
         .load_balancer_source_ranges
         .iter()
@@ -235,6 +247,7 @@ pub fn service(object: &core::Service) -> Result<Service> {
         session_affinity,
         external_ips,
         load_balancer_ips,
+        load_balancer_hostnames,
         load_balancer_source_ranges,
         health_check_node_port,
     })
@@ -904,6 +917,7 @@ mod tests {
         let service = service(&object).expect("valid");
         assert_eq!(service.key, ObjectKey::new("default", "lb"));
         assert_eq!(service.load_balancer_ips, vec![ip("172.18.255.200")]);
+        assert_eq!(service.load_balancer_hostnames, vec!["lb.example.com"]);
         assert_eq!(
             service.load_balancer_source_ranges,
             vec!["10.0.0.0/8".parse::<IpNet>().expect("net")]

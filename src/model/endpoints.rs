@@ -382,6 +382,7 @@ mod tests {
             session_affinity: SessionAffinity::None,
             external_ips: Vec::new(),
             load_balancer_ips: Vec::new(),
+            load_balancer_hostnames: Vec::new(),
             load_balancer_source_ranges: Vec::new(),
             health_check_node_port: None,
         }

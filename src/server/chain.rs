@@ -19,6 +19,7 @@ pub(crate) mod autopath;
 pub(crate) mod chaos;
 pub(crate) mod chase;
 pub(crate) mod hosts;
+pub(crate) mod k8s_external;
 pub(crate) mod rewrite;
 pub(crate) mod template;
 
@@ -60,6 +61,8 @@ pub(crate) enum Step {
     Transfer,
     /// *hosts*.
     Hosts(Arc<hosts::Hosts>),
+    /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
+    K8sExternal(k8s_external::K8sExternal),
     /// *kubernetes*: the cluster zone.
     Kubernetes,
     /// *loop* and *forward*, with *cache* in front of the upstream.
@@ -78,6 +81,7 @@ impl Step {
             Self::Template(_) => "template",
             Self::Transfer => "transfer",
             Self::Hosts(_) => "hosts",
+            Self::K8sExternal(_) => "k8s_external",
             Self::Kubernetes => "kubernetes",
             Self::Forward => "forward",
         }
@@ -88,7 +92,12 @@ impl Step {
     fn internet_only(&self) -> bool {
         matches!(
             self,
-            Self::Autopath | Self::Transfer | Self::Hosts(_) | Self::Kubernetes | Self::Forward
+            Self::Autopath
+                | Self::Transfer
+                | Self::Hosts(_)
+                | Self::K8sExternal(_)
+                | Self::Kubernetes
+                | Self::Forward
         )
     }
 }
@@ -307,6 +316,11 @@ impl Chain {
                     hosts::Answered::Pass => {}
                     hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
                 },
+                Step::K8sExternal(external) => {
+                    if let Some(flow) = external.answer(ctx, q, out) {
+                        return flow;
+                    }
+                }
                 Step::Kubernetes => {
                     if let Some(flow) = kubernetes(ctx, q, out) {
                         return flow;

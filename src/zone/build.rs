@@ -52,6 +52,7 @@ pub(crate) fn build_full(
     };
     let mut b = Builder::new(config.ttl);
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
+    let external = super::external::build(cluster, config, ctx, &filter, &view);
     let filled = b.fill_empty_non_terminals(&zones);
     let nodes = b.finish();
     let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
@@ -69,6 +70,7 @@ pub(crate) fn build_full(
         clients: Sharded::from_entries(clients.into_iter()),
         ttl: config.ttl,
         serial: ctx.serial,
+        external,
     };
     (snapshot, tree)
 }
@@ -85,6 +87,7 @@ pub(crate) fn served_zones(config: &KubernetesConfig, serial: u32) -> Vec<Served
                 origin: origin.to_lowercase(),
                 reverse,
                 soa: Soa::new(config.ttl, serial),
+                soa_prefixes: super::CLUSTER_SOA_PREFIXES,
             }
         })
         .collect()

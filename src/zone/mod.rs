@@ -14,6 +14,7 @@
 
 mod build;
 mod builder;
+mod external;
 pub mod name;
 mod node;
 mod records;
@@ -30,6 +31,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use smallvec::SmallVec;
 
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
+pub use external::External;
 use name::{WireName, labels, suffix_offset};
 use node::Node;
 pub use records::{trim, trim_cluster};
@@ -59,6 +61,8 @@ pub struct Snapshot {
     clients: Sharded<(IpAddr, Option<Box<str>>)>,
     ttl: u32,
     serial: u32,
+    /// *k8s_external*'s zones, when the block has the plugin.
+    external: Option<External>,
 }
 
 /// One zone the plugin is authoritative for.
@@ -67,7 +71,16 @@ pub struct ServedZone {
     origin: WireName,
     reverse: bool,
     soa: Soa,
+    /// The labels of the SOA's MNAME and RNAME in front of the origin, in wire format.
+    soa_prefixes: (Cow<'static, [u8]>, Cow<'static, [u8]>),
 }
+
+/// The cluster zone's SOA names: `ns.dns.<zone>` and `hostmaster.<zone>` (CoreDNS
+/// `plugin/kubernetes`).
+pub(crate) const CLUSTER_SOA_PREFIXES: (Cow<'static, [u8]>, Cow<'static, [u8]>) = (
+    Cow::Borrowed(b"\x02ns\x03dns"),
+    Cow::Borrowed(b"\x0ahostmaster"),
+);
 
 /// The SOA fields, as CoreDNS writes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +145,12 @@ impl ServedZone {
     /// The zone's SOA fields.
     pub fn soa(&self) -> Soa {
         self.soa
+    }
+
+    /// The labels of the SOA's MNAME and RNAME in front of the origin, in wire format
+    /// (`ns.dns` and `hostmaster` for the cluster zone).
+    pub fn soa_prefixes(&self) -> (&[u8], &[u8]) {
+        (&self.soa_prefixes.0, &self.soa_prefixes.1)
     }
 }
 
@@ -228,6 +247,11 @@ impl Snapshot {
     /// The zones this snapshot answers for, in configuration order.
     pub fn zones(&self) -> &[ServedZone] {
         &self.zones
+    }
+
+    /// *k8s_external*'s zones and names, when the block has the plugin.
+    pub fn external(&self) -> Option<&External> {
+        self.external.as_ref()
     }
 
     /// The SOA serial.
@@ -523,6 +547,7 @@ pub(crate) mod tests_support {
             origin: WireName::from_dotted(origin).unwrap_or_else(|_| WireName::root()),
             reverse: false,
             soa: Soa::new(30, 1),
+            soa_prefixes: super::CLUSTER_SOA_PREFIXES,
         }
     }
 }

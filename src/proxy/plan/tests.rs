@@ -31,6 +31,7 @@ fn service(name: &str) -> Service {
         session_affinity: SessionAffinity::None,
         external_ips: Vec::new(),
         load_balancer_ips: Vec::new(),
+        load_balancer_hostnames: Vec::new(),
         load_balancer_source_ranges: Vec::new(),
         health_check_node_port: None,
     }
