@@ -14,6 +14,7 @@ mod e2e;
 mod external_name;
 mod forward;
 mod forward_tls;
+mod k8s_external;
 mod live;
 mod loader;
 mod observe;
