@@ -52,7 +52,8 @@ pub(crate) fn build_full(
     };
     let mut b = Builder::new(config.ttl);
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
-    let external = super::external::build(cluster, config, ctx, &filter, &view);
+    let external =
+        super::external::build(cluster, config, &ctx.local_ips, ctx.serial, &filter, &view);
     let filled = b.fill_empty_non_terminals(&zones);
     let nodes = b.finish();
     let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);

@@ -35,7 +35,7 @@ use super::node::Node;
 use super::records::{self, Filter, ServiceView, View};
 use super::rrset::{self, rtype};
 use super::shards::Sharded;
-use super::{Answer, BuildContext, Rcode, Run, ServedZone, Soa};
+use super::{Answer, Rcode, Run, ServedZone, Soa};
 use crate::config::{K8sExternalConfig, KubernetesConfig};
 use crate::model::{Cluster, Service};
 
@@ -101,21 +101,22 @@ fn apex_label(config: &K8sExternalConfig) -> Vec<u8> {
 }
 
 /// Builds the external zones of `config` (none when the block has no *k8s_external*) from
-/// the objects `view` leaves visible.
+/// the objects `view` leaves visible, with SOA `serial`, for a server at `local_ips`.
 pub(crate) fn build(
     cluster: &Cluster,
     config: &KubernetesConfig,
-    ctx: &BuildContext,
+    local_ips: &[IpAddr],
+    serial: u32,
     filter: &Filter<'_, '_>,
     view: &View<'_>,
 ) -> Option<External> {
     let external = config.external.as_ref()?;
-    let (zones, apexes) = served_zones(external, ctx.serial);
+    let (zones, apexes) = served_zones(external, serial);
     let namespaces: Vec<&str> = view.exposed.iter().copied().collect();
     let part = Part {
         cluster,
         external,
-        ctx,
+        local_ips,
         filter,
         view,
         namespaces: &namespaces,
@@ -135,8 +136,8 @@ pub(crate) struct Part<'p, 'c> {
     pub(crate) cluster: &'c Cluster,
     /// The directive.
     pub(crate) external: &'p K8sExternalConfig,
-    /// This server's addresses and the serial.
-    pub(crate) ctx: &'p BuildContext,
+    /// This server's addresses.
+    pub(crate) local_ips: &'p [IpAddr],
     /// What the *kubernetes* options leave visible.
     pub(crate) filter: &'p Filter<'c, 'p>,
     /// The Services to build, and the slices that may hold this server's addresses.
@@ -176,7 +177,7 @@ impl Part<'_, '_> {
     fn name_servers(&self) -> Vec<IpAddr> {
         let mut found = Vec::new();
         let mut any_endpoint = false;
-        for local in &self.ctx.local_ips {
+        for local in self.local_ips {
             for slice in &self.view.slices {
                 let holds_local = slice
                     .endpoints
@@ -203,7 +204,7 @@ impl Part<'_, '_> {
             }
         }
         if !any_endpoint {
-            found.extend(self.ctx.local_ips.iter().copied());
+            found.extend(self.local_ips.iter().copied());
         }
         let mut seen = HashSet::new();
         found.retain(|ip| seen.insert(*ip));

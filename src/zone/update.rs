@@ -147,7 +147,7 @@ impl Incremental {
             serial,
         };
         let whole = self.whole_only || touched.parts() > self.most_parts;
-        let (before, before_external): (HashSet<Box<[u8]>>, HashSet<Box<[u8]>>) = if whole {
+        let (before, before_external): (Names, Names) = if whole {
             (HashSet::new(), HashSet::new())
         } else {
             let part = self.build_part(cluster, &touched, &previous.zones, previous, &ctx);
@@ -297,7 +297,7 @@ impl Incremental {
             (Some(directive), Some(external)) => external::Part {
                 cluster,
                 external: directive,
-                ctx,
+                local_ips: &ctx.local_ips,
                 filter: &filter,
                 view: &view,
                 namespaces: &scope.namespaces,
@@ -311,6 +311,9 @@ impl Incremental {
         }
     }
 }
+
+/// A set of lower-case wire names.
+type Names = HashSet<Box<[u8]>>;
 
 /// The nodes of an update's parts.
 struct Part {
