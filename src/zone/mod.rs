@@ -8,6 +8,10 @@
 //! every miss; only pod names under `pods insecure` (an infinite set) and the CNAME chase
 //! of ExternalName services are computed per query.
 //!
+//! A block with *k8s_external* also has its external zones in the snapshot
+//! ([`Snapshot::external`], built and updated with the cluster zone from the same objects;
+//! see `external.rs`); a block without it holds nothing for them.
+//!
 //! The DNS semantics are CoreDNS's (`plugin/kubernetes`, `plugin/backend_lookup.go`) with
 //! one deliberate difference, RFC 8020: a name that exists answers NODATA for the types it
 //! lacks, and a name that does not exist is NXDOMAIN for every type.
