@@ -15,14 +15,15 @@ fn serve(corefile: &TempCorefile) -> TestServer {
     TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()])
 }
 
-/// The fixture's cluster with *k8s_external* for example.org, `options` in its block and
-/// `extra` lines in the server block.
+/// The fixture's cluster (*kubernetes* `ttl 30`) with *k8s_external* for example.org,
+/// `options` in its block and `extra` lines in the server block.
 fn external_corefile(options: &str, extra: &str) -> TempCorefile {
     TempCorefile::new(&format!(
         ".:0 {{
     bind 127.0.0.1
     kubernetes cluster.local {{
         namespaces default shop kube-system
+        ttl 30
         objects {{FIXTURES}}/external.json
     }}
     k8s_external example.org {{
@@ -49,7 +50,8 @@ fn services_answer_their_external_addresses() {
     );
     let server = serve(&corefile);
 
-    // A LoadBalancer: its ingress IPs, over UDP and TCP.
+    // A LoadBalancer: its ingress IPs, over UDP and TCP. Addresses have k8s_external's TTL,
+    // SRV records and CNAMEs the kubernetes plugin's (as CoreDNS writes them).
     let a = server.ask_udp("lb.shop.example.org.", "A");
     assert_eq!(a.rcode, "NOERROR");
     assert!(a.authoritative);
@@ -65,7 +67,7 @@ fn services_answer_their_external_addresses() {
     let srv = server.ask_udp("_https._tcp.lb.shop.example.org.", "SRV");
     assert_eq!(
         srv.answer,
-        expect(&["_https._tcp.lb.shop.example.org. 5 IN SRV 0 50 443 lb.shop.example.org."])
+        expect(&["_https._tcp.lb.shop.example.org. 30 IN SRV 0 50 443 lb.shop.example.org."])
     );
     assert_eq!(
         srv.additional,
@@ -78,8 +80,8 @@ fn services_answer_their_external_addresses() {
     assert_eq!(
         every_port.answer,
         expect(&[
-            "lb.shop.example.org. 5 IN SRV 0 25 80 lb.shop.example.org.",
-            "lb.shop.example.org. 5 IN SRV 0 25 443 lb.shop.example.org.",
+            "lb.shop.example.org. 30 IN SRV 0 25 80 lb.shop.example.org.",
+            "lb.shop.example.org. 30 IN SRV 0 25 443 lb.shop.example.org.",
         ])
     );
 
@@ -104,7 +106,7 @@ fn services_answer_their_external_addresses() {
     assert_eq!(
         cloud.answer,
         expect(&[
-            "cloud.shop.example.org. 5 IN CNAME lb.cloud.example.net.",
+            "cloud.shop.example.org. 30 IN CNAME lb.cloud.example.net.",
             "lb.cloud.example.net. 3600 IN A 198.51.100.7",
         ])
     );
@@ -116,6 +118,21 @@ fn services_answer_their_external_addresses() {
         expect(&[
             "headless.default.example.org. 5 IN A 10.244.1.5",
             "headless.default.example.org. 5 IN A 10.244.1.6",
+        ])
+    );
+    let srv = server.ask_udp("_http._tcp.headless.default.example.org.", "SRV");
+    assert_eq!(
+        srv.answer,
+        expect(&[
+            "_http._tcp.headless.default.example.org. 30 IN SRV 0 50 8080 web-0.headless.default.example.org.",
+            "_http._tcp.headless.default.example.org. 30 IN SRV 0 50 8080 10-244-1-6.headless.default.example.org.",
+        ])
+    );
+    assert_eq!(
+        srv.additional,
+        expect(&[
+            "web-0.headless.default.example.org. 5 IN A 10.244.1.5",
+            "10-244-1-6.headless.default.example.org. 5 IN A 10.244.1.6",
         ])
     );
     let endpoint = server.ask_udp("web-0.headless.default.example.org.", "A");
@@ -160,7 +177,7 @@ fn services_answer_their_external_addresses() {
     let cluster = server.ask_udp("lb.shop.svc.cluster.local.", "A");
     assert_eq!(
         cluster.answer,
-        expect(&["lb.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+        expect(&["lb.shop.svc.cluster.local. 30 IN A 10.96.0.20"])
     );
 }
 
@@ -201,7 +218,7 @@ fn fallthrough_hands_unknown_services_on() {
     assert_eq!(
         cloud.answer,
         expect(&[
-            "cloud.shop.example.org. 5 IN CNAME lb.cloud.example.net.",
+            "cloud.shop.example.org. 30 IN CNAME lb.cloud.example.net.",
             "lb.cloud.example.net. 60 IN A 192.0.2.1",
         ])
     );

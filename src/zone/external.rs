@@ -15,7 +15,8 @@
 //! - a Service with external addresses (`spec.externalIPs`, then the load balancer's
 //!   ingress IPs), of any type: A/AAAA at `<svc>.<ns>.<zone>`, SRV there for every port and
 //!   at `_<port>._<proto>.<svc>.<ns>.<zone>` for each named one, targets the Service's name
-//!   with its addresses as glue. A load balancer known only by hostname gives a CNAME to it,
+//!   with its addresses as glue. As in CoreDNS, SRV records and CNAMEs have the *kubernetes*
+//!   plugin's TTL, addresses and glue *k8s_external*'s. A load balancer known only by hostname gives a CNAME to it,
 //!   followed through the server for A and AAAA (CoreDNS asks its upstream), and SRV
 //!   targets that hostname;
 //! - under `headless`, a headless Service without external addresses: its ready endpoints,
@@ -117,6 +118,7 @@ pub(crate) fn build(
         cluster,
         external,
         local_ips,
+        cluster_ttl: config.ttl,
         filter,
         view,
         namespaces: &namespaces,
@@ -138,6 +140,8 @@ pub(crate) struct Part<'p, 'c> {
     pub(crate) external: &'p K8sExternalConfig,
     /// This server's addresses.
     pub(crate) local_ips: &'p [IpAddr],
+    /// The *kubernetes* plugin's `ttl`.
+    pub(crate) cluster_ttl: u32,
     /// What the *kubernetes* options leave visible.
     pub(crate) filter: &'p Filter<'c, 'p>,
     /// The Services to build, and the slices that may hold this server's addresses.
@@ -150,6 +154,8 @@ impl Part<'_, '_> {
     /// The nodes of this part in `zones` (whose names-server names are `apexes`).
     pub(crate) fn build(&self, zones: &[ServedZone], apexes: &[WireName]) -> Vec<Node> {
         let mut b = Builder::new(self.external.ttl);
+        // CoreDNS writes SRV records and CNAMEs with the *kubernetes* plugin's TTL.
+        b.srv_ttl = self.cluster_ttl;
         let servers = self.name_servers();
         for (zone, apex) in zones.iter().zip(apexes) {
             add_apex(&mut b, zone, apex, &servers);
@@ -307,7 +313,7 @@ fn add_entries(
     hosts: &[WireName],
     ports: &[Option<u16>],
 ) {
-    let ttl = b.ttl;
+    let (ttl, srv_ttl) = (b.ttl, b.srv_ttl);
     let mut seen = HashSet::new();
     for ip in addresses {
         if seen.insert(*ip) {
@@ -318,7 +324,7 @@ fn add_entries(
     if addresses.is_empty()
         && let Some(host) = hosts.first()
     {
-        b.set(owner, rtype::CNAME, ttl).push(host.as_bytes());
+        b.set(owner, rtype::CNAME, srv_ttl).push(host.as_bytes());
         b.cname(owner, host.clone());
     }
     let entries = (addresses.len() + hosts.len()) * ports.len();
@@ -326,7 +332,7 @@ fn add_entries(
         return;
     }
     let weight = (100 / entries).max(1) as u16;
-    let set = b.set(owner, rtype::SRV, ttl);
+    let set = b.set(owner, rtype::SRV, srv_ttl);
     let mut srv_seen = HashSet::new();
     for port in ports.iter().flatten() {
         if !addresses.is_empty() && srv_seen.insert((base, *port)) {

@@ -567,9 +567,10 @@ fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
     let weight = (100 / entries.len()) as u16;
     let mut srv_seen = HashSet::new();
     let mut glue_seen = HashSet::new();
+    let srv_ttl = b.srv_ttl;
     for entry in entries {
         let Some(port) = entry.port else { continue };
-        let set = b.set(owner, rtype::SRV, ttl);
+        let set = b.set(owner, rtype::SRV, srv_ttl);
         if srv_seen.insert((entry.target, port)) {
             set.push(&rrset::srv_rdata(0, weight, port, entry.target));
         }

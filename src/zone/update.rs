@@ -298,6 +298,7 @@ impl Incremental {
                 cluster,
                 external: directive,
                 local_ips: &ctx.local_ips,
+                cluster_ttl: config.ttl,
                 filter: &filter,
                 view: &view,
                 namespaces: &scope.namespaces,

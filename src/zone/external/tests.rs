@@ -280,6 +280,26 @@ fn apex_ttl_and_fall_through() {
     assert_eq!(lines, [soa]);
     let (_, _, lines) = ask(&snapshot, "lb.shop.example.org.", RecordType::A);
     assert_eq!(lines, ["lb.shop.example.org.\t60\tIN\tA\t203.0.113.10"]);
+    // SRV records and CNAMEs have the kubernetes plugin's TTL (5 here), as CoreDNS writes
+    // them; addresses and glue k8s_external's.
+    let (_, _, lines) = ask(
+        &snapshot,
+        "_https._tcp.lb.shop.example.org.",
+        RecordType::SRV,
+    );
+    assert_eq!(
+        lines,
+        [
+            "_https._tcp.lb.shop.example.org.\t5\tIN\tSRV\t0 50 443 lb.shop.example.org.",
+            "lb.shop.example.org.\t60\tIN\tA\t203.0.113.10",
+            "lb.shop.example.org.\t60\tIN\tAAAA\t2001:db8::10",
+        ]
+    );
+    let (_, _, lines) = ask(&snapshot, "cloud.shop.example.org.", RecordType::A);
+    assert_eq!(
+        lines,
+        ["cloud.shop.example.org.\t5\tIN\tCNAME\tlb.cloud.example.net."]
+    );
     let external = snapshot.external().unwrap();
     let wire = |name: &str| {
         crate::zone::name::WireName::from_dotted(name)
