@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::common::apiserver::{ApiServer, Kind};
 use crate::common::binary::TestServer;
 use crate::common::upstream::{Behaviour, TestUpstream};
-use crate::common::{Reply, TempCorefile, expect, fixture, read};
+use crate::common::{Reply, TempCorefile, expect, fixture};
 
 const SOA: &str = "example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org. SERIAL 7200 1800 86400 5";
 
@@ -261,30 +261,6 @@ fn a_new_ingress_address_is_answered() {
             server.log()
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-#[test]
-fn the_plugin_page_examples_parse_and_load() {
-    let page = read("docs/plugins/k8s_external.md");
-    let blocks: Vec<&str> = page
-        .split("```corefile\n")
-        .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .collect();
-    assert!(blocks.len() >= 3, "{} examples", blocks.len());
-    for text in blocks {
-        let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
-        let config =
-            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        assert!(
-            config.servers.iter().any(|block| block
-                .kubernetes
-                .as_ref()
-                .is_some_and(|k| k.external.is_some())),
-            "no k8s_external in\n{text}"
-        );
-        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
     }
 }
 

@@ -17,6 +17,7 @@ mod forward_tls;
 mod k8s_external;
 mod live;
 mod loader;
+mod multicluster;
 mod observe;
 mod plugins;
 mod protocol;

@@ -518,6 +518,9 @@ pub struct KubernetesConfig {
     pub zonal: bool,
     /// `fallthrough [ZONES...]`: `None` when absent; an empty list means every zone.
     pub fallthrough: Option<Vec<Name>>,
+    /// `multicluster ZONES...`: zones among `zones` answered from ServiceImports (the
+    /// Multi-Cluster Services API) instead of Services; empty when absent.
+    pub multicluster: Vec<Name>,
     /// `objects FILE...` (clusterdns extension): static objects instead of the API watch.
     pub objects: Vec<PathBuf>,
     /// How to reach the API server when `objects` is not given.
@@ -551,6 +554,7 @@ impl KubernetesConfig {
             zonal: false,
             ignore_empty_service: false,
             fallthrough: None,
+            multicluster: Vec::new(),
             objects: Vec::new(),
             api: ApiConfig::default(),
             snapshot: None,
@@ -768,6 +772,44 @@ mod tests {
         for (name, options, check) in cases {
             let k = kubernetes(options).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(check(&k), "{name}: {k:?}");
+        }
+    }
+
+    #[test]
+    fn kubernetes_multicluster() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            (
+                "one zone",
+                "kubernetes cluster.local clusterset.local {\n  multicluster clusterset.local\n }",
+                &["clusterset.local."],
+            ),
+            (
+                "spelling normalized",
+                "kubernetes cluster.local clusterset.local {\n  multicluster ClusterSet.Local.\n }",
+                &["clusterset.local."],
+            ),
+            (
+                "two zones",
+                "kubernetes cluster.local a.example b.example {\n  multicluster b.example a.example\n }",
+                &["b.example.", "a.example."],
+            ),
+            (
+                "last line wins",
+                "kubernetes cluster.local a.example b.example {\n  multicluster a.example\n  multicluster b.example\n }",
+                &["b.example."],
+            ),
+            (
+                "no zones names none",
+                "kubernetes cluster.local {\n  multicluster\n }",
+                &[],
+            ),
+            ("absent", "kubernetes cluster.local", &[]),
+        ];
+        for (name, directive, expected) in cases {
+            let text = format!(".:53 {{\n {directive}\n}}\n");
+            let config = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let k = config.servers[0].kubernetes.as_ref().unwrap();
+            assert_eq!(names(&k.multicluster), *expected, "{name}");
         }
     }
 
@@ -1194,11 +1236,35 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 "'upstream'",
             ),
             (
-                "multicluster",
+                "multicluster zone not served",
                 ". {\n kubernetes {\n  multicluster clusterset.local\n }\n}",
                 3,
-                "UnsupportedProperty",
-                "property 'multicluster' of kubernetes is not supported",
+                "Invalid",
+                "Corefile:3: kubernetes: is not authoritative for the multicluster zone \
+                 clusterset.local. (authoritative zones: [.])",
+            ),
+            (
+                "multicluster zone not among the directive's",
+                ". {\n kubernetes cluster.local {\n  multicluster clusterset.local\n }\n}",
+                3,
+                "Invalid",
+                "is not authoritative for the multicluster zone clusterset.local. \
+                 (authoritative zones: [cluster.local.])",
+            ),
+            (
+                "multicluster zone below a served zone",
+                "clusterset.local cluster.local {\n kubernetes {\n  multicluster a.clusterset.local\n }\n}",
+                3,
+                "Invalid",
+                "is not authoritative for the multicluster zone a.clusterset.local. \
+                 (authoritative zones: [clusterset.local. cluster.local.])",
+            ),
+            (
+                "multicluster zone not a name",
+                ". {\n kubernetes {\n  multicluster clus..ter\n }\n}",
+                3,
+                "Invalid",
+                "multicluster",
             ),
             (
                 "zonal with noendpoints",

@@ -51,7 +51,11 @@ pub struct ConvertError {
 }
 
 impl ConvertError {
-    fn new(path: impl Into<String>, expected: impl Into<String>, found: impl Into<String>) -> Self {
+    pub(super) fn new(
+        path: impl Into<String>,
+        expected: impl Into<String>,
+        found: impl Into<String>,
+    ) -> Self {
         let found = found.into();
         Self {
             path: path.into(),
@@ -552,7 +556,7 @@ fn slice_endpoint(
 }
 
 /// `metadata.name`, which must be set.
-fn name(metadata: &ObjectMeta) -> Result<String> {
+pub(super) fn name(metadata: &ObjectMeta) -> Result<String> {
     match metadata.name.as_deref() {
         Some(name) if !name.is_empty() => Ok(name.to_owned()),
         _ => Err(ConvertError::new("metadata.name", "the object's name", "")),
@@ -560,13 +564,13 @@ fn name(metadata: &ObjectMeta) -> Result<String> {
 }
 
 /// namespace/name; a missing namespace is `default`.
-fn key(metadata: &ObjectMeta) -> Result<ObjectKey> {
+pub(super) fn key(metadata: &ObjectMeta) -> Result<ObjectKey> {
     let namespace =
         non_empty(metadata.namespace.as_deref()).unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
     Ok(ObjectKey::new(namespace, name(metadata)?))
 }
 
-fn labels(metadata: &ObjectMeta) -> Labels {
+pub(super) fn labels(metadata: &ObjectMeta) -> Labels {
     metadata.labels.clone().unwrap_or_default()
 }
 
@@ -574,7 +578,7 @@ fn non_empty(value: Option<&str>) -> Option<String> {
     value.filter(|value| !value.is_empty()).map(str::to_owned)
 }
 
-fn quote(value: &str) -> String {
+pub(super) fn quote(value: &str) -> String {
     if value.is_empty() {
         String::new()
     } else {
@@ -583,7 +587,7 @@ fn quote(value: &str) -> String {
 }
 
 /// A protocol; unset means TCP.
-fn protocol(value: Option<&str>, path: &str) -> Result<Protocol> {
+pub(super) fn protocol(value: Option<&str>, path: &str) -> Result<Protocol> {
     match value {
         None | Some("" | "TCP") => Ok(Protocol::Tcp),
         Some("UDP") => Ok(Protocol::Udp),
@@ -593,7 +597,7 @@ fn protocol(value: Option<&str>, path: &str) -> Result<Protocol> {
 }
 
 /// A port number, 1-65535.
-fn port_number(value: i64, path: &str) -> Result<u16> {
+pub(super) fn port_number(value: i64, path: &str) -> Result<u16> {
     u16::try_from(value)
         .ok()
         .filter(|port| *port != 0)
@@ -601,7 +605,7 @@ fn port_number(value: i64, path: &str) -> Result<u16> {
 }
 
 /// An IP address, as Go's parser reads it: an IPv4-mapped IPv6 address is IPv4.
-fn parse_ip(value: &str, path: &str) -> Result<IpAddr> {
+pub(super) fn parse_ip(value: &str, path: &str) -> Result<IpAddr> {
     value
         .parse::<IpAddr>()
         .map(|ip| ip.to_canonical())

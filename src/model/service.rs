@@ -67,6 +67,40 @@ pub enum ServiceKind {
     HeadlessWithoutSelector,
 }
 
+#[cfg(test)]
+impl Service {
+    /// A ClusterIP Service `shop/<name>` at 10.96.0.20 with one port, http 80/TCP → `target`,
+    /// no selector, every policy at its default: the base of the unit tests' Services.
+    pub(crate) fn for_test(name: &str, target: TargetPort) -> Self {
+        Self {
+            key: ObjectKey::new("shop", name),
+            labels: Labels::new(),
+            selector: None,
+            service_type: ServiceType::ClusterIp,
+            cluster_ips: vec![[10, 96, 0, 20].into()],
+            headless: false,
+            external_name: None,
+            ports: vec![ServicePort {
+                name: "http".to_owned(),
+                protocol: Protocol::Tcp,
+                port: 80,
+                target_port: target,
+                node_port: None,
+            }],
+            publish_not_ready_addresses: false,
+            ip_families: vec![AddressType::IPv4],
+            external_traffic_policy: TrafficPolicy::Cluster,
+            internal_traffic_policy: TrafficPolicy::Cluster,
+            session_affinity: SessionAffinity::None,
+            external_ips: Vec::new(),
+            load_balancer_ips: Vec::new(),
+            load_balancer_hostnames: Vec::new(),
+            load_balancer_source_ranges: Vec::new(),
+            health_check_node_port: None,
+        }
+    }
+}
+
 impl ServiceKind {
     /// Every kind, in label order.
     pub const ALL: [Self; 3] = [

@@ -31,11 +31,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::mcs;
 use super::programming::Tracker;
 use super::publish::Publisher;
 use crate::config::{ApiConfig, KubernetesConfig, PodMode};
 use crate::metrics::process::StoreMetrics;
 use crate::metrics::{self as metrics, Collect, Exposition};
+use crate::model::serviceimport::{ServiceImportObject, service_import};
 use crate::model::{self, Cluster, Kind, Object, ObjectKey, convert};
 use crate::store::Store;
 use crate::zone;
@@ -64,6 +66,8 @@ pub enum Resource {
     EndpointSlices,
     /// `pods` (v1), only for `pods verified`.
     Pods,
+    /// `serviceimports` (multicluster.x-k8s.io/v1alpha1), only for `multicluster`.
+    ServiceImports,
 }
 
 impl Resource {
@@ -74,15 +78,19 @@ impl Resource {
             Self::Services => "services",
             Self::EndpointSlices => "endpointslices",
             Self::Pods => "pods",
+            Self::ServiceImports => "serviceimports",
         }
     }
 
     /// What `config` needs watched: pods only for `pods verified` (`endpoint_pod_names`
-    /// reads the slices' targetRefs, not the pods).
+    /// reads the slices' targetRefs, not the pods), ServiceImports only for `multicluster`.
     pub fn needed(config: &KubernetesConfig) -> Vec<Self> {
         let mut needed = vec![Self::Namespaces, Self::Services, Self::EndpointSlices];
         if config.pods == PodMode::Verified {
             needed.push(Self::Pods);
+        }
+        if !config.multicluster.is_empty() {
+            needed.push(Self::ServiceImports);
         }
         needed
     }
@@ -243,6 +251,8 @@ struct State {
     watch_errors: BTreeMap<&'static str, u64>,
     /// Re-lists (after the first list) by resource.
     relists: BTreeMap<&'static str, u64>,
+    /// Resources the API server said it does not have (logged once each).
+    absent: HashSet<Resource>,
 }
 
 impl ApiStatus {
@@ -306,6 +316,10 @@ impl ApiStatus {
     fn answered(&self, code: u16) {
         let mut state = self.state();
         *state.requests.entry(code.to_string()).or_default() += 1;
+        if code == 404 {
+            // An answer, not an outage: a resource the server lacks (a CRD not installed).
+            return;
+        }
         if (200..300).contains(&code) {
             state.last_success = Some(SystemTime::now());
             if let Some((since, _)) = state.failing.take() {
@@ -357,6 +371,18 @@ impl ApiStatus {
             tracing::warn!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
         } else {
             tracing::debug!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+        }
+    }
+
+    /// The API server has no `resource` (its CRD is not installed).
+    fn absent(&self, resource: Resource) {
+        if self.state().absent.insert(resource) {
+            tracing::warn!(
+                zone = %self.zone,
+                resource = resource.as_str(),
+                "the API server does not have this resource (404: the Multi-Cluster Services \
+                 CRD is not installed); answering as if there were none, retrying with backoff"
+            );
         }
     }
 
@@ -487,6 +513,7 @@ fn resource_of(object: &Object) -> Resource {
         Object::Service(_) => Resource::Services,
         Object::EndpointSlice(_) => Resource::EndpointSlices,
         Object::Pod(_) => Resource::Pods,
+        Object::ServiceImport(_) => Resource::ServiceImports,
     }
 }
 
@@ -507,6 +534,9 @@ enum Change {
     InitDone(Resource),
     /// The list or watch failed; the watcher backs off and retries.
     Failed(Resource, String),
+    /// The API server has no such resource (404: a CRD not installed): as a complete list
+    /// of nothing. The watcher backs off and retries.
+    Absent(Resource),
 }
 
 /// The objects the watches have seen (kept by the block's [`Publisher`]), and where each
@@ -593,6 +623,22 @@ impl Watched {
                 status.watch_failed(resource, &error);
                 false
             }
+            Change::Absent(resource) => {
+                status.absent(resource);
+                let first = !self.listed.contains(&resource);
+                let was_listing = self.listing.remove(&resource).is_some();
+                self.listed.insert(resource);
+                let kind = kind_of(resource);
+                let gone: Vec<ObjectKey> = self.keys(resource).collect();
+                for key in gone {
+                    if self.complete() && !was_listing {
+                        self.publisher.change(zone::Change::Delete(kind, key));
+                    } else {
+                        self.publisher.edit().remove(kind, &key);
+                    }
+                }
+                first || was_listing
+            }
         }
     }
 
@@ -603,6 +649,7 @@ impl Watched {
             Resource::Services => Box::new(cluster.services.keys().cloned()),
             Resource::EndpointSlices => Box::new(cluster.endpoint_slices.keys().cloned()),
             Resource::Pods => Box::new(cluster.pods.keys().cloned()),
+            Resource::ServiceImports => Box::new(cluster.service_imports.keys().cloned()),
         }
     }
 }
@@ -614,6 +661,7 @@ fn kind_of(resource: Resource) -> Kind {
         Resource::Services => Kind::Service,
         Resource::EndpointSlices => Kind::EndpointSlice,
         Resource::Pods => Kind::Pod,
+        Resource::ServiceImports => Kind::ServiceImport,
     }
 }
 
@@ -751,7 +799,7 @@ fn spawn_resource(
                 watch_config = watch_config.labels(&selector.to_string());
             }
         }
-        Resource::Pods => {}
+        Resource::Pods | Resource::ServiceImports => {}
     }
     macro_rules! api {
         ($kind:ty) => {
@@ -785,6 +833,11 @@ fn spawn_resource(
         Resource::Pods => tokio::spawn(feed.run(api!(core::Pod), |pod: &core::Pod| {
             convert::pod(pod).map(Object::Pod)
         })),
+        Resource::ServiceImports => tokio::spawn(
+            feed.run(api!(ServiceImportObject), |import: &ServiceImportObject| {
+                service_import(import).map(Object::ServiceImport)
+            }),
+        ),
     };
 }
 
@@ -845,6 +898,9 @@ impl Feed {
                     }
                 }
                 Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
+                Err(error) if resource == Resource::ServiceImports && mcs::is_absent(&error) => {
+                    Change::Absent(resource)
+                }
                 Err(error) => Change::Failed(resource, error.to_string()),
             };
             if tx.send(change).is_err() {

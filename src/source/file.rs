@@ -9,8 +9,10 @@
 //! the memory a load needs is the file's text and the model, never a whole JSON tree. A
 //! top-level object with an `items` array is read as a list, whatever its `kind`.
 //!
-//! Four kinds are read: `v1` Namespace, Service and Pod, and `discovery.k8s.io/v1`
-//! EndpointSlice (an object of a known kind without `apiVersion` is read too). Every other
+//! Five kinds are read: `v1` Namespace, Service and Pod, `discovery.k8s.io/v1`
+//! EndpointSlice, and `multicluster.x-k8s.io/v1alpha1` ServiceImport (an object of a known
+//! kind without `apiVersion` is read too; ServiceImports are kept only by a block with
+//! `multicluster`). Every other
 //! object, such as the Deployments, ReplicaSets, Endpoints and ConfigMaps of a
 //! `kubectl get all` dump, is counted in [`Loaded::ignored`] by kind and otherwise skipped. A
 //! known kind of another group (a Knative `serving.knative.dev/v1` Service) is counted as
@@ -57,7 +59,7 @@ use serde_json::Value;
 
 use crate::model::endpoints::reconcile_slices;
 use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
-use crate::model::{Labels, convert};
+use crate::model::{Labels, convert, serviceimport};
 
 /// The label the API server sets on every Namespace to its own name.
 pub const LABEL_NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
@@ -271,6 +273,7 @@ impl Loader {
             .keys()
             .chain(cluster.endpoint_slices.keys())
             .chain(cluster.pods.keys())
+            .chain(cluster.service_imports.keys())
             .map(|key| key.namespace.clone())
             .filter(|name| !cluster.namespaces.contains_key(name))
             .collect();
@@ -504,11 +507,12 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
 }
 
 /// The kinds that are read, with their `apiVersion`.
-const KNOWN: [(&str, &str); 4] = [
+const KNOWN: [(&str, &str); 5] = [
     ("Namespace", "v1"),
     ("Service", "v1"),
     ("Pod", "v1"),
     ("EndpointSlice", "discovery.k8s.io/v1"),
+    ("ServiceImport", serviceimport::API_VERSION),
 ];
 
 impl Reader<'_> {
@@ -676,6 +680,10 @@ impl Reader<'_> {
                 convert::service(&self.typed(value, &location, &object)?).map(Object::Service)
             }
             "Pod" => convert::pod(&self.typed(value, &location, &object)?).map(Object::Pod),
+            "ServiceImport" => {
+                serviceimport::service_import(&self.typed(value, &location, &object)?)
+                    .map(Object::ServiceImport)
+            }
             _ => convert::endpoint_slice(&self.typed(value, &location, &object)?)
                 .map(Object::EndpointSlice),
         };
@@ -859,5 +867,53 @@ mod tests {
         assert_eq!(loaded.cluster.namespaces.len(), 1);
         assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
         assert!(loaded.synthesized_namespaces.is_empty());
+    }
+
+    #[test]
+    fn service_imports_are_read_with_json_paths_in_errors() {
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+             "metadata": {"name": "web", "namespace": "shop"},
+             "spec": {"type": "ClusterSetIP", "ips": ["10.42.0.1"], "ports": [{"port": 80}]}},
+            {"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+             "metadata": {"name": "future", "namespace": "shop"}}
+        ]}"#;
+        let loaded = parse_objects(text, Path::new("x.json")).expect("valid");
+        assert_eq!(loaded.cluster.service_imports.len(), 1);
+        assert_eq!(
+            loaded
+                .ignored
+                .get("ServiceImport (multicluster.x-k8s.io/v1beta1)"),
+            Some(&1)
+        );
+        // Its namespace exists, as for the other kinds.
+        assert!(loaded.cluster.namespaces.contains_key("shop"));
+
+        let cases = [
+            (
+                r#"{"ips": ["10.42.0.1", "ten"]}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.ips[1]: expected an IP \
+                 address, found \"ten\"",
+            ),
+            (
+                r#"{"type": "External"}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.type: expected ClusterSetIP \
+                 or Headless, found \"External\"",
+            ),
+            (
+                r#"{"ports": [{"port": "http"}]}"#,
+                "x.json: items[0] (ServiceImport shop/web): spec.ports[0].port: invalid type: \
+                 string \"http\", expected a whole number",
+            ),
+        ];
+        for (spec, want) in cases {
+            let text = format!(
+                r#"{{"kind": "List", "items": [{{"apiVersion": "multicluster.x-k8s.io/v1alpha1",
+                   "kind": "ServiceImport", "metadata": {{"name": "web", "namespace": "shop"}},
+                   "spec": {spec}}}]}}"#
+            );
+            let error = parse_objects(&text, Path::new("x.json")).expect_err(spec);
+            assert_eq!(error.to_string(), want, "{spec}");
+        }
     }
 }

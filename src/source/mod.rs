@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod file;
+mod mcs;
 pub mod programming;
 pub mod publish;
 pub mod watcher;

@@ -83,6 +83,7 @@ fn served_zones(config: &K8sExternalConfig, serial: u32) -> (Vec<ServedZone>, Ve
         zones.push(ServedZone {
             origin: origin.to_lowercase(),
             reverse: false,
+            multicluster: false,
             soa: soa(config, serial),
             soa_prefixes: (mname.clone().into(), rname.clone().into()),
         });

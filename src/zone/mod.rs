@@ -19,6 +19,7 @@
 mod build;
 mod builder;
 mod external;
+mod multicluster;
 pub mod name;
 mod node;
 mod records;
@@ -74,6 +75,8 @@ pub struct Snapshot {
 pub struct ServedZone {
     origin: WireName,
     reverse: bool,
+    /// A `multicluster` zone: answered from ServiceImports, not Services.
+    multicluster: bool,
     soa: Soa,
     /// The labels of the SOA's MNAME and RNAME in front of the origin, in wire format.
     soa_prefixes: (Cow<'static, [u8]>, Cow<'static, [u8]>),
@@ -144,6 +147,11 @@ impl ServedZone {
     /// Whether this is a reverse (`in-addr.arpa`/`ip6.arpa`) zone.
     pub fn is_reverse(&self) -> bool {
         self.reverse
+    }
+
+    /// Whether this is a `multicluster` zone (its Services are ServiceImports).
+    pub fn is_multicluster(&self) -> bool {
+        self.multicluster
     }
 
     /// The zone's SOA fields.
@@ -550,6 +558,7 @@ pub(crate) mod tests_support {
         ServedZone {
             origin: WireName::from_dotted(origin).unwrap_or_else(|_| WireName::root()),
             reverse: false,
+            multicluster: false,
             soa: Soa::new(30, 1),
             soa_prefixes: super::CLUSTER_SOA_PREFIXES,
         }

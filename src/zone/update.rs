@@ -9,6 +9,8 @@
 //!   slices with that address;
 //! - `<ip>.<ns>.pod` under `pods verified`: the pods of that namespace with that address;
 //! - `<ns>.svc` and `<ns>.pod`: whether the namespace is exposed;
+//! - a ServiceImport's names in the `multicluster` zones: the import and the visible slices
+//!   labelled with its name (`multicluster.kubernetes.io/service-name`);
 //! - every zone's apex (SOA, NS and their glue, `ns.dns`): the serial and the slices that
 //!   hold this server's addresses — built again on every update.
 //!
@@ -29,11 +31,13 @@ use smallvec::SmallVec;
 use super::build::{self, BuildContext, Scope, Tree};
 use super::builder::Builder;
 use super::external;
+use super::multicluster;
 use super::node::Node;
 use super::records::{self, Filter, View};
 use super::{Map, ServedZone, Snapshot};
 use crate::config::{KubernetesConfig, PodMode};
-use crate::model::{Cluster, Kind, Object, ObjectKey, ObjectRef};
+use crate::model::serviceimport::LABEL_MCS_SERVICE_NAME;
+use crate::model::{Cluster, EndpointSlice, Kind, Object, ObjectKey, ObjectRef};
 
 /// One change of the objects.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +110,10 @@ impl Incremental {
                 .enumerate()
                 .any(|(j, other)| i != j && zone.origin.is_within(&other.origin))
         });
-        let parts = cluster.services.len() + cluster.endpoint_slices.len() + cluster.pods.len();
+        let parts = cluster.services.len()
+            + cluster.endpoint_slices.len()
+            + cluster.pods.len()
+            + cluster.service_imports.len();
         let incremental = Self {
             config: config.clone(),
             local_ips: ctx.local_ips.clone(),
@@ -290,6 +297,7 @@ impl Incremental {
             namespaces,
             pods,
             only_ips: Some(&touched.ips),
+            imports: multicluster::part(cluster, &filter, &touched.imports),
         };
         let mut b = Builder::new(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
@@ -329,6 +337,8 @@ struct Part {
 struct Touched {
     /// Services whose names are built again (whether they exist or not).
     services: BTreeSet<ObjectKey>,
+    /// ServiceImports whose names (in the `multicluster` zones) are built again.
+    imports: BTreeSet<ObjectKey>,
     /// Addresses whose PTRs are built again.
     ips: BTreeSet<IpAddr>,
     /// `(namespace, address)` of `pods verified` names built again.
@@ -343,7 +353,11 @@ struct Touched {
 
 impl Touched {
     fn parts(&self) -> usize {
-        self.services.len() + self.ips.len() + self.pod_names.len() + self.clients.len()
+        self.services.len()
+            + self.imports.len()
+            + self.ips.len()
+            + self.pod_names.len()
+            + self.clients.len()
     }
 
     /// Notes the parts that a change from `old` to `new` (the same object as it is in
@@ -382,8 +396,14 @@ impl Touched {
                         service.as_str(),
                     ));
                 }
+                self.imported_slice(config, slice);
                 for endpoint in &slice.endpoints {
                     self.ips.extend(endpoint.addresses.iter().copied());
+                }
+            }
+            ObjectRef::ServiceImport(import) => {
+                if !config.multicluster.is_empty() {
+                    self.imports.insert(import.key.clone());
                 }
             }
             ObjectRef::Pod(pod) => {
@@ -394,6 +414,19 @@ impl Touched {
                     self.clients.extend(pod.ips.iter().copied());
                 }
             }
+        }
+    }
+
+    /// The ServiceImport `slice` is imported for, under `multicluster`.
+    fn imported_slice(&mut self, config: &KubernetesConfig, slice: &EndpointSlice) {
+        if config.multicluster.is_empty() {
+            return;
+        }
+        if let Some(import) = slice.labels.get(LABEL_MCS_SERVICE_NAME) {
+            self.imports.insert(ObjectKey::new(
+                slice.key.namespace.as_str(),
+                import.as_str(),
+            ));
         }
     }
 
@@ -423,9 +456,19 @@ impl Touched {
                 self.services
                     .insert(ObjectKey::new(namespace, service.as_str()));
             }
+            self.imported_slice(config, slice);
             for endpoint in &slice.endpoints {
                 self.ips.extend(endpoint.addresses.iter().copied());
             }
+        }
+        if !config.multicluster.is_empty() {
+            self.imports.extend(
+                cluster
+                    .service_imports
+                    .range(start.clone()..)
+                    .take_while(|(key, _)| key.namespace == namespace)
+                    .map(|(key, _)| key.clone()),
+            );
         }
         if config.pods == PodMode::Verified {
             for pod in cluster.pods_in(namespace) {
@@ -526,7 +569,7 @@ impl Index {
             ObjectRef::Pod(pod) if config.pods == PodMode::Verified => {
                 (pod.ips.clone(), Some(Ref::Pod(pod.key.clone())))
             }
-            ObjectRef::Pod(_) => (Vec::new(), None),
+            ObjectRef::Pod(_) | ObjectRef::ServiceImport(_) => (Vec::new(), None),
         }
     }
 
