@@ -1,7 +1,7 @@
 //! The stub resolvers' search walk, as `getaddrinfo` makes it, modelled from the libcs'
 //! source.
 //!
-//! The walks themselves, with what each libc does, are in [`glibc`] and [`musl`].
+//! The walks themselves, with what each libc does, are in `stub/glibc.rs` and `stub/musl.rs`.
 
 mod glibc;
 mod musl;
