@@ -5,7 +5,8 @@
 //! One task per resource runs a kube-rs [`watcher`] and turns its events into changes of
 //! the minimal model (the API objects are converted and dropped at once: only the fields the
 //! zone needs are kept). One task owns the `Cluster` those changes apply to and publishes a
-//! new zone when a burst of changes has settled — never while a resource is being re-listed
+//! new zone as soon as changes arrive (what arrives during a publication goes into the next)
+//! — never while a resource is being re-listed
 //! (a re-list updates the objects in place and removes, at its end, those it did not see, so
 //! there is never a half-listed zone and never a second full copy of the objects).
 //!
