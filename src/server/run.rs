@@ -30,7 +30,7 @@ use crate::metrics::{Collect, Exposition};
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
-use crate::source::{file, programming, watcher};
+use crate::source::{file, file_watch, programming};
 use crate::store::Store;
 
 /// Why a server could not start.
@@ -201,7 +201,7 @@ fn load_with(
                 Some(Kubernetes::watching(k8s.clone(), watch))
             }
             Some(k8s) => {
-                let loaded = watcher::load(&k8s.objects).map_err(|source| StartError::Objects {
+                let loaded = file_watch::load(&k8s.objects).map_err(|source| StartError::Objects {
                     line: k8s.line,
                     error: Box::new(source),
                 })?;
@@ -501,7 +501,7 @@ impl Generation {
                     .take()
             {
                 publisher.track(Tracker::new(self.started, &loaded.triggers));
-                watcher::watch(
+                file_watch::watch(
                     k8s.config.objects.clone(),
                     publisher,
                     k8s.fingerprint,

@@ -3,7 +3,7 @@
 //! - [`file`]: `kubectl get -o json` files, read whole (the `objects` store and every offline
 //!   command).
 //! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
-//! - [`watcher`]: a store kept current with its objects files.
+//! - [`file_watch`]: a store kept current with its objects files.
 //! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
@@ -12,6 +12,6 @@ pub mod file;
 mod mcs;
 pub mod programming;
 pub mod publish;
-pub mod watcher;
+pub mod file_watch;
 
 pub use file::{Error, Loaded, Loader, parse_objects, read_objects};
