@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory and CPU of one clusterdns replica running kubeadm's Corefile (deploy/configmap.yaml),
-# for the README's "Sizing" paragraph and deploy/deployment.yaml's resources.
+# for docs/kind.md's "Sizing" section and deploy/deployment.yaml's resources.
 #
 #   bench/sizing.sh                        # the fixture, 100, 1,000 and 10,000 Services
 #   SIZES="fixture 1000" bench/sizing.sh   # some of them

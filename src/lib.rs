@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //!
-//! Data flows one way, from the cluster's objects to answers on the wire:
+//! Data flows one way, from the cluster's objects to answers on the wire (`ARCHITECTURE.md`
+//! names the files of each stage):
 //!
 //! ```text
 //!  config (Corefile -> typed config)                 pure but for env.rs (the host's facts),

@@ -12,15 +12,7 @@ use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
 
 use crate::common::binary::TestServer;
 use crate::common::upstream::{Behaviour, TestUpstream};
-use crate::common::{Offline, Reply, TempCorefile, expect};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::common::{Offline, Reply, TempCorefile, expect, runtime};
 
 /// A block with every answering plugin in front of kubeadm's (in no particular order: the
 /// chain runs them in CoreDNS's), its hosts file next to the Corefile.
@@ -95,7 +87,7 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn the_answering_plugins_in_one_chain() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = rt.block_on(TestUpstream::start(Behaviour::Answer));
     let corefile = corefile(up.addr);
     let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);

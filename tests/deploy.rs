@@ -1,4 +1,4 @@
-//! `deploy/`, the Dockerfile and the README's kind section agree with each other and with
+//! `deploy/`, the Dockerfile and the kind page (`docs/kind.md`, and the README's steps in short) agree with each other and with
 //! the binary: every manifest is a Kubernetes object k8s-openapi knows, field for field (an
 //! unknown kind or field fails), and the Deployment's ports, probes, args, volumes and
 //! security context are what the Corefile it mounts and the image it runs need.
@@ -823,9 +823,9 @@ fn resources_are_the_readmes_sizing() {
         "no CPU limit: throttling adds latency"
     );
     let sizing = kind_section()
-        .split("### Sizing")
+        .split("## Sizing")
         .nth(1)
-        .expect("a Sizing paragraph in the kind section")
+        .expect("a Sizing section in docs/kind.md")
         .to_owned();
     for (what, quantity) in [
         ("requests.cpu", &requests["cpu"]),
@@ -840,12 +840,17 @@ fn resources_are_the_readmes_sizing() {
     }
 }
 
-/// The README's kind section.
+/// The kind page, `docs/kind.md`.
 fn kind_section() -> String {
+    read("docs/kind.md")
+}
+
+/// The README's kind steps, in short.
+fn readme_kind_steps() -> String {
     let readme = read("README.md");
     let start = readme
         .find("\n## Replacing CoreDNS in kind")
-        .expect("a kind section");
+        .expect("a kind section in the README");
     let rest = &readme[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
     rest[..end].to_owned()
@@ -858,7 +863,8 @@ fn readme_builds_loads_and_applies_what_the_manifests_use() {
         .image
         .clone()
         .unwrap();
-    let section = kind_section();
+    let page = kind_section();
+    let short = readme_kind_steps();
     for command in [
         format!("docker build -t {image} ."),
         format!("kind load docker-image {image}"),
@@ -866,9 +872,10 @@ fn readme_builds_loads_and_applies_what_the_manifests_use() {
         format!("kubectl apply --server-side -f deploy/{AUTOSCALER}"),
         "nslookup kubernetes.default".to_owned(),
     ] {
+        assert!(page.contains(&command), "docs/kind.md runs `{command}`");
         assert!(
-            section.contains(&command),
-            "the kind section runs `{command}`"
+            short.contains(&command),
+            "the README's kind steps run `{command}`"
         );
     }
 }

@@ -19,7 +19,7 @@ use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
 
 use crate::common::binary::TestServer;
 use crate::common::upstream::{Behaviour, TestUpstream};
-use crate::common::{Reply, TempCorefile, expect, read, root};
+use crate::common::{Reply, TempCorefile, expect, read, root, runtime};
 
 /// A distribution's Corefile running, with the stand-in upstreams it forwards to.
 struct Running {
@@ -89,18 +89,10 @@ fn localize(text: &str, resolv_conf: &str, etc_coredns: &Path) -> String {
     out
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Runs distribution `name` with `upstreams` stand-ins for `/etc/resolv.conf`; `prepare`
 /// may edit the localized text and add files beside it (its directory is the Corefile's).
 fn run(name: &str, upstreams: usize, prepare: impl FnOnce(&mut String, &Path)) -> Running {
-    let runtime = runtime();
+    let runtime = runtime(1);
     let upstreams: Vec<TestUpstream> = (0..upstreams)
         .map(|i| {
             runtime.block_on(TestUpstream::answering(Ipv4Addr::new(
@@ -476,7 +468,7 @@ fn talos() {
 #[test]
 fn nodelocaldns() {
     // The kube-dns Service's stand-in, answering the names NodeLocal sends it.
-    let runtime = runtime();
+    let runtime = runtime(1);
     let kube_dns = runtime.block_on(TestUpstream::answering(Ipv4Addr::new(10, 96, 0, 20)));
     let running = run("nodelocaldns", 1, |text, _| {
         *text = text.replace(

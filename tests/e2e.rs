@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use hickory_proto::op::Message;
 
 use crate::common::binary::TestServer;
+use crate::common::cli::clusterdns;
 use crate::common::{TempCorefile, expect, fixture, lines, query};
 
 fn serve_shop() -> TestServer {
@@ -229,14 +230,14 @@ fn objects_changes_are_served_and_bad_reloads_keep_the_last_good_zone() {
     );
 
     // A change: web's ClusterIP moves. Written by rename, as editors and ConfigMaps do, in
-    // a later second than the first file: the serial is the time of the last change, in
-    // seconds (changes within one second share it).
-    let next_second = before.parse::<u64>().unwrap() + 1;
+    // a later second than the first file: the serial is the file's modification time, in
+    // seconds (changes within one second share it). The kernel stamps files from its coarse
+    // clock, a few milliseconds behind this one: wait for a tenth of a second past the turn.
+    let next_second = Duration::from_secs(before.parse::<u64>().unwrap() + 1);
     while std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs()
-        < next_second
+        < next_second + Duration::from_millis(100)
     {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -292,14 +293,8 @@ fn coredns_conf_flag_starts_the_server() {
 
 /// Runs the binary and returns (exit code, stderr).
 fn run(args: &[&str]) -> (i32, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = clusterdns(args);
+    (run.code, run.stderr)
 }
 
 #[test]
@@ -353,17 +348,8 @@ fn bad_input_is_a_clear_error_and_exit_2() {
 
 /// Runs the binary: (exit code, stdout, stderr).
 fn run_all(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = clusterdns(args);
+    (run.code, run.stdout, run.stderr)
 }
 
 /// Each message says what the user wrote, where, and what is wrong with it, in words.

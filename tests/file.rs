@@ -307,20 +307,3 @@ fn a_bad_zone_file_at_start_names_the_file_and_line() {
     assert_eq!(server.ask_udp("www.example.org.", "A").rcode, "SERVFAIL");
     assert!(server.log().contains("later.db"), "{}", server.log());
 }
-
-#[test]
-fn the_doc_page_examples_parse_and_load() {
-    let page = read("docs/plugins/file.md");
-    let blocks: Vec<&str> = page
-        .split("```corefile\n")
-        .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .collect();
-    assert_eq!(blocks.len(), 3);
-    for text in blocks {
-        let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
-        let config =
-            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    }
-}

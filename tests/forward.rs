@@ -23,34 +23,10 @@ const NAME: &str = "www.example.org.";
 /// `forward . TO...` with `policy sequential` (so tests know who is asked first) and
 /// CoreDNS's other defaults.
 fn config(to: &[SocketAddr]) -> ForwardConfig {
+    let to = to.iter().copied().map(Upstream::dns).collect();
     ForwardConfig {
-        from: Name::root(),
-        to: to
-            .iter()
-            .map(|addr| Upstream {
-                addr: *addr,
-                name: addr.to_string(),
-                from_file: None,
-                transport: UpstreamTransport::Dns,
-            })
-            .collect(),
-        except: Vec::new(),
-        force_tcp: false,
-        prefer_udp: false,
-        expire: Duration::from_secs(10),
-        max_idle_conns: 0,
-        max_fails: 2,
-        max_connect_attempts: 0,
         policy: ForwardPolicy::Sequential,
-        health_check: Duration::from_millis(500),
-        health_check_no_rec: false,
-        health_check_domain: Name::root(),
-        max_concurrent: None,
-        next: Vec::new(),
-        failover: Vec::new(),
-        failfast_all_unhealthy_upstreams: false,
-        tls: None,
-        line: 1,
+        ..ForwardConfig::new(Name::root(), to, 1)
     }
 }
 

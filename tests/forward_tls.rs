@@ -588,11 +588,7 @@ fn tls_upstream_addresses() {
 /// queries, and SERVFAIL for a certificate that is not for the configured name.
 #[test]
 fn the_binary_forwards_over_tls() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = crate::common::runtime(1);
     let (upstream, files) = runtime.block_on(TestUpstream::start_tls(Behaviour::Answer, false));
     let corefile = TempCorefile::new(&format!(
         ".:0 {{

@@ -154,11 +154,7 @@ impl Harness {
         registry: Registry,
         registrations: Vec<Registration>,
     ) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = crate::common::runtime(2);
         let shared = Shared {
             registry,
             readiness: Arc::new(readiness),

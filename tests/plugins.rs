@@ -7,16 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::binary::{TestServer, http_get};
 use crate::common::upstream::{Behaviour, TestUpstream};
-use crate::common::{Reply, TempCorefile, expect, query, read};
-
-/// A runtime for the test upstreams, kept alive by the test.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::common::{Reply, TempCorefile, expect, query, read, runtime};
 
 fn upstream(runtime: &tokio::runtime::Runtime, behaviour: Behaviour) -> TestUpstream {
     runtime.block_on(TestUpstream::start(behaviour))
@@ -64,7 +55,7 @@ fn ttl_of(reply: &Reply) -> u32 {
 
 #[test]
 fn names_outside_the_cluster_are_forwarded_and_cached() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "");
     let server = serve(&corefile);
@@ -111,7 +102,7 @@ fn names_outside_the_cluster_are_forwarded_and_cached() {
 
 #[test]
 fn a_dead_upstream_is_servfail_in_time_and_an_error_line() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Silent);
     let corefile = kubeadm(up.addr, "");
     let server = serve(&corefile);
@@ -152,7 +143,7 @@ fn a_dead_upstream_is_servfail_in_time_and_an_error_line() {
 
 #[test]
 fn max_concurrent_refuses_past_the_limit() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Delay(Duration::from_millis(800)));
     let corefile = TempCorefile::new(&format!(
         ".:0 {{\n bind 127.0.0.1\n forward . {} {{\n  max_concurrent 2\n }}\n}}\n",
@@ -196,7 +187,7 @@ fn max_concurrent_refuses_past_the_limit() {
 
 #[test]
 fn a_truncated_upstream_answer_is_retried_over_tcp() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Truncate);
     let corefile = TempCorefile::new(&format!(
         ".:0 {{\n bind 127.0.0.1\n forward . {}\n}}\n",
@@ -214,7 +205,7 @@ fn a_truncated_upstream_answer_is_retried_over_tcp() {
 
 #[test]
 fn health_ready_and_metrics_over_http() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "");
     let server = serve(&corefile);
@@ -280,7 +271,7 @@ fn health_ready_and_metrics_over_http() {
 
 #[test]
 fn sigterm_goes_through_lameduck() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "");
     let mut server = serve(&corefile);
@@ -308,7 +299,7 @@ fn sigterm_goes_through_lameduck() {
 
 #[test]
 fn the_query_log_writes_coredns_common_log_format() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "log");
     let server = serve(&corefile);
@@ -335,7 +326,7 @@ fn the_query_log_writes_coredns_common_log_format() {
 
 #[test]
 fn loadbalance_shuffles_headless_answers() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "");
     let server = serve(&corefile);
@@ -355,7 +346,7 @@ fn loadbalance_shuffles_headless_answers() {
 
 #[test]
 fn reload_applies_a_changed_corefile_and_keeps_the_running_one_on_error() {
-    let rt = runtime();
+    let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);
     let corefile = kubeadm(up.addr, "reload 2s 1s");
     let server = serve(&corefile);

@@ -1,7 +1,34 @@
-//! The README's commands and Corefile examples work as written.
+//! The README's commands, and every example of the README, ARCHITECTURE.md and `docs/`, work
+//! as written; every link between those pages leads somewhere.
 
 use crate::common::binary::TestServer;
 use crate::common::{TempCorefile, expect, read, root};
+
+/// The README, ARCHITECTURE.md and every page under `docs/`, with their paths from the
+/// repository root.
+fn pages() -> Vec<(String, String)> {
+    let mut paths = vec!["README.md".to_owned(), "ARCHITECTURE.md".to_owned()];
+    let mut dirs = vec![root().join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                let relative = path.strip_prefix(root()).unwrap();
+                paths.push(relative.to_str().unwrap().to_owned());
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = read(&path);
+            (path, text)
+        })
+        .collect()
+}
 
 /// The first line of each ```sh block of the "Quick start" section.
 fn quick_start() -> Vec<String> {
@@ -56,28 +83,35 @@ fn the_second_command_is_what_ci_runs() {
 
 #[test]
 fn corefile_examples_parse_and_load() {
-    let readme = read("README.md");
-    let blocks: Vec<&str> = readme
-        .split("```corefile\n")
-        .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .collect();
-    assert!(!blocks.is_empty());
+    let pages = pages();
+    let mut blocks: Vec<(&str, &str)> = Vec::new();
+    for (page, text) in &pages {
+        blocks.extend(
+            text.split("```corefile\n")
+                .skip(1)
+                .filter_map(|block| block.split("```").next())
+                .map(|block| (page.as_str(), block)),
+        );
+    }
+    assert!(blocks.len() >= 20, "{}", blocks.len());
     let example = read("Corefile.example");
-    for text in blocks.into_iter().chain([example.as_str()]) {
+    for (page, text) in blocks
+        .into_iter()
+        .chain([("Corefile.example", example.as_str())])
+    {
         // Parsed, and loaded: objects read, zones built, forwarders and caches made — all but
         // the sockets (the examples use the real ports).
         let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
-        let config =
-            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let config = clusterdns::config::read_corefile(&file.path)
+            .unwrap_or_else(|e| panic!("{page}: {e}\n{text}"));
+        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{page}: {e}\n{text}"));
     }
 }
 
 #[test]
-fn the_shorthand_corefile_is_what_the_readme_shows() {
-    let readme = read("README.md");
-    let section = readme.split("What `serve --objects` runs").nth(1).unwrap();
+fn the_shorthand_corefile_is_what_the_docs_show() {
+    let page = read("docs/corefile.md");
+    let section = page.split("What `serve --objects` runs").nth(1).unwrap();
     let shown = section
         .split("```corefile\n")
         .nth(1)
@@ -94,12 +128,15 @@ fn the_shorthand_corefile_is_what_the_readme_shows() {
     assert_eq!(shown.trim(), generated.trim());
 }
 
-/// The ```console blocks: each `$ clusterdns ARGS [| grep WORD]` line, with the output it
-/// shows.
+/// The ```console blocks of every page: each `$ clusterdns ARGS [| grep WORD]` line, with
+/// the output it shows.
 fn console_examples() -> Vec<(String, String)> {
-    let readme = read("README.md");
     let mut examples = Vec::new();
-    for block in readme.split("```console\n").skip(1) {
+    let pages = pages();
+    for block in pages
+        .iter()
+        .flat_map(|(_, text)| text.split("```console\n").skip(1))
+    {
         let block = block.split("```").next().unwrap();
         let mut current: Option<(String, String)> = None;
         for line in block.lines() {
@@ -152,10 +189,7 @@ fn console_examples_print_what_the_readme_shows() {
                 .collect(),
             None => stdout,
         };
-        assert_eq!(
-            got, shown,
-            "README example `{command}` prints something else"
-        );
+        assert_eq!(got, shown, "the example `{command}` prints something else");
     }
 }
 
@@ -169,7 +203,7 @@ fn resolve_cost_examples_are_shown() {
             .iter()
             .find(|(command, _)| command.starts_with(prefix))
             .map(|(_, output)| output.clone())
-            .unwrap_or_else(|| panic!("no README example `{prefix}...`"))
+            .unwrap_or_else(|| panic!("no example `{prefix}...`"))
     };
     assert!(shown("clusterdns resolv-conf ").contains("options ndots:5"));
     assert!(
@@ -228,5 +262,163 @@ fn the_plugin_lists_are_what_the_parser_does() {
             missing.iter().any(|m| m == directive),
             "{directive}: the README says otherwise"
         );
+    }
+}
+
+/// GitHub's anchor for a heading: lower case, spaces to dashes, other punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a page's headings (outside fenced blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            found.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+/// The targets of a page's Markdown links `[text](target)`, outside fenced blocks and code.
+fn links(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for piece in line.split("](").skip(1) {
+            if let Some(target) = piece.split(')').next() {
+                found.push(target.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// Every link between the pages leads to a file that exists and, with `#anchor`, to one of
+/// its headings.
+#[test]
+fn every_link_between_the_pages_resolves() {
+    let pages = pages();
+    let mut checked = 0;
+    for (page, text) in &pages {
+        let dir = std::path::Path::new(page).parent().unwrap();
+        for target in links(text) {
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, fragment) = match target.split_once('#') {
+                Some((file, fragment)) => (file, Some(fragment)),
+                None => (target.as_str(), None),
+            };
+            let path = if file.is_empty() {
+                std::path::PathBuf::from(page)
+            } else {
+                dir.join(file)
+            };
+            let full = root().join(&path);
+            assert!(full.exists(), "{page}: the link to {target} leads nowhere");
+            if let Some(fragment) = fragment {
+                let text = std::fs::read_to_string(&full).unwrap();
+                assert!(
+                    anchors(&text).iter().any(|a| a == fragment),
+                    "{page}: {} has no heading #{fragment}",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked} links");
+}
+
+/// Every plugin the README lists as implemented has a page in CoreDNS's plugin-README shape,
+/// linked from the README's plugin table, and every page under `docs/plugins/` is such a
+/// plugin.
+#[test]
+fn every_implemented_plugin_has_its_page() {
+    let readme = read("README.md");
+    let implemented = listed(&readme, "**Implemented:**");
+    for plugin in &implemented {
+        let path = format!("docs/plugins/{plugin}.md");
+        let page = read(&path);
+        assert!(
+            page.starts_with(&format!("# {plugin}\n")),
+            "{path}: its title"
+        );
+        for section in ["## Description", "## Syntax", "## Examples"] {
+            assert!(
+                page.contains(&format!("\n{section}\n")),
+                "{path}: {section}"
+            );
+        }
+        assert!(
+            readme.contains(&format!("]({path})")),
+            "the README's plugin table links {path}"
+        );
+    }
+    for entry in std::fs::read_dir(root().join("docs/plugins")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let plugin = name.strip_suffix(".md").unwrap();
+        assert!(
+            implemented.iter().any(|p| p == plugin),
+            "docs/plugins/{name} is not an implemented plugin"
+        );
+    }
+}
+
+/// Every command of the binary has a page under `docs/commands/`, linked from the README.
+#[test]
+fn every_command_has_its_page() {
+    let readme = read("README.md");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .expect("a command list in --help")
+        .lines()
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|command| *command != "help")
+        .collect();
+    assert!(commands.len() >= 8, "{commands:?}");
+    for command in commands {
+        let pages: Vec<String> = if command == "proxy" {
+            vec!["proxy-render".into(), "proxy-trace".into()]
+        } else {
+            vec![command.to_owned()]
+        };
+        for page in pages {
+            let path = format!("docs/commands/{page}.md");
+            assert!(root().join(&path).exists(), "{command}: no {path}");
+            assert!(
+                readme.contains(&format!("]({path})")),
+                "the README links {path}"
+            );
+        }
     }
 }

@@ -596,11 +596,7 @@ fn two_servers_forwarding_to_each_other_answer_servfail_at_once() {
 
 #[test]
 fn two_clients_asking_the_same_name_at_once_is_not_a_loop() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = crate::common::runtime(1);
     let upstream = runtime.block_on(crate::common::upstream::TestUpstream::start(
         crate::common::upstream::Behaviour::Delay(Duration::from_millis(500)),
     ));

@@ -206,20 +206,3 @@ fn edns0_rules_change_the_query_passed_upstream() {
         [(0xfff0, EdnsOption::Unknown(0xfff0, b"kept".to_vec()))]
     );
 }
-
-#[test]
-fn the_pending_doc_examples_parse_and_load() {
-    let page = read("docs/pending/rewrite-cname-edns0.md");
-    let blocks: Vec<&str> = page
-        .split("```corefile\n")
-        .skip(1)
-        .filter_map(|block| block.split("```").next())
-        .collect();
-    assert_eq!(blocks.len(), 2);
-    for text in blocks {
-        let file = TempCorefile::new(&text.replace("fixtures/", "{FIXTURES}/"));
-        let config =
-            clusterdns::config::read_corefile(&file.path).unwrap_or_else(|e| panic!("{e}\n{text}"));
-        clusterdns::server::load(&config).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    }
-}

@@ -103,7 +103,7 @@ pub enum Error {
         /// The line.
         line: usize,
     },
-    /// An option that CoreDNS has but clusterdns refuses (for instance `multicluster`).
+    /// An option that CoreDNS has but clusterdns refuses (for instance forward's `prefer_udp`).
     #[error("{}: property '{name}' of {directive} is not supported: {reason}", At(file, *line))]
     UnsupportedProperty {
         /// The directive.

@@ -56,6 +56,42 @@ pub(crate) fn on_new_line(previous: &Token, next: &Token) -> bool {
     previous.file != next.file || previous.end_line < next.line
 }
 
+/// The rest of a string opened by `quote` (`"` or a backquote), up to the closing quote;
+/// `None` when the text ends first. `line` counts the newlines inside. A carriage return is
+/// dropped. Inside double quotes (Caddy v1) `\"` is a quote, and `\` with any other
+/// character stays as written, both of them (so `\\` is two backslashes, and does not escape
+/// a following quote); a backquoted string has no escapes.
+fn quoted(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    quote: char,
+    line: &mut usize,
+) -> Option<String> {
+    let mut value = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c == quote => return Some(value),
+            '\\' if quote == '"' => match chars.next() {
+                Some('"') => value.push('"'),
+                Some(next) => {
+                    if next == '\n' {
+                        *line += 1;
+                    }
+                    value.push('\\');
+                    value.push(next);
+                }
+                None => value.push('\\'),
+            },
+            '\n' => {
+                *line += 1;
+                value.push('\n');
+            }
+            '\r' => {}
+            c => value.push(c),
+        }
+    }
+    None
+}
+
 /// Splits `text` (read from `file`) into tokens.
 pub(crate) fn lex(text: &str, file: &Arc<Path>, env: &Environment) -> Result<Vec<Token>, Error> {
     let mut tokens = Vec::new();
@@ -75,82 +111,23 @@ pub(crate) fn lex(text: &str, file: &Arc<Path>, env: &Environment) -> Result<Vec
                     chars.next();
                 }
             }
-            '"' => {
+            quote @ ('"' | '`') => {
                 chars.next();
                 let start = line;
-                let mut value = String::new();
-                let mut closed = false;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => {
-                            closed = true;
-                            break;
-                        }
-                        // Caddy v1: `\"` is a quote; `\` and any other character stay as
-                        // written, both of them (so `\\` is two backslashes, and does not
-                        // escape a following quote).
-                        '\\' => match chars.next() {
-                            Some('"') => value.push('"'),
-                            Some(next) => {
-                                if next == '\n' {
-                                    line += 1;
-                                }
-                                value.push('\\');
-                                value.push(next);
-                            }
-                            None => value.push('\\'),
-                        },
-                        '\n' => {
-                            line += 1;
-                            value.push('\n');
-                        }
-                        '\r' => {}
-                        c => value.push(c),
-                    }
-                }
-                if !closed {
+                let Some(value) = quoted(&mut chars, quote, &mut line) else {
                     return Err(syntax(
                         file,
                         start,
-                        "unterminated quoted string (missing '\"')",
+                        &format!("unterminated quoted string (missing '{quote}')"),
                     ));
-                }
+                };
                 tokens.push(Token {
-                    text: substitute(&value, env),
-                    kind: Kind::Quoted,
-                    file: file.clone(),
-                    line: start,
-                    end_line: line,
-                });
-            }
-            '`' => {
-                chars.next();
-                let start = line;
-                let mut value = String::new();
-                let mut closed = false;
-                for c in chars.by_ref() {
-                    match c {
-                        '`' => {
-                            closed = true;
-                            break;
-                        }
-                        '\n' => {
-                            line += 1;
-                            value.push('\n');
-                        }
-                        '\r' => {}
-                        c => value.push(c),
-                    }
-                }
-                if !closed {
-                    return Err(syntax(
-                        file,
-                        start,
-                        "unterminated quoted string (missing '`')",
-                    ));
-                }
-                tokens.push(Token {
-                    text: value,
+                    // Backquoted text is taken as written, without `{$ENV}` substitution.
+                    text: if quote == '"' {
+                        substitute(&value, env)
+                    } else {
+                        value
+                    },
                     kind: Kind::Quoted,
                     file: file.clone(),
                     line: start,

@@ -11,11 +11,11 @@
 //! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
 //! directives implemented are those of kubeadm's Corefile and those the distributions and
 //! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
-//! `file`, `forward`, `health`, `hosts`, `kubernetes`, `loadbalance`, `log`, `loop`,
-//! `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with CoreDNS's
-//! syntax, defaults and checks (the module of each directive lists where it differs). Every
-//! other CoreDNS plugin is refused with [`Error::Unsupported`] and any other name with
-//! [`Error::UnknownDirective`].
+//! `file`, `forward`, `health`, `hosts`, `k8s_external`, `kubernetes`, `loadbalance`, `log`,
+//! `loop`, `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with
+//! CoreDNS's syntax, defaults and checks (the module of each directive lists where it
+//! differs). Every other CoreDNS plugin is refused with [`Error::Unsupported`] and any other
+//! name with [`Error::UnknownDirective`].
 //!
 //! ```
 //! use clusterdns::config::parse_corefile;
@@ -63,6 +63,7 @@ pub use directives::bufsize::BufsizeConfig;
 pub use directives::chaos::ChaosConfig;
 pub use directives::file::FileConfig;
 pub use directives::hosts::HostsConfig;
+pub use directives::k8s_external::K8sExternalConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
 pub use directives::rewrite::{
     AnswerRewrite, Edns0Action, Edns0Data, Edns0Option, Edns0Rule, NameMatcher, RewriteAction,
@@ -524,6 +525,9 @@ pub struct KubernetesConfig {
     pub zonal: bool,
     /// `fallthrough [ZONES...]`: `None` when absent; an empty list means every zone.
     pub fallthrough: Option<Vec<Name>>,
+    /// `multicluster ZONES...`: zones among `zones` answered from ServiceImports (the
+    /// Multi-Cluster Services API) instead of Services; empty when absent.
+    pub multicluster: Vec<Name>,
     /// `objects FILE...` (clusterdns extension): static objects instead of the API watch.
     pub objects: Vec<PathBuf>,
     /// How to reach the API server when `objects` is not given.
@@ -533,6 +537,9 @@ pub struct KubernetesConfig {
     pub snapshot: Option<PathBuf>,
     /// `startup_timeout` (default 5 s).
     pub startup_timeout: Duration,
+    /// The block's *k8s_external* directive, when it has one: the zone built from these
+    /// objects then also holds the external zones' names.
+    pub external: Option<K8sExternalConfig>,
     /// Line of the directive, for messages.
     pub line: usize,
 }
@@ -554,10 +561,12 @@ impl KubernetesConfig {
             zonal: false,
             ignore_empty_service: false,
             fallthrough: None,
+            multicluster: Vec::new(),
             objects: Vec::new(),
             api: ApiConfig::default(),
             snapshot: None,
             startup_timeout: directives::kubernetes::DEFAULT_STARTUP_TIMEOUT,
+            external: None,
             line,
         }
     }
@@ -770,6 +779,44 @@ mod tests {
         for (name, options, check) in cases {
             let k = kubernetes(options).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(check(&k), "{name}: {k:?}");
+        }
+    }
+
+    #[test]
+    fn kubernetes_multicluster() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            (
+                "one zone",
+                "kubernetes cluster.local clusterset.local {\n  multicluster clusterset.local\n }",
+                &["clusterset.local."],
+            ),
+            (
+                "spelling normalized",
+                "kubernetes cluster.local clusterset.local {\n  multicluster ClusterSet.Local.\n }",
+                &["clusterset.local."],
+            ),
+            (
+                "two zones",
+                "kubernetes cluster.local a.example b.example {\n  multicluster b.example a.example\n }",
+                &["b.example.", "a.example."],
+            ),
+            (
+                "last line wins",
+                "kubernetes cluster.local a.example b.example {\n  multicluster a.example\n  multicluster b.example\n }",
+                &["b.example."],
+            ),
+            (
+                "no zones names none",
+                "kubernetes cluster.local {\n  multicluster\n }",
+                &[],
+            ),
+            ("absent", "kubernetes cluster.local", &[]),
+        ];
+        for (name, directive, expected) in cases {
+            let text = format!(".:53 {{\n {directive}\n}}\n");
+            let config = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let k = config.servers[0].kubernetes.as_ref().unwrap();
+            assert_eq!(names(&k.multicluster), *expected, "{name}");
         }
     }
 
@@ -1196,11 +1243,35 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
                 "'upstream'",
             ),
             (
-                "multicluster",
+                "multicluster zone not served",
                 ". {\n kubernetes {\n  multicluster clusterset.local\n }\n}",
                 3,
-                "UnsupportedProperty",
-                "property 'multicluster' of kubernetes is not supported",
+                "Invalid",
+                "Corefile:3: kubernetes: is not authoritative for the multicluster zone \
+                 clusterset.local. (authoritative zones: [.])",
+            ),
+            (
+                "multicluster zone not among the directive's",
+                ". {\n kubernetes cluster.local {\n  multicluster clusterset.local\n }\n}",
+                3,
+                "Invalid",
+                "is not authoritative for the multicluster zone clusterset.local. \
+                 (authoritative zones: [cluster.local.])",
+            ),
+            (
+                "multicluster zone below a served zone",
+                "clusterset.local cluster.local {\n kubernetes {\n  multicluster a.clusterset.local\n }\n}",
+                3,
+                "Invalid",
+                "is not authoritative for the multicluster zone a.clusterset.local. \
+                 (authoritative zones: [clusterset.local. cluster.local.])",
+            ),
+            (
+                "multicluster zone not a name",
+                ". {\n kubernetes {\n  multicluster clus..ter\n }\n}",
+                3,
+                "Invalid",
+                "multicluster",
             ),
             (
                 "zonal with noendpoints",

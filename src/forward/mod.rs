@@ -618,42 +618,14 @@ fn loop_warning(upstream: &UpstreamConfig, listen: SocketAddr) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::config::ForwardPolicy;
 
     fn addr(text: &str) -> SocketAddr {
         text.parse().unwrap()
     }
 
     pub(super) fn config(from: &str, to: &[&str]) -> ForwardConfig {
-        ForwardConfig {
-            from: Name::from_ascii(from).unwrap(),
-            to: to
-                .iter()
-                .map(|to| UpstreamConfig {
-                    addr: addr(to),
-                    name: (*to).to_owned(),
-                    from_file: None,
-                    transport: crate::config::UpstreamTransport::Dns,
-                })
-                .collect(),
-            except: Vec::new(),
-            force_tcp: false,
-            prefer_udp: false,
-            expire: Duration::from_secs(10),
-            max_idle_conns: 0,
-            max_fails: 2,
-            max_connect_attempts: 0,
-            policy: ForwardPolicy::Random,
-            health_check: Duration::from_millis(500),
-            health_check_no_rec: false,
-            health_check_domain: Name::root(),
-            max_concurrent: None,
-            next: Vec::new(),
-            failover: Vec::new(),
-            failfast_all_unhealthy_upstreams: false,
-            tls: None,
-            line: 1,
-        }
+        let to = to.iter().map(|to| UpstreamConfig::dns(addr(to))).collect();
+        ForwardConfig::new(Name::from_ascii(from).unwrap(), to, 1)
     }
 
     fn wire(name: &str) -> Vec<u8> {

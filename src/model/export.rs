@@ -14,21 +14,23 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
+use super::serviceimport;
 use super::{
     ANNOTATION_TRIGGER_TIME, AddressType, Cluster, EndpointSlice, LABEL_SERVICE_NAME, Labels,
     Namespace, ObjectKey, Pod, PodPhase, Service, ServiceType, SessionAffinity, TargetPort,
     TrafficPolicy,
 };
 
-/// `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices and Pods, in that
-/// order and in key order within each kind. `now` stamps the deletion time of terminating
+/// `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices, Pods and
+/// ServiceImports, in that order and in key order within each kind. `now` stamps the deletion time of terminating
 /// pods (the model keeps only that they are terminating).
 pub fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
     let mut items = Vec::with_capacity(
         cluster.namespaces.len()
             + cluster.services.len()
             + cluster.endpoint_slices.len()
-            + cluster.pods.len(),
+            + cluster.pods.len()
+            + cluster.service_imports.len(),
     );
     items.extend(cluster.namespaces.values().map(|ns| item(&namespace(ns))));
     items.extend(cluster.services.values().map(|svc| item(&service(svc))));
@@ -39,12 +41,23 @@ pub fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
             .map(|slice| item(&endpoint_slice(slice))),
     );
     items.extend(cluster.pods.values().map(|p| item(&pod(p, now))));
+    items.extend(cluster.service_imports.values().map(service_import));
     json!({
         "apiVersion": "v1",
         "kind": "List",
         "metadata": {"resourceVersion": ""},
         "items": items,
     })
+}
+
+/// A ServiceImport as JSON, with its `apiVersion` and `kind`.
+fn service_import(import: &crate::model::ServiceImport) -> Value {
+    let mut value = serde_json::to_value(serviceimport::to_object(import)).unwrap_or_default();
+    if let Value::Object(map) = &mut value {
+        map.insert("apiVersion".into(), json!(serviceimport::API_VERSION));
+        map.insert("kind".into(), json!("ServiceImport"));
+    }
+    value
 }
 
 /// One object as JSON with its `apiVersion` and `kind` (k8s-openapi writes both).
@@ -116,17 +129,25 @@ fn service(svc: &Service) -> core::Service {
     let strings = |ips: &[std::net::IpAddr]| {
         (!ips.is_empty()).then(|| ips.iter().map(ToString::to_string).collect::<Vec<_>>())
     };
-    let status = (!svc.load_balancer_ips.is_empty()).then(|| core::ServiceStatus {
+    let ingress: Vec<core::LoadBalancerIngress> = svc
+        .load_balancer_ips
+        .iter()
+        .map(|ip| core::LoadBalancerIngress {
+            ip: Some(ip.to_string()),
+            ..core::LoadBalancerIngress::default()
+        })
+        .chain(
+            svc.load_balancer_hostnames
+                .iter()
+                .map(|host| core::LoadBalancerIngress {
+                    hostname: Some(host.clone()),
+                    ..core::LoadBalancerIngress::default()
+                }),
+        )
+        .collect();
+    let status = (!ingress.is_empty()).then(|| core::ServiceStatus {
         load_balancer: Some(core::LoadBalancerStatus {
-            ingress: Some(
-                svc.load_balancer_ips
-                    .iter()
-                    .map(|ip| core::LoadBalancerIngress {
-                        ip: Some(ip.to_string()),
-                        ..core::LoadBalancerIngress::default()
-                    })
-                    .collect(),
-            ),
+            ingress: Some(ingress),
         }),
         ..core::ServiceStatus::default()
     });

@@ -12,6 +12,7 @@ pub mod export;
 mod key;
 mod pod;
 mod service;
+pub mod serviceimport;
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,7 @@ pub use service::{
     AddressType, Protocol, Service, ServiceKind, ServicePort, ServiceType, SessionAffinity,
     TargetPort, TrafficPolicy,
 };
+pub use serviceimport::{ImportPort, ImportType, ServiceImport};
 
 /// Labels of an object (`metadata.labels`), sorted for deterministic output.
 pub type Labels = BTreeMap<String, String>;
@@ -58,6 +60,8 @@ pub struct Cluster {
     pub endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
     /// Pods by namespace/name.
     pub pods: BTreeMap<ObjectKey, Pod>,
+    /// ServiceImports (Multi-Cluster Services) by namespace/name.
+    pub service_imports: BTreeMap<ObjectKey, ServiceImport>,
 }
 
 /// One object of a kind the model keeps.
@@ -71,6 +75,8 @@ pub enum Object {
     EndpointSlice(EndpointSlice),
     /// A Pod.
     Pod(Pod),
+    /// A ServiceImport.
+    ServiceImport(ServiceImport),
 }
 
 /// The kinds of object the model keeps.
@@ -84,6 +90,8 @@ pub enum Kind {
     EndpointSlice,
     /// Pod.
     Pod,
+    /// ServiceImport (`multicluster.x-k8s.io/v1alpha1`).
+    ServiceImport,
 }
 
 impl Object {
@@ -94,6 +102,7 @@ impl Object {
             Self::Service(_) => Kind::Service,
             Self::EndpointSlice(_) => Kind::EndpointSlice,
             Self::Pod(_) => Kind::Pod,
+            Self::ServiceImport(_) => Kind::ServiceImport,
         }
     }
 
@@ -104,6 +113,7 @@ impl Object {
             Self::Service(svc) => svc.key.clone(),
             Self::EndpointSlice(slice) => slice.key.clone(),
             Self::Pod(pod) => pod.key.clone(),
+            Self::ServiceImport(import) => import.key.clone(),
         }
     }
 }
@@ -119,6 +129,8 @@ pub enum ObjectRef<'c> {
     EndpointSlice(&'c EndpointSlice),
     /// A Pod.
     Pod(&'c Pod),
+    /// A ServiceImport.
+    ServiceImport(&'c ServiceImport),
 }
 
 impl Object {
@@ -129,6 +141,7 @@ impl Object {
             Self::Service(svc) => ObjectRef::Service(svc),
             Self::EndpointSlice(slice) => ObjectRef::EndpointSlice(slice),
             Self::Pod(pod) => ObjectRef::Pod(pod),
+            Self::ServiceImport(import) => ObjectRef::ServiceImport(import),
         }
     }
 }
@@ -155,6 +168,10 @@ impl Cluster {
                 .insert(slice.key.clone(), slice)
                 .map(Object::EndpointSlice),
             Object::Pod(pod) => self.pods.insert(pod.key.clone(), pod).map(Object::Pod),
+            Object::ServiceImport(import) => self
+                .service_imports
+                .insert(import.key.clone(), import)
+                .map(Object::ServiceImport),
         }
     }
 
@@ -165,6 +182,7 @@ impl Cluster {
             Kind::Service => self.services.get(key).map(ObjectRef::Service),
             Kind::EndpointSlice => self.endpoint_slices.get(key).map(ObjectRef::EndpointSlice),
             Kind::Pod => self.pods.get(key).map(ObjectRef::Pod),
+            Kind::ServiceImport => self.service_imports.get(key).map(ObjectRef::ServiceImport),
         }
     }
 
@@ -175,6 +193,7 @@ impl Cluster {
             Kind::Service => self.services.remove(key).map(Object::Service),
             Kind::EndpointSlice => self.endpoint_slices.remove(key).map(Object::EndpointSlice),
             Kind::Pod => self.pods.remove(key).map(Object::Pod),
+            Kind::ServiceImport => self.service_imports.remove(key).map(Object::ServiceImport),
         }
     }
 
@@ -185,6 +204,7 @@ impl Cluster {
             Kind::Service => self.services.len(),
             Kind::EndpointSlice => self.endpoint_slices.len(),
             Kind::Pod => self.pods.len(),
+            Kind::ServiceImport => self.service_imports.len(),
         }
     }
 
@@ -199,6 +219,21 @@ impl Cluster {
             .take_while(move |(key, _)| key.namespace == service.namespace)
             .map(|(_, slice)| slice)
             .filter(move |slice| slice.service_name.as_deref() == Some(service.name.as_str()))
+    }
+
+    /// The EndpointSlices an MCS implementation imported for the ServiceImport `import` (by
+    /// the `multicluster.kubernetes.io/service-name` label, in its namespace), in name order.
+    pub fn imported_slices_of<'a, 'k>(
+        &'a self,
+        import: &'k ObjectKey,
+    ) -> impl Iterator<Item = &'a EndpointSlice> + use<'a, 'k> {
+        self.endpoint_slices
+            .range(ObjectKey::namespace_start(&import.namespace)..)
+            .take_while(move |(key, _)| key.namespace == import.namespace)
+            .map(|(_, slice)| slice)
+            .filter(move |slice| {
+                slice.labels.get(serviceimport::LABEL_MCS_SERVICE_NAME) == Some(&import.name)
+            })
     }
 
     /// The pods of one namespace, in name order.

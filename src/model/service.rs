@@ -38,6 +38,9 @@ pub struct Service {
     pub external_ips: Vec<IpAddr>,
     /// `status.loadBalancer.ingress[].ip`.
     pub load_balancer_ips: Vec<IpAddr>,
+    /// `status.loadBalancer.ingress[].hostname` of the entries without an `ip` (cloud load
+    /// balancers known by name; *k8s_external* answers them with a CNAME).
+    pub load_balancer_hostnames: Vec<String>,
     /// `spec.loadBalancerSourceRanges`.
     pub load_balancer_source_ranges: Vec<IpNet>,
     /// `spec.healthCheckNodePort`: the node port kube-proxy answers health checks on, set by
@@ -62,6 +65,40 @@ pub enum ServiceKind {
     HeadlessWithSelector,
     /// A headless Service without a selector (slices written by someone else).
     HeadlessWithoutSelector,
+}
+
+#[cfg(test)]
+impl Service {
+    /// A ClusterIP Service `shop/<name>` at 10.96.0.20 with one port, http 80/TCP → `target`,
+    /// no selector, every policy at its default: the base of the unit tests' Services.
+    pub(crate) fn for_test(name: &str, target: TargetPort) -> Self {
+        Self {
+            key: ObjectKey::new("shop", name),
+            labels: Labels::new(),
+            selector: None,
+            service_type: ServiceType::ClusterIp,
+            cluster_ips: vec![[10, 96, 0, 20].into()],
+            headless: false,
+            external_name: None,
+            ports: vec![ServicePort {
+                name: "http".to_owned(),
+                protocol: Protocol::Tcp,
+                port: 80,
+                target_port: target,
+                node_port: None,
+            }],
+            publish_not_ready_addresses: false,
+            ip_families: vec![AddressType::IPv4],
+            external_traffic_policy: TrafficPolicy::Cluster,
+            internal_traffic_policy: TrafficPolicy::Cluster,
+            session_affinity: SessionAffinity::None,
+            external_ips: Vec::new(),
+            load_balancer_ips: Vec::new(),
+            load_balancer_hostnames: Vec::new(),
+            load_balancer_source_ranges: Vec::new(),
+            health_check_node_port: None,
+        }
+    }
 }
 
 impl ServiceKind {

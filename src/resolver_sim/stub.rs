@@ -1,59 +1,10 @@
 //! The stub resolvers' search walk, as `getaddrinfo` makes it, modelled from the libcs'
 //! source.
 //!
-//! **glibc** (2.26 and later; `resolv/res_query.c` `__res_context_search`,
-//! `__res_context_query`, `resolv/res_send.c` `send_dg`; nss_dns asks A and AAAA together):
-//!
-//! - A name ending in a dot is asked as it is, once, whatever the answer.
-//! - A name with at least `ndots` dots is asked as it is first; if that does not answer, the
-//!   search list follows, and the name is not asked again at the end.
-//! - Otherwise every search domain is appended in turn, then the name is asked as it is last
-//!   (unless a search domain is the root, or the name has no dot and `no-tld-query` is set).
-//! - A step *answers* when A or AAAA has at least one record. NXDOMAIN and NODATA continue the
-//!   walk; so does SERVFAIL (after every attempt on every nameserver failed); REFUSED, NOTIMP
-//!   or a timeout end the search list, but the name as typed is still tried if it was not.
-//!   When A and AAAA disagree, the answer that is not SERVFAIL/REFUSED/NOTIMP counts; between
-//!   NXDOMAIN and NODATA, NXDOMAIN wins.
-//! - A and AAAA go out together (`sendmmsg`) and are waited for together; with
-//!   `single-request` AAAA is sent after A's reply, on the same socket; with
-//!   `single-request-reopen`, on a new one. A SERVFAIL, REFUSED or NOTIMP for both is retried
-//!   on every nameserver, `attempts` times. Under `single-request(-reopen)` such a reply to A
-//!   leaves AAAA unsent and the next try goes out at once, on a new socket (glibc 2.36 as
-//!   Debian ships it, checked with a server that answers SERVFAIL).
-//! - When one reply of the pair never arrives and the other did, glibc does not give up on
-//!   it: after the timeout it switches the *process* to `single-request` and asks both again
-//!   (same nameserver, a fresh timeout); after the next timeout, to `single-request-reopen`,
-//!   and asks again; after a third, it returns the reply it has. The switches stay for the
-//!   rest of the process (`statp->options`), so later names start in that mode. If it is A's
-//!   reply that is missing, in `single-request` mode AAAA is never sent again and the try
-//!   fails (each later try waits out its timeout for A).
-//! - `options no-aaaa` (glibc 2.36) asks A only.
-//! - Timeouts: the k-th nameserver (from 0) is given `timeout << k` seconds, divided by the
-//!   number of nameservers for k > 0 (at least 1 s); `attempts` rounds over all of them.
-//! - Caps: `ndots` 15, `timeout` 30, `attempts` 5.
-//!
-//! **res_search** (a lookup of one type: SRV, PTR, TXT, MX, ...; what `host -t SRV` and
-//! client libraries call): glibc's `res_nsearch` is the same `__res_context_search` walk as
-//! above with that one type (one query per name, no A/AAAA pair), and it fails with `h_errno`
-//! (HOST_NOT_FOUND, NO_DATA when a name answered NODATA, TRY_AGAIN on SERVFAIL) instead of an
-//! `EAI_*` code. musl's `res_search` is a weak alias of `res_query`: the name as given, one
-//! query, never the search list (`src/network/res_query.c`).
-//!
-//! **musl** (1.2.3, Debian's and Alpine 3.17's; `src/network/lookup_name.c`
-//! `name_from_dns_search`, `src/network/res_msend.c`):
-//!
-//! - A name ending in a dot, or with at least `ndots` dots, is asked as it is only: musl never
-//!   applies the search list to it.
-//! - Otherwise every search domain in turn (a domain that would make the name longer than 254
-//!   characters is skipped), then the name as it is.
-//! - The walk continues only on NXDOMAIN (A's answer looked at first, then AAAA's): NODATA ends
-//!   it ("no address"), and so do SERVFAIL and no reply.
-//! - A and AAAA always go out together, to every nameserver at once. A SERVFAIL is asked again
-//!   at once (at most twice per query per round); REFUSED and other codes are ignored, so
-//!   such a query waits out the whole `timeout`, retried every `timeout / attempts`.
-//! - musl reads resolv.conf its own way: keywords must start the line, a line longer than 254
-//!   characters is skipped whole (a long `search` line is lost), only `ndots`, `attempts` and
-//!   `timeout` options exist (caps 15, 10, 60).
+//! The walks themselves, with what each libc does, are in `stub/glibc.rs` and `stub/musl.rs`.
+
+mod glibc;
+mod musl;
 
 use std::fmt;
 
@@ -487,6 +438,46 @@ pub struct Step {
     pub notes: Vec<String>,
 }
 
+/// A step's exchanges as they add up: how many times each query was sent (retries and
+/// nameservers included), the sequential round trips, the time waited on timeouts, and what
+/// the resolver did on the way.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: Vec<u32>,
+    round_trips: u32,
+    waited_ms: u64,
+    notes: Vec<String>,
+}
+
+impl Tally {
+    /// Nothing sent yet, for `queries` queries.
+    fn new(queries: usize) -> Self {
+        Self {
+            sent: vec![0; queries],
+            ..Self::default()
+        }
+    }
+
+    /// The step that asked `name` for `qtypes` and got `replies` (in the same order), with
+    /// the resolver's `verdict`.
+    fn step(self, name: String, qtypes: &[Qtype], replies: Vec<Reply>, verdict: Verdict) -> Step {
+        let queries = qtypes
+            .iter()
+            .zip(replies)
+            .zip(self.sent)
+            .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
+            .collect();
+        Step {
+            name,
+            queries,
+            verdict,
+            round_trips: self.round_trips,
+            waited_ms: self.waited_ms,
+            notes: self.notes,
+        }
+    }
+}
+
 /// What a step means to the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -579,16 +570,6 @@ impl Walk {
     }
 }
 
-/// glibc's timeout for the k-th nameserver (from 0), milliseconds: `timeout << k` seconds,
-/// divided by the number of nameservers for k > 0, at least one second.
-fn glibc_timeout_ms(config: &StubConfig, ns: usize) -> u64 {
-    let mut seconds = u64::from(config.timeout) << ns;
-    if ns > 0 {
-        seconds /= config.nameservers as u64;
-    }
-    seconds.max(1) * 1000
-}
-
 /// The time the libc gives one step before it gives up, milliseconds: glibc `attempts`
 /// rounds over every nameserver, the k-th (from 0) waited on `timeout << k` seconds divided
 /// by the number of nameservers for k > 0 (at least one second); musl `timeout` in all.
@@ -596,22 +577,12 @@ pub fn step_budget_ms(libc: Libc, config: &StubConfig) -> u64 {
     match libc {
         Libc::Glibc => {
             let per_round: u64 = (0..config.nameservers)
-                .map(|ns| glibc_timeout_ms(config, ns))
+                .map(|ns| glibc::timeout_ms(config, ns))
                 .sum();
             u64::from(config.attempts) * per_round
         }
         Libc::Musl => u64::from(config.timeout) * 1000,
     }
-}
-
-/// How many times musl sends an unanswered query: at 0, `interval`, 2 `interval`, ... while
-/// under `timeout`, with `interval = timeout / attempts` in milliseconds.
-fn musl_rounds(config: &StubConfig) -> u32 {
-    let timeout = u64::from(config.timeout) * 1000;
-    let interval = (timeout / u64::from(config.attempts.max(1))).max(1);
-    u32::try_from(timeout.div_ceil(interval))
-        .unwrap_or(u32::MAX)
-        .max(1)
 }
 
 /// Walks `name` the way `libc` does under `config`, asking `answerer`, in a new process.
@@ -700,12 +671,12 @@ pub fn call_in(
         send_mode_after: mode,
     };
     match (libc, call) {
-        (Libc::Glibc, _) => glibc_walk(config, name, qtypes, answerer, &mut walk),
+        (Libc::Glibc, _) => glibc::walk(config, name, qtypes, answerer, &mut walk),
         (Libc::Musl, Call::Getaddrinfo { .. }) => {
-            musl_walk(config, name, qtypes, answerer, &mut walk);
+            musl::walk(config, name, qtypes, answerer, &mut walk);
         }
         (Libc::Musl, Call::ResSearch { .. }) => {
-            musl_res_query(config, name, qtypes, answerer, &mut walk);
+            musl::res_query(config, name, qtypes, answerer, &mut walk);
         }
     }
     if let Some(step) = walk.steps.last()
@@ -723,499 +694,6 @@ fn join(name: &str, domain: Option<&str>) -> String {
         Some("") | None => format!("{name}."),
         Some(domain) => format!("{name}.{domain}."),
     }
-}
-
-/// What glibc's `h_errno` says after a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Herrno {
-    Found,
-    HostNotFound,
-    NoData,
-    /// TRY_AGAIN; `true` when the reply kept was a SERVFAIL (the search goes on).
-    TryAgain(bool),
-    NoRecovery,
-}
-
-fn glibc_walk(
-    config: &StubConfig,
-    name: &str,
-    qtypes: &[Qtype],
-    answerer: &mut dyn Answerer,
-    walk: &mut Walk,
-) {
-    let dots = name.matches('.').count();
-    let trailing = name.ends_with('.');
-    let mut step = |qname: String, walk: &mut Walk| -> Herrno {
-        let (step, herrno) = glibc_step(config, qname, qtypes, answerer, &mut walk.send_mode_after);
-        walk.steps.push(step);
-        herrno
-    };
-    let mut tried_as_is = false;
-    let mut saved = None;
-    if dots >= config.ndots as usize || trailing {
-        let herrno = step(join(name, None), walk);
-        if herrno == Herrno::Found || trailing {
-            finish_glibc(walk, herrno);
-            return;
-        }
-        saved = Some(herrno);
-        tried_as_is = true;
-    }
-    let mut searched = false;
-    let mut root_on_list = false;
-    let mut got_nodata = false;
-    let mut got_servfail = false;
-    let mut last = Herrno::HostNotFound;
-    if !trailing {
-        for domain in &config.search {
-            searched = true;
-            let domain = domain.strip_prefix('.').unwrap_or(domain);
-            if domain.is_empty() {
-                root_on_list = true;
-            }
-            let herrno = step(join(name, Some(domain)), walk);
-            last = herrno;
-            match herrno {
-                Herrno::Found => {
-                    finish_glibc(walk, herrno);
-                    return;
-                }
-                Herrno::NoData => got_nodata = true,
-                Herrno::HostNotFound => {}
-                Herrno::TryAgain(true) => got_servfail = true,
-                Herrno::TryAgain(false) | Herrno::NoRecovery => break,
-            }
-        }
-    }
-    let tld_allowed = dots > 0 || !searched || !config.no_tld_query;
-    if tld_allowed && !tried_as_is && !root_on_list {
-        let herrno = step(join(name, None), walk);
-        if herrno == Herrno::Found {
-            finish_glibc(walk, herrno);
-            return;
-        }
-        last = herrno;
-    }
-    let final_herrno = saved.unwrap_or(if got_nodata {
-        Herrno::NoData
-    } else if got_servfail {
-        Herrno::TryAgain(true)
-    } else {
-        last
-    });
-    finish_glibc(walk, final_herrno);
-}
-
-fn finish_glibc(walk: &mut Walk, herrno: Herrno) {
-    if let Call::ResSearch { .. } = walk.call {
-        // res_search returns -1 and leaves the reason in h_errno.
-        walk.error = match herrno {
-            Herrno::Found => None,
-            Herrno::HostNotFound => Some("HOST_NOT_FOUND".to_owned()),
-            Herrno::NoData => Some("NO_DATA".to_owned()),
-            Herrno::TryAgain(_) => Some("TRY_AGAIN".to_owned()),
-            Herrno::NoRecovery => Some("NO_RECOVERY".to_owned()),
-        };
-        return;
-    }
-    walk.error = match herrno {
-        Herrno::Found => None,
-        // getaddrinfo: HOST_NOT_FOUND is EAI_NONAME; NO_DATA (the name exists, without
-        // addresses) is EAI_NODATA; TRY_AGAIN is EAI_AGAIN.
-        Herrno::HostNotFound => Some("EAI_NONAME".to_owned()),
-        Herrno::NoData => Some("EAI_NODATA".to_owned()),
-        Herrno::TryAgain(_) => Some("EAI_AGAIN".to_owned()),
-        Herrno::NoRecovery => Some("EAI_FAIL".to_owned()),
-    };
-}
-
-/// What glibc makes of one reply in `send_dg`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// An answer it keeps (NOERROR, NXDOMAIN, ...).
-    Kept,
-    /// SERVFAIL, REFUSED or NOTIMP: the next server is tried.
-    Rejected,
-    /// Nothing came back.
-    Lost,
-}
-
-fn kind(reply: &Reply) -> Kind {
-    match reply.rcode {
-        None => Kind::Lost,
-        Some(_) if reply.rejected() => Kind::Rejected,
-        Some(_) => Kind::Kept,
-    }
-}
-
-/// What glibc does for one step: `send_dg` on each nameserver, `attempts` rounds.
-struct Exchanges<'a> {
-    kinds: &'a [Kind],
-    /// A's rcode, for the notes.
-    a_rcode: &'static str,
-    sent: Vec<u32>,
-    round_trips: u32,
-    waited_ms: u64,
-    notes: Vec<String>,
-}
-
-impl Exchanges<'_> {
-    fn send(&mut self, index: usize) {
-        self.sent[index] += 1;
-        self.round_trips += 1;
-    }
-
-    /// One `send_dg` call on a nameserver given `timeout` ms, in `mode`: the replies kept
-    /// when it returns an answer, `None` when the next server is to be tried.
-    fn send_dg(&mut self, mode: &mut SendMode, timeout: u64) -> Option<Vec<usize>> {
-        if self.kinds.len() == 1 {
-            self.send(0);
-            return match self.kinds[0] {
-                Kind::Kept => Some(vec![0]),
-                Kind::Rejected => None,
-                Kind::Lost => {
-                    self.waited_ms += timeout;
-                    None
-                }
-            };
-        }
-        let seconds = timeout / 1000;
-        loop {
-            if *mode == SendMode::Parallel {
-                self.sent[0] += 1;
-                self.sent[1] += 1;
-                self.round_trips += 1;
-                match (self.kinds[0], self.kinds[1]) {
-                    (Kind::Kept, Kind::Kept) => return Some(vec![0, 1]),
-                    (Kind::Kept, Kind::Rejected) => return Some(vec![0]),
-                    (Kind::Rejected, Kind::Kept) => return Some(vec![1]),
-                    (Kind::Rejected, Kind::Rejected) => return None,
-                    (Kind::Kept, Kind::Lost) | (Kind::Lost, Kind::Kept) => {
-                        let (lost, had) = if self.kinds[0] == Kind::Lost {
-                            (Qtype::A, Qtype::Aaaa)
-                        } else {
-                            (Qtype::Aaaa, Qtype::A)
-                        };
-                        self.waited_ms += timeout;
-                        *mode = SendMode::SingleRequest;
-                        self.notes.push(format!(
-                            "no {lost} reply in {seconds} s with {had}'s in hand: glibc switches \
-                             the process to single-request and asks again"
-                        ));
-                        continue;
-                    }
-                    _ => {
-                        self.waited_ms += timeout;
-                        return None;
-                    }
-                }
-            }
-            // single-request(-reopen): A first, AAAA after A's reply.
-            self.send(0);
-            match self.kinds[0] {
-                Kind::Lost => {
-                    self.waited_ms += timeout;
-                    return None;
-                }
-                Kind::Rejected => {
-                    let note = format!(
-                        "{} for A under {mode}: AAAA is not sent; the next try goes out at \
-                         once, on a new socket",
-                        self.a_rcode
-                    );
-                    if !self.notes.contains(&note) {
-                        self.notes.push(note);
-                    }
-                    return None;
-                }
-                Kind::Kept => {}
-            }
-            self.send(1);
-            match self.kinds[1] {
-                Kind::Kept => return Some(vec![0, 1]),
-                Kind::Rejected => return Some(vec![0]),
-                Kind::Lost => {
-                    self.waited_ms += timeout;
-                    if *mode == SendMode::SingleRequest {
-                        *mode = SendMode::SingleRequestReopen;
-                        self.notes.push(format!(
-                            "no AAAA reply in {seconds} s under single-request: glibc switches \
-                             the process to single-request-reopen and asks again"
-                        ));
-                        continue;
-                    }
-                    self.notes.push(format!(
-                        "no AAAA reply in {seconds} s under single-request-reopen: glibc \
-                         returns A's reply alone"
-                    ));
-                    return Some(vec![0]);
-                }
-            }
-        }
-    }
-}
-
-/// One glibc step: `__res_context_query` over `send_dg`, in the process's `mode` (which a
-/// lost reply switches).
-fn glibc_step(
-    config: &StubConfig,
-    name: String,
-    qtypes: &[Qtype],
-    answerer: &mut dyn Answerer,
-    mode: &mut SendMode,
-) -> (Step, Herrno) {
-    let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
-    let kinds: Vec<Kind> = replies.iter().map(kind).collect();
-    let mut exchanges = Exchanges {
-        kinds: &kinds,
-        a_rcode: replies
-            .first()
-            .and_then(|r| r.rcode)
-            .map_or("no reply", crate::wire::rcode_name),
-        sent: vec![0; replies.len()],
-        round_trips: 0,
-        waited_ms: 0,
-        notes: Vec::new(),
-    };
-    let mut kept: Option<Vec<usize>> = None;
-    'tries: for _ in 0..config.attempts {
-        for ns in 0..config.nameservers {
-            let timeout = glibc_timeout_ms(config, ns);
-            if let Some(answer) = exchanges.send_dg(mode, timeout) {
-                kept = Some(answer);
-                break 'tries;
-            }
-        }
-    }
-    let Exchanges {
-        sent,
-        round_trips,
-        waited_ms,
-        notes,
-        ..
-    } = exchanges;
-    let herrno = match &kept {
-        None => {
-            // Every try failed: the search goes on only if the reply left in the answer
-            // buffer is a SERVFAIL (a kept reply of a pair whose other half was lost stays
-            // there).
-            let received: Vec<&Reply> = replies
-                .iter()
-                .zip(&sent)
-                .filter(|(r, sent)| **sent > 0 && r.rcode.is_some())
-                .map(|(r, _)| r)
-                .collect();
-            let buffer = received
-                .iter()
-                .find(|r| kind(r) == Kind::Kept)
-                .or_else(|| received.first());
-            Herrno::TryAgain(buffer.is_some_and(|r| r.rcode == Some(rcode::SERVFAIL)))
-        }
-        Some(kept) if kept.iter().any(|&i| replies[i].has_records()) => Herrno::Found,
-        Some(kept) => {
-            // __res_context_query: the first reply's rcode unless it is NOERROR.
-            let first = replies[kept[0]].rcode.unwrap_or(rcode::SERVFAIL);
-            let second = kept.last().and_then(|&i| replies[i].rcode).unwrap_or(first);
-            match if first == rcode::NOERROR {
-                second
-            } else {
-                first
-            } {
-                rcode::NXDOMAIN => Herrno::HostNotFound,
-                rcode::NOERROR => Herrno::NoData,
-                _ => Herrno::NoRecovery,
-            }
-        }
-    };
-    let verdict = match herrno {
-        Herrno::Found => Verdict::Answer,
-        Herrno::HostNotFound | Herrno::NoData | Herrno::TryAgain(true) => Verdict::Continue,
-        Herrno::TryAgain(false) | Herrno::NoRecovery => Verdict::Stop,
-    };
-    let queries = qtypes
-        .iter()
-        .zip(replies)
-        .zip(sent)
-        .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
-        .collect();
-    (
-        Step {
-            name,
-            queries,
-            verdict,
-            round_trips,
-            waited_ms,
-            notes,
-        },
-        herrno,
-    )
-}
-
-fn musl_walk(
-    config: &StubConfig,
-    name: &str,
-    qtypes: &[Qtype],
-    answerer: &mut dyn Answerer,
-    walk: &mut Walk,
-) {
-    let dots = name.matches('.').count();
-    let trailing = name.ends_with('.');
-    let bare = name.strip_suffix('.').unwrap_or(name);
-    if bare.is_empty() || bare.ends_with('.') {
-        walk.error = Some("EAI_NONAME".to_owned());
-        return;
-    }
-    let search: &[String] = if dots >= config.ndots as usize || trailing {
-        &[]
-    } else {
-        &config.search
-    };
-    for domain in search {
-        // canon[] holds 256 bytes: the name, a dot, the domain and a NUL.
-        if domain.len() >= 256 - bare.len() - 1 {
-            continue;
-        }
-        let (step, result) = musl_step(config, join(bare, Some(domain)), qtypes, answerer);
-        walk.steps.push(step);
-        if let Some(error) = result {
-            walk.error = error;
-            return;
-        }
-    }
-    let (step, result) = musl_step(config, join(bare, None), qtypes, answerer);
-    walk.steps.push(step);
-    walk.error = match result {
-        Some(error) => error,
-        None => Some("EAI_NONAME".to_owned()),
-    };
-}
-
-/// One musl step (`name_from_dns` over `__res_msend_rc`). `None`: NXDOMAIN, the walk goes
-/// on; `Some(None)`: addresses; `Some(Some(error))`: the walk ends with `error`.
-#[allow(clippy::option_option)]
-fn musl_step(
-    config: &StubConfig,
-    name: String,
-    qtypes: &[Qtype],
-    answerer: &mut dyn Answerer,
-) -> (Step, Option<Option<String>>) {
-    let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
-    let accepted = |r: &Reply| matches!(r.rcode, Some(rcode::NOERROR | rcode::NXDOMAIN));
-    let nns = config.nameservers as u32;
-    let mut sent = vec![0u32; replies.len()];
-    let mut waited_ms = 0;
-    let mut round_trips = 1;
-    if replies.iter().all(accepted) {
-        // Every nameserver is asked; the first reply for each query is taken.
-        sent.iter_mut().for_each(|s| *s = nns);
-    } else {
-        // Rounds every timeout/attempts until the timeout: each unaccepted query goes to every
-        // nameserver; SERVFAIL replies are re-sent at once while the round's budget (two per
-        // query) lasts.
-        waited_ms = u64::from(config.timeout) * 1000;
-        let rounds = musl_rounds(config);
-        round_trips = rounds;
-        for (index, reply) in replies.iter().enumerate() {
-            sent[index] = if accepted(reply) { nns } else { nns * rounds };
-        }
-        let servfails: Vec<usize> = (0..replies.len())
-            .filter(|&i| replies[i].rcode == Some(rcode::SERVFAIL))
-            .collect();
-        if !servfails.is_empty() {
-            for _ in 0..rounds {
-                // The replies of a round come back in send order; each SERVFAIL is re-sent
-                // (and SERVFAILs again) while the budget lasts.
-                let mut budget = 2 * replies.len() as u32;
-                let mut queue: Vec<usize> = servfails
-                    .iter()
-                    .flat_map(|&i| std::iter::repeat_n(i, nns as usize))
-                    .collect();
-                let mut at = 0;
-                while at < queue.len() {
-                    if budget > 0 {
-                        budget -= 1;
-                        sent[queue[at]] += 1;
-                        queue.push(queue[at]);
-                    }
-                    at += 1;
-                }
-            }
-        }
-    }
-    // name_from_dns: A's reply first, then AAAA's.
-    let mut result: Option<Option<String>> = Some(None);
-    let mut decided = false;
-    for reply in &replies {
-        if !accepted(reply) {
-            result = Some(Some("EAI_AGAIN".to_owned()));
-            decided = true;
-            break;
-        }
-        if reply.rcode == Some(rcode::NXDOMAIN) {
-            result = None;
-            decided = true;
-            break;
-        }
-    }
-    if !decided && !replies.iter().any(Reply::has_records) {
-        result = Some(Some("EAI_NONAME".to_owned()));
-    }
-    let verdict = match &result {
-        None => Verdict::Continue,
-        Some(None) => Verdict::Answer,
-        Some(Some(_)) => Verdict::Stop,
-    };
-    let queries = qtypes
-        .iter()
-        .zip(replies)
-        .zip(sent)
-        .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
-        .collect();
-    (
-        Step {
-            name,
-            queries,
-            verdict,
-            round_trips,
-            waited_ms,
-            notes: Vec::new(),
-        },
-        result,
-    )
-}
-
-/// musl's `res_search`, a weak alias of `res_query` (`src/network/res_query.c`): the name as
-/// given (`__res_mkquery` drops a final dot), one query through `__res_send`; no reply, or a
-/// reply other than NOERROR/NXDOMAIN, is TRY_AGAIN; NXDOMAIN is HOST_NOT_FOUND; NOERROR
-/// without answers is NO_DATA.
-fn musl_res_query(
-    config: &StubConfig,
-    name: &str,
-    qtypes: &[Qtype],
-    answerer: &mut dyn Answerer,
-    walk: &mut Walk,
-) {
-    let bare = name.strip_suffix('.').unwrap_or(name);
-    if bare.is_empty() || bare.ends_with('.') {
-        // __res_mkquery refuses the name: -1, h_errno untouched.
-        walk.error = Some("NO_RECOVERY".to_owned());
-        return;
-    }
-    let (mut step, _) = musl_step(config, join(bare, None), qtypes, answerer);
-    let reply = step.queries.first().map(|q| &q.reply);
-    walk.error = match reply.and_then(|r| r.rcode) {
-        Some(rcode::NXDOMAIN) => Some("HOST_NOT_FOUND".to_owned()),
-        Some(rcode::NOERROR) if reply.is_some_and(Reply::has_records) => None,
-        Some(rcode::NOERROR) => Some("NO_DATA".to_owned()),
-        _ => Some("TRY_AGAIN".to_owned()),
-    };
-    // One name: there is no walk to go on with or stop early.
-    step.verdict = if walk.error.is_none() {
-        Verdict::Answer
-    } else {
-        Verdict::Continue
-    };
-    walk.steps.push(step);
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub(crate) mod chaos;
 pub(crate) mod chase;
 pub(crate) mod file;
 pub(crate) mod hosts;
+pub(crate) mod k8s_external;
 pub(crate) mod rewrite;
 pub(crate) mod template;
 
@@ -61,6 +62,8 @@ pub(crate) enum Step {
     Transfer,
     /// *hosts*.
     Hosts(Arc<hosts::Hosts>),
+    /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
+    K8sExternal(k8s_external::K8sExternal),
     /// *kubernetes*: the cluster zone.
     Kubernetes,
     /// *file*: zones from zone files.
@@ -81,6 +84,7 @@ impl Step {
             Self::Template(_) => "template",
             Self::Transfer => "transfer",
             Self::Hosts(_) => "hosts",
+            Self::K8sExternal(_) => "k8s_external",
             Self::Kubernetes => "kubernetes",
             Self::File(_) => "file",
             Self::Forward => "forward",
@@ -95,6 +99,7 @@ impl Step {
             Self::Autopath
                 | Self::Transfer
                 | Self::Hosts(_)
+                | Self::K8sExternal(_)
                 | Self::Kubernetes
                 | Self::File(_)
                 | Self::Forward
@@ -324,6 +329,11 @@ impl Chain {
                     hosts::Answered::Pass => {}
                     hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
                 },
+                Step::K8sExternal(external) => {
+                    if let Some(flow) = external.answer(ctx, q, out) {
+                        return flow;
+                    }
+                }
                 Step::Kubernetes => {
                     if let Some(flow) = kubernetes(ctx, q, out) {
                         return flow;

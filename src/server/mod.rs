@@ -216,7 +216,12 @@ impl Block {
         if let Some(hosts) = &config.hosts {
             steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
         }
-        if kubernetes.is_some() {
+        if let Some(kubernetes) = &kubernetes {
+            if let Some(external) = &kubernetes.config.external {
+                steps.push(Step::K8sExternal(chain::k8s_external::K8sExternal::new(
+                    external,
+                )));
+            }
             steps.push(Step::Kubernetes);
         }
         if let Some(file) = plugins.file {

@@ -30,7 +30,7 @@ use crate::metrics::{Collect, Exposition};
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
-use crate::source::{file, programming, watcher};
+use crate::source::{file, file_watch, programming};
 use crate::store::Store;
 
 /// Why a server could not start.
@@ -204,10 +204,11 @@ fn load_with(
                 Some(Kubernetes::watching(k8s.clone(), watch))
             }
             Some(k8s) => {
-                let loaded = watcher::load(&k8s.objects).map_err(|source| StartError::Objects {
-                    line: k8s.line,
-                    error: Box::new(source),
-                })?;
+                let loaded =
+                    file_watch::load(&k8s.objects).map_err(|source| StartError::Objects {
+                        line: k8s.line,
+                        error: Box::new(source),
+                    })?;
                 for (kind, count) in &loaded.ignored {
                     tracing::info!(
                         kind,
@@ -402,41 +403,32 @@ impl Generation {
                     .or_default()
                     .push(Arc::clone(&loaded.block));
             }
-            if let Some(cache) = loaded
-                .block
-                .cache()
-                .filter(|_| !loaded.block.metrics.is_empty())
-            {
-                registrations.push(
-                    observability
-                        .registry
-                        .register(Arc::clone(cache) as Arc<dyn Collect>),
-                );
-            }
-            if let Some(templates) = loaded
-                .block
-                .templates()
-                .filter(|_| !loaded.block.metrics.is_empty())
-            {
-                registrations.push(
-                    observability
-                        .registry
-                        .register(Arc::clone(templates.metrics()) as Arc<dyn Collect>),
-                );
-            }
-            if let Some(store) = &loaded.store_metrics {
-                registrations.push(
-                    observability
-                        .registry
-                        .register(Arc::clone(store) as Arc<dyn Collect>),
-                );
-            }
-            if let Some(status) = &loaded.api_status {
-                registrations.push(
-                    observability
-                        .registry
-                        .register(Arc::clone(status) as Arc<dyn Collect>),
-                );
+            // A block's own metrics, when it has a *prometheus* to show them.
+            let exported = !loaded.block.metrics.is_empty();
+            let block_metrics = [
+                loaded
+                    .block
+                    .cache()
+                    .filter(|_| exported)
+                    .map(|cache| Arc::clone(cache) as Arc<dyn Collect>),
+                loaded
+                    .block
+                    .templates()
+                    .filter(|_| exported)
+                    .map(|templates| Arc::clone(templates.metrics()) as Arc<dyn Collect>),
+            ];
+            let sources = [
+                loaded
+                    .store_metrics
+                    .as_ref()
+                    .map(|store| Arc::clone(store) as Arc<dyn Collect>),
+                loaded
+                    .api_status
+                    .as_ref()
+                    .map(|status| Arc::clone(status) as Arc<dyn Collect>),
+            ];
+            for collector in block_metrics.into_iter().chain(sources).flatten() {
+                registrations.push(observability.registry.register(collector));
             }
         }
         let mut http: Vec<(SocketAddr, Route)> = Vec::new();
@@ -524,7 +516,7 @@ impl Generation {
                     .take()
             {
                 publisher.track(Tracker::new(self.started, &loaded.triggers));
-                watcher::watch(
+                file_watch::watch(
                     k8s.config.objects.clone(),
                     publisher,
                     k8s.fingerprint,

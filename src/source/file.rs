@@ -9,8 +9,10 @@
 //! the memory a load needs is the file's text and the model, never a whole JSON tree. A
 //! top-level object with an `items` array is read as a list, whatever its `kind`.
 //!
-//! Four kinds are read: `v1` Namespace, Service and Pod, and `discovery.k8s.io/v1`
-//! EndpointSlice (an object of a known kind without `apiVersion` is read too). Every other
+//! Five kinds are read: `v1` Namespace, Service and Pod, `discovery.k8s.io/v1`
+//! EndpointSlice, and `multicluster.x-k8s.io/v1alpha1` ServiceImport (an object of a known
+//! kind without `apiVersion` is read too; ServiceImports are kept only by a block with
+//! `multicluster`). Every other
 //! object, such as the Deployments, ReplicaSets, Endpoints and ConfigMaps of a
 //! `kubectl get all` dump, is counted in [`Loaded::ignored`] by kind and otherwise skipped. A
 //! known kind of another group (a Knative `serving.knative.dev/v1` Service) is counted as
@@ -57,7 +59,7 @@ use serde_json::Value;
 
 use crate::model::endpoints::reconcile_slices;
 use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
-use crate::model::{Labels, convert};
+use crate::model::{Labels, convert, serviceimport};
 
 /// The label the API server sets on every Namespace to its own name.
 pub const LABEL_NAMESPACE_NAME: &str = "kubernetes.io/metadata.name";
@@ -271,6 +273,7 @@ impl Loader {
             .keys()
             .chain(cluster.endpoint_slices.keys())
             .chain(cluster.pods.keys())
+            .chain(cluster.service_imports.keys())
             .map(|key| key.namespace.clone())
             .filter(|name| !cluster.namespaces.contains_key(name))
             .collect();
@@ -504,11 +507,12 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
 }
 
 /// The kinds that are read, with their `apiVersion`.
-const KNOWN: [(&str, &str); 4] = [
+const KNOWN: [(&str, &str); 5] = [
     ("Namespace", "v1"),
     ("Service", "v1"),
     ("Pod", "v1"),
     ("EndpointSlice", "discovery.k8s.io/v1"),
+    ("ServiceImport", serviceimport::API_VERSION),
 ];
 
 impl Reader<'_> {
@@ -676,6 +680,10 @@ impl Reader<'_> {
                 convert::service(&self.typed(value, &location, &object)?).map(Object::Service)
             }
             "Pod" => convert::pod(&self.typed(value, &location, &object)?).map(Object::Pod),
+            "ServiceImport" => {
+                serviceimport::service_import(&self.typed(value, &location, &object)?)
+                    .map(Object::ServiceImport)
+            }
             _ => convert::endpoint_slice(&self.typed(value, &location, &object)?)
                 .map(Object::EndpointSlice),
         };
@@ -766,98 +774,4 @@ fn json_type(value: &Value) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_prefixes() {
-        let cases = [
-            (
-                "items[3]",
-                "Service shop/web",
-                "spec.type",
-                "items[3] (Service shop/web): spec.type: ",
-            ),
-            ("items[3]", "", "kind", "items[3]: kind: "),
-            (
-                "",
-                "Service shop/web",
-                "spec.type",
-                "Service shop/web: spec.type: ",
-            ),
-            ("[1]", "Pod shop/a", "", "[1] (Pod shop/a): "),
-            ("", "", "", ""),
-        ];
-        for (location, object, path, want) in cases {
-            let prefix = Prefix {
-                location,
-                object,
-                path,
-            };
-            assert_eq!(prefix.to_string(), want, "{location:?} {object:?} {path:?}");
-        }
-    }
-
-    #[test]
-    fn json_errors_carry_position_once() {
-        let error = parse_objects("{\"a\": }", Path::new("x.json")).expect_err("invalid");
-        assert_eq!(
-            error.to_string(),
-            "x.json:1:7: invalid JSON: expected value"
-        );
-    }
-
-    #[test]
-    fn known_kinds_without_api_version_are_read() {
-        let text = r#"[
-            {"kind": "Namespace", "metadata": {"name": "shop"}},
-            {"kind": "Service", "metadata": {"name": "web", "namespace": "shop"}},
-            {"kind": "Pod", "metadata": {"name": "web-a", "namespace": "shop"}},
-            {"kind": "EndpointSlice", "metadata": {"name": "web-x", "namespace": "shop"},
-             "addressType": "IPv4"}
-        ]"#;
-        let loaded = parse_objects(text, Path::new("x.json")).expect("valid");
-        assert_eq!(loaded.cluster.namespaces.len(), 1);
-        assert_eq!(loaded.cluster.services.len(), 1);
-        assert_eq!(loaded.cluster.pods.len(), 1);
-        assert_eq!(loaded.cluster.endpoint_slices.len(), 1);
-        assert!(loaded.ignored.is_empty());
-    }
-
-    #[test]
-    fn a_loader_accumulates_documents() {
-        let mut loader = Loader::new();
-        loader
-            .add_text(
-                r#"{"kind": "Namespace", "metadata": {"name": "a"}}"#,
-                Path::new("1.json"),
-            )
-            .expect("first");
-        loader
-            .add_text(
-                r#"{"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}"#,
-                Path::new("2.json"),
-            )
-            .expect("second");
-        loader
-            .add_text(
-                r#"{"kind": "List", "apiVersion": "v1"}"#,
-                Path::new("3.json"),
-            )
-            .expect("a List without items is empty");
-        let error = loader
-            .add_text(
-                r#"{"kind": "Pod", "metadata": {"name": 5}}"#,
-                Path::new("4.json"),
-            )
-            .expect_err("a name that is a number");
-        assert_eq!(
-            error.to_string(),
-            "4.json: Pod: metadata.name: expected the object's name, found a number"
-        );
-        let loaded = loader.finish();
-        assert_eq!(loaded.cluster.namespaces.len(), 1);
-        assert_eq!(loaded.ignored.get("ConfigMap"), Some(&1));
-        assert!(loaded.synthesized_namespaces.is_empty());
-    }
-}
+mod tests;

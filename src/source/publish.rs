@@ -303,6 +303,9 @@ fn needed(mut cluster: Cluster, config: &KubernetesConfig) -> Cluster {
     if config.pods != crate::config::PodMode::Verified {
         cluster.pods.clear();
     }
+    if config.multicluster.is_empty() {
+        cluster.service_imports.clear();
+    }
     zone::trim_cluster(&mut cluster, config);
     cluster
 }
@@ -326,6 +329,7 @@ pub fn diff(old: &Cluster, new: Cluster) -> Vec<Change> {
         services,
         endpoint_slices,
         pods,
+        service_imports,
     } = new;
     for name in old.namespaces.keys() {
         if !namespaces.contains_key(name) {
@@ -362,6 +366,12 @@ pub fn diff(old: &Cluster, new: Cluster) -> Vec<Change> {
         Object::EndpointSlice
     );
     keyed!(old.pods, pods, Kind::Pod, Object::Pod);
+    keyed!(
+        old.service_imports,
+        service_imports,
+        Kind::ServiceImport,
+        Object::ServiceImport
+    );
     changes
 }
 

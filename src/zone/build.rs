@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use super::builder::{Builder, zone_origin};
+use super::multicluster::{self, ImportView};
 use super::name::{WireName, parent};
 use super::node::Node;
 use super::records::{self, Filter, View};
@@ -49,9 +50,12 @@ pub(crate) fn build_full(
         namespaces: view.exposed.iter().copied().collect(),
         pods: cluster.pods.values().collect(),
         only_ips: None,
+        imports: multicluster::view(cluster, &filter),
     };
     let mut b = Builder::new(config.ttl);
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
+    let external =
+        super::external::build(cluster, config, &ctx.local_ips, ctx.serial, &filter, &view);
     let filled = b.fill_empty_non_terminals(&zones);
     let nodes = b.finish();
     let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
@@ -69,22 +73,31 @@ pub(crate) fn build_full(
         clients: Sharded::from_entries(clients.into_iter()),
         ttl: config.ttl,
         serial: ctx.serial,
+        external,
     };
     (snapshot, tree)
 }
 
 /// The zones of `config`, with SOA `serial`.
 pub(crate) fn served_zones(config: &KubernetesConfig, serial: u32) -> Vec<ServedZone> {
+    let wire = |zone: &hickory_proto::rr::Name| {
+        WireName::from_dotted(&zone.to_ascii())
+            .ok()
+            .map(|zone| zone.to_lowercase())
+    };
+    let multicluster: Vec<WireName> = config.multicluster.iter().filter_map(wire).collect();
     config
         .zones
         .iter()
-        .filter_map(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
+        .filter_map(wire)
         .map(|origin| {
             let reverse = is_reverse(&origin);
             ServedZone {
-                origin: origin.to_lowercase(),
+                multicluster: !reverse && multicluster.iter().any(|mc| origin.is_within(mc)),
+                origin,
                 reverse,
                 soa: Soa::new(config.ttl, serial),
+                soa_prefixes: super::CLUSTER_SOA_PREFIXES,
             }
         })
         .collect()
@@ -117,6 +130,8 @@ pub(crate) struct Scope<'c> {
     pub(crate) pods: Vec<&'c Pod>,
     /// The only addresses whose PTRs are built (`None`: every address).
     pub(crate) only_ips: Option<&'c BTreeSet<IpAddr>>,
+    /// Visible ServiceImports whose names the `multicluster` zones build.
+    pub(crate) imports: Vec<ImportView<'c>>,
 }
 
 /// Adds the names of `view` and `scope` to `b`: the apex of every zone always; the
@@ -146,7 +161,7 @@ pub(crate) fn add_scope(
             }
             continue;
         }
-        add_forward(b, &zone.origin, view, config, scope);
+        add_forward(b, zone, view, config, scope);
     }
 }
 
@@ -270,13 +285,16 @@ fn name_servers(
     found
 }
 
+/// A forward zone: its fixed names, namespaces and pods, and the Services of `view` — or,
+/// in a `multicluster` zone, the ServiceImports of `scope`.
 fn add_forward(
     b: &mut Builder,
-    zone: &WireName,
+    served: &ServedZone,
     view: &View<'_>,
     config: &KubernetesConfig,
     scope: &Scope<'_>,
 ) {
+    let zone = &served.origin;
     for fixed in ["svc", "pod", "dns"] {
         if let Ok(name) = zone.child(fixed) {
             b.touch(&name);
@@ -292,8 +310,14 @@ fn add_forward(
             b.touch(&name);
         }
     }
-    for sv in &view.services {
-        records::add_service(b, zone, sv, config);
+    if served.multicluster {
+        for iv in &scope.imports {
+            multicluster::add_import(b, zone, iv, config);
+        }
+    } else {
+        for sv in &view.services {
+            records::add_service(b, zone, sv, config);
+        }
     }
     if config.pods == PodMode::Verified {
         add_verified_pods(b, zone, view, config, &scope.pods);

@@ -9,6 +9,7 @@ use super::dashed_ip;
 use super::name::WireName;
 use super::rrset::{self, rtype};
 use crate::config::KubernetesConfig;
+use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
 use crate::model::{
     AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Labels, Namespace, Object,
     ObjectKey, Pod, Service, ServiceType,
@@ -147,6 +148,17 @@ impl<'c, 'k> Filter<'c, 'k> {
         Self { exposed, config }
     }
 
+    /// The options.
+    pub(crate) fn config(&self) -> &'k KubernetesConfig {
+        self.config
+    }
+
+    /// A ServiceImport in an exposed namespace (`labels` does not apply to imports: CoreDNS
+    /// does not select them by it).
+    pub(crate) fn import(&self, import: &crate::model::ServiceImport) -> bool {
+        self.exposed.contains(import.key.namespace.as_str())
+    }
+
     fn labels(&self, labels: &crate::model::Labels) -> bool {
         self.config
             .labels
@@ -184,8 +196,10 @@ impl<'c, 'k> Filter<'c, 'k> {
 
 /// Drops from `object` what the zone of `config` never reads, so that a source keeping
 /// objects only to build the zone keeps no more than that: a Service's selector, an
-/// endpoint's node and (unless `zonal`) topology zone, a pod's spec beyond its namespace and state, and labels
-/// unless the `labels` option matches them. Every read of an object field in this module
+/// endpoint's node and (unless `zonal`) topology zone, a pod's spec beyond its namespace and
+/// state, labels unless the `labels` option matches them (a slice keeps its two MCS labels
+/// under `multicluster`), and a Service's external addresses unless the block has
+/// *k8s_external*. Every read of an object field in this module
 /// and in the zone builder is of a field kept here.
 pub fn trim(object: &mut Object, config: &KubernetesConfig) {
     match object {
@@ -193,6 +207,7 @@ pub fn trim(object: &mut Object, config: &KubernetesConfig) {
         Object::Service(service) => trim_service(service, config),
         Object::EndpointSlice(slice) => trim_slice(slice, config),
         Object::Pod(pod) => trim_pod(pod, config),
+        Object::ServiceImport(_) => {}
     }
 }
 
@@ -218,11 +233,24 @@ fn trim_service(service: &mut Service, config: &KubernetesConfig) {
     if config.labels.is_none() {
         service.labels = Labels::new();
     }
+    // External addresses are read by *k8s_external* only.
+    if config.external.is_none() {
+        service.external_ips = Vec::new();
+        service.load_balancer_ips = Vec::new();
+        service.load_balancer_hostnames = Vec::new();
+    }
 }
 
 fn trim_slice(slice: &mut EndpointSlice, config: &KubernetesConfig) {
     if config.labels.is_none() {
-        slice.labels = Labels::new();
+        // `multicluster` zones find a ServiceImport's slices, and their cluster, by label.
+        if config.multicluster.is_empty() {
+            slice.labels = Labels::new();
+        } else {
+            slice.labels.retain(|name, _| {
+                name == LABEL_MCS_SERVICE_NAME || name == LABEL_MCS_SOURCE_CLUSTER
+            });
+        }
     }
     for endpoint in &mut slice.endpoints {
         endpoint.node_name = None;
@@ -293,12 +321,12 @@ pub(crate) fn endpoint_label(endpoint: &Endpoint, ip: IpAddr, pod_names: bool) -
 
 /// One (address, port) pair behind a name: the unit CoreDNS counts SRV weights over.
 #[derive(Debug, Clone, Copy)]
-struct Entry<'a> {
-    ip: IpAddr,
+pub(crate) struct Entry<'a> {
+    pub(crate) ip: IpAddr,
     /// The SRV target and glue owner for this address.
-    target: &'a WireName,
+    pub(crate) target: &'a WireName,
     /// `None` for a slice without ports (CoreDNS's port -1 sentinel): counted, never an SRV.
-    port: Option<u16>,
+    pub(crate) port: Option<u16>,
 }
 
 /// Adds every record the Service gives under `zone`.
@@ -387,7 +415,7 @@ fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
     }
 }
 
-fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
+pub(crate) fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
     let targets = endpoint_targets(base, &sv.ready);
     let entries = entries_of(&sv.ready, &targets, |_| true);
     if entries.is_empty() {
@@ -536,7 +564,7 @@ fn entries_of<'t>(
 }
 
 /// `_<port>._<proto>.<base>`.
-fn srv_name(base: &WireName, port: &str, protocol: &str) -> Option<WireName> {
+pub(crate) fn srv_name(base: &WireName, port: &str, protocol: &str) -> Option<WireName> {
     base.prepend_all([format!("_{port}").as_str(), format!("_{protocol}").as_str()])
         .ok()
 }
@@ -545,7 +573,7 @@ fn srv_name(base: &WireName, port: &str, protocol: &str) -> Option<WireName> {
 /// addresses de-duplicated in order; SRV priority 0 and weight floor(100 / entries) with
 /// the entries counted before duplicates are removed; one SRV per (target, port); glue per
 /// (target, address).
-fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
+pub(crate) fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
     if entries.is_empty() {
         return;
     }
@@ -560,9 +588,10 @@ fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
     let weight = (100 / entries.len()) as u16;
     let mut srv_seen = HashSet::new();
     let mut glue_seen = HashSet::new();
+    let srv_ttl = b.srv_ttl;
     for entry in entries {
         let Some(port) = entry.port else { continue };
-        let set = b.set(owner, rtype::SRV, ttl);
+        let set = b.set(owner, rtype::SRV, srv_ttl);
         if srv_seen.insert((entry.target, port)) {
             set.push(&rrset::srv_rdata(0, weight, port, entry.target));
         }

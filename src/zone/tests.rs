@@ -104,3 +104,135 @@ fn shop_seed_questions() {
         ]
     );
 }
+
+/// The multicluster zone's options, each on a small cluster: (what, options, name, rcode,
+/// answer lines).
+#[test]
+fn multicluster_options() {
+    let objects = r#"{"kind": "List", "items": [
+        {"kind": "Namespace", "metadata": {"name": "a"}},
+        {"kind": "Namespace", "metadata": {"name": "b"}},
+        {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+         "metadata": {"name": "web", "namespace": "a"},
+         "spec": {"ips": ["10.42.0.1"], "ports": [{"name": "http", "port": 80}]}},
+        {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+         "metadata": {"name": "idle", "namespace": "a"},
+         "spec": {"ips": ["10.42.0.2"], "ports": [{"port": 80}]}},
+        {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
+         "metadata": {"name": "db", "namespace": "b", "labels": {"tier": "db"}},
+         "spec": {"type": "Headless"}},
+        {"kind": "EndpointSlice", "addressType": "IPv4",
+         "metadata": {"name": "web-1", "namespace": "a",
+                      "labels": {"multicluster.kubernetes.io/service-name": "web",
+                                 "multicluster.kubernetes.io/source-cluster": "East"}},
+         "endpoints": [{"addresses": ["10.1.0.1"]}]},
+        {"kind": "EndpointSlice", "addressType": "IPv4",
+         "metadata": {"name": "db-1", "namespace": "b",
+                      "labels": {"multicluster.kubernetes.io/service-name": "db",
+                                 "multicluster.kubernetes.io/source-cluster": "east",
+                                 "tier": "db"}},
+         "endpoints": [{"addresses": ["10.1.0.2"], "hostname": "db-0"}]},
+        {"kind": "EndpointSlice", "addressType": "IPv4",
+         "metadata": {"name": "db-2", "namespace": "b",
+                      "labels": {"multicluster.kubernetes.io/service-name": "db",
+                                 "multicluster.kubernetes.io/source-cluster": "us.west"}},
+         "endpoints": [{"addresses": ["10.1.0.3"], "hostname": "db-0"}]}
+    ]}"#;
+    let cluster = crate::source::file::parse_objects(objects, std::path::Path::new("x.json"))
+        .unwrap()
+        .cluster;
+    let ctx = BuildContext {
+        local_ips: vec!["127.0.0.1".parse().unwrap()],
+        serial: 1,
+    };
+    type Options = fn(&mut KubernetesConfig);
+    let none: Options = |_| {};
+    let cases: &[(&str, Options, &str, &str, &[&str])] = &[
+        (
+            "cluster ids compare without case",
+            none,
+            "10-1-0-1.east.web.a.svc.clusterset.local.",
+            "No Error",
+            &["10-1-0-1.east.web.a.svc.clusterset.local.\t30\tIN\tA\t10.1.0.1"],
+        ),
+        (
+            "a cluster id that is not one label gives no endpoint",
+            none,
+            "db.b.svc.clusterset.local.",
+            "No Error",
+            &["db.b.svc.clusterset.local.\t30\tIN\tA\t10.1.0.2"],
+        ),
+        (
+            "an import without ready endpoints still answers",
+            none,
+            "idle.a.svc.clusterset.local.",
+            "No Error",
+            &["idle.a.svc.clusterset.local.\t30\tIN\tA\t10.42.0.2"],
+        ),
+        (
+            "ignore empty_service: not without endpoints",
+            |k| k.ignore_empty_service = true,
+            "idle.a.svc.clusterset.local.",
+            "Non-Existent Domain",
+            &[],
+        ),
+        (
+            "ignore empty_service: with endpoints",
+            |k| k.ignore_empty_service = true,
+            "web.a.svc.clusterset.local.",
+            "No Error",
+            &["web.a.svc.clusterset.local.\t30\tIN\tA\t10.42.0.1"],
+        ),
+        (
+            "namespaces hides the imports of the others",
+            |k| k.namespaces = vec!["a".into()],
+            "db.b.svc.clusterset.local.",
+            "Non-Existent Domain",
+            &[],
+        ),
+        (
+            "labels selects the slices",
+            |k| k.labels = Some(crate::selector::LabelSelector::parse("tier=db").unwrap()),
+            "web.a.svc.clusterset.local.",
+            "No Error",
+            &["web.a.svc.clusterset.local.\t30\tIN\tA\t10.42.0.1"],
+        ),
+        (
+            "labels does not select the imports",
+            |k| k.labels = Some(crate::selector::LabelSelector::parse("tier=db").unwrap()),
+            "10-1-0-1.east.web.a.svc.clusterset.local.",
+            "Non-Existent Domain",
+            &[],
+        ),
+        (
+            "no multicluster: the zone has Services only",
+            |k| k.multicluster.clear(),
+            "web.a.svc.clusterset.local.",
+            "Non-Existent Domain",
+            &[],
+        ),
+    ];
+    for (what, options, name, rcode, answer) in cases {
+        let mut config = config(&["cluster.local.", "clusterset.local."]);
+        config.multicluster = vec![Name::from_str("clusterset.local.").unwrap()];
+        options(&mut config);
+        let mut trimmed = cluster.clone();
+        crate::zone::trim_cluster(&mut trimmed, &config);
+        let snapshot = build(&trimmed, &config, &ctx);
+        let (got_rcode, lines) = ask(&snapshot, name, RecordType::A);
+        let answers: Vec<&String> = lines.iter().filter(|l| !l.contains("\tSOA\t")).collect();
+        assert_eq!(
+            (got_rcode.as_str(), answers),
+            (
+                *rcode,
+                answer
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .collect()
+            ),
+            "{what}"
+        );
+    }
+}

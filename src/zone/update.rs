@@ -9,6 +9,8 @@
 //!   slices with that address;
 //! - `<ip>.<ns>.pod` under `pods verified`: the pods of that namespace with that address;
 //! - `<ns>.svc` and `<ns>.pod`: whether the namespace is exposed;
+//! - a ServiceImport's names in the `multicluster` zones: the import and the visible slices
+//!   labelled with its name (`multicluster.kubernetes.io/service-name`);
 //! - every zone's apex (SOA, NS and their glue, `ns.dns`): the serial and the slices that
 //!   hold this server's addresses — built again on every update.
 //!
@@ -28,11 +30,14 @@ use smallvec::SmallVec;
 
 use super::build::{self, BuildContext, Scope, Tree};
 use super::builder::Builder;
+use super::external;
+use super::multicluster;
 use super::node::Node;
 use super::records::{self, Filter, View};
 use super::{Map, ServedZone, Snapshot};
 use crate::config::{KubernetesConfig, PodMode};
-use crate::model::{Cluster, Kind, Object, ObjectKey, ObjectRef};
+use crate::model::serviceimport::LABEL_MCS_SERVICE_NAME;
+use crate::model::{Cluster, EndpointSlice, Kind, Object, ObjectKey, ObjectRef};
 
 /// One change of the objects.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,7 +110,10 @@ impl Incremental {
                 .enumerate()
                 .any(|(j, other)| i != j && zone.origin.is_within(&other.origin))
         });
-        let parts = cluster.services.len() + cluster.endpoint_slices.len() + cluster.pods.len();
+        let parts = cluster.services.len()
+            + cluster.endpoint_slices.len()
+            + cluster.pods.len()
+            + cluster.service_imports.len();
         let incremental = Self {
             config: config.clone(),
             local_ips: ctx.local_ips.clone(),
@@ -146,13 +154,12 @@ impl Incremental {
             serial,
         };
         let whole = self.whole_only || touched.parts() > self.most_parts;
-        let before: HashSet<Box<[u8]>> = if whole {
-            HashSet::new()
+        let (before, before_external): (Names, Names) = if whole {
+            (HashSet::new(), HashSet::new())
         } else {
-            self.build_part(cluster, &touched, &previous.zones, &ctx)
-                .iter()
-                .map(|node| node.name().into())
-                .collect()
+            let part = self.build_part(cluster, &touched, &previous.zones, previous, &ctx);
+            let names = |nodes: &[Node]| nodes.iter().map(|node| node.name().into()).collect();
+            (names(&part.cluster), names(&part.external))
         };
         for change in changes {
             let (kind, key) = (change.kind(), change.key());
@@ -180,7 +187,14 @@ impl Incremental {
         for zone in &mut next.zones {
             zone.soa = super::Soa::new(self.config.ttl, serial);
         }
-        let after = self.build_part(cluster, &touched, &next.zones, &ctx);
+        if let (Some(external), Some(config)) = (next.external.as_mut(), &self.config.external) {
+            external.set_serial(config, serial);
+        }
+        let part = self.build_part(cluster, &touched, &next.zones, &next, &ctx);
+        if let Some(external) = next.external.as_mut() {
+            external.replace(&before_external, part.external);
+        }
+        let after = part.cluster;
         let kept: HashSet<Box<[u8]>> = after.iter().map(|node| node.name().into()).collect();
         for node in after {
             // An unchanged name leaves its shard shared with the previous snapshot.
@@ -219,14 +233,16 @@ impl Incremental {
         (next, Applied::Names { built, removed })
     }
 
-    /// Builds the parts `touched` names (and every apex) from `cluster`.
+    /// Builds the parts `touched` names (and every apex) from `cluster`, in the cluster
+    /// `zones` and the external zones of `snapshot`.
     fn build_part(
         &self,
         cluster: &Cluster,
         touched: &Touched,
         zones: &[ServedZone],
+        snapshot: &Snapshot,
         ctx: &BuildContext,
-    ) -> Vec<Node> {
+    ) -> Part {
         let config = &self.config;
         let filter = Filter::new(cluster, config);
         let mut slice_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
@@ -281,11 +297,39 @@ impl Incremental {
             namespaces,
             pods,
             only_ips: Some(&touched.ips),
+            imports: multicluster::part(cluster, &filter, &touched.imports),
         };
         let mut b = Builder::new(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
-        b.finish()
+        let external = match (&config.external, snapshot.external.as_ref()) {
+            (Some(directive), Some(external)) => external::Part {
+                cluster,
+                external: directive,
+                local_ips: &ctx.local_ips,
+                cluster_ttl: config.ttl,
+                filter: &filter,
+                view: &view,
+                namespaces: &scope.namespaces,
+            }
+            .build_in(external),
+            _ => Vec::new(),
+        };
+        Part {
+            cluster: b.finish(),
+            external,
+        }
     }
+}
+
+/// A set of lower-case wire names.
+type Names = HashSet<Box<[u8]>>;
+
+/// The nodes of an update's parts.
+struct Part {
+    /// In the cluster zones.
+    cluster: Vec<Node>,
+    /// In *k8s_external*'s zones.
+    external: Vec<Node>,
 }
 
 /// The parts of the zone a change touches.
@@ -293,6 +337,8 @@ impl Incremental {
 struct Touched {
     /// Services whose names are built again (whether they exist or not).
     services: BTreeSet<ObjectKey>,
+    /// ServiceImports whose names (in the `multicluster` zones) are built again.
+    imports: BTreeSet<ObjectKey>,
     /// Addresses whose PTRs are built again.
     ips: BTreeSet<IpAddr>,
     /// `(namespace, address)` of `pods verified` names built again.
@@ -307,7 +353,11 @@ struct Touched {
 
 impl Touched {
     fn parts(&self) -> usize {
-        self.services.len() + self.ips.len() + self.pod_names.len() + self.clients.len()
+        self.services.len()
+            + self.imports.len()
+            + self.ips.len()
+            + self.pod_names.len()
+            + self.clients.len()
     }
 
     /// Notes the parts that a change from `old` to `new` (the same object as it is in
@@ -346,8 +396,14 @@ impl Touched {
                         service.as_str(),
                     ));
                 }
+                self.imported_slice(config, slice);
                 for endpoint in &slice.endpoints {
                     self.ips.extend(endpoint.addresses.iter().copied());
+                }
+            }
+            ObjectRef::ServiceImport(import) => {
+                if !config.multicluster.is_empty() {
+                    self.imports.insert(import.key.clone());
                 }
             }
             ObjectRef::Pod(pod) => {
@@ -358,6 +414,19 @@ impl Touched {
                     self.clients.extend(pod.ips.iter().copied());
                 }
             }
+        }
+    }
+
+    /// The ServiceImport `slice` is imported for, under `multicluster`.
+    fn imported_slice(&mut self, config: &KubernetesConfig, slice: &EndpointSlice) {
+        if config.multicluster.is_empty() {
+            return;
+        }
+        if let Some(import) = slice.labels.get(LABEL_MCS_SERVICE_NAME) {
+            self.imports.insert(ObjectKey::new(
+                slice.key.namespace.as_str(),
+                import.as_str(),
+            ));
         }
     }
 
@@ -387,9 +456,19 @@ impl Touched {
                 self.services
                     .insert(ObjectKey::new(namespace, service.as_str()));
             }
+            self.imported_slice(config, slice);
             for endpoint in &slice.endpoints {
                 self.ips.extend(endpoint.addresses.iter().copied());
             }
+        }
+        if !config.multicluster.is_empty() {
+            self.imports.extend(
+                cluster
+                    .service_imports
+                    .range(start.clone()..)
+                    .take_while(|(key, _)| key.namespace == namespace)
+                    .map(|(key, _)| key.clone()),
+            );
         }
         if config.pods == PodMode::Verified {
             for pod in cluster.pods_in(namespace) {
@@ -490,7 +569,7 @@ impl Index {
             ObjectRef::Pod(pod) if config.pods == PodMode::Verified => {
                 (pod.ips.clone(), Some(Ref::Pod(pod.key.clone())))
             }
-            ObjectRef::Pod(_) => (Vec::new(), None),
+            ObjectRef::Pod(_) | ObjectRef::ServiceImport(_) => (Vec::new(), None),
         }
     }
 

@@ -79,14 +79,17 @@ pub enum Kind {
     Service,
     Pod,
     EndpointSlice,
+    /// `multicluster.x-k8s.io/v1alpha1` ServiceImport (the MCS API's CRD).
+    ServiceImport,
 }
 
 impl Kind {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Namespace,
         Self::Service,
         Self::Pod,
         Self::EndpointSlice,
+        Self::ServiceImport,
     ];
 
     /// `Service`.
@@ -96,6 +99,7 @@ impl Kind {
             Self::Service => "Service",
             Self::Pod => "Pod",
             Self::EndpointSlice => "EndpointSlice",
+            Self::ServiceImport => "ServiceImport",
         }
     }
 
@@ -106,21 +110,24 @@ impl Kind {
             Self::Service => "services",
             Self::Pod => "pods",
             Self::EndpointSlice => "endpointslices",
+            Self::ServiceImport => "serviceimports",
         }
     }
 
-    /// The API group: `""` (core) or `discovery.k8s.io`.
+    /// The API group: `""` (core), `discovery.k8s.io` or `multicluster.x-k8s.io`.
     pub const fn group(self) -> &'static str {
         match self {
             Self::EndpointSlice => "discovery.k8s.io",
+            Self::ServiceImport => "multicluster.x-k8s.io",
             _ => "",
         }
     }
 
-    /// `v1` or `discovery.k8s.io/v1`.
+    /// `v1`, `discovery.k8s.io/v1` or `multicluster.x-k8s.io/v1alpha1`.
     pub const fn api_version(self) -> &'static str {
         match self {
             Self::EndpointSlice => "discovery.k8s.io/v1",
+            Self::ServiceImport => "multicluster.x-k8s.io/v1alpha1",
             _ => "v1",
         }
     }
@@ -133,6 +140,7 @@ impl Kind {
     pub fn path(self, namespace: Option<&str>) -> String {
         let prefix = match self {
             Self::EndpointSlice => "/apis/discovery.k8s.io/v1",
+            Self::ServiceImport => "/apis/multicluster.x-k8s.io/v1alpha1",
             _ => "/api/v1",
         };
         match namespace {

@@ -21,6 +21,16 @@ use clusterdns::zone::zonefile::record_line;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, Record, RecordType};
 
+/// A runtime of `workers` threads for the test's own servers (upstreams, the API server
+/// stand-in), kept alive by the test.
+pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

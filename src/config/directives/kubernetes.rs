@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{
-    Context, arguments, invalid, no_block, prefix, unknown_property, unsupported_property, zones,
-};
+use super::{Context, arguments, invalid, no_block, prefix, unknown_property, zones};
 use crate::config::duration::parse_go_duration;
 use crate::config::error::Error;
 use crate::config::lexer::Token;
@@ -26,8 +24,8 @@ pub(crate) const DEFAULT_TTL: u32 = 5;
 /// CoreDNS's default `startup_timeout`.
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects`. `multicluster` and
-/// `zonal` are refused with a reason; any other name is an unknown property.
+/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects` and `snapshot`; any
+/// other name is an unknown property.
 const OPTIONS: &[&str] = &[
     "endpoint",
     "tls",
@@ -66,6 +64,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
     let mut objects_option: Option<&Token> = None;
     let mut snapshot_option: Option<&Token> = None;
     let mut zonal_option: Option<&Token> = None;
+    let mut multicluster_option: Option<&Token> = None;
     for option in line.options() {
         if !OPTIONS.contains(&option.name()) {
             return Err(unknown_property(DIRECTIVE, option));
@@ -222,11 +221,9 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
                 snapshot_option.get_or_insert(&option.name);
             }
             "multicluster" => {
-                return Err(unsupported_property(
-                    DIRECTIVE,
-                    option,
-                    "clusterdns does not serve multi-cluster (MCS API) zones",
-                ));
+                // As CoreDNS: the last line wins, and without zones it names none.
+                config.multicluster = zones(DIRECTIVE, option, &option.args, &[])?;
+                multicluster_option = Some(&option.name);
             }
             "zonal" => {
                 arguments(DIRECTIVE, option, 0, Some(0))?;
@@ -253,6 +250,9 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
             "namespaces and namespace_labels cannot both be set",
         ));
     }
+    if let Some(option) = multicluster_option {
+        authoritative_for_multicluster(&config, option)?;
+    }
     if let (Some(objects), Some(connection)) = (objects_option, connection_option) {
         return Err(invalid(
             objects,
@@ -276,6 +276,27 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
         ));
     }
     Ok(config)
+}
+
+/// CoreDNS: every `multicluster` zone must be one of the zones the directive serves (the
+/// same zone, not one below it), with its message listing them as Go prints a slice.
+fn authoritative_for_multicluster(config: &KubernetesConfig, option: &Token) -> Result<(), Error> {
+    let Some(missing) = config
+        .multicluster
+        .iter()
+        .find(|zone| !config.zones.contains(zone))
+    else {
+        return Ok(());
+    };
+    let served: Vec<String> = config.zones.iter().map(ToString::to_string).collect();
+    Err(invalid(
+        option,
+        DIRECTIVE,
+        format!(
+            "is not authoritative for the multicluster zone {missing} (authoritative zones: [{}])",
+            served.join(" ")
+        ),
+    ))
 }
 
 /// A `labels` or `namespace_labels` expression: the arguments joined by spaces, as CoreDNS

@@ -3,7 +3,7 @@
 //!
 //! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
 //! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`],
-//! [`hosts`], [`template`], [`rewrite`], [`file`], ...).
+//! [`hosts`], [`template`], [`rewrite`], [`file`], [`k8s_external`], ...).
 //! Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
@@ -18,6 +18,7 @@ pub(crate) mod file;
 pub(crate) mod forward;
 pub(crate) mod health;
 pub(crate) mod hosts;
+pub(crate) mod k8s_external;
 pub(crate) mod kubernetes;
 pub(crate) mod loadbalance;
 pub(crate) mod log;
@@ -44,9 +45,9 @@ use super::syntax::Line;
 use super::zone;
 use super::{
     AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
-    ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
-    LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, RewriteRule, TemplateConfig,
-    TransferConfig,
+    ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
+    LoadBalanceConfig, LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig,
+    RewriteRule, TemplateConfig, TransferConfig,
 };
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
@@ -170,6 +171,9 @@ pub(crate) struct Directives {
     pub(crate) chaos: Option<ChaosConfig>,
     /// The `hosts` directive.
     pub(crate) hosts: Option<HostsConfig>,
+    /// The `k8s_external` directive (moved into the block's *kubernetes* once the block is
+    /// read).
+    pub(crate) k8s_external: Option<K8sExternalConfig>,
     /// The `template` directives, in file order.
     pub(crate) template: Vec<TemplateConfig>,
     /// The `file` directives, in file order.
@@ -283,6 +287,10 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
         "hosts" => {
             once(line, out.hosts.as_ref().map(|first| first.line))?;
             out.hosts = Some(hosts::parse(line, context)?);
+        }
+        "k8s_external" => {
+            once(line, out.k8s_external.as_ref().map(|first| first.line))?;
+            out.k8s_external = Some(k8s_external::parse(line, context)?);
         }
         "template" => out.template.push(template::parse(line, context)?),
         "file" => out.file.push(file::parse(line, context)?),

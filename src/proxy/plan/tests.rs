@@ -9,31 +9,7 @@ fn ip(text: &str) -> IpAddr {
 }
 
 fn service(name: &str) -> Service {
-    Service {
-        key: ObjectKey::new("shop", name),
-        labels: Labels::new(),
-        selector: None,
-        service_type: ServiceType::ClusterIp,
-        cluster_ips: vec![ip("10.96.0.20")],
-        headless: false,
-        external_name: None,
-        ports: vec![ServicePort {
-            name: "http".to_owned(),
-            protocol: Protocol::Tcp,
-            port: 80,
-            target_port: TargetPort::Number(8080),
-            node_port: None,
-        }],
-        publish_not_ready_addresses: false,
-        ip_families: vec![AddressType::IPv4],
-        external_traffic_policy: TrafficPolicy::Cluster,
-        internal_traffic_policy: TrafficPolicy::Cluster,
-        session_affinity: SessionAffinity::None,
-        external_ips: Vec::new(),
-        load_balancer_ips: Vec::new(),
-        load_balancer_source_ranges: Vec::new(),
-        health_check_node_port: None,
-    }
+    Service::for_test(name, TargetPort::Number(8080))
 }
 
 /// (address, node, ready, serving, terminating)

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::model::convert;
+use crate::model::serviceimport::LABEL_MCS_SERVICE_NAME;
 use crate::selector::LabelSelector;
 use crate::zone::build as full_build;
 
@@ -49,7 +50,9 @@ fn namespace(name: &str, team: usize) -> Object {
 }
 
 /// A Service: kind 0 ClusterIP, 1 dual-stack ClusterIP, 2 headless, 3 ExternalName out of
-/// the zone, 4 ExternalName into it, 5 ClusterIP without ports.
+/// the zone, 4 ExternalName into it, 5 ClusterIP without ports. `address` also picks its
+/// external addresses (*k8s_external*): none, `spec.externalIPs`, a load balancer's ingress
+/// IP and hostname, or a hostname alone.
 fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) -> Object {
     let ports = json!([{"name": "http", "port": 80, "protocol": "TCP"},
                        {"name": "dns", "port": 53, "protocol": "UDP"}]);
@@ -71,6 +74,18 @@ fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) ->
                        "spec": spec});
     // A selector, which the zone never reads (the updates see it trimmed, the full builds not).
     value["spec"]["selector"] = json!({"app": name});
+    match address % 4 {
+        1 => value["spec"]["externalIPs"] = json!([ip(address + 1)]),
+        2 => {
+            value["status"] = json!({"loadBalancer": {"ingress": [
+                {"ip": ip(address + 2)}, {"hostname": "lb.example.net"}]}});
+        }
+        3 => {
+            value["status"] =
+                json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.net"}]}});
+        }
+        _ => {}
+    }
     Object::Service(convert::service(&serde_json::from_value(value).unwrap()).unwrap())
 }
 
@@ -82,7 +97,16 @@ struct EndpointSpec {
     pod: usize,
 }
 
-fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], ported: bool) -> Object {
+/// A slice of `service` (`service % 5 == 4`: of none); `import` 1 and 2 add the MCS labels
+/// that import it for that name (from cluster `east` or `west`), 3 without a source cluster.
+fn slice(
+    ns: &str,
+    name: &str,
+    service: usize,
+    endpoints: &[EndpointSpec],
+    ported: bool,
+    import: usize,
+) -> Object {
     let endpoints: Vec<Value> = endpoints
         .iter()
         .map(|e| {
@@ -115,6 +139,15 @@ fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], porte
     if service % 5 == 4 {
         labels = json!({});
     }
+    if !import.is_multiple_of(4) {
+        labels[LABEL_MCS_SERVICE_NAME] = json!(SERVICES[service % SERVICES.len()]);
+    }
+    if let Some(cluster) = ["", "east", "West"]
+        .get(import % 4)
+        .filter(|c| !c.is_empty())
+    {
+        labels[crate::model::serviceimport::LABEL_MCS_SOURCE_CLUSTER] = json!(cluster);
+    }
     let value = json!({
         "metadata": {"name": name, "namespace": ns, "labels": labels},
         "addressType": if v6 { "IPv6" } else { "IPv4" },
@@ -122,6 +155,22 @@ fn slice(ns: &str, name: &str, service: usize, endpoints: &[EndpointSpec], porte
         "ports": ports,
     });
     Object::EndpointSlice(convert::endpoint_slice(&serde_json::from_value(value).unwrap()).unwrap())
+}
+
+/// A ServiceImport: kind 0 ClusterSetIP, 1 Headless, 2 ClusterSetIP without ports.
+fn service_import(ns: &str, name: &str, kind: usize, address: usize) -> Object {
+    let ports = json!([{"name": "http", "port": 80, "protocol": "TCP"},
+                       {"name": "dns", "port": 53, "protocol": "UDP"}]);
+    let spec = match kind % 3 {
+        0 => json!({"type": "ClusterSetIP", "ips": [ip(address)], "ports": ports}),
+        1 => json!({"type": "Headless", "ports": ports}),
+        _ => json!({"type": "ClusterSetIP", "ips": [ip(address)]}),
+    };
+    let value = json!({"metadata": {"name": name, "namespace": ns}, "spec": spec});
+    Object::ServiceImport(
+        crate::model::serviceimport::service_import(&serde_json::from_value(value).unwrap())
+            .unwrap(),
+    )
 }
 
 fn pod(ns: &str, name: &str, address: usize, phase: usize, host_network: bool) -> Object {
@@ -172,15 +221,20 @@ fn change() -> impl Strategy<Value = Change> {
             0..SLICES.len(),
             0..5usize,
             proptest::collection::vec(endpoint(), 0..4),
-            any::<bool>()
+            any::<bool>(),
+            0..4usize,
         )
-            .prop_map(|(n, s, service, endpoints, ported)| up(slice(
+            .prop_map(|(n, s, service, endpoints, ported, import)| up(slice(
                 NAMESPACES[n],
                 SLICES[s],
                 service,
                 &endpoints,
-                ported
+                ported,
+                import
             ))),
+        2 => (ns.clone(), 0..SERVICES.len(), 0..3usize, 0..IPS.len()).prop_map(
+            |(n, s, kind, address)| up(service_import(NAMESPACES[n], SERVICES[s], kind, address))
+        ),
         2 => (ns.clone(), 0..PODS.len(), 0..IPS.len(), 0..3usize, any::<bool>()).prop_map(
             |(n, p, address, phase, host)| up(pod(
                 NAMESPACES[n],
@@ -190,24 +244,32 @@ fn change() -> impl Strategy<Value = Change> {
                 host
             ))
         ),
-        3 => (ns, 0..4usize, 0..4usize).prop_map(|(n, kind, i)| {
+        3 => (ns, 0..5usize, 0..4usize).prop_map(|(n, kind, i)| {
             let key = |name: &str| ObjectKey::new(NAMESPACES[n], name);
             match kind {
                 0 => Change::Delete(Kind::Namespace, ObjectKey::new("", NAMESPACES[n])),
                 1 => Change::Delete(Kind::Service, key(SERVICES[i])),
                 2 => Change::Delete(Kind::EndpointSlice, key(SLICES[i])),
+                3 => Change::Delete(Kind::ServiceImport, key(SERVICES[i])),
                 _ => Change::Delete(Kind::Pod, key(PODS[i])),
             }
         }),
     ]
 }
 
-/// The plugin's options that change which names exist.
+/// The plugin's options that change which names exist; from variant 15 on,
+/// `clusterset.local` is a `multicluster` zone (before, it serves Services too).
 fn config(variant: usize) -> KubernetesConfig {
-    let zones = ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]
-        .iter()
-        .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
-        .collect();
+    let name = |z: &str| hickory_proto::rr::Name::from_str(z).unwrap();
+    let zones = [
+        "cluster.local.",
+        "in-addr.arpa.",
+        "ip6.arpa.",
+        "clusterset.local.",
+    ]
+    .iter()
+    .map(|z| name(z))
+    .collect();
     let mut config = KubernetesConfig {
         ttl: 5,
         ..KubernetesConfig::new(zones, 0, 1)
@@ -223,6 +285,23 @@ fn config(variant: usize) -> KubernetesConfig {
             config.zonal = true;
         }
         _ => {}
+    }
+    // *k8s_external* in every other variant, with `headless` in every other of those.
+    if variant % 2 == 1 {
+        config.external = Some(crate::config::K8sExternalConfig {
+            zones: ["example.org.", "ext.test."]
+                .iter()
+                .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
+                .collect(),
+            apex: "dns".into(),
+            ttl: 7,
+            headless: variant % 4 == 3,
+            fallthrough: None,
+            line: 1,
+        });
+    }
+    if variant / 15 % 2 == 1 {
+        config.multicluster = vec![name("clusterset.local.")];
     }
     config
 }
@@ -242,9 +321,21 @@ fn contents(snapshot: &Snapshot) -> String {
         snapshot.clients.iter().map(|(ip, ns)| (ip, ns)).collect();
     let mut pod_namespaces: Vec<_> = snapshot.pod_namespaces.iter().collect();
     pod_namespaces.sort();
+    let external = snapshot.external.as_ref().map(|external| {
+        let nodes: BTreeMap<String, &Node> = external
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut dotted = String::new();
+                crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
+                (dotted, node)
+            })
+            .collect();
+        format!("{nodes:#?}\nexternal zones {:?}", external.zones)
+    });
     format!(
         "{nodes:#?}\nclients {clients:?}\npod namespaces {pod_namespaces:?}\nzones {:?}\n\
-         serial {} names {}",
+         serial {} names {}\nexternal {external:?}",
         snapshot.zones,
         snapshot.serial,
         snapshot.nodes.len()
@@ -322,7 +413,7 @@ proptest! {
 
     #[test]
     fn updates_give_what_a_full_build_gives(
-        variant in 0..15usize,
+        variant in 0..30usize,
         initial in proptest::collection::vec(change(), 0..24),
         batches in proptest::collection::vec(proptest::collection::vec(change(), 1..4), 1..12),
     ) {
@@ -332,7 +423,11 @@ proptest! {
 
 #[test]
 fn an_update_shares_what_it_did_not_touch() {
-    let config = config(0);
+    let mut config = config(0);
+    // The cluster zone and the reverse zones only: the shards counted are theirs.
+    config
+        .zones
+        .retain(|zone| zone.to_ascii() != "clusterset.local.");
     let mut cluster = Cluster::default();
     cluster.insert(namespace("a", 0));
     for n in 0..2000 {

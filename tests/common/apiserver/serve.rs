@@ -357,6 +357,8 @@ impl Target {
             ("", rest)
         } else if let Some(rest) = path.strip_prefix("/apis/discovery.k8s.io/v1") {
             ("discovery.k8s.io", rest)
+        } else if let Some(rest) = path.strip_prefix("/apis/multicluster.x-k8s.io/v1alpha1") {
+            ("multicluster.x-k8s.io", rest)
         } else {
             return Self::Unknown;
         };

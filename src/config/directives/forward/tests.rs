@@ -1,0 +1,655 @@
+//! Tests of `forward`.
+
+use super::*;
+use crate::config::ServerBlock;
+use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid};
+
+/// The upstreams' names.
+fn to(server: &ServerBlock) -> Vec<String> {
+    server.forward[0]
+        .to
+        .iter()
+        .map(|u| u.name.clone())
+        .collect()
+}
+
+fn first(server: &ServerBlock) -> &ForwardConfig {
+    &server.forward[0]
+}
+
+fn name(text: &str) -> Name {
+    Name::from_ascii(text).unwrap()
+}
+
+#[test]
+fn defaults() {
+    let server = block(" forward . 10.0.0.1").unwrap();
+    let want = ForwardConfig {
+        from: Name::root(),
+        to: vec![Upstream {
+            addr: "10.0.0.1:53".parse().unwrap(),
+            name: "10.0.0.1:53".into(),
+            from_file: None,
+            transport: UpstreamTransport::Dns,
+        }],
+        except: vec![],
+        force_tcp: false,
+        prefer_udp: false,
+        expire: Duration::from_secs(10),
+        max_idle_conns: 0,
+        max_fails: 2,
+        max_connect_attempts: 0,
+        policy: ForwardPolicy::Random,
+        health_check: Duration::from_millis(500),
+        health_check_no_rec: false,
+        health_check_domain: Name::root(),
+        max_concurrent: None,
+        next: vec![],
+        failover: vec![],
+        failfast_all_unhealthy_upstreams: false,
+        tls: None,
+        line: 2,
+    };
+    assert_eq!(server.forward, [want]);
+}
+
+#[test]
+fn valid() {
+    let cases: &[Valid<'_>] = &[
+        // TO.
+        ("port", " forward . 10.0.0.1:5353", |s| {
+            to(s) == ["10.0.0.1:5353"]
+        }),
+        ("v6", " forward . fd00::1", |s| to(s) == ["[fd00::1]:53"]),
+        ("v6 port", " forward . [fd00::1]:5353", |s| {
+            to(s) == ["[fd00::1]:5353"]
+        }),
+        (
+            "dns prefix",
+            " forward . dns://10.0.0.1 DNS://[fd00::1]:5353",
+            |s| to(s) == ["10.0.0.1:53", "[fd00::1]:5353"],
+        ),
+        ("resolv.conf", " forward . /etc/resolv.conf", |s| {
+            to(s) == ["192.0.2.53:53", "[2001:db8::53]:53"]
+                && s.forward[0]
+                    .to
+                    .iter()
+                    .all(|u| u.from_file.as_deref() == Some(Path::new("/etc/resolv.conf")))
+        }),
+        (
+            "mixed, in order",
+            " forward . 10.0.0.1 /etc/resolv.conf 10.0.0.2",
+            |s| {
+                to(s)
+                    == [
+                        "10.0.0.1:53",
+                        "192.0.2.53:53",
+                        "[2001:db8::53]:53",
+                        "10.0.0.2:53",
+                    ]
+                    && s.forward[0].to[0].from_file.is_none()
+            },
+        ),
+        (
+            "link-local nameserver skipped",
+            " forward . /fixed/mixed-resolv.conf",
+            |s| to(s) == ["192.0.2.1:53"],
+        ),
+        ("duplicates kept", " forward . 10.0.0.1 10.0.0.1", |s| {
+            to(s).len() == 2
+        }),
+        (
+            "fifteen",
+            " forward . 10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.4 10.0.0.5 10.0.0.6 10.0.0.7 10.0.0.8 10.0.0.9 10.0.0.10 10.0.0.11 10.0.0.12 10.0.0.13 10.0.0.14 10.0.0.15",
+            |s| to(s).len() == 15,
+        ),
+        // FROM.
+        ("from zone", " forward Example.ORG. 10.0.0.1", |s| {
+            first(s).from == name("example.org.")
+        }),
+        ("from cidr", " forward 10.0.0.0/8 10.0.0.1", |s| {
+            first(s).from == name("10.in-addr.arpa.")
+        }),
+        (
+            "from cidr keeps the first zone",
+            " forward 10.0.0.0/23 10.0.0.1",
+            |s| first(s).from == name("0.0.10.in-addr.arpa."),
+        ),
+        (
+            "several",
+            " forward example.org 10.0.0.1\n forward . 10.0.0.2",
+            |s| {
+                s.forward.len() == 2
+                    && s.forward[0].from == name("example.org.")
+                    && (s.forward[0].line, s.forward[1].line) == (2, 3)
+            },
+        ),
+        // Options.
+        (
+            "except",
+            " forward . 10.0.0.1 {\n  except a.org B.org.\n  except 10.0.0.0/8 a.org\n }",
+            |s| first(s).except == [name("a.org."), name("b.org."), name("10.in-addr.arpa.")],
+        ),
+        ("force_tcp", " forward . 10.0.0.1 {\n  force_tcp\n }", |s| {
+            first(s).force_tcp
+        }),
+        (
+            "prefer_udp",
+            " forward . 10.0.0.1 {\n  prefer_udp\n }",
+            |s| first(s).prefer_udp,
+        ),
+        ("expire", " forward . 10.0.0.1 {\n  expire 1m30s\n }", |s| {
+            first(s).expire == Duration::from_secs(90)
+        }),
+        (
+            "expire zero",
+            " forward . 10.0.0.1 {\n  expire 0\n }",
+            |s| first(s).expire.is_zero(),
+        ),
+        (
+            "max_idle_conns",
+            " forward . 10.0.0.1 {\n  max_idle_conns 20\n }",
+            |s| first(s).max_idle_conns == 20,
+        ),
+        (
+            "max_fails zero",
+            " forward . 10.0.0.1 {\n  max_fails 0\n }",
+            |s| first(s).max_fails == 0,
+        ),
+        (
+            "max_connect_attempts",
+            " forward . 10.0.0.1 {\n  max_connect_attempts 3\n }",
+            |s| first(s).max_connect_attempts == 3,
+        ),
+        (
+            "policy random",
+            " forward . 10.0.0.1 {\n  policy random\n }",
+            |s| first(s).policy == ForwardPolicy::Random,
+        ),
+        (
+            "policy round_robin",
+            " forward . 10.0.0.1 {\n  policy round_robin\n }",
+            |s| first(s).policy == ForwardPolicy::RoundRobin,
+        ),
+        (
+            "policy sequential",
+            " forward . 10.0.0.1 {\n  policy sequential\n }",
+            |s| first(s).policy == ForwardPolicy::Sequential,
+        ),
+        (
+            "health_check",
+            " forward . 10.0.0.1 {\n  health_check 5s\n }",
+            |s| {
+                first(s).health_check == Duration::from_secs(5)
+                    && !first(s).health_check_no_rec
+                    && first(s).health_check_domain == Name::root()
+            },
+        ),
+        (
+            "health_check no_rec",
+            " forward . 10.0.0.1 {\n  health_check 1s no_rec\n }",
+            |s| first(s).health_check_no_rec,
+        ),
+        (
+            "health_check domain",
+            " forward . 10.0.0.1 {\n  health_check 1s domain Example.org no_rec\n }",
+            |s| {
+                first(s).health_check_domain == name("example.org.") && first(s).health_check_no_rec
+            },
+        ),
+        (
+            "health_check resets the domain",
+            " forward . 10.0.0.1 {\n  health_check 1s domain example.org\n  health_check 2s\n }",
+            |s| first(s).health_check_domain == Name::root(),
+        ),
+        (
+            "health_check zero",
+            " forward . 10.0.0.1 {\n  health_check 0s\n }",
+            |s| first(s).health_check.is_zero(),
+        ),
+        (
+            "max_concurrent",
+            " forward . 10.0.0.1 {\n  max_concurrent 1000\n }",
+            |s| first(s).max_concurrent == Some(1000),
+        ),
+        (
+            "max_concurrent zero",
+            " forward . 10.0.0.1 {\n  max_concurrent 0\n }",
+            |s| first(s).max_concurrent.is_none(),
+        ),
+        (
+            "next",
+            " forward . 10.0.0.1 {\n  next NXDOMAIN servfail nxdomain\n }",
+            |s| first(s).next == [3, 2],
+        ),
+        (
+            "next noerror",
+            " forward . 10.0.0.1 {\n  next NOERROR\n }",
+            |s| first(s).next == [0],
+        ),
+        (
+            "failover",
+            " forward . 10.0.0.1 {\n  failover SERVFAIL REFUSED NOTIMPL\n }",
+            |s| first(s).failover == [2, 5, 4],
+        ),
+        (
+            "failfast",
+            " forward . 10.0.0.1 {\n  failfast_all_unhealthy_upstreams\n }",
+            |s| first(s).failfast_all_unhealthy_upstreams,
+        ),
+        (
+            "last value wins",
+            " forward . 10.0.0.1 {\n  max_fails 3\n  max_fails 4\n }",
+            |s| first(s).max_fails == 4,
+        ),
+    ];
+    check_valid(cases);
+}
+
+#[test]
+fn invalid() {
+    let cases: &[Invalid<'_>] = &[
+        (
+            "nothing",
+            " forward",
+            2,
+            "Invalid",
+            "forward: expected at least 2 arguments, got 0",
+        ),
+        (
+            "no TO",
+            " forward .",
+            2,
+            "Invalid",
+            "expected at least 2 arguments, got 1",
+        ),
+        (
+            "bad FROM",
+            " forward ex%ample 10.0.0.1",
+            2,
+            "Invalid",
+            "forward: zone 'ex%ample' has an invalid character",
+        ),
+        (
+            "FROM with port",
+            " forward .:53 10.0.0.1",
+            2,
+            "Invalid",
+            "must not have a port",
+        ),
+        (
+            "https",
+            " forward . https://dns.google/dns-query",
+            2,
+            "Invalid",
+            "DNS over HTTPS is not supported",
+        ),
+        (
+            "grpc",
+            " forward . grpc://10.0.0.1",
+            2,
+            "Invalid",
+            "'grpc' is not supported",
+        ),
+        (
+            "unknown scheme",
+            " forward . foo://10.0.0.1",
+            2,
+            "Invalid",
+            "unknown transport 'foo://'",
+        ),
+        (
+            "empty after scheme",
+            " forward . dns://",
+            2,
+            "Invalid",
+            "names no upstream",
+        ),
+        (
+            "host name",
+            " forward . dns.google",
+            2,
+            "Invalid",
+            "'dns.google' is not an IP address, and host names are not supported",
+        ),
+        (
+            "host name and port",
+            " forward . dns.google:53",
+            2,
+            "Invalid",
+            "host names are not supported",
+        ),
+        (
+            "missing file",
+            " forward . /nonexistent/resolv.conf",
+            2,
+            "Invalid",
+            "cannot read the resolv.conf /nonexistent/resolv.conf",
+        ),
+        (
+            "directory",
+            " forward . /",
+            2,
+            "Invalid",
+            "cannot read the resolv.conf /",
+        ),
+        (
+            "bad resolv.conf",
+            " forward . /fixed/bad-resolv.conf",
+            2,
+            "Invalid",
+            "bad resolv.conf: /fixed/bad-resolv.conf:2: nameserver 'dns.google' is not an IP address",
+        ),
+        (
+            "no nameserver",
+            " forward . /fixed/empty-resolv.conf",
+            2,
+            "Invalid",
+            "the resolv.conf /fixed/empty-resolv.conf has no usable nameserver line",
+        ),
+        (
+            "only link-local",
+            " forward . /fixed/link-local-resolv.conf",
+            2,
+            "Invalid",
+            "no usable nameserver",
+        ),
+        (
+            "sixteen",
+            " forward . /fixed/sixteen-resolv.conf",
+            2,
+            "Invalid",
+            "forward: more than 15 TOs configured: 16",
+        ),
+        (
+            "sixteen across arguments",
+            " forward . /etc/resolv.conf /fixed/sixteen-resolv.conf",
+            2,
+            "Invalid",
+            "more than 15 TOs configured: 18",
+        ),
+        (
+            "port zero",
+            " forward . 10.0.0.1:0",
+            2,
+            "Invalid",
+            "'10.0.0.1:0' has port 0",
+        ),
+        (
+            "big port",
+            " forward . 10.0.0.1:65536",
+            2,
+            "Invalid",
+            "bad port '65536'",
+        ),
+        (
+            "link-local",
+            " forward . fe80::1",
+            2,
+            "Invalid",
+            "link-local",
+        ),
+        ("scope", " forward . fe80::1%eth0", 2, "Invalid", "scope"),
+        // Options.
+        (
+            "tls without tls://",
+            " forward . 10.0.0.1 {\n  tls\n }",
+            3,
+            "Invalid",
+            "forward: tls: no upstream of this forward is tls://",
+        ),
+        (
+            "tls_servername without tls://",
+            " forward . 10.0.0.1 {\n  tls_servername dns.google\n }",
+            3,
+            "Invalid",
+            "forward: tls_servername: no upstream of this forward is tls://",
+        ),
+        (
+            "max_age",
+            " forward . 10.0.0.1 {\n  max_age 30s\n }",
+            3,
+            "UnsupportedProperty",
+            "'max_age'",
+        ),
+        (
+            "doh_method",
+            " forward . 10.0.0.1 {\n  doh_method GET\n }",
+            3,
+            "UnsupportedProperty",
+            "'doh_method'",
+        ),
+        (
+            "unknown",
+            " forward . 10.0.0.1 {\n  max_requests 5\n }",
+            3,
+            "UnknownProperty",
+            "unknown property 'max_requests' in forward",
+        ),
+        (
+            "option block",
+            " forward . 10.0.0.1 {\n  force_tcp {\n  }\n }",
+            3,
+            "Invalid",
+            "force_tcp: takes no '{ ... }' block",
+        ),
+        (
+            "flag argument",
+            " forward . 10.0.0.1 {\n  prefer_udp yes\n }",
+            3,
+            "Invalid",
+            "prefer_udp: expected exactly 0 arguments, got 1",
+        ),
+        (
+            "except nothing",
+            " forward . 10.0.0.1 {\n  except\n }",
+            3,
+            "Invalid",
+            "except: expected at least 1 argument",
+        ),
+        (
+            "except bad",
+            " forward . 10.0.0.1 {\n  except a..b\n }",
+            3,
+            "Invalid",
+            "except: zone 'a..b' has an empty label",
+        ),
+        (
+            "expire missing",
+            " forward . 10.0.0.1 {\n  expire\n }",
+            3,
+            "Invalid",
+            "expire: expected exactly 1 argument, got 0",
+        ),
+        (
+            "expire unit",
+            " forward . 10.0.0.1 {\n  expire 10\n }",
+            3,
+            "Invalid",
+            "expire: missing unit in duration '10'",
+        ),
+        (
+            "expire negative",
+            " forward . 10.0.0.1 {\n  expire -1s\n }",
+            3,
+            "Invalid",
+            "must not be negative",
+        ),
+        (
+            "max_fails negative",
+            " forward . 10.0.0.1 {\n  max_fails -1\n }",
+            3,
+            "Invalid",
+            "max_fails: '-1' must not be negative",
+        ),
+        (
+            "max_fails word",
+            " forward . 10.0.0.1 {\n  max_fails two\n }",
+            3,
+            "Invalid",
+            "'two' is not a non-negative integer",
+        ),
+        (
+            "max_fails too big",
+            " forward . 10.0.0.1 {\n  max_fails 4294967296\n }",
+            3,
+            "Invalid",
+            "too large",
+        ),
+        (
+            "max_idle_conns negative",
+            " forward . 10.0.0.1 {\n  max_idle_conns -2\n }",
+            3,
+            "Invalid",
+            "max_idle_conns: '-2' must not be negative",
+        ),
+        (
+            "max_concurrent negative",
+            " forward . 10.0.0.1 {\n  max_concurrent -1\n }",
+            3,
+            "Invalid",
+            "max_concurrent: '-1' must not be negative",
+        ),
+        (
+            "max_connect_attempts",
+            " forward . 10.0.0.1 {\n  max_connect_attempts 1 2\n }",
+            3,
+            "Invalid",
+            "expected exactly 1 argument, got 2",
+        ),
+        (
+            "policy",
+            " forward . 10.0.0.1 {\n  policy fastest\n }",
+            3,
+            "Invalid",
+            "policy: unknown policy 'fastest'",
+        ),
+        (
+            "health_check missing",
+            " forward . 10.0.0.1 {\n  health_check\n }",
+            3,
+            "Invalid",
+            "health_check: expected at least 1 argument",
+        ),
+        (
+            "health_check option",
+            " forward . 10.0.0.1 {\n  health_check 1s rec\n }",
+            3,
+            "Invalid",
+            "health_check: unknown option 'rec'",
+        ),
+        (
+            "health_check domain missing",
+            " forward . 10.0.0.1 {\n  health_check 1s domain\n }",
+            3,
+            "Invalid",
+            "'domain' needs a domain name",
+        ),
+        (
+            "health_check domain bad",
+            " forward . 10.0.0.1 {\n  health_check 1s domain a..b\n }",
+            3,
+            "Invalid",
+            "invalid domain name 'a..b'",
+        ),
+        (
+            "next nothing",
+            " forward . 10.0.0.1 {\n  next\n }",
+            3,
+            "Invalid",
+            "next: expected at least 1 argument",
+        ),
+        (
+            "next bad",
+            " forward . 10.0.0.1 {\n  next NXDOMAN\n }",
+            3,
+            "Invalid",
+            "next: 'NXDOMAN' is not a valid rcode",
+        ),
+        (
+            "failover noerror",
+            " forward . 10.0.0.1 {\n  failover SERVFAIL NoError\n }",
+            3,
+            "Invalid",
+            "failover: NOERROR cannot be used in failover",
+        ),
+        (
+            "failfast argument",
+            " forward . 10.0.0.1 {\n  failfast_all_unhealthy_upstreams 1\n }",
+            3,
+            "Invalid",
+            "expected exactly 0 arguments",
+        ),
+        (
+            "second line",
+            " forward . 10.0.0.1 {\n  force_tcp\n  expire x\n }",
+            4,
+            "Invalid",
+            "expire",
+        ),
+    ];
+    check_invalid(cases);
+}
+
+#[test]
+fn relative_resolv_conf() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("upstreams.conf"), "nameserver 192.0.2.7\n").unwrap();
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(&corefile, ". {\n forward . upstreams.conf\n}\n").unwrap();
+    let config = crate::config::read_corefile(&corefile).unwrap();
+    let upstream = &config.servers[0].forward[0].to[0];
+    assert_eq!(upstream.name, "192.0.2.7:53");
+    assert_eq!(upstream.from_file, Some(dir.path().join("upstreams.conf")));
+}
+
+#[test]
+fn addresses() {
+    let addr = |text: &str| Some(text.parse::<SocketAddr>().unwrap());
+    let cases = [
+        ("v4", "10.0.0.1", addr("10.0.0.1:53")),
+        ("v4 port", "10.0.0.1:5353", addr("10.0.0.1:5353")),
+        ("v6", "fd00::53", addr("[fd00::53]:53")),
+        ("v6 brackets", "[fd00::53]", addr("[fd00::53]:53")),
+        ("v6 port", "[fd00::53]:5353", addr("[fd00::53]:5353")),
+        ("path", "/etc/resolv.conf", None),
+        ("relative path", "resolv.conf", None),
+        ("host", "dns.google", None),
+        ("host port", "dns.google:53", None),
+    ];
+    for (name, text, want) in cases {
+        assert_eq!(socket_address(text), Ok(want), "{name}");
+    }
+    let bad = [
+        ("port zero", "10.0.0.1:0", "port 0"),
+        ("port range", "10.0.0.1:65536", "bad port"),
+        ("empty port", "10.0.0.1:", "bad port"),
+        ("no bracket", "[fd00::1:53", "closing"),
+        ("v4 in brackets", "[10.0.0.1]:53", "not an IPv6"),
+        ("after bracket", "[fd00::1]53", "':PORT'"),
+        ("scope", "fe80::1%eth0", "scope"),
+        ("bracket scope", "[fe80::1%eth0]:53", "scope"),
+        ("link-local", "fe80::1", "link-local"),
+    ];
+    for (name, text, want) in bad {
+        let error = socket_address(text).unwrap_err();
+        assert!(error.contains(want), "{name}: {error}");
+    }
+}
+
+#[test]
+fn rcode_names() {
+    assert_eq!(rcode("servfail"), Some(2));
+    assert_eq!(rcode("NOTIMPL"), Some(4));
+    assert_eq!(rcode("BADCOOKIE"), Some(23));
+    assert_eq!(rcode("BADVERS"), None);
+    assert_eq!(rcode("2"), None);
+}
+
+#[test]
+fn hosts() {
+    assert!(looks_like_host("dns.google"));
+    assert!(looks_like_host("ns1:53"));
+    assert!(!looks_like_host("/etc/resolv.conf"));
+    assert!(!looks_like_host("a b"));
+}
