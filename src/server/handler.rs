@@ -76,13 +76,13 @@ impl Handler {
     ) -> Outcome {
         let started = Instant::now();
         match self.step(packet, client, transport, started, out) {
-            Step::Done(outcome) => outcome,
-            Step::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
+            Progress::Done(outcome) => outcome,
+            Progress::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
         }
     }
 
     /// [`respond`](Self::respond), except that a CNAME to chase comes back as
-    /// [`Step::Chase`], unanswered and not yet logged.
+    /// [`Progress::Chase`], unanswered and not yet logged.
     fn step(
         &self,
         packet: &[u8],
@@ -90,23 +90,23 @@ impl Handler {
         transport: Transport,
         started: Instant,
         out: &mut Vec<u8>,
-    ) -> Step {
+    ) -> Progress {
         // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
         // metrics and logs it is the IPv4 client it is.
         let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         let request = match Request::parse(packet) {
             Ok(request) => request,
-            Err(Malformed::Ignore) => return Step::Done(Outcome::Drop),
+            Err(Malformed::Ignore) => return Progress::Done(Outcome::Drop),
             Err(Malformed::Reply {
                 id, flags, rcode, ..
             }) => {
                 wire::write_malformed(id, flags, rcode, out);
-                return Step::Done(Outcome::Reply);
+                return Progress::Done(Outcome::Reply);
             }
         };
         if request.edns.is_some_and(|edns| edns.version != 0) {
             wire::write_rcode(&request, rcode::BADVERS, out);
-            return Step::Done(Outcome::Reply);
+            return Progress::Done(Outcome::Reply);
         }
         let qname = request.question.name();
         let Some((block, zone)) = self.block_for(qname) else {
@@ -121,7 +121,7 @@ impl Handler {
                     Duration::ZERO,
                 ));
             }
-            return Step::Done(Outcome::Reply);
+            return Progress::Done(Outcome::Reply);
         };
         let ctx = Ctx {
             block,
@@ -160,33 +160,33 @@ impl Handler {
                         let mut chase =
                             Chase::retarget(block, zone, request, retarget, original, plugin);
                         chase.revert = Some(revert);
-                        return Step::Chase(chase);
+                        return Progress::Chase(chase);
                     }
                     let mut whole = std::mem::take(out);
                     revert.apply(&mut whole);
                     fit(&ctx, request, &whole, out);
                 }
                 self.finish(&ctx, request, out, plugin);
-                Step::Done(Outcome::Reply)
+                Progress::Done(Outcome::Reply)
             }
             Flow::Upstream(forwarder) => {
-                Step::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
+                Progress::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
             }
             Flow::Forward(mut pending) => {
                 pending.revert = revert;
-                Step::Done(Outcome::Forward(pending))
+                Progress::Done(Outcome::Forward(pending))
             }
             Flow::Chase(mut chase) => {
                 chase.revert = revert;
-                Step::Chase(chase)
+                Progress::Chase(chase)
             }
-            Flow::Transfer(records) => Step::Done(Outcome::Transfer(records)),
+            Flow::Transfer(records) => Progress::Done(Outcome::Transfer(records)),
             Flow::End => {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
                 wire::write_rcode(request, rcode::REFUSED, out);
                 self.finish(&ctx, request, out, Plugin::Server);
-                Step::Done(Outcome::Reply)
+                Progress::Done(Outcome::Reply)
             }
         }
     }
@@ -424,15 +424,15 @@ impl Handler {
             };
             let mut reply = Vec::new();
             match self.step(&asked, client, transport, Instant::now(), &mut reply) {
-                Step::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
-                Step::Done(Outcome::Forward(pending)) => {
+                Progress::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
+                Progress::Done(Outcome::Forward(pending)) => {
                     chase.upstream = Some(pending);
                     return Chased::Upstream(chase);
                 }
-                Step::Done(Outcome::Drop | Outcome::Transfer(_)) => {
+                Progress::Done(Outcome::Drop | Outcome::Transfer(_)) => {
                     return Chased::Done(chase.merge(None));
                 }
-                Step::Chase(next) => {
+                Progress::Chase(next) => {
                     let Chase {
                         replies, target, ..
                     } = *next;
@@ -547,7 +547,7 @@ impl Handler {
 const MAX_CHASE: usize = 10;
 
 /// What [`Handler::step`] came to.
-enum Step {
+enum Progress {
     /// Answered, or on its way upstream.
     Done(Outcome),
     /// A CNAME to chase.
