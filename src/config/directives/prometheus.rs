@@ -7,9 +7,18 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use super::{Context, arguments, http_address, no_block};
-use crate::config::PrometheusConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *prometheus* directive: `prometheus [ADDRESS]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// Where `/metrics` listens (default `localhost:9153`, which is `127.0.0.1:9153`; kubeadm
+    /// writes `:9153`).
+    pub addr: SocketAddr,
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "prometheus";
 
