@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{CacheClass, CacheConfig, Prefetch, ServeStale};
 use crate::metrics::{Collect, Counter, Exposition, Kind};
-use crate::wire::reply::{self, Malformed};
+use crate::wire::reply::{self, BadReply};
 use crate::wire::{Request, rcode};
 use crate::zone::name::{WireName, suffix_offset};
 
@@ -274,7 +274,7 @@ impl Cache {
                 );
             }
             Ok(None) => {}
-            Err(Malformed) => self.metrics.drops.inc(),
+            Err(BadReply) => self.metrics.drops.inc(),
         }
     }
 
@@ -283,7 +283,7 @@ impl Cache {
         &self,
         request: &Request<'_>,
         message: &[u8],
-    ) -> Result<Option<(Class, Duration)>, Malformed> {
+    ) -> Result<Option<(Class, Duration)>, BadReply> {
         if message.len() < 12 || message[2] & 0x02 != 0 {
             return Ok(None);
         }

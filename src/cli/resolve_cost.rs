@@ -11,7 +11,7 @@ use hickory_proto::rr::Name;
 
 use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
-use crate::resolver_sim::answer::Upstream;
+use crate::resolver_sim::answer::UpstreamMode;
 use crate::resolver_sim::report::Setup;
 use crate::resolver_sim::stub::{Call, Families, Libc, Qtype, StubConfig};
 use crate::source::file::parse_objects;
@@ -53,7 +53,7 @@ pub(super) struct ResolveCostArgs {
     /// exists, search-expanded names do not, nor does a cluster name written short, such as
     /// `web.shop`) or a server's `IP[:PORT]`.
     #[arg(long, value_name = "assume|ADDR", default_value = "assume", value_parser = parse_upstream)]
-    upstream: Upstream,
+    upstream: UpstreamMode,
     /// The server runs autopath (the walk moves to the server).
     #[arg(long)]
     autopath: bool,
@@ -102,15 +102,15 @@ fn parse_qtype(text: &str) -> Result<Qtype, String> {
     })
 }
 
-fn parse_upstream(text: &str) -> Result<Upstream, String> {
+fn parse_upstream(text: &str) -> Result<UpstreamMode, String> {
     if text == "assume" {
-        return Ok(Upstream::Assume);
+        return Ok(UpstreamMode::Assume);
     }
     if let Ok(addr) = text.parse::<SocketAddr>() {
-        return Ok(Upstream::Server(addr));
+        return Ok(UpstreamMode::Server(addr));
     }
     if let Ok(ip) = text.parse::<IpAddr>() {
-        return Ok(Upstream::Server(SocketAddr::new(ip, 53)));
+        return Ok(UpstreamMode::Server(SocketAddr::new(ip, 53)));
     }
     Err(format!(
         "'{text}': expected assume, or a server as IP, IP:PORT or [IPV6]:PORT"

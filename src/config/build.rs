@@ -63,6 +63,7 @@ pub(crate) fn build(
             directives::apply(line, &context, &mut found)?;
         }
         check_autopath(&found, block)?;
+        attach_external(&mut found, block)?;
         if unsupported.is_none() {
             unsupported = found.unsupported.take();
         }
@@ -121,6 +122,7 @@ pub(crate) fn build(
                     chaos: found.chaos.clone(),
                     hosts: found.hosts.clone(),
                     template: found.template.clone(),
+                    file: found.file.clone(),
                     rewrite: found.rewrite.clone(),
                     line: key.line,
                 }),
@@ -180,6 +182,33 @@ fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Erro
             kubernetes.line
         )));
     }
+    Ok(())
+}
+
+/// *k8s_external* reads the block's *kubernetes* plugin (CoreDNS looks it up at start-up and
+/// fails without it): its configuration goes into the *kubernetes* one, whose zone then
+/// holds the external names too.
+fn attach_external(found: &mut Directives, block: &ServerBlockAst) -> Result<(), Error> {
+    let Some(external) = found.k8s_external.take() else {
+        return Ok(());
+    };
+    let Some(kubernetes) = found.kubernetes.as_mut() else {
+        let file = block
+            .lines
+            .iter()
+            .find(|line| line.name() == "k8s_external")
+            .map_or_else(
+                || Path::new("").to_path_buf(),
+                |line| line.name.file.to_path_buf(),
+            );
+        return Err(Error::Invalid {
+            directive: "plugin/k8s_external".to_owned(),
+            message: "kubernetes plugin not loaded".to_owned(),
+            file,
+            line: external.line,
+        });
+    };
+    kubernetes.external = Some(external);
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The client's bytes are forwarded as they are; nothing here builds or rewrites a message
 //! beyond its ID and, for a reply too big for the client, a truncated header. Every read is
-//! bounds-checked: garbage from an upstream is a mismatch or [`Verdict::Malformed`], never a
+//! bounds-checked: garbage from an upstream is a mismatch or [`ReplyCheck::Malformed`], never a
 //! panic.
 
 pub(super) use crate::wire::HEADER_LEN;
@@ -60,7 +60,7 @@ pub(super) fn parse_query(query: &[u8]) -> Option<QueryInfo> {
 
 /// What a reply read from an upstream is, for the query it was meant to answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verdict {
+pub(super) enum ReplyCheck {
     /// Not the reply to this query (another ID, not a response, another question): discard
     /// it and keep reading.
     Mismatch,
@@ -85,27 +85,27 @@ pub(super) struct ReplyInfo {
 
 /// Whether `reply` answers `query` (sent with ID `id`): same ID, QR set, same opcode, one
 /// question equal to the query's (the name compared case-insensitively, as CoreDNS does).
-pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo) -> Verdict {
+pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo) -> ReplyCheck {
     let Some(header) = Header::read(reply) else {
-        return Verdict::Mismatch;
+        return ReplyCheck::Mismatch;
     };
     if header.id != id || header.flags & FLAG_QR == 0 || header.opcode() != info.opcode {
-        return Verdict::Mismatch;
+        return ReplyCheck::Mismatch;
     }
     let rcode = header.flags & 0x000f;
     if header.counts[0] == 0 && rcode != 0 {
-        return Verdict::Questionless(ReplyInfo {
+        return ReplyCheck::Questionless(ReplyInfo {
             rcode,
             truncated: false,
         });
     }
     if header.counts[0] != 1 {
-        return Verdict::Mismatch;
+        return ReplyCheck::Mismatch;
     }
     let question = &query[HEADER_LEN..info.question_end];
     match reply.get(HEADER_LEN..info.question_end) {
         Some(echoed) if echoed.eq_ignore_ascii_case(question) => {}
-        _ => return Verdict::Mismatch,
+        _ => return ReplyCheck::Mismatch,
     }
     let truncated = header.flags & FLAG_TC != 0;
     let mut rcode = header.flags & 0x000f;
@@ -116,9 +116,9 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
                 // A truncated reply may be cut anywhere; it is retried over TCP or handed
                 // back as truncated, so its records do not matter.
                 return if truncated {
-                    Verdict::Match(ReplyInfo { rcode, truncated })
+                    ReplyCheck::Match(ReplyInfo { rcode, truncated })
                 } else {
-                    Verdict::Malformed
+                    ReplyCheck::Malformed
                 };
             };
             if section == 2 && record.rtype == TYPE_OPT {
@@ -127,11 +127,11 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
             at = record.end;
         }
     }
-    Verdict::Match(ReplyInfo { rcode, truncated })
+    ReplyCheck::Match(ReplyInfo { rcode, truncated })
 }
 
 /// A reply to `query` (sent with ID `id`) with `rcode` and nothing but the question: what a
-/// [`Verdict::Questionless`] upstream reply becomes.
+/// [`ReplyCheck::Questionless`] upstream reply becomes.
 pub(super) fn error_reply(query: &[u8], info: &QueryInfo, id: u16, rcode: u16) -> Vec<u8> {
     let mut reply = query[..info.question_end].to_vec();
     set_id(&mut reply, id);
@@ -305,38 +305,41 @@ mod tests {
     fn replies_match_on_id_response_and_question() {
         let q = query(false);
         let info = parse_query(&q).unwrap();
-        let ok = Verdict::Match(ReplyInfo {
+        let ok = ReplyCheck::Match(ReplyInfo {
             rcode: 0,
             truncated: false,
         });
         assert_eq!(check_reply(&reply(7, 0, None), 7, &q, &info), ok);
         assert_eq!(
             check_reply(&reply(8, 0, None), 7, &q, &info),
-            Verdict::Mismatch
+            ReplyCheck::Mismatch
         );
         let mut upper = reply(7, 0, None);
         upper[13..16].copy_from_slice(b"WWW");
         assert_eq!(check_reply(&upper, 7, &q, &info), ok);
         let mut other = reply(7, 0, None);
         other[13] = b'x';
-        assert_eq!(check_reply(&other, 7, &q, &info), Verdict::Mismatch);
+        assert_eq!(check_reply(&other, 7, &q, &info), ReplyCheck::Mismatch);
         let mut aaaa = reply(7, 0, None);
         aaaa[31] = 28;
-        assert_eq!(check_reply(&aaaa, 7, &q, &info), Verdict::Mismatch);
+        assert_eq!(check_reply(&aaaa, 7, &q, &info), ReplyCheck::Mismatch);
         let mut not_response = reply(7, 0, None);
         not_response[2] &= 0x7f;
-        assert_eq!(check_reply(&not_response, 7, &q, &info), Verdict::Mismatch);
+        assert_eq!(
+            check_reply(&not_response, 7, &q, &info),
+            ReplyCheck::Mismatch
+        );
     }
 
     #[test]
     fn the_rcode_includes_the_opt_upper_bits() {
         let q = query(false);
         let info = parse_query(&q).unwrap();
-        let Verdict::Match(got) = check_reply(&reply(7, 0, Some(1)), 7, &q, &info) else {
+        let ReplyCheck::Match(got) = check_reply(&reply(7, 0, Some(1)), 7, &q, &info) else {
             panic!("no match");
         };
         assert_eq!(got.rcode, 16);
-        let Verdict::Match(got) = check_reply(&reply(7, 3, None), 7, &q, &info) else {
+        let ReplyCheck::Match(got) = check_reply(&reply(7, 3, None), 7, &q, &info) else {
             panic!("no match");
         };
         assert_eq!(got.rcode, 3);
@@ -348,11 +351,11 @@ mod tests {
         let info = parse_query(&q).unwrap();
         let mut cut = reply(7, 0, None);
         cut.truncate(cut.len() - 2);
-        assert_eq!(check_reply(&cut, 7, &q, &info), Verdict::Malformed);
+        assert_eq!(check_reply(&cut, 7, &q, &info), ReplyCheck::Malformed);
         cut[2] |= 0x02;
         assert!(matches!(
             check_reply(&cut, 7, &q, &info),
-            Verdict::Match(ReplyInfo {
+            ReplyCheck::Match(ReplyInfo {
                 truncated: true,
                 ..
             })

@@ -91,7 +91,7 @@ use crate::zone::name::suffix_offset;
 use message::QueryInfo;
 use metrics::Proto;
 use policy::Policy;
-use upstream::{HealthCheck, Limits, Reply, Upstream};
+use upstream::{HealthCheck, Limits, Peer, Reply};
 
 /// The timeouts of forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub struct Forwarder {
     from: Vec<u8>,
     /// `except` names, lower-case wire format.
     except: Vec<Vec<u8>>,
-    upstreams: Vec<Arc<Upstream>>,
+    upstreams: Vec<Arc<Peer>>,
     policy: Policy,
     force_tcp: bool,
     prefer_udp: bool,
@@ -207,7 +207,7 @@ impl Forwarder {
                     }
                 }
             };
-            upstreams.push(Arc::new(Upstream::new(
+            upstreams.push(Arc::new(Peer::new(
                 upstream.addr,
                 &upstream.name,
                 config.expire,
@@ -437,7 +437,7 @@ impl Forwarder {
     /// payload size; otherwise the truncated one, so it retries over TCP itself.
     async fn attempt(
         &self,
-        upstream: &Upstream,
+        upstream: &Peer,
         framed: &mut [u8],
         info: &QueryInfo,
         proto: Proto,

@@ -25,7 +25,7 @@ use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, ForwardError, NetError, Op};
-use super::message::{self, QueryInfo, ReplyInfo, Verdict};
+use super::message::{self, QueryInfo, ReplyCheck, ReplyInfo};
 use super::metrics::{Proto, UpstreamMetrics, forward_metrics};
 use super::policy::random_id;
 
@@ -33,9 +33,10 @@ use super::policy::random_id;
 /// upstream sends is cut short.
 const MAX_MESSAGE: usize = 65_535;
 
-/// One upstream resolver.
+/// One upstream resolver as *forward* runs it: its address, connections and health (what
+/// the Corefile says of it is [`crate::config::Upstream`]).
 #[derive(Debug)]
-pub(super) struct Upstream {
+pub(super) struct Peer {
     /// Where queries go.
     pub addr: SocketAddr,
     /// As written in metrics and messages: `10.0.0.1:53`.
@@ -111,7 +112,7 @@ pub(super) struct HealthCheck {
     pub stop: CancellationToken,
 }
 
-impl Upstream {
+impl Peer {
     pub(super) fn new(
         addr: SocketAddr,
         name: &str,
@@ -220,20 +221,20 @@ impl Upstream {
             }
             match message::check_reply(&buffer, id, query, info) {
                 // Someone else's answer, or a late one to an earlier query on this socket.
-                Verdict::Mismatch => continue,
-                Verdict::Malformed => {
+                ReplyCheck::Mismatch => continue,
+                ReplyCheck::Malformed => {
                     return Err(ForwardError::Malformed {
                         upstream: self.addr,
                     });
                 }
-                Verdict::Match(reply) => {
+                ReplyCheck::Match(reply) => {
                     self.pool.put_udp(socket);
                     return Ok(Reply {
                         bytes: buffer.as_slice().to_vec(),
                         info: reply,
                     });
                 }
-                Verdict::Questionless(reply) => {
+                ReplyCheck::Questionless(reply) => {
                     self.pool.put_udp(socket);
                     return Ok(Reply {
                         bytes: message::error_reply(query, info, id, reply.rcode),
@@ -308,14 +309,14 @@ impl Upstream {
                     return Err(error(Op::Read, Cause::of(&e)).into());
                 }
                 match message::check_reply(&body, id, query, info) {
-                    Verdict::Mismatch => continue,
-                    Verdict::Malformed => {
+                    ReplyCheck::Mismatch => continue,
+                    ReplyCheck::Malformed => {
                         return Err(TcpFailure::Error(ForwardError::Malformed {
                             upstream: self.addr,
                         }));
                     }
-                    Verdict::Match(reply) => return Ok((body, reply)),
-                    Verdict::Questionless(reply) => {
+                    ReplyCheck::Match(reply) => return Ok((body, reply)),
+                    ReplyCheck::Questionless(reply) => {
                         return Ok((message::error_reply(query, info, id, reply.rcode), reply));
                     }
                 }

@@ -130,11 +130,15 @@ pub enum Plugin {
     Chaos,
     /// `any`.
     Any,
+    /// `k8s_external`.
+    K8sExternal,
+    /// `file`.
+    File,
 }
 
 impl Plugin {
     /// Every plugin, in label order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 13] = [
         Self::Server,
         Self::Cache,
         Self::Forward,
@@ -146,6 +150,8 @@ impl Plugin {
         Self::Template,
         Self::Chaos,
         Self::Any,
+        Self::K8sExternal,
+        Self::File,
     ];
 
     /// The label value.
@@ -162,6 +168,8 @@ impl Plugin {
             Self::Template => "template",
             Self::Chaos => "chaos",
             Self::Any => "any",
+            Self::K8sExternal => "k8s_external",
+            Self::File => "file",
         }
     }
 }

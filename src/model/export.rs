@@ -129,17 +129,25 @@ fn service(svc: &Service) -> core::Service {
     let strings = |ips: &[std::net::IpAddr]| {
         (!ips.is_empty()).then(|| ips.iter().map(ToString::to_string).collect::<Vec<_>>())
     };
-    let status = (!svc.load_balancer_ips.is_empty()).then(|| core::ServiceStatus {
+    let ingress: Vec<core::LoadBalancerIngress> = svc
+        .load_balancer_ips
+        .iter()
+        .map(|ip| core::LoadBalancerIngress {
+            ip: Some(ip.to_string()),
+            ..core::LoadBalancerIngress::default()
+        })
+        .chain(
+            svc.load_balancer_hostnames
+                .iter()
+                .map(|host| core::LoadBalancerIngress {
+                    hostname: Some(host.clone()),
+                    ..core::LoadBalancerIngress::default()
+                }),
+        )
+        .collect();
+    let status = (!ingress.is_empty()).then(|| core::ServiceStatus {
         load_balancer: Some(core::LoadBalancerStatus {
-            ingress: Some(
-                svc.load_balancer_ips
-                    .iter()
-                    .map(|ip| core::LoadBalancerIngress {
-                        ip: Some(ip.to_string()),
-                        ..core::LoadBalancerIngress::default()
-                    })
-                    .collect(),
-            ),
+            ingress: Some(ingress),
         }),
         ..core::ServiceStatus::default()
     });

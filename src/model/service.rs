@@ -38,6 +38,9 @@ pub struct Service {
     pub external_ips: Vec<IpAddr>,
     /// `status.loadBalancer.ingress[].ip`.
     pub load_balancer_ips: Vec<IpAddr>,
+    /// `status.loadBalancer.ingress[].hostname` of the entries without an `ip` (cloud load
+    /// balancers known by name; *k8s_external* answers them with a CNAME).
+    pub load_balancer_hostnames: Vec<String>,
     /// `spec.loadBalancerSourceRanges`.
     pub load_balancer_source_ranges: Vec<IpNet>,
     /// `spec.healthCheckNodePort`: the node port kube-proxy answers health checks on, set by
@@ -91,6 +94,7 @@ impl Service {
             session_affinity: SessionAffinity::None,
             external_ips: Vec::new(),
             load_balancer_ips: Vec::new(),
+            load_balancer_hostnames: Vec::new(),
             load_balancer_source_ranges: Vec::new(),
             health_check_node_port: None,
         }

@@ -19,7 +19,7 @@ use crate::zone::{Rcode, Snapshot};
 
 /// Where names outside the cluster zone are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Upstream {
+pub enum UpstreamMode {
     /// Offline: the name as typed exists (for every type asked), every search-expanded name
     /// does not; a name of one label does not exist either, nor does one whose last label
     /// the search list completes to a cluster name (`_http._tcp.web`, `web.shop`: a cluster
@@ -43,10 +43,10 @@ pub struct ClusterAnswerer<'a> {
     block: &'a dyn LocalServer,
     /// Its cluster zone.
     snapshot: &'a Snapshot,
-    upstream: Upstream,
+    upstream: UpstreamMode,
     /// The name as typed, lower case, without its final dot.
     typed: String,
-    /// The name as typed is a cluster name written short (see [`Upstream::Assume`]).
+    /// The name as typed is a cluster name written short (see [`UpstreamMode::Assume`]).
     typed_is_short: bool,
     autopath: Option<(&'a SearchPath, IpAddr)>,
     /// Upstream replies already fetched, shared between walks.
@@ -63,7 +63,7 @@ impl<'a> ClusterAnswerer<'a> {
     pub fn new(
         block: &'a dyn LocalServer,
         snapshot: &'a Snapshot,
-        upstream: Upstream,
+        upstream: UpstreamMode,
         typed: &str,
         asked: &'a UpstreamCache,
     ) -> Self {
@@ -136,7 +136,7 @@ impl<'a> ClusterAnswerer<'a> {
         }
         let reply = match self.upstream {
             // Per walk (it depends on the name typed): not kept.
-            Upstream::Assume => {
+            UpstreamMode::Assume => {
                 let bare = key.0.trim_end_matches('.');
                 return if bare == self.typed && bare.contains('.') && !self.typed_is_short {
                     Reply::new(rcode::NOERROR, 1, Source::Assumed)
@@ -144,7 +144,7 @@ impl<'a> ClusterAnswerer<'a> {
                     Reply::new(rcode::NXDOMAIN, 0, Source::Assumed)
                 };
             }
-            Upstream::Server(addr) => ask_server(addr, name, qtype),
+            UpstreamMode::Server(addr) => ask_server(addr, name, qtype),
         };
         self.asked.borrow_mut().insert(key, reply.clone());
         reply

@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::answer::{ClusterAnswerer, LocalServer, Upstream, UpstreamCache};
-use super::stub::{self, Call, Libc, SendMode, Source, StubConfig, Totals, Verdict, Walk};
+use super::answer::{ClusterAnswerer, LocalServer, UpstreamCache, UpstreamMode};
+use super::stub::{self, Call, Decision, Libc, SendMode, Source, StubConfig, Totals, Walk};
 use crate::autopath::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
 use crate::zone::name::WireName;
@@ -25,7 +25,7 @@ pub struct Setup<'a> {
     /// Its cluster zone.
     pub snapshot: &'a Snapshot,
     /// Where other names go.
-    pub upstream: Upstream,
+    pub upstream: UpstreamMode,
     /// The server runs *autopath* (namespace from the query).
     pub autopath: bool,
     /// The cluster domain (for autopath's search list).
@@ -347,7 +347,7 @@ impl Report {
                 let stop = walk
                     .steps
                     .last()
-                    .is_some_and(|s| s.verdict == Verdict::Stop);
+                    .is_some_and(|s| s.verdict == Decision::Stop);
                 let (default, call) = match walk.call {
                     Call::Getaddrinfo { .. } => ("EAI_NONAME", ""),
                     Call::ResSearch { .. } => ("HOST_NOT_FOUND", "res_search fails with "),

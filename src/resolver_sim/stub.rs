@@ -1,7 +1,7 @@
 //! The stub resolvers' search walk, as `getaddrinfo` makes it, modelled from the libcs'
 //! source.
 //!
-//! The walks themselves, with what each libc does, are in [`glibc`] and [`musl`].
+//! The walks themselves, with what each libc does, are in `stub/glibc.rs` and `stub/musl.rs`.
 
 mod glibc;
 mod musl;
@@ -422,13 +422,13 @@ pub struct Query {
 
 /// One name the resolver tried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub struct Attempt {
     /// The name, fully qualified.
     pub name: String,
     /// Its queries.
     pub queries: Vec<Query>,
     /// What the resolver made of the answers.
-    pub verdict: Verdict,
+    pub verdict: Decision,
     /// Sequential exchanges with the server in this step.
     pub round_trips: u32,
     /// Time spent waiting for replies that never came (timeouts), in milliseconds.
@@ -460,14 +460,20 @@ impl Tally {
 
     /// The step that asked `name` for `qtypes` and got `replies` (in the same order), with
     /// the resolver's `verdict`.
-    fn step(self, name: String, qtypes: &[Qtype], replies: Vec<Reply>, verdict: Verdict) -> Step {
+    fn step(
+        self,
+        name: String,
+        qtypes: &[Qtype],
+        replies: Vec<Reply>,
+        verdict: Decision,
+    ) -> Attempt {
         let queries = qtypes
             .iter()
             .zip(replies)
             .zip(self.sent)
             .map(|((&qtype, reply), sent)| Query { qtype, reply, sent })
             .collect();
-        Step {
+        Attempt {
             name,
             queries,
             verdict,
@@ -481,7 +487,7 @@ impl Tally {
 /// What a step means to the walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Decision {
     /// Addresses: the lookup is done.
     Answer,
     /// No addresses here; the walk goes on.
@@ -501,7 +507,7 @@ pub struct Walk {
     #[serde(flatten)]
     pub call: Call,
     /// Every name tried, in order.
-    pub steps: Vec<Step>,
+    pub steps: Vec<Attempt>,
     /// The name that gave addresses, if any.
     pub answered_by: Option<String>,
     /// What the application gets when there is no answer: getaddrinfo's `EAI_NONAME`, ...;
@@ -680,7 +686,7 @@ pub fn call_in(
         }
     }
     if let Some(step) = walk.steps.last()
-        && step.verdict == Verdict::Answer
+        && step.verdict == Decision::Answer
     {
         walk.answered_by = Some(step.name.clone());
     }

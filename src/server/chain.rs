@@ -18,7 +18,9 @@
 pub(crate) mod autopath;
 pub(crate) mod chaos;
 pub(crate) mod chase;
+pub(crate) mod file;
 pub(crate) mod hosts;
+pub(crate) mod k8s_external;
 pub(crate) mod rewrite;
 pub(crate) mod template;
 
@@ -60,8 +62,12 @@ pub(crate) enum Step {
     Transfer,
     /// *hosts*.
     Hosts(Arc<hosts::Hosts>),
+    /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
+    K8sExternal(k8s_external::K8sExternal),
     /// *kubernetes*: the cluster zone.
     Kubernetes,
+    /// *file*: zones from zone files.
+    File(Arc<file::File>),
     /// *loop* and *forward*, with *cache* in front of the upstream.
     Forward,
 }
@@ -78,7 +84,9 @@ impl Step {
             Self::Template(_) => "template",
             Self::Transfer => "transfer",
             Self::Hosts(_) => "hosts",
+            Self::K8sExternal(_) => "k8s_external",
             Self::Kubernetes => "kubernetes",
+            Self::File(_) => "file",
             Self::Forward => "forward",
         }
     }
@@ -88,7 +96,13 @@ impl Step {
     fn internet_only(&self) -> bool {
         matches!(
             self,
-            Self::Autopath | Self::Transfer | Self::Hosts(_) | Self::Kubernetes | Self::Forward
+            Self::Autopath
+                | Self::Transfer
+                | Self::Hosts(_)
+                | Self::K8sExternal(_)
+                | Self::Kubernetes
+                | Self::File(_)
+                | Self::Forward
         )
     }
 }
@@ -195,6 +209,14 @@ impl Chain {
     pub(crate) fn hosts(&self) -> Option<&Arc<hosts::Hosts>> {
         self.steps.iter().find_map(|step| match step {
             Step::Hosts(hosts) => Some(hosts),
+            _ => None,
+        })
+    }
+
+    /// The block's *file* plugin, if any.
+    pub(crate) fn file(&self) -> Option<&Arc<file::File>> {
+        self.steps.iter().find_map(|step| match step {
+            Step::File(file) => Some(file),
             _ => None,
         })
     }
@@ -307,11 +329,21 @@ impl Chain {
                     hosts::Answered::Pass => {}
                     hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
                 },
+                Step::K8sExternal(external) => {
+                    if let Some(flow) = external.answer(ctx, q, out) {
+                        return flow;
+                    }
+                }
                 Step::Kubernetes => {
                     if let Some(flow) = kubernetes(ctx, q, out) {
                         return flow;
                     }
                 }
+                Step::File(file) => match file.answer(ctx, q, out) {
+                    file::Answered::Pass => {}
+                    file::Answered::Reply => return Flow::Reply(Plugin::File),
+                    file::Answered::Chase(chase) => return Flow::Chase(chase),
+                },
                 Step::Forward => {
                     if let Some(flow) = self.forward(ctx, q, out) {
                         return flow;
@@ -332,7 +364,7 @@ impl Chain {
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
     ) -> Option<Flow> {
-        let rewritten = match rewrite.apply(q.request)? {
+        let rewritten = match rewrite.apply(q.request, ctx.client, ctx.transport)? {
             Ok(rewritten) => rewritten,
             Err(message) => {
                 if let Some(errors) = &ctx.block.errors {

@@ -91,13 +91,13 @@ impl Handler {
     ) -> Outcome {
         let started = Instant::now();
         match self.step(packet, client, transport, started, out) {
-            Step::Done(outcome) => outcome,
-            Step::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
+            Progress::Done(outcome) => outcome,
+            Progress::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
         }
     }
 
     /// [`respond`](Self::respond), except that a CNAME to chase comes back as
-    /// [`Step::Chase`], unanswered and not yet logged.
+    /// [`Progress::Chase`], unanswered and not yet logged.
     fn step(
         &self,
         packet: &[u8],
@@ -105,23 +105,23 @@ impl Handler {
         transport: Transport,
         started: Instant,
         out: &mut Vec<u8>,
-    ) -> Step {
+    ) -> Progress {
         // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
         // metrics and logs it is the IPv4 client it is.
         let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         let request = match Request::parse(packet) {
             Ok(request) => request,
-            Err(Malformed::Ignore) => return Step::Done(Outcome::Drop),
+            Err(Malformed::Ignore) => return Progress::Done(Outcome::Drop),
             Err(Malformed::Reply {
                 id, flags, rcode, ..
             }) => {
                 wire::write_malformed(id, flags, rcode, out);
-                return Step::Done(Outcome::Reply);
+                return Progress::Done(Outcome::Reply);
             }
         };
         if request.edns.is_some_and(|edns| edns.version != 0) {
             wire::write_rcode(&request, rcode::BADVERS, out);
-            return Step::Done(Outcome::Reply);
+            return Progress::Done(Outcome::Reply);
         }
         let qname = request.question.name();
         let Some((block, zone)) = self.block_for(qname) else {
@@ -136,7 +136,7 @@ impl Handler {
                     Duration::ZERO,
                 ));
             }
-            return Step::Done(Outcome::Reply);
+            return Progress::Done(Outcome::Reply);
         };
         let ctx = Ctx {
             block,
@@ -168,32 +168,40 @@ impl Handler {
         let request = &request;
         match flow {
             Flow::Reply(plugin) => {
-                if let Some(revert) = &revert {
+                if let Some(revert) = revert {
+                    // *rewrite*'s `cname` rule: the new target is asked next.
+                    if let Some(retarget) = revert.retarget(out) {
+                        let original = std::mem::take(out);
+                        let mut chase =
+                            Chase::retarget(block, zone, request, retarget, original, plugin);
+                        chase.revert = Some(revert);
+                        return Progress::Chase(chase);
+                    }
                     let mut whole = std::mem::take(out);
                     revert.apply(&mut whole);
                     fit(&ctx, request, &whole, out);
                 }
                 self.finish(&ctx, request, out, plugin);
-                Step::Done(Outcome::Reply)
+                Progress::Done(Outcome::Reply)
             }
             Flow::Upstream(forwarder) => {
-                Step::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
+                Progress::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
             }
             Flow::Forward(mut pending) => {
                 pending.revert = revert;
-                Step::Done(Outcome::Forward(pending))
+                Progress::Done(Outcome::Forward(pending))
             }
             Flow::Chase(mut chase) => {
                 chase.revert = revert;
-                Step::Chase(chase)
+                Progress::Chase(chase)
             }
-            Flow::Transfer(records) => Step::Done(Outcome::Transfer(records)),
+            Flow::Transfer(records) => Progress::Done(Outcome::Transfer(records)),
             Flow::End => {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
                 wire::write_rcode(request, rcode::REFUSED, out);
                 self.finish(&ctx, request, out, Plugin::Server);
-                Step::Done(Outcome::Reply)
+                Progress::Done(Outcome::Reply)
             }
         }
     }
@@ -216,8 +224,35 @@ impl Handler {
         };
         let revert = chase.revert.take();
         let plugin = chase.plugin;
-        let merged = self.chase_complete(chase).await;
+        let retargeted = chase.retargeted;
+        let mut merged = self.chase_complete(chase).await;
+        if !retargeted {
+            merged = self
+                .retargeted(&ctx, &request, merged, revert.as_deref(), plugin)
+                .await;
+        }
         self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
+    }
+
+    /// *rewrite*'s `cname` rule on a whole reply: the reply with its retargeted CNAME and
+    /// the new target's answers, or `bytes` as they were when the rule takes none of its
+    /// CNAMEs.
+    async fn retargeted(
+        &self,
+        ctx: &Ctx<'_>,
+        request: &Request<'_>,
+        bytes: Vec<u8>,
+        revert: Option<&Revert>,
+        plugin: Plugin,
+    ) -> Vec<u8> {
+        let Some(retarget) = revert.and_then(|revert| revert.retarget(&bytes)) else {
+            return bytes;
+        };
+        let chase = Chase::retarget(ctx.block, ctx.zone, request, retarget, bytes, plugin);
+        match self.chase_step(chase, ctx.received, ctx.client, ctx.transport) {
+            Chased::Done(merged) => merged,
+            Chased::Upstream(chase) => self.chase_complete(chase).await,
+        }
     }
 
     /// [`complete`](Self::complete) for a query that is not a CNAME's chase.
@@ -292,6 +327,9 @@ impl Handler {
             if let Some(cache) = cache {
                 cache.put(&asked_request, &bytes, Instant::now());
             }
+            let bytes = self
+                .retargeted(&ctx, &request, bytes, revert, Plugin::Forward)
+                .await;
             self.deliver(&ctx, &request, &bytes, out, Plugin::Forward, revert);
             return;
         }
@@ -337,8 +375,18 @@ impl Handler {
         let zone = chase.zone;
         let revert = chase.revert.take();
         let plugin = chase.plugin;
+        let retargeted = chase.retargeted;
         match self.chase_step(chase, packet, client, transport) {
             Chased::Done(merged) => {
+                // *rewrite*'s `cname` rule on the chased reply: once.
+                if !retargeted
+                    && let Some(retarget) = revert.as_ref().and_then(|r| r.retarget(&merged))
+                {
+                    let mut next =
+                        Chase::retarget(&block, zone, &request, retarget, merged, plugin);
+                    next.revert = revert;
+                    return self.chase(next, packet, client, transport, started, out);
+                }
                 let ctx = Ctx {
                     block: &block,
                     zone,
@@ -391,15 +439,15 @@ impl Handler {
             };
             let mut reply = Vec::new();
             match self.step(&asked, client, transport, Instant::now(), &mut reply) {
-                Step::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
-                Step::Done(Outcome::Forward(pending)) => {
+                Progress::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
+                Progress::Done(Outcome::Forward(pending)) => {
                     chase.upstream = Some(pending);
                     return Chased::Upstream(chase);
                 }
-                Step::Done(Outcome::Drop | Outcome::Transfer(_)) => {
+                Progress::Done(Outcome::Drop | Outcome::Transfer(_)) => {
                     return Chased::Done(chase.merge(None));
                 }
-                Step::Chase(next) => {
+                Progress::Chase(next) => {
                     let Chase {
                         replies, target, ..
                     } = *next;
@@ -528,7 +576,7 @@ impl Handler {
 const MAX_CHASE: usize = 10;
 
 /// What [`Handler::step`] came to.
-enum Step {
+enum Progress {
     /// Answered, or on its way upstream.
     Done(Outcome),
     /// A CNAME to chase.

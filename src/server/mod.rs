@@ -26,6 +26,7 @@ use hickory_proto::rr::{Name, Record};
 
 pub use crate::wire::Transport;
 pub use chain::Local;
+pub use chain::file::FileLoadError;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use loop_detect::LoopDetect;
@@ -183,6 +184,8 @@ pub struct Plugins {
     pub cache: Option<Arc<Cache>>,
     /// The block's DNS metrics, one per zone (empty without *prometheus*).
     pub metrics: Vec<Arc<ServerMetrics>>,
+    /// The *file* directives, their zones read (`None` without any).
+    pub(crate) file: Option<Arc<chain::file::File>>,
 }
 
 impl Block {
@@ -217,8 +220,16 @@ impl Block {
         if let Some(hosts) = &config.hosts {
             steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
         }
-        if kubernetes.is_some() {
+        if let Some(kubernetes) = &kubernetes {
+            if let Some(external) = &kubernetes.config.external {
+                steps.push(Step::K8sExternal(chain::k8s_external::K8sExternal::new(
+                    external,
+                )));
+            }
             steps.push(Step::Kubernetes);
+        }
+        if let Some(file) = plugins.file {
+            steps.push(Step::File(file));
         }
         if !plugins.forward.is_empty() {
             steps.push(Step::Forward);
@@ -289,6 +300,11 @@ impl Block {
     /// The block's *hosts* plugin.
     pub(crate) fn hosts(&self) -> Option<&Arc<chain::hosts::Hosts>> {
         self.chain.hosts()
+    }
+
+    /// The block's *file* plugin.
+    pub(crate) fn file(&self) -> Option<&Arc<chain::file::File>> {
+        self.chain.file()
     }
 
     /// The block's *template* plugin (its metrics).

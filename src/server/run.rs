@@ -31,7 +31,7 @@ use crate::search_path::live::Tracker as SearchPathTracker;
 use crate::source::api::{self, ApiStatus, ApiWatch, WatchContext};
 use crate::source::programming::{SliceTrigger, Tracker};
 use crate::source::publish::{self, Publisher};
-use crate::source::{file, programming, watcher};
+use crate::source::{file, file_watch, programming};
 use crate::store::Store;
 
 /// Why a server could not start.
@@ -68,6 +68,9 @@ pub enum StartError {
     /// Objects files could not be watched.
     #[error("watching objects files: {0}")]
     Watch(notify::Error),
+    /// A *file* directive's zone file does not read.
+    #[error(transparent)]
+    File(#[from] super::chain::file::FileLoadError),
 }
 
 /// A server block ready to serve, and the addresses it listens on.
@@ -207,10 +210,11 @@ fn load_with(
                 Some(Kubernetes::watching(k8s.clone(), watch))
             }
             Some(k8s) => {
-                let loaded = watcher::load(&k8s.objects).map_err(|source| StartError::Objects {
-                    line: k8s.line,
-                    error: Box::new(source),
-                })?;
+                let loaded =
+                    file_watch::load(&k8s.objects).map_err(|source| StartError::Objects {
+                        line: k8s.line,
+                        error: Box::new(source),
+                    })?;
                 for (kind, count) in &loaded.ignored {
                     tracing::info!(
                         kind,
@@ -262,7 +266,15 @@ fn load_with(
         for warning in forward.iter().flat_map(|f| f.warnings()) {
             tracing::error!("{warning}");
         }
+        let file = if server_block.file.is_empty() {
+            None
+        } else {
+            Some(Arc::new(super::chain::file::File::load(
+                &server_block.file,
+            )?))
+        };
         let plugins = Plugins {
+            file,
             forward,
             cache: server_block
                 .cache
@@ -487,6 +499,9 @@ impl Generation {
             if let Some(hosts) = block.hosts() {
                 tokio::spawn(Arc::clone(hosts).watch(self.token.clone()));
             }
+            if let Some(file) = block.file() {
+                file.watch(&self.token);
+            }
             if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
                 let context = WatchContext {
                     local_ips: local_ips(&loaded.addrs),
@@ -507,7 +522,7 @@ impl Generation {
                     .take()
             {
                 publisher.track(Tracker::new(self.started, &loaded.triggers));
-                watcher::watch(
+                file_watch::watch(
                     k8s.config.objects.clone(),
                     publisher,
                     k8s.fingerprint,
@@ -592,6 +607,7 @@ fn enabled_plugins(config: &Config) -> Vec<EnabledPlugin> {
             ("hosts", block.hosts.is_some()),
             ("template", !block.template.is_empty()),
             ("rewrite", !block.rewrite.is_empty()),
+            ("file", !block.file.is_empty()),
         ];
         for zone in &block.zones {
             for (name, on) in names {

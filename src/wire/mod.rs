@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 
 use crate::zone::name::MAX_NAME_LEN;
 use crate::zone::rrset::{CLASS_IN, rtype};
-use crate::zone::{Answer, Owner, Run, ServedZone, Soa};
+use crate::zone::{Answer, Owner, Run, ServedZone};
 
 /// Size of the DNS header.
 pub const HEADER_LEN: usize = 12;
@@ -597,15 +597,18 @@ impl<'o> Writer<'o> {
     }
 
     /// The zone's SOA in the authority section, owned by the zone as spelled in the question.
-    fn negative_soa(&mut self, zone_offset: usize, soa: &Soa) {
+    fn negative_soa(&mut self, zone_offset: usize, zone: &ServedZone) {
+        let soa = zone.soa();
+        let (mname, rname) = zone.soa_prefixes();
         let pointer = (0xc000 | (HEADER_LEN + zone_offset) as u16).to_be_bytes();
         self.out.extend_from_slice(&pointer);
-        // MNAME ns.dns.<zone>, RNAME hostmaster.<zone>, both pointing at the zone as asked.
-        const RDLEN: usize = 7 + 2 + 11 + 2 + 20;
-        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, RDLEN);
-        self.out.extend_from_slice(b"\x02ns\x03dns");
+        // MNAME and RNAME: their labels in front of the zone (`ns.dns` and `hostmaster` for
+        // the cluster zone), then a pointer to the zone as asked.
+        let rdlen = mname.len() + 2 + rname.len() + 2 + 20;
+        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, rdlen);
+        self.out.extend_from_slice(mname);
         self.out.extend_from_slice(&pointer);
-        self.out.extend_from_slice(b"\x0ahostmaster");
+        self.out.extend_from_slice(rname);
         self.out.extend_from_slice(&pointer);
         self.out.extend_from_slice(&soa.tail());
         self.counts[2] += 1;
@@ -701,7 +704,7 @@ pub fn write_answer(
                 writer.run(1, run, respell.as_ref(), shuffle);
             }
             if answer.is_negative() {
-                writer.negative_soa(zone_offset, &zone.soa());
+                writer.negative_soa(zone_offset, zone);
             }
             // Glue is optional: as much of it as fits, whole RRsets, without TC (RFC 2181 §9).
             let budget = limit.saturating_sub(opt_len);

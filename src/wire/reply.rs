@@ -25,35 +25,35 @@ pub struct RecordAt {
 /// Why a message could not be walked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("malformed DNS message")]
-pub struct Malformed;
+pub struct BadReply;
 
 /// The section counts of a message: question, answer, authority, additional.
-pub fn counts(message: &[u8]) -> Result<[u16; 4], Malformed> {
+pub fn counts(message: &[u8]) -> Result<[u16; 4], BadReply> {
     if message.len() < HEADER_LEN {
-        return Err(Malformed);
+        return Err(BadReply);
     }
     let count = |at: usize| u16::from_be_bytes([message[at], message[at + 1]]);
     Ok([count(4), count(6), count(8), count(10)])
 }
 
 /// Every record of the message, in order, after the question section.
-pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, Malformed> {
+pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, BadReply> {
     let [questions, answers, authority, additional] = counts(message)?;
     let mut at = HEADER_LEN;
     for _ in 0..questions {
-        at = skip_name(message, at).ok_or(Malformed)? + 4;
+        at = skip_name(message, at).ok_or(BadReply)? + 4;
     }
     let mut out = Vec::with_capacity(usize::from(answers + authority + additional));
     for (section, count) in [(1u8, answers), (2, authority), (3, additional)] {
         for _ in 0..count {
             let start = at;
-            let fixed = skip_name(message, at).ok_or(Malformed)?;
-            let header = message.get(fixed..fixed + 10).ok_or(Malformed)?;
+            let fixed = skip_name(message, at).ok_or(BadReply)?;
+            let header = message.get(fixed..fixed + 10).ok_or(BadReply)?;
             let rtype = u16::from_be_bytes([header[0], header[1]]);
             let rdlen = usize::from(u16::from_be_bytes([header[8], header[9]]));
             let end = fixed + 10 + rdlen;
             if end > message.len() {
-                return Err(Malformed);
+                return Err(BadReply);
             }
             out.push(RecordAt {
                 section,
@@ -69,9 +69,9 @@ pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, Malformed> {
 }
 
 /// The rcode of a message, with the extended bits of its OPT record.
-pub fn rcode(message: &[u8]) -> Result<u16, Malformed> {
+pub fn rcode(message: &[u8]) -> Result<u16, BadReply> {
     if message.len() < HEADER_LEN {
-        return Err(Malformed);
+        return Err(BadReply);
     }
     let low = u16::from(message[3] & 0x0f);
     let high = records(message)?
@@ -89,7 +89,7 @@ pub fn set_id(message: &mut [u8], id: u16) {
 }
 
 /// Sets the TTL of every record but OPT to `ttl`.
-pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), Malformed> {
+pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), BadReply> {
     for record in records(message)? {
         if record.rtype != rtype::OPT {
             message[record.fixed + 4..record.fixed + 8].copy_from_slice(&ttl.to_be_bytes());
@@ -100,7 +100,7 @@ pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), Malformed> {
 
 /// The smallest TTL of the message's records (OPT aside), and for a negative answer the SOA's
 /// MINIMUM when smaller (RFC 2308).
-pub fn min_ttl(message: &[u8]) -> Result<Option<u32>, Malformed> {
+pub fn min_ttl(message: &[u8]) -> Result<Option<u32>, BadReply> {
     let mut min: Option<u32> = None;
     for record in records(message)? {
         if record.rtype == rtype::OPT {
@@ -126,7 +126,7 @@ pub fn fit_for_client(
     edns: Option<&Edns>,
     limit: usize,
     out: &mut Vec<u8>,
-) -> Result<(), Malformed> {
+) -> Result<(), BadReply> {
     let records = records(message)?;
     let rcode = rcode(message)?;
     let question_end = records.first().map_or(message.len(), |r| r.start);

@@ -54,6 +54,8 @@ pub(crate) fn build_full(
     };
     let mut b = Builder::new(config.ttl);
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
+    let external =
+        super::external::build(cluster, config, &ctx.local_ips, ctx.serial, &filter, &view);
     let filled = b.fill_empty_non_terminals(&zones);
     let nodes = b.finish();
     let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
@@ -71,6 +73,7 @@ pub(crate) fn build_full(
         clients: Sharded::from_entries(clients.into_iter()),
         ttl: config.ttl,
         serial: ctx.serial,
+        external,
     };
     (snapshot, tree)
 }
@@ -94,6 +97,7 @@ pub(crate) fn served_zones(config: &KubernetesConfig, serial: u32) -> Vec<Served
                 origin,
                 reverse,
                 soa: Soa::new(config.ttl, serial),
+                soa_prefixes: super::CLUSTER_SOA_PREFIXES,
             }
         })
         .collect()

@@ -16,6 +16,9 @@ use super::{Map, ServedZone};
 #[derive(Debug)]
 pub(crate) struct Builder {
     pub(crate) ttl: u32,
+    /// The TTL of SRV records (and CNAMEs to load balancers): `ttl`, except in
+    /// *k8s_external*'s zones, where CoreDNS gives them the *kubernetes* plugin's.
+    pub(crate) srv_ttl: u32,
     nodes: Map<Box<[u8]>, NodeBuilder>,
 }
 
@@ -31,6 +34,7 @@ impl Builder {
     pub(crate) fn new(ttl: u32) -> Self {
         Self {
             ttl,
+            srv_ttl: ttl,
             nodes: Map::default(),
         }
     }

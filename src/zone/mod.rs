@@ -8,12 +8,17 @@
 //! every miss; only pod names under `pods insecure` (an infinite set) and the CNAME chase
 //! of ExternalName services are computed per query.
 //!
+//! A block with *k8s_external* also has its external zones in the snapshot
+//! ([`Snapshot::external`], built and updated with the cluster zone from the same objects;
+//! see `external.rs`); a block without it holds nothing for them.
+//!
 //! The DNS semantics are CoreDNS's (`plugin/kubernetes`, `plugin/backend_lookup.go`) with
 //! one deliberate difference, RFC 8020: a name that exists answers NODATA for the types it
 //! lacks, and a name that does not exist is NXDOMAIN for every type.
 
 mod build;
 mod builder;
+mod external;
 mod multicluster;
 pub mod name;
 mod node;
@@ -32,6 +37,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use smallvec::SmallVec;
 
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
+pub use external::External;
 use name::{WireName, labels, suffix_offset};
 use node::Node;
 pub use records::{trim, trim_cluster};
@@ -61,6 +67,8 @@ pub struct Snapshot {
     clients: Sharded<(IpAddr, Option<Box<str>>)>,
     ttl: u32,
     serial: u32,
+    /// *k8s_external*'s zones, when the block has the plugin.
+    external: Option<External>,
 }
 
 /// One zone the plugin is authoritative for.
@@ -71,7 +79,16 @@ pub struct ServedZone {
     /// A `multicluster` zone: answered from ServiceImports, not Services.
     multicluster: bool,
     soa: Soa,
+    /// The labels of the SOA's MNAME and RNAME in front of the origin, in wire format.
+    soa_prefixes: (Cow<'static, [u8]>, Cow<'static, [u8]>),
 }
+
+/// The cluster zone's SOA names: `ns.dns.<zone>` and `hostmaster.<zone>` (CoreDNS
+/// `plugin/kubernetes`).
+pub(crate) const CLUSTER_SOA_PREFIXES: (Cow<'static, [u8]>, Cow<'static, [u8]>) = (
+    Cow::Borrowed(b"\x02ns\x03dns"),
+    Cow::Borrowed(b"\x0ahostmaster"),
+);
 
 /// The SOA fields, as CoreDNS writes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +158,12 @@ impl ServedZone {
     /// The zone's SOA fields.
     pub fn soa(&self) -> Soa {
         self.soa
+    }
+
+    /// The labels of the SOA's MNAME and RNAME in front of the origin, in wire format
+    /// (`ns.dns` and `hostmaster` for the cluster zone).
+    pub fn soa_prefixes(&self) -> (&[u8], &[u8]) {
+        (&self.soa_prefixes.0, &self.soa_prefixes.1)
     }
 }
 
@@ -237,6 +260,11 @@ impl Snapshot {
     /// The zones this snapshot answers for, in configuration order.
     pub fn zones(&self) -> &[ServedZone] {
         &self.zones
+    }
+
+    /// *k8s_external*'s zones and names, when the block has the plugin.
+    pub fn external(&self) -> Option<&External> {
+        self.external.as_ref()
     }
 
     /// The SOA serial.
@@ -533,6 +561,7 @@ pub(crate) mod tests_support {
             reverse: false,
             multicluster: false,
             soa: Soa::new(30, 1),
+            soa_prefixes: super::CLUSTER_SOA_PREFIXES,
         }
     }
 }

@@ -197,8 +197,9 @@ impl<'c, 'k> Filter<'c, 'k> {
 /// Drops from `object` what the zone of `config` never reads, so that a source keeping
 /// objects only to build the zone keeps no more than that: a Service's selector, an
 /// endpoint's node and (unless `zonal`) topology zone, a pod's spec beyond its namespace and
-/// state, and labels unless the `labels` option matches them (a slice keeps its two MCS
-/// labels under `multicluster`). Every read of an object field in this module
+/// state, labels unless the `labels` option matches them (a slice keeps its two MCS labels
+/// under `multicluster`), and a Service's external addresses unless the block has
+/// *k8s_external*. Every read of an object field in this module
 /// and in the zone builder is of a field kept here.
 pub fn trim(object: &mut Object, config: &KubernetesConfig) {
     match object {
@@ -231,6 +232,12 @@ fn trim_service(service: &mut Service, config: &KubernetesConfig) {
     service.load_balancer_source_ranges = Vec::new();
     if config.labels.is_none() {
         service.labels = Labels::new();
+    }
+    // External addresses are read by *k8s_external* only.
+    if config.external.is_none() {
+        service.external_ips = Vec::new();
+        service.load_balancer_ips = Vec::new();
+        service.load_balancer_hostnames = Vec::new();
     }
 }
 
@@ -408,7 +415,7 @@ fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
     }
 }
 
-fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
+pub(crate) fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
     let targets = endpoint_targets(base, &sv.ready);
     let entries = entries_of(&sv.ready, &targets, |_| true);
     if entries.is_empty() {
@@ -581,9 +588,10 @@ pub(crate) fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_
     let weight = (100 / entries.len()) as u16;
     let mut srv_seen = HashSet::new();
     let mut glue_seen = HashSet::new();
+    let srv_ttl = b.srv_ttl;
     for entry in entries {
         let Some(port) = entry.port else { continue };
-        let set = b.set(owner, rtype::SRV, ttl);
+        let set = b.set(owner, rtype::SRV, srv_ttl);
         if srv_seen.insert((entry.target, port)) {
             set.push(&rrset::srv_rdata(0, weight, port, entry.target));
         }

@@ -30,6 +30,7 @@ use smallvec::SmallVec;
 
 use super::build::{self, BuildContext, Scope, Tree};
 use super::builder::Builder;
+use super::external;
 use super::multicluster;
 use super::node::Node;
 use super::records::{self, Filter, View};
@@ -153,13 +154,12 @@ impl Incremental {
             serial,
         };
         let whole = self.whole_only || touched.parts() > self.most_parts;
-        let before: HashSet<Box<[u8]>> = if whole {
-            HashSet::new()
+        let (before, before_external): (Names, Names) = if whole {
+            (HashSet::new(), HashSet::new())
         } else {
-            self.build_part(cluster, &touched, &previous.zones, &ctx)
-                .iter()
-                .map(|node| node.name().into())
-                .collect()
+            let part = self.build_part(cluster, &touched, &previous.zones, previous, &ctx);
+            let names = |nodes: &[Node]| nodes.iter().map(|node| node.name().into()).collect();
+            (names(&part.cluster), names(&part.external))
         };
         for change in changes {
             let (kind, key) = (change.kind(), change.key());
@@ -187,7 +187,14 @@ impl Incremental {
         for zone in &mut next.zones {
             zone.soa = super::Soa::new(self.config.ttl, serial);
         }
-        let after = self.build_part(cluster, &touched, &next.zones, &ctx);
+        if let (Some(external), Some(config)) = (next.external.as_mut(), &self.config.external) {
+            external.set_serial(config, serial);
+        }
+        let part = self.build_part(cluster, &touched, &next.zones, &next, &ctx);
+        if let Some(external) = next.external.as_mut() {
+            external.replace(&before_external, part.external);
+        }
+        let after = part.cluster;
         let kept: HashSet<Box<[u8]>> = after.iter().map(|node| node.name().into()).collect();
         for node in after {
             // An unchanged name leaves its shard shared with the previous snapshot.
@@ -226,14 +233,16 @@ impl Incremental {
         (next, Applied::Names { built, removed })
     }
 
-    /// Builds the parts `touched` names (and every apex) from `cluster`.
+    /// Builds the parts `touched` names (and every apex) from `cluster`, in the cluster
+    /// `zones` and the external zones of `snapshot`.
     fn build_part(
         &self,
         cluster: &Cluster,
         touched: &Touched,
         zones: &[ServedZone],
+        snapshot: &Snapshot,
         ctx: &BuildContext,
-    ) -> Vec<Node> {
+    ) -> Part {
         let config = &self.config;
         let filter = Filter::new(cluster, config);
         let mut slice_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
@@ -292,8 +301,35 @@ impl Incremental {
         };
         let mut b = Builder::new(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
-        b.finish()
+        let external = match (&config.external, snapshot.external.as_ref()) {
+            (Some(directive), Some(external)) => external::Part {
+                cluster,
+                external: directive,
+                local_ips: &ctx.local_ips,
+                cluster_ttl: config.ttl,
+                filter: &filter,
+                view: &view,
+                namespaces: &scope.namespaces,
+            }
+            .build_in(external),
+            _ => Vec::new(),
+        };
+        Part {
+            cluster: b.finish(),
+            external,
+        }
     }
+}
+
+/// A set of lower-case wire names.
+type Names = HashSet<Box<[u8]>>;
+
+/// The nodes of an update's parts.
+struct Part {
+    /// In the cluster zones.
+    cluster: Vec<Node>,
+    /// In *k8s_external*'s zones.
+    external: Vec<Node>,
 }
 
 /// The parts of the zone a change touches.

@@ -16,6 +16,8 @@
 //! Checked with the rest of the block ([`super::super::build`]): `@kubernetes` needs a
 //! *kubernetes* directive, and `namespace pod` its `pods verified`.
 
+use std::path::PathBuf;
+
 use std::path::Path;
 
 use hickory_proto::rr::Name;
@@ -24,7 +26,38 @@ use super::{Context, arguments, invalid, no_block, unknown_property, zones};
 use crate::config::error::Error;
 use crate::config::resolv_conf::read_resolv_conf_in;
 use crate::config::syntax::Line;
-use crate::config::{AutopathConfig, AutopathNamespace, AutopathSource};
+
+/// The *autopath* directive: `autopath [ZONES...] @kubernetes|RESOLV-CONF`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutopathConfig {
+    /// Zones autopath acts in (the server block's when none are given).
+    pub zones: Vec<Name>,
+    /// Where the search path comes from.
+    pub source: AutopathSource,
+    /// With `@kubernetes`: the search domains after the cluster's (the `search` option, else
+    /// `/etc/resolv.conf`'s). With a resolv.conf: its search list.
+    pub search: Vec<Name>,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// Where *autopath*'s search path comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutopathSource {
+    /// `@kubernetes`: the client's namespace (found as given), then the search domains.
+    Kubernetes(AutopathNamespace),
+    /// A resolv.conf file: the same search list for every client.
+    File(PathBuf),
+}
+
+/// How `autopath @kubernetes` finds the client's namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutopathNamespace {
+    /// From the running pod with the client's address (CoreDNS; needs `pods verified`).
+    Pod,
+    /// From the query name `<name>.<ns>.svc.<zone>` (clusterdns extension; no pod watch).
+    Query,
+}
 
 const DIRECTIVE: &str = "autopath";
 

@@ -29,7 +29,65 @@ use super::{
 use crate::config::error::Error;
 use crate::config::lexer::Token;
 use crate::config::syntax::Line;
-use crate::config::{CacheClass, CacheConfig, Prefetch, ServeStale};
+
+/// The *cache* directive: `cache [TTL] [ZONES...] { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheConfig {
+    /// Zones cached (the server block's when none are given).
+    pub zones: Vec<Name>,
+    /// Positive answers.
+    pub success: CacheClass,
+    /// NXDOMAIN and NODATA answers.
+    pub denial: CacheClass,
+    /// `disable success ZONES...`.
+    pub disable_success: Vec<Name>,
+    /// `disable denial ZONES...`.
+    pub disable_denial: Vec<Name>,
+    /// `prefetch AMOUNT [DURATION] [PERCENTAGE%]` (`None` also for an AMOUNT of 0, which
+    /// CoreDNS treats as off).
+    pub prefetch: Option<Prefetch>,
+    /// `serve_stale [DURATION] [immediate|verify]`.
+    pub serve_stale: Option<ServeStale>,
+    /// `servfail DURATION` (default 5 s; 0 disables; at most 5 min).
+    pub servfail: Duration,
+    /// `keepttl`: answer with the TTLs as received.
+    pub keepttl: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// Capacity and TTL bounds of one class of cached answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheClass {
+    /// Entries (default 9984 = 256 shards × 39; rounded down to a multiple of 256, at least
+    /// 1024).
+    pub capacity: usize,
+    /// Largest TTL kept (3600 for success, 1800 for denial; `cache TTL` lowers both).
+    pub max_ttl: u32,
+    /// Smallest TTL kept (default 5).
+    pub min_ttl: u32,
+}
+
+/// *cache*'s `prefetch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefetch {
+    /// Queries seen without a gap of `duration`...
+    pub amount: u32,
+    /// ... (default 1 m)...
+    pub duration: Duration,
+    /// ... refresh when the remaining TTL drops below this percentage (default 10).
+    pub percentage: u8,
+}
+
+/// *cache*'s `serve_stale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeStale {
+    /// How long past expiry an entry may still be served (default 1 h).
+    pub duration: Duration,
+    /// `verify` (CoreDNS's spelling): ask the upstream first, serve stale only if it fails
+    /// (default `immediate`: serve stale at once and refresh in the background).
+    pub verified: bool,
+}
 
 const DIRECTIVE: &str = "cache";
 

@@ -8,10 +8,58 @@
 //! `show_first` logs the first error of each period as it comes. Rules are tried in file
 //! order. Once per server block.
 
+use std::time::Duration;
+
 use super::{Context, arguments, bad_value, duration, invalid, no_block, unknown_property};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
-use crate::config::{Consolidate, ErrorsConfig, LogLevel};
+
+/// The *errors* directive: `errors { consolidate DURATION REGEXP [LEVEL] [show_first]; stacktrace }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorsConfig {
+    /// `consolidate` rules, in file order (the first matching rule takes a message).
+    pub consolidate: Vec<Consolidate>,
+    /// `stacktrace` / `panicRecoveryStacktrace`.
+    pub stacktrace: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// One `consolidate` rule.
+#[derive(Debug, Clone)]
+pub struct Consolidate {
+    /// How long matching messages are gathered.
+    pub period: Duration,
+    /// Which messages.
+    pub pattern: regex::Regex,
+    /// The level of the summary line (default error).
+    pub level: LogLevel,
+    /// `show_first`: print the first message of a period as it comes.
+    pub show_first: bool,
+}
+
+impl PartialEq for Consolidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.period == other.period
+            && self.pattern.as_str() == other.pattern.as_str()
+            && self.level == other.level
+            && self.show_first == other.show_first
+    }
+}
+
+/// A log level, as `errors` and `log` name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogLevel {
+    /// debug.
+    Debug,
+    /// info.
+    Info,
+    /// warning.
+    Warning,
+    /// error.
+    #[default]
+    Error,
+}
 
 const DIRECTIVE: &str = "errors";
 

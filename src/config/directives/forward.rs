@@ -37,12 +37,97 @@ use super::{
     Context, arguments, bad_value, duration, invalid, no_block, number, one_argument,
     unknown_property, unsupported_property, zones,
 };
+use crate::config::ForwardTls;
 use crate::config::error::Error;
 use crate::config::lexer::Token;
 use crate::config::resolv_conf::{ReadResolvConfError, read_resolv_conf_in};
 use crate::config::syntax::Line;
 use crate::config::zone;
-use crate::config::{ForwardConfig, ForwardPolicy, ForwardTls, Upstream, UpstreamTransport};
+
+/// The *forward* directive: `forward FROM TO... { ... }`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForwardConfig {
+    /// **FROM**: the zone whose names are forwarded (`.` for every name).
+    pub from: Name,
+    /// **TO**: the upstreams, in file order (a resolv.conf contributes its `nameserver`s).
+    pub to: Vec<Upstream>,
+    /// `except`: names (and below) not forwarded.
+    pub except: Vec<Name>,
+    /// `force_tcp`.
+    pub force_tcp: bool,
+    /// `prefer_udp`.
+    pub prefer_udp: bool,
+    /// `expire`: how long an idle upstream connection is reused (default 10 s).
+    pub expire: Duration,
+    /// `max_idle_conns` (0: unlimited).
+    pub max_idle_conns: usize,
+    /// `max_fails`: failed health checks before an upstream is down (default 2; 0: never).
+    pub max_fails: u32,
+    /// `max_connect_attempts` per query (0: no cap).
+    pub max_connect_attempts: u32,
+    /// `policy` (default random).
+    pub policy: ForwardPolicy,
+    /// `health_check DURATION [no_rec] [domain FQDN]`: interval (default 0.5 s).
+    pub health_check: Duration,
+    /// `health_check ... no_rec`: health-check queries without RD.
+    pub health_check_no_rec: bool,
+    /// `health_check ... domain FQDN` (default `.`).
+    pub health_check_domain: Name,
+    /// `max_concurrent`: queries in flight above this are REFUSED (`max_concurrent 0`, like no
+    /// `max_concurrent`, is `None`: no limit).
+    pub max_concurrent: Option<usize>,
+    /// `next RCODE...`: upstream rcodes that hand the query to the next *forward*.
+    pub next: Vec<u16>,
+    /// `failover RCODE...`: upstream rcodes that make the next upstream be tried.
+    pub failover: Vec<u16>,
+    /// `failfast_all_unhealthy_upstreams`.
+    pub failfast_all_unhealthy_upstreams: bool,
+    /// The TLS client settings of the `tls://` upstreams: the `tls` option's files, or the
+    /// system's trust anchors; `None` when no upstream is `tls://`.
+    pub tls: Option<ForwardTls>,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// How *forward* reaches one upstream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum UpstreamTransport {
+    /// Plain DNS over UDP and TCP (`dns://` or no scheme).
+    #[default]
+    Dns,
+    /// DNS over TLS (`tls://`, RFC 7858): every query goes over TLS, whatever transport the
+    /// client used.
+    Tls {
+        /// The name the upstream's certificate is verified for (and sent as SNI when it is
+        /// a host name): `tls://IP%NAME`, else `tls_servername`, else the IP address.
+        server_name: String,
+    },
+}
+
+/// One upstream of *forward*.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Where to send queries.
+    pub addr: SocketAddr,
+    /// As CoreDNS names it in metrics' `to` label: `10.0.0.1:53`.
+    pub name: String,
+    /// The resolv.conf it was read from, if any (for messages).
+    pub from_file: Option<PathBuf>,
+    /// Plain DNS, or DNS over TLS.
+    pub transport: UpstreamTransport,
+}
+
+/// *forward*'s `policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ForwardPolicy {
+    /// A random order per query (the default).
+    #[default]
+    Random,
+    /// Rotate the starting upstream per query.
+    RoundRobin,
+    /// Always in file order.
+    Sequential,
+}
 
 const DIRECTIVE: &str = "forward";
 

@@ -10,9 +10,20 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::{Context, arguments, duration, http_address, no_block, one_argument, unknown_property};
-use crate::config::HealthConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *health* directive: `health [ADDRESS] { lameduck DURATION }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthConfig {
+    /// Where `/health` listens (default `:8080`, which is `0.0.0.0:8080`: every IPv4 address;
+    /// CoreDNS's Go listener would also take IPv6 there).
+    pub addr: SocketAddr,
+    /// `lameduck`: how long to keep serving after SIGTERM.
+    pub lameduck: Duration,
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "health";
 

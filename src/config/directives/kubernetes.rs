@@ -5,6 +5,9 @@
 //! reverse zones is refused as CoreDNS refuses it. Options that CoreDNS accepts more than once
 //! behave as there: `namespaces` (and our `objects`) add up, the others keep the last value.
 
+use crate::config::K8sExternalConfig;
+use hickory_proto::rr::Name;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,8 +17,124 @@ use crate::config::error::Error;
 use crate::config::lexer::Token;
 use crate::config::syntax::Line;
 use crate::config::zone;
-use crate::config::{KubernetesConfig, PodMode, TlsFiles};
 use crate::selector::LabelSelector;
+
+/// The *kubernetes* directive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubernetesConfig {
+    /// Zones served (from the directive's arguments, else the server block's), lower-case
+    /// and fully qualified; reverse zones from CIDR arguments are already expanded.
+    pub zones: Vec<Name>,
+    /// Index in `zones` of the first forward (non-reverse) zone: PTR targets live there.
+    pub primary_zone: usize,
+    /// `ttl` (default 5, range 0..=3600).
+    pub ttl: u32,
+    /// `pods`.
+    pub pods: PodMode,
+    /// `endpoint_pod_names`.
+    pub endpoint_pod_names: bool,
+    /// `namespaces` (empty: all namespaces).
+    pub namespaces: Vec<String>,
+    /// `namespace_labels`.
+    pub namespace_labels: Option<LabelSelector>,
+    /// `labels`.
+    pub labels: Option<LabelSelector>,
+    /// `noendpoints`.
+    pub noendpoints: bool,
+    /// `ignore empty_service`.
+    pub ignore_empty_service: bool,
+    /// `zonal`: headless Services also answer `<topology-zone>.pin._zone.<svc>.<ns>.svc.<zone>`
+    /// (that zone's endpoints only) and `<topology-zone>.prefer._zone.…` (those, or every
+    /// endpoint when the zone has none).
+    pub zonal: bool,
+    /// `fallthrough [ZONES...]`: `None` when absent; an empty list means every zone.
+    pub fallthrough: Option<Vec<Name>>,
+    /// `multicluster ZONES...`: zones among `zones` answered from ServiceImports (the
+    /// Multi-Cluster Services API) instead of Services; empty when absent.
+    pub multicluster: Vec<Name>,
+    /// `objects FILE...` (clusterdns extension): static objects instead of the API watch.
+    pub objects: Vec<PathBuf>,
+    /// How to reach the API server when `objects` is not given.
+    pub api: ApiConfig,
+    /// `snapshot FILE` (clusterdns extension, API watch only): the last known objects are
+    /// persisted here and served at start-up before the API server answers.
+    pub snapshot: Option<PathBuf>,
+    /// `startup_timeout` (default 5 s).
+    pub startup_timeout: Duration,
+    /// The block's *k8s_external* directive, when it has one: the zone built from these
+    /// objects then also holds the external zones' names.
+    pub external: Option<K8sExternalConfig>,
+    /// Line of the directive, for messages.
+    pub line: usize,
+}
+
+impl KubernetesConfig {
+    /// The directive with CoreDNS's defaults (ttl 5, pods disabled, startup_timeout 5 s, no
+    /// filters) for `zones`, whose first forward zone is at `primary_zone`.
+    pub fn new(zones: Vec<Name>, primary_zone: usize, line: usize) -> Self {
+        Self {
+            zones,
+            primary_zone,
+            ttl: DEFAULT_TTL,
+            pods: PodMode::Disabled,
+            endpoint_pod_names: false,
+            namespaces: Vec::new(),
+            namespace_labels: None,
+            labels: None,
+            noendpoints: false,
+            zonal: false,
+            ignore_empty_service: false,
+            fallthrough: None,
+            multicluster: Vec::new(),
+            objects: Vec::new(),
+            api: ApiConfig::default(),
+            snapshot: None,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            external: None,
+            line,
+        }
+    }
+}
+
+/// `pods disabled|insecure|verified`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PodMode {
+    /// No pod records (the default).
+    #[default]
+    Disabled,
+    /// A record from the name itself, without checking that the pod exists.
+    Insecure,
+    /// A record only if a pod with that IP exists in that namespace.
+    Verified,
+}
+
+/// The API-server connection options of the *kubernetes* directive.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ApiConfig {
+    /// `endpoint URL` (only the first URL is used, as in CoreDNS).
+    pub endpoint: Option<String>,
+    /// `tls CERT KEY CACERT`.
+    pub tls: Option<TlsFiles>,
+    /// `kubeconfig KUBECONFIG [CONTEXT]`.
+    pub kubeconfig: Option<(PathBuf, Option<String>)>,
+    /// `apiserver_qps`.
+    pub qps: Option<f64>,
+    /// `apiserver_burst`.
+    pub burst: Option<u32>,
+    /// `apiserver_max_inflight`.
+    pub max_inflight: Option<u32>,
+}
+
+/// `tls CERT KEY CACERT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// Client certificate.
+    pub cert: PathBuf,
+    /// Client key.
+    pub key: PathBuf,
+    /// CA certificate.
+    pub ca: PathBuf,
+}
 
 const DIRECTIVE: &str = "kubernetes";
 

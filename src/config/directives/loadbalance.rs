@@ -5,9 +5,15 @@
 //! supported. Once per server block (CoreDNS keeps the last of several).
 
 use super::{Context, bad_value, unsupported_property};
-use crate::config::LoadBalanceConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *loadbalance* directive: `loadbalance [round_robin]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadBalanceConfig {
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "loadbalance";
 

@@ -16,7 +16,42 @@ use hickory_proto::rr::Name;
 use super::{Context, arguments, bad_value, duration, no_block, unknown_property, zones};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
-use crate::config::{LogClasses, LogConfig};
+
+/// One *log* directive: `log [NAMES...] [FORMAT] { class CLASSES...; minDuration D }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Names (and below) whose queries are logged (default `.`).
+    pub names: Vec<Name>,
+    /// The format, placeholders and all (`{common}` and `{combined}` already expanded).
+    pub format: String,
+    /// Which answers are logged.
+    pub classes: LogClasses,
+    /// `minDuration`: also log answers slower than this, whatever their class (100 ms when
+    /// given without a value; `None` when absent or 0).
+    pub min_duration: Option<Duration>,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// *log*'s `class` set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogClasses {
+    /// NOERROR with records.
+    pub success: bool,
+    /// NXDOMAIN and NODATA.
+    pub denial: bool,
+    /// SERVFAIL, REFUSED, NOTIMP, FORMERR...
+    pub error: bool,
+}
+
+impl LogClasses {
+    /// Every class (`class all`, the default).
+    pub const ALL: Self = Self {
+        success: true,
+        denial: true,
+        error: true,
+    };
+}
 
 const DIRECTIVE: &str = "log";
 

@@ -4,9 +4,15 @@
 //! under the block's first zone; the server knows that from the block.)
 
 use super::{Context, arguments, no_block};
-use crate::config::LoopConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *loop* directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopConfig {
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "loop";
 

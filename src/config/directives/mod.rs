@@ -3,7 +3,7 @@
 //!
 //! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
 //! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`],
-//! [`hosts`], [`template`], [`rewrite`], ...).
+//! [`hosts`], [`template`], [`rewrite`], [`file`], [`k8s_external`], ...).
 //! Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
@@ -14,9 +14,11 @@ pub(crate) mod bufsize;
 pub(crate) mod cache;
 pub(crate) mod chaos;
 pub(crate) mod errors;
+pub(crate) mod file;
 pub(crate) mod forward;
 pub(crate) mod health;
 pub(crate) mod hosts;
+pub(crate) mod k8s_external;
 pub(crate) mod kubernetes;
 pub(crate) mod loadbalance;
 pub(crate) mod log;
@@ -42,10 +44,10 @@ use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
 use super::{
-    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig,
-    ForwardConfig, HealthConfig, HostsConfig, KubernetesConfig, LoadBalanceConfig, LogConfig,
-    LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig, RewriteRule, TemplateConfig,
-    TransferConfig,
+    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
+    ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
+    LoadBalanceConfig, LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig,
+    RewriteRule, TemplateConfig, TransferConfig,
 };
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
@@ -169,8 +171,13 @@ pub(crate) struct Directives {
     pub(crate) chaos: Option<ChaosConfig>,
     /// The `hosts` directive.
     pub(crate) hosts: Option<HostsConfig>,
+    /// The `k8s_external` directive (moved into the block's *kubernetes* once the block is
+    /// read).
+    pub(crate) k8s_external: Option<K8sExternalConfig>,
     /// The `template` directives, in file order.
     pub(crate) template: Vec<TemplateConfig>,
+    /// The `file` directives, in file order.
+    pub(crate) file: Vec<FileConfig>,
     /// The `rewrite` directives (one rule each), in file order.
     pub(crate) rewrite: Vec<RewriteRule>,
     /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
@@ -281,7 +288,12 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
             once(line, out.hosts.as_ref().map(|first| first.line))?;
             out.hosts = Some(hosts::parse(line, context)?);
         }
+        "k8s_external" => {
+            once(line, out.k8s_external.as_ref().map(|first| first.line))?;
+            out.k8s_external = Some(k8s_external::parse(line, context)?);
+        }
         "template" => out.template.push(template::parse(line, context)?),
+        "file" => out.file.push(file::parse(line, context)?),
         "rewrite" => out.rewrite.push(rewrite::parse(line, context)?),
         name if is_known(name) => {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {

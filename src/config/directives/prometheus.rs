@@ -18,7 +18,39 @@ use super::{
 };
 use crate::config::error::Error;
 use crate::config::syntax::Line;
-use crate::config::{PrometheusConfig, SearchPathConfig};
+
+/// The *prometheus* directive: `prometheus [ADDRESS]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// Where `/metrics` listens (default `localhost:9153`, which is `127.0.0.1:9153`; kubeadm
+    /// writes `:9153`).
+    pub addr: SocketAddr,
+    /// clusterdns's search-path tracker (options in the directive's block).
+    pub search_path: SearchPathConfig,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// The search-path tracker's options, in *prometheus*'s block (a clusterdns extension).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchPathConfig {
+    /// `search_path on|off` (default on).
+    pub enabled: bool,
+    /// `search_path_namespaces N`: namespaces labelled (default 20).
+    pub namespaces: usize,
+    /// `search_path_domains`: the node's search domains, lower case.
+    pub domains: Vec<String>,
+}
+
+impl Default for SearchPathConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            namespaces: 20,
+            domains: Vec::new(),
+        }
+    }
+}
 
 const DIRECTIVE: &str = "prometheus";
 

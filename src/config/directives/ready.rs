@@ -10,9 +10,19 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use super::{
     Context, arguments, bad_value, http_address, no_block, one_argument, unknown_property,
 };
-use crate::config::ReadyConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *ready* directive: `ready [ADDRESS] { monitor until-ready|continuously }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyConfig {
+    /// Where `/ready` listens (default `:8181`, which is `0.0.0.0:8181`).
+    pub addr: SocketAddr,
+    /// `monitor continuously`: keep checking after the first success (default: latch).
+    pub continuously: bool,
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "ready";
 

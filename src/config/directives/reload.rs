@@ -8,9 +8,20 @@
 use std::time::Duration;
 
 use super::{Context, arguments, bad_value, duration, no_block};
-use crate::config::ReloadConfig;
 use crate::config::error::Error;
 use crate::config::syntax::Line;
+
+/// The *reload* directive: `reload [INTERVAL] [JITTER]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadConfig {
+    /// How often the Corefile is checked (default 30 s, at least 2 s).
+    pub interval: Duration,
+    /// Random spread (±) around each interval (default 15 s, at least 1 s; lowered to half the
+    /// interval when larger, as CoreDNS does).
+    pub jitter: Duration,
+    /// Line of the directive.
+    pub line: usize,
+}
 
 const DIRECTIVE: &str = "reload";
 

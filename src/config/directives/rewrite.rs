@@ -8,9 +8,14 @@
 //! are lower-cased and, except regular expressions, fully qualified, as CoreDNS normalizes
 //! them (so `prefix foo bar` rewrites `foo.example.org` to `bar.example.org`, not `foobar`).
 //! Each `rewrite` line is one rule; rules are tried in file order and a rule that matches
-//! ends the list (`stop`, the default) or lets the next ones apply (`continue`). `edns0` and
-//! `cname` rules are refused as not supported. Error messages are CoreDNS's.
+//! ends the list (`stop`, the default) or lets the next ones apply (`continue`). `cname`
+//! rules ([`cname`]) rewrite CNAME targets in the reply; `edns0` rules ([`edns0`]) change the
+//! query's EDNS0 options. Error messages are CoreDNS's.
 
+mod cname;
+mod edns0;
+
+pub use self::edns0::{Edns0Action, Edns0Data, Edns0Option, Edns0Rule};
 use super::{Context, invalid, unsupported_property};
 use crate::config::error::Error;
 use crate::config::lexer::Token;
@@ -78,6 +83,17 @@ pub enum RewriteAction {
         /// Its replacement.
         to: u16,
     },
+    /// `cname`: the first CNAME in the reply whose target matches gets the new target, the
+    /// records after it are dropped, and the new target is asked through the server (its
+    /// answers follow). Applies to every query.
+    Cname {
+        /// What targets it takes (lower case, with the final dot).
+        matcher: NameMatcher,
+        /// What they become (for `regex`, with `{N}` for the groups).
+        replacement: String,
+    },
+    /// `edns0`: an EDNS0 option of the query passed on.
+    Edns0(Edns0Rule),
 }
 
 /// How a rule matches the query name (lower case, with its final dot).
@@ -198,6 +214,17 @@ impl PartialEq for RewriteAction {
                     to: z,
                 },
             ) => a == x && b == y && c == z,
+            (
+                Self::Cname {
+                    matcher: a,
+                    replacement: b,
+                },
+                Self::Cname {
+                    matcher: x,
+                    replacement: y,
+                },
+            ) => a == x && b == y,
+            (Self::Edns0(a), Self::Edns0(b)) => a == b,
             _ => false,
         }
     }
@@ -241,7 +268,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<RewriteRule, 
     let error = |message: String| invalid(&line.name, DIRECTIVE, message);
     let action = rule(&args).map_err(|message| match message {
         Refusal::Invalid(message) => error(message),
-        Refusal::Unsupported(field) => unsupported_property(
+        Refusal::Unsupported { field, reason } => unsupported_property(
             DIRECTIVE,
             &Line {
                 name: Token {
@@ -251,7 +278,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<RewriteRule, 
                 args: Vec::new(),
                 block: None,
             },
-            &format!("clusterdns does not implement {field} rules"),
+            reason,
         ),
     })?;
     Ok(RewriteRule {
@@ -261,9 +288,17 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<RewriteRule, 
     })
 }
 
+/// Why a rule is not taken.
 enum Refusal {
+    /// CoreDNS refuses it too (its message).
     Invalid(String),
-    Unsupported(&'static str),
+    /// CoreDNS takes it; clusterdns does not.
+    Unsupported {
+        /// The rule's field.
+        field: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
 }
 
 impl From<String> for Refusal {
@@ -315,8 +350,8 @@ fn rule(args: &[&str]) -> Result<(bool, RewriteAction), Refusal> {
         }
         "ttl" => ttl_rule(rest)?,
         "rcode" => rcode_rule(rest)?,
-        "edns0" => return Err(Refusal::Unsupported("edns0")),
-        "cname" => return Err(Refusal::Unsupported("cname")),
+        "edns0" => RewriteAction::Edns0(edns0::edns0_rule(rest)?),
+        "cname" => cname::cname_rule(rest)?,
         _ => return Err(format!("invalid rule type {:?}", args[0]).into()),
     };
     Ok((stop, action))
@@ -860,18 +895,11 @@ mod tests {
                 "invalid replacement RCODE '99' for a rcode rule",
             ),
             (
-                "edns0",
-                " rewrite edns0 local set 0xffee abcd",
+                "edns0 {server_ip}",
+                " rewrite edns0 local set 0xffee {server_ip}",
                 2,
                 "UnsupportedProperty",
                 "property 'edns0' of rewrite is not supported",
-            ),
-            (
-                "cname",
-                " rewrite cname exact a.org b.org",
-                2,
-                "UnsupportedProperty",
-                "cname",
             ),
         ];
         check_invalid(cases);

@@ -4,6 +4,8 @@
 //! takes `*` (anyone), an IP, `IP:PORT` (the port is ignored: it named where NOTIFYs go, and
 //! clusterdns sends none) or a CIDR.
 
+use hickory_proto::rr::Name;
+
 use std::net::{IpAddr, SocketAddr};
 
 use ipnet::IpNet;
@@ -11,7 +13,36 @@ use ipnet::IpNet;
 use super::{Context, arguments, invalid, no_block, unknown_property, unsupported_property, zones};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
-use crate::config::{TransferConfig, TransferPeer};
+
+/// The *transfer* directive: `transfer [ZONES...] { to ADDRESS... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferConfig {
+    /// Zones this directive allows transfers of (the server block's when none are given).
+    pub zones: Vec<Name>,
+    /// Who may transfer.
+    pub to: Vec<TransferPeer>,
+    /// Line of the directive.
+    pub line: usize,
+}
+
+/// One `to` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferPeer {
+    /// `*`: anyone.
+    Any,
+    /// An address or a network.
+    Net(IpNet),
+}
+
+impl TransferPeer {
+    /// Whether a client at `ip` may transfer.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Net(net) => net.contains(&ip),
+        }
+    }
+}
 
 const DIRECTIVE: &str = "transfer";
 

@@ -101,7 +101,7 @@ impl TraceVerdict {
 
 /// One rule the walk went through.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Step {
+pub struct Hop {
     /// The table.
     pub table: String,
     /// The chain.
@@ -122,11 +122,11 @@ pub struct EndpointShare {
     /// The share of new connections it receives (0-1).
     pub share: f64,
     /// The DNAT rule.
-    pub dnat: Step,
+    pub dnat: Hop,
     /// The probability of the rule that chose it, as written, when a statistic match did.
     pub probability: Option<String>,
     /// The rules from where the paths part to the DNAT.
-    pub path: Vec<Step>,
+    pub path: Vec<Hop>,
 }
 
 /// When and why the connection is masqueraded (source-NATed to the node's address).
@@ -137,9 +137,9 @@ pub struct Masquerade {
     /// Why kube-proxy asks for it.
     pub why: String,
     /// The rule that marked the packet.
-    pub marked_by: Option<Step>,
+    pub marked_by: Option<Hop>,
     /// The rule that masqueraded it.
-    pub masqueraded_by: Step,
+    pub masqueraded_by: Hop,
     /// The endpoints (`ip:port`) whose connections it applies to, when not all of them.
     pub endpoints: Vec<String>,
 }
@@ -157,13 +157,13 @@ pub struct Warning {
 
 /// A non-DNAT outcome of a walk that also has DNAT outcomes (or several kinds).
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub struct VerdictShare {
     /// What happened.
     pub verdict: TraceVerdict,
     /// Its share.
     pub share: f64,
     /// The rule that ended it, if one did.
-    pub by: Option<Step>,
+    pub by: Option<Hop>,
 }
 
 /// The result of a trace.
@@ -180,15 +180,15 @@ pub struct TraceReport {
     /// `network` (prerouting) or `node` (output).
     pub origin: String,
     /// The rules every path goes through.
-    pub path: Vec<Step>,
+    pub path: Vec<Hop>,
     /// The endpoints, with their shares.
     pub endpoints: Vec<EndpointShare>,
     /// When the connection is masqueraded.
     pub masquerade: Vec<Masquerade>,
     /// The rule that rejected or dropped the connection.
-    pub terminal: Option<Step>,
+    pub terminal: Option<Hop>,
     /// Outcomes other than the verdict's, when the walk has several.
-    pub other_outcomes: Vec<Outcome>,
+    pub other_outcomes: Vec<VerdictShare>,
     /// Rules the walk passed without deciding them (source-dependent, affinity).
     pub conditions: Vec<String>,
     /// Rules the tracer does not understand.

@@ -9,7 +9,8 @@ use ipnet::IpNet;
 
 use super::state::{Mode, Tracer, Walk, verdict_of, why};
 use super::{
-    EndpointShare, Masquerade, Outcome, Simulation, Step, TraceOptions, TraceReport, TraceVerdict,
+    EndpointShare, Hop, Masquerade, Simulation, TraceOptions, TraceReport, TraceVerdict,
+    VerdictShare,
 };
 use crate::proxy::plan::{IpFamily, join_host_port};
 use crate::proxy::ruleset::{
@@ -111,7 +112,7 @@ pub(super) fn comment_of(rule: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-pub(super) fn common_prefix(paths: &[&[Step]]) -> usize {
+pub(super) fn common_prefix(paths: &[&[Hop]]) -> usize {
     let Some(first) = paths.first() else {
         return 0;
     };
@@ -142,7 +143,7 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
     let walks = tracer.traverse(start);
 
     let (verdict, terminal, other_outcomes) = outcomes(&walks);
-    let paths: Vec<&[Step]> = walks.iter().map(|w| w.path.as_slice()).collect();
+    let paths: Vec<&[Hop]> = walks.iter().map(|w| w.path.as_slice()).collect();
     let prefix = common_prefix(&paths);
     let path = walks
         .first()
@@ -188,8 +189,8 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
 
 /// Where the walks end: the verdict (DNAT when any path rewrites, else the heaviest
 /// outcome), the rule that ended it, and the other outcomes with their shares.
-fn outcomes(walks: &[Walk]) -> (TraceVerdict, Option<Step>, Vec<Outcome>) {
-    let mut by_verdict: BTreeMap<&'static str, (TraceVerdict, f64, Option<Step>)> = BTreeMap::new();
+fn outcomes(walks: &[Walk]) -> (TraceVerdict, Option<Hop>, Vec<VerdictShare>) {
+    let mut by_verdict: BTreeMap<&'static str, (TraceVerdict, f64, Option<Hop>)> = BTreeMap::new();
     for walk in walks {
         let (verdict, by) = verdict_of(walk);
         let entry = by_verdict
@@ -212,7 +213,7 @@ fn outcomes(walks: &[Walk]) -> (TraceVerdict, Option<Step>, Vec<Outcome>) {
     let other_outcomes = by_verdict
         .values()
         .filter(|(v, _, _)| *v != verdict)
-        .map(|(verdict, share, by)| Outcome {
+        .map(|(verdict, share, by)| VerdictShare {
             verdict: *verdict,
             share: *share,
             by: by.clone(),
@@ -368,7 +369,7 @@ fn notes(
     notes
 }
 
-pub(super) fn step_line(step: &Step) -> String {
+pub(super) fn step_line(step: &Hop) -> String {
     format!(
         "{} {} line {}: {}",
         step.table, step.chain, step.line, step.rule

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::{Masquerade, Step, TraceOptions, TraceVerdict, Warning};
+use super::{Hop, Masquerade, TraceOptions, TraceVerdict, Warning};
 use crate::proxy::plan::IpFamily;
 use crate::proxy::ruleset::{
     Action, AddrValue, KeyValue, Match, ProtoValue, Rule, Ruleset, Side, Table, Verdict,
@@ -20,15 +20,15 @@ pub(super) enum Flow {
     /// ACCEPT (and the end of a nat chain after NAT).
     Accept,
     /// DROP.
-    Drop(Step),
+    Drop(Hop),
     /// REJECT.
-    Reject(Step),
+    Reject(Hop),
 }
 
 #[derive(Debug, Clone)]
 pub(super) enum End {
-    Drop(Step),
-    Reject(Step),
+    Drop(Hop),
+    Reject(Hop),
 }
 
 /// A mark set by a rule whose source test is unknown.
@@ -37,7 +37,7 @@ pub(super) struct CondMark {
     pub(super) and: u32,
     pub(super) xor: u32,
     pub(super) when: String,
-    pub(super) step: Step,
+    pub(super) step: Hop,
 }
 
 /// One path through the ruleset, with its probability.
@@ -47,15 +47,15 @@ pub(super) struct Walk {
     pub(super) dst: IpAddr,
     pub(super) dport: u16,
     pub(super) mark: u32,
-    pub(super) dnat: Option<(IpAddr, u16, Step)>,
+    pub(super) dnat: Option<(IpAddr, u16, Hop)>,
     pub(super) probability: Option<String>,
-    pub(super) masquerade: Option<Step>,
-    pub(super) marked_by: Option<Step>,
+    pub(super) masquerade: Option<Hop>,
+    pub(super) marked_by: Option<Hop>,
     pub(super) cond_marks: Vec<CondMark>,
     pub(super) cond_masquerade: Vec<Masquerade>,
-    pub(super) path: Vec<Step>,
+    pub(super) path: Vec<Hop>,
     /// The jumps that led into the current chain.
-    pub(super) calls: Vec<Step>,
+    pub(super) calls: Vec<Hop>,
     pub(super) end: Option<End>,
 }
 
@@ -120,7 +120,7 @@ pub fn ruleset_node_ips(ruleset: &Ruleset) -> Vec<IpAddr> {
     ips
 }
 
-pub(super) fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Step>) {
+pub(super) fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Hop>) {
     match &walk.end {
         Some(End::Drop(step)) => (TraceVerdict::Drop, Some(step.clone())),
         Some(End::Reject(step)) => (TraceVerdict::Reject, Some(step.clone())),
@@ -130,7 +130,7 @@ pub(super) fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Step>) {
 }
 
 /// Why kube-proxy masquerades, read from the marking rule's shape.
-pub(super) fn why(step: &Step, when: Option<&str>) -> String {
+pub(super) fn why(step: &Hop, when: Option<&str>) -> String {
     let chain = step.chain.as_str();
     let rule = step.rule.as_str();
     if rule.contains("masquerade LOCAL traffic") || rule.contains("masquerade local traffic") {
@@ -205,8 +205,8 @@ impl<'r> Tracer<'r> {
         }
     }
 
-    pub(super) fn step(table: &Table, chain: &str, rule: &Rule) -> Step {
-        Step {
+    pub(super) fn step(table: &Table, chain: &str, rule: &Rule) -> Hop {
+        Hop {
             table: table.name.clone(),
             chain: chain.to_owned(),
             line: rule.line,

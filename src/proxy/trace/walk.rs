@@ -5,7 +5,7 @@ use ipnet::IpNet;
 
 use super::matches::{Decision, key_matches};
 use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
-use super::{Masquerade, Step};
+use super::{Hop, Masquerade};
 use crate::proxy::cascade::Stored;
 use crate::proxy::ruleset::{
     Action, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Slot, Table, Verdict,
@@ -233,7 +233,7 @@ impl<'r> Tracer<'r> {
         chain_name: &str,
         index: usize,
         verdict: &Verdict,
-        step: &Step,
+        step: &Hop,
         depth: usize,
     ) -> Vec<(Walk, Flow)> {
         match verdict {
@@ -361,7 +361,7 @@ impl<'r> Tracer<'r> {
                         Flow::Accept => {}
                         Flow::Return if policy_accept => {}
                         Flow::Return => {
-                            after.end = Some(End::Drop(Step {
+                            after.end = Some(End::Drop(Hop {
                                 table: table.name.clone(),
                                 chain: chain.to_owned(),
                                 line: table.chain(chain).map_or(0, |c| c.line),

@@ -285,7 +285,7 @@ fn glibc_step(
     qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
     mode: &mut SendMode,
-) -> (Step, Herrno) {
+) -> (Attempt, Herrno) {
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
     let kinds: Vec<Kind> = replies.iter().map(kind).collect();
     let mut exchanges = Exchanges {
@@ -341,9 +341,9 @@ fn glibc_step(
         }
     };
     let verdict = match herrno {
-        Herrno::Found => Verdict::Answer,
-        Herrno::HostNotFound | Herrno::NoData | Herrno::TryAgain(true) => Verdict::Continue,
-        Herrno::TryAgain(false) | Herrno::NoRecovery => Verdict::Stop,
+        Herrno::Found => Decision::Answer,
+        Herrno::HostNotFound | Herrno::NoData | Herrno::TryAgain(true) => Decision::Continue,
+        Herrno::TryAgain(false) | Herrno::NoRecovery => Decision::Stop,
     };
     (tally.step(name, qtypes, replies, verdict), herrno)
 }

@@ -75,7 +75,7 @@ fn musl_step(
     name: String,
     qtypes: &[Qtype],
     answerer: &mut dyn Answerer,
-) -> (Step, Option<Option<String>>) {
+) -> (Attempt, Option<Option<String>>) {
     let replies: Vec<Reply> = qtypes.iter().map(|&q| answerer.ask(&name, q)).collect();
     let accepted = |r: &Reply| matches!(r.rcode, Some(rcode::NOERROR | rcode::NXDOMAIN));
     let nns = config.nameservers as u32;
@@ -137,9 +137,9 @@ fn musl_step(
         result = Some(Some("EAI_NONAME".to_owned()));
     }
     let verdict = match &result {
-        None => Verdict::Continue,
-        Some(None) => Verdict::Answer,
-        Some(Some(_)) => Verdict::Stop,
+        None => Decision::Continue,
+        Some(None) => Decision::Answer,
+        Some(Some(_)) => Decision::Stop,
     };
     (tally.step(name, qtypes, replies, verdict), result)
 }
@@ -171,9 +171,9 @@ pub(super) fn res_query(
     };
     // One name: there is no walk to go on with or stop early.
     step.verdict = if walk.error.is_none() {
-        Verdict::Answer
+        Decision::Answer
     } else {
-        Verdict::Continue
+        Decision::Continue
     };
     walk.steps.push(step);
 }

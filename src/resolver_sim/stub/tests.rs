@@ -411,7 +411,7 @@ fn retries_and_waits() {
             (2, 0, 2, 0),
             "{option}"
         );
-        assert_eq!(first.verdict, Verdict::Continue, "{option}");
+        assert_eq!(first.verdict, Decision::Continue, "{option}");
         assert!(
             first.notes[0].contains("at once, on a new socket"),
             "{option}"
@@ -517,7 +517,7 @@ fn options() {
 }
 
 /// One step's (A sent, AAAA sent, round trips, seconds waited).
-fn counts(step: &Step) -> (u32, u32, u32, u64) {
+fn counts(step: &Attempt) -> (u32, u32, u32, u64) {
     (
         step.queries[0].sent,
         step.queries[1].sent,

@@ -34,7 +34,7 @@ pub(crate) struct AutopathRest {
 }
 
 /// What one name of the walk got.
-pub(crate) enum Step {
+pub(crate) enum Tried {
     /// A reply (for the candidate's question, up to 64 KiB).
     Reply(Vec<u8>),
     /// It goes upstream.
@@ -53,7 +53,7 @@ pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
 
 /// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
 /// have asked it: a reply, or that it goes upstream.
-pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Step> {
+pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Tried> {
     let asked = ask_as(packet, name)?;
     let request = Request::parse(&asked).ok()?;
     let chain = &ctx.block.chain;
@@ -65,13 +65,13 @@ pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Ste
     };
     let mut out = Vec::new();
     match chain.run(ctx, chain.after_autopath(), &mut q, &mut out) {
-        Flow::Reply(_) => Some(Step::Reply(out)),
-        Flow::Upstream(_) | Flow::Forward(_) => Some(Step::Upstream),
-        Flow::Chase(chase) => Some(Step::Chase(chase)),
+        Flow::Reply(_) => Some(Tried::Reply(out)),
+        Flow::Upstream(_) | Flow::Forward(_) => Some(Tried::Upstream),
+        Flow::Chase(chase) => Some(Tried::Chase(chase)),
         Flow::End => {
             // The end of the chain.
             wire::write_rcode(q.request, rcode::REFUSED, &mut out);
-            Some(Step::Reply(out))
+            Some(Tried::Reply(out))
         }
         Flow::Transfer(_) => None,
     }
@@ -133,14 +133,14 @@ pub(crate) fn respond(
     let mut first = None;
     for (index, candidate) in plan.candidates.iter().enumerate() {
         match local(ctx, q.packet, candidate)? {
-            Step::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
+            Tried::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
                 if index == 0 {
                     first = Some(bytes);
                 }
             }
             // The asked name answers: the rest of the chain writes that.
-            Step::Reply(_) | Step::Chase(_) if index == 0 => return None,
-            Step::Reply(bytes) => {
+            Tried::Reply(_) | Tried::Chase(_) if index == 0 => return None,
+            Tried::Reply(bytes) => {
                 let written = rewrite(&bytes, q.packet, index)?;
                 let shuffled = if block.loadbalance {
                     reply::shuffle(&written)
@@ -150,7 +150,7 @@ pub(crate) fn respond(
                 super::fit(ctx, q.request, shuffled.as_deref().unwrap_or(&written), out);
                 return Some(Flow::Reply(Plugin::Autopath));
             }
-            Step::Upstream | Step::Chase(_) => {
+            Tried::Upstream | Tried::Chase(_) => {
                 let mut pending = block.chain.pending(ctx, q, 0);
                 pending.autopath = Some(Box::new(AutopathRest {
                     candidates: plan.candidates[index..].to_vec(),

@@ -46,6 +46,8 @@ pub(crate) struct Chase {
     pub(crate) keep_rcode: bool,
     /// What *rewrite* turns back in the reply.
     pub(crate) revert: Option<Box<Revert>>,
+    /// Started by *rewrite*'s `cname` rule (its reply is not retargeted again).
+    pub(crate) retargeted: bool,
 }
 
 impl Chase {
@@ -96,6 +98,7 @@ impl Chase {
             plugin: Plugin::Kubernetes,
             keep_rcode: false,
             revert: None,
+            retargeted: false,
         })
     }
 
@@ -121,6 +124,63 @@ impl Chase {
             plugin: Plugin::Template,
             keep_rcode: true,
             revert: None,
+            retargeted: false,
+        })
+    }
+
+    /// The chase of `reply`, another plugin's whole reply to `request` (*file*'s) whose
+    /// CNAMEs end at `target` (lower-case wire): the target's answers, rcode and (when it
+    /// has no answers) authority become the reply's.
+    pub(crate) fn from_reply(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        reply: Vec<u8>,
+        target: WireName,
+        plugin: Plugin,
+    ) -> Box<Self> {
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            nodata: reply.clone(),
+            replies: vec![reply],
+            target,
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin,
+            keep_rcode: false,
+            revert: None,
+            retargeted: false,
+        })
+    }
+
+    /// The chase *rewrite*'s `cname` rule starts: `reply` (a whole reply to `request`) with
+    /// its answer ending at the retargeted CNAME, whose new `target` is asked; the target's
+    /// answers are added, the rcode stays. `original` is the reply as it was, for a loop.
+    pub(crate) fn retarget(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        (reply, target): (Vec<u8>, WireName),
+        original: Vec<u8>,
+        plugin: Plugin,
+    ) -> Box<Self> {
+        Box::new(Self {
+            block: Arc::clone(block),
+            zone: zone_index,
+            nodata: original,
+            replies: vec![reply],
+            target,
+            visited: vec![WireName::from_wire_unchecked(
+                request.question.name().to_vec(),
+            )],
+            upstream: None,
+            plugin,
+            keep_rcode: true,
+            revert: None,
+            retargeted: true,
         })
     }
 

@@ -10,14 +10,24 @@
 //! value`, `ttl`, `rcode` — apply to every record, in the reverse order of the rules that
 //! matched. A rewritten name that is not a domain name answers SERVFAIL.
 //!
+//! `edns0` rules change the OPT record of the query passed on ([`edns0`]); a `cname` rule
+//! applies to every query, and its part is done on the reply by the handler ([`cname`]).
+//!
 //! A block with *rewrite* spells each query's name out once to match it (a short string);
 //! nothing else is done unless a rule matches.
+
+mod cname;
+mod edns0;
+
+use std::net::SocketAddr;
 
 use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RData, Record};
 
+use self::cname::CnameTarget;
+use self::edns0::{Asked, Opt};
 use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
-use crate::wire::{HEADER_LEN, Request, reply};
+use crate::wire::{HEADER_LEN, Request, Transport, reply};
 use crate::zone::name::WireName;
 use crate::zone::rrset::rtype;
 
@@ -41,6 +51,8 @@ pub(crate) struct Rewritten {
 pub(crate) struct Revert {
     question: Option<Query>,
     rules: Vec<ResponseRule>,
+    /// The first `cname` rule reached, for the handler to apply to the reply.
+    cname: Option<CnameTarget>,
 }
 
 /// One rule applied to the reply.
@@ -137,13 +149,21 @@ impl Rewrite {
         }
     }
 
-    /// The rules applied to `request`: `None` when none matched, an error (for SERVFAIL)
-    /// when a name rule made something that is not a domain name.
-    pub(crate) fn apply(&self, request: &Request<'_>) -> Option<Result<Rewritten, String>> {
+    /// The rules applied to `request` (from `client` over `transport`): `None` when none
+    /// matched, an error (for SERVFAIL) when a name rule made something that is not a domain
+    /// name.
+    pub(crate) fn apply(
+        &self,
+        request: &Request<'_>,
+        client: SocketAddr,
+        transport: Transport,
+    ) -> Option<Result<Rewritten, String>> {
         let mut name = dotted(request.question.name())?;
         let mut qtype = request.question.qtype;
         let mut qclass = request.question.qclass;
         let mut responses: Vec<ResponseRule> = Vec::new();
+        let mut cname: Option<CnameTarget> = None;
+        let mut opt: Option<Opt> = None;
         let mut matched = false;
         for rule in &self.rules {
             let done = match &rule.action {
@@ -222,6 +242,26 @@ impl Rewrite {
                     }
                     hit
                 }
+                RewriteAction::Cname {
+                    matcher,
+                    replacement,
+                } => {
+                    cname.get_or_insert_with(|| CnameTarget {
+                        matcher: matcher.clone(),
+                        replacement: replacement.clone(),
+                    });
+                    true
+                }
+                RewriteAction::Edns0(edns0_rule) => {
+                    let asked = Asked {
+                        name: &name,
+                        qtype,
+                        client,
+                        transport,
+                    };
+                    let opt = opt.get_or_insert_with(|| Opt::of(request));
+                    edns0::apply(edns0_rule, opt, &asked)
+                }
             };
             if done {
                 matched = true;
@@ -239,11 +279,13 @@ impl Rewrite {
         let question = Message::from_vec(request.bytes)
             .ok()
             .and_then(|message| message.queries.into_iter().next());
+        let opt = opt.map(|opt| opt.encode());
         Some(Ok(Rewritten {
-            packet: rebuild(request, wire.as_bytes(), qtype, qclass),
+            packet: rebuild(request, wire.as_bytes(), qtype, qclass, opt.as_deref()),
             revert: Box::new(Revert {
                 question,
                 rules: responses,
+                cname,
             }),
         }))
     }
@@ -269,14 +311,22 @@ fn rename(matcher: &NameMatcher, replacement: &str, name: &str) -> Option<String
 }
 
 /// The query with another question: the client's header, the new question, the client's
-/// OPT record (other records dropped: they could point into the old question).
-fn rebuild(request: &Request<'_>, qname: &[u8], qtype: u16, qclass: u16) -> Vec<u8> {
+/// OPT record or `edited` (other records dropped: they could point into the old question).
+fn rebuild(
+    request: &Request<'_>,
+    qname: &[u8],
+    qtype: u16,
+    qclass: u16,
+    edited: Option<&[u8]>,
+) -> Vec<u8> {
     let bytes = request.bytes;
-    let opt = reply::records(bytes).ok().and_then(|records| {
-        records
-            .into_iter()
-            .find(|record| record.section == 3 && record.rtype == rtype::OPT)
-            .map(|record| &bytes[record.start..record.end])
+    let opt = edited.or_else(|| {
+        reply::records(bytes).ok().and_then(|records| {
+            records
+                .into_iter()
+                .find(|record| record.section == 3 && record.rtype == rtype::OPT)
+                .map(|record| &bytes[record.start..record.end])
+        })
     });
     let mut packet = Vec::with_capacity(HEADER_LEN + qname.len() + 4 + 11);
     packet.extend_from_slice(&bytes[..HEADER_LEN]);
@@ -331,6 +381,13 @@ impl ResponseRule {
 }
 
 impl Revert {
+    /// *rewrite*'s `cname` rule on `reply` (a whole message): the reply with the retargeted
+    /// CNAME last in its answer, and the new target to ask. `None` without a `cname` rule
+    /// or when it takes no CNAME of the reply.
+    pub(crate) fn retarget(&self, reply: &[u8]) -> Option<(Vec<u8>, WireName)> {
+        self.cname.as_ref()?.retarget(reply)
+    }
+
     /// Turns `reply` (a whole message) back for the client. A reply that does not decode
     /// is left as it is.
     pub(crate) fn apply(&self, reply: &mut Vec<u8>) {

@@ -15,6 +15,8 @@ fn steps_are_in_plugin_cfg_order() {
     let every = block(
         ". {
     forward . 192.0.2.1
+    k8s_external example.org
+    file {FIXTURES}/db.example.org example.org
     kubernetes cluster.local {
         objects {FIXTURES}/shop.json
     }
@@ -44,7 +46,9 @@ fn steps_are_in_plugin_cfg_order() {
             "template",
             "transfer",
             "hosts",
+            "k8s_external",
             "kubernetes",
+            "file",
             "forward"
         ]
     );

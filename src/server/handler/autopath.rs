@@ -10,7 +10,7 @@ use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
 use crate::server::Transport;
 use crate::server::chain::Ctx;
-use crate::server::chain::autopath::{AutopathRest, Step, ask_as, local, plain_plugin, rewrite};
+use crate::server::chain::autopath::{AutopathRest, Tried, ask_as, local, plain_plugin, rewrite};
 use crate::wire::{self, Request, rcode, reply};
 use crate::zone::name::WireName;
 
@@ -28,15 +28,15 @@ pub(super) async fn complete(
     for (offset, candidate) in rest.candidates.iter().enumerate() {
         let index = rest.index + offset;
         let bytes = match local(ctx, packet, candidate) {
-            Some(Step::Reply(bytes)) => bytes,
-            Some(Step::Chase(chase)) => {
+            Some(Tried::Reply(bytes)) => bytes,
+            Some(Tried::Chase(chase)) => {
                 let asked = ask_as(packet, candidate)?;
                 match handler.chase_step(chase, &asked, ctx.client, ctx.transport) {
                     Chased::Done(bytes) => bytes,
                     Chased::Upstream(chase) => handler.chase_complete(chase).await,
                 }
             }
-            Some(Step::Upstream) => match upstream(ctx, packet, candidate).await {
+            Some(Tried::Upstream) => match upstream(ctx, packet, candidate).await {
                 Some(bytes) => bytes,
                 None => {
                     let reason = format!("autopath: forwarding {candidate} failed");

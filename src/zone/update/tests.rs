@@ -50,7 +50,9 @@ fn namespace(name: &str, team: usize) -> Object {
 }
 
 /// A Service: kind 0 ClusterIP, 1 dual-stack ClusterIP, 2 headless, 3 ExternalName out of
-/// the zone, 4 ExternalName into it, 5 ClusterIP without ports.
+/// the zone, 4 ExternalName into it, 5 ClusterIP without ports. `address` also picks its
+/// external addresses (*k8s_external*): none, `spec.externalIPs`, a load balancer's ingress
+/// IP and hostname, or a hostname alone.
 fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) -> Object {
     let ports = json!([{"name": "http", "port": 80, "protocol": "TCP"},
                        {"name": "dns", "port": 53, "protocol": "UDP"}]);
@@ -72,6 +74,18 @@ fn service(ns: &str, name: &str, kind: usize, address: usize, labelled: bool) ->
                        "spec": spec});
     // A selector, which the zone never reads (the updates see it trimmed, the full builds not).
     value["spec"]["selector"] = json!({"app": name});
+    match address % 4 {
+        1 => value["spec"]["externalIPs"] = json!([ip(address + 1)]),
+        2 => {
+            value["status"] = json!({"loadBalancer": {"ingress": [
+                {"ip": ip(address + 2)}, {"hostname": "lb.example.net"}]}});
+        }
+        3 => {
+            value["status"] =
+                json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.net"}]}});
+        }
+        _ => {}
+    }
     Object::Service(convert::service(&serde_json::from_value(value).unwrap()).unwrap())
 }
 
@@ -272,6 +286,20 @@ fn config(variant: usize) -> KubernetesConfig {
         }
         _ => {}
     }
+    // *k8s_external* in every other variant, with `headless` in every other of those.
+    if variant % 2 == 1 {
+        config.external = Some(crate::config::K8sExternalConfig {
+            zones: ["example.org.", "ext.test."]
+                .iter()
+                .map(|z| hickory_proto::rr::Name::from_str(z).unwrap())
+                .collect(),
+            apex: "dns".into(),
+            ttl: 7,
+            headless: variant % 4 == 3,
+            fallthrough: None,
+            line: 1,
+        });
+    }
     if variant / 15 % 2 == 1 {
         config.multicluster = vec![name("clusterset.local.")];
     }
@@ -293,9 +321,21 @@ fn contents(snapshot: &Snapshot) -> String {
         snapshot.clients.iter().map(|(ip, ns)| (ip, ns)).collect();
     let mut pod_namespaces: Vec<_> = snapshot.pod_namespaces.iter().collect();
     pod_namespaces.sort();
+    let external = snapshot.external.as_ref().map(|external| {
+        let nodes: BTreeMap<String, &Node> = external
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut dotted = String::new();
+                crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
+                (dotted, node)
+            })
+            .collect();
+        format!("{nodes:#?}\nexternal zones {:?}", external.zones)
+    });
     format!(
         "{nodes:#?}\nclients {clients:?}\npod namespaces {pod_namespaces:?}\nzones {:?}\n\
-         serial {} names {}",
+         serial {} names {}\nexternal {external:?}",
         snapshot.zones,
         snapshot.serial,
         snapshot.nodes.len()

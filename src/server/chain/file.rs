@@ -1,0 +1,359 @@
+//! *file* on the request path (CoreDNS `plugin/file`): zones served authoritatively from
+//! RFC 1035 zone files.
+//!
+//! Each `file` directive reads its file once for each of its zones ([`read`]) into a
+//! [`zone::Zone`], whose lookup is CoreDNS's. A name goes to the first directive (in file
+//! order) one of whose zones holds it, and within it to the longest such zone; a name in
+//! none passes on. Answers are authoritative (a referral is not); NXDOMAIN and NODATA carry
+//! the SOA. AXFR and IXFR are refused here, as CoreDNS's *file* refuses them when no
+//! *transfer* takes them. With `fallthrough`, a name of its zones without records goes on
+//! (to the next `file`, then the rest of the chain). A CNAME whose target the zone does not
+//! hold is chased through the server, as CoreDNS asks its upstream.
+//!
+//! Zones are read when the server loads: a file that does not parse is an error naming the
+//! file and line; one that cannot be opened is an error with `reload 0`, else a warning and
+//! SERVFAIL for its zones until it can be read (as CoreDNS). Every `reload` period the file
+//! is read again and its zone replaced when the SOA serial changed (or, with
+//! `reload_by_mtime`, when the modification time moved on); a file that no longer reads
+//! keeps the zone last read, and the reason is logged once. Lookups take no lock: a zone is
+//! swapped whole. No metrics of its own (CoreDNS's *file* has none).
+
+mod read;
+mod zone;
+
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwapOption;
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+use tokio_util::sync::CancellationToken;
+
+use self::read::{ZoneError, read_zone};
+use self::zone::{Outcome, Zone};
+use super::chase::Chase;
+use super::{Ctx, Query};
+use crate::config::FileConfig;
+use crate::metrics::dns::Plugin;
+use crate::wire::{self, rcode, reply};
+use crate::zone::name::{WireName, labels, suffix_offset};
+use crate::zone::rrset::rtype;
+
+/// What the plugin did with a query.
+pub(crate) enum Answered {
+    /// Passed on.
+    Pass,
+    /// Answered (the reply is written).
+    Reply,
+    /// Answered with a CNAME whose target is asked through the server.
+    Chase(Box<Chase>),
+}
+
+/// The *file* directives of one block, in file order.
+#[derive(Debug)]
+pub(crate) struct File {
+    directives: Vec<Arc<Directive>>,
+}
+
+/// One `file` directive.
+#[derive(Debug)]
+struct Directive {
+    config: FileConfig,
+    zones: Vec<Served>,
+    fallthrough: Option<Vec<WireName>>,
+}
+
+/// One zone of a directive.
+#[derive(Debug)]
+struct Served {
+    /// The origin, lower case.
+    origin: Name,
+    /// It, as lower-case wire.
+    wire: WireName,
+    /// The zone last read; `None` until the file could be read.
+    zone: ArcSwapOption<Zone>,
+    /// The file as last seen.
+    seen: Mutex<Seen>,
+}
+
+/// The file as last seen by a zone.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Its modification time when last read.
+    modified: Option<SystemTime>,
+    /// The last error reading it (logged once).
+    error: Option<String>,
+}
+
+/// Why the zones of a block could not be read at start.
+#[derive(Debug, thiserror::Error)]
+#[error("file (line {line}): {error}")]
+pub struct FileLoadError {
+    /// Line of the *file* directive.
+    line: usize,
+    /// What is wrong with its zone file.
+    error: String,
+}
+
+/// The zone of `config`'s file for `origin`, and the file's modification time.
+fn load_zone(config: &FileConfig, origin: &Name) -> Result<(Zone, SystemTime), ZoneError> {
+    let modified = std::fs::metadata(&config.path)
+        .and_then(|metadata| metadata.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let records = read_zone(&config.path, origin)?;
+    let zone = Zone::new(origin, records).map_err(|message| ZoneError {
+        file: config.path.clone(),
+        line: 0,
+        message,
+    })?;
+    Ok((zone, modified))
+}
+
+impl File {
+    /// The plugin for `configs`, every zone read.
+    pub(crate) fn load(configs: &[FileConfig]) -> Result<Self, FileLoadError> {
+        let mut directives = Vec::with_capacity(configs.len());
+        for config in configs {
+            let mut zones = Vec::with_capacity(config.zones.len());
+            for origin in &config.zones {
+                let origin = origin.to_lowercase();
+                let Ok(wire) = WireName::from_dotted(&origin.to_ascii()) else {
+                    continue;
+                };
+                let served = Served {
+                    origin,
+                    wire: wire.to_lowercase(),
+                    zone: ArcSwapOption::empty(),
+                    seen: Mutex::new(Seen::default()),
+                };
+                match load_zone(config, &served.origin) {
+                    Ok((zone, modified)) => {
+                        served.zone.store(Some(Arc::new(zone)));
+                        if let Ok(mut seen) = served.seen.lock() {
+                            seen.modified = Some(modified);
+                        }
+                    }
+                    // A file that cannot be opened is retried, unless it never will be.
+                    Err(error) if error.line == 0 && !config.reload.is_zero() => {
+                        tracing::warn!(
+                            "file (line {}): {error}; trying again in {:?}",
+                            config.line,
+                            config.reload
+                        );
+                    }
+                    Err(error) => {
+                        return Err(FileLoadError {
+                            line: config.line,
+                            error: error.to_string(),
+                        });
+                    }
+                }
+                zones.push(served);
+            }
+            directives.push(Arc::new(Directive {
+                fallthrough: config.fallthrough.as_ref().map(|zones| {
+                    zones
+                        .iter()
+                        .filter_map(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
+                        .map(|zone| zone.to_lowercase())
+                        .collect()
+                }),
+                config: config.clone(),
+                zones,
+            }));
+        }
+        Ok(Self { directives })
+    }
+
+    /// Reads each directive's file every `reload` period until `shutdown` (not with
+    /// `reload 0`).
+    pub(crate) fn watch(&self, shutdown: &CancellationToken) {
+        for directive in &self.directives {
+            let period = directive.config.reload;
+            if period.is_zero() {
+                continue;
+            }
+            let directive = Arc::clone(directive);
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let start = tokio::time::Instant::now() + period;
+                let mut tick = tokio::time::interval_at(start, period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {}
+                        () = shutdown.cancelled() => return,
+                    }
+                    directive.reload();
+                }
+            });
+        }
+    }
+
+    /// Answers `q` into `out`, or passes it on.
+    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Answered {
+        let request = q.request;
+        let qname = request.question.name();
+        for directive in &self.directives {
+            let Some(served) = directive
+                .zones
+                .iter()
+                .filter(|served| suffix_offset(qname, served.wire.as_bytes()).is_some())
+                .max_by_key(|served| served.wire.as_bytes().len())
+            else {
+                continue;
+            };
+            let Some(zone) = served.zone.load_full() else {
+                wire::write_rcode(request, rcode::SERVFAIL, out);
+                return Answered::Reply;
+            };
+            let qtype = request.question.qtype;
+            if qtype == rtype::AXFR || qtype == rtype::IXFR {
+                wire::write_rcode(request, rcode::REFUSED, out);
+                return Answered::Reply;
+            }
+            let Ok(name) = Name::from_labels(labels(qname)) else {
+                wire::write_rcode(request, rcode::SERVFAIL, out);
+                return Answered::Reply;
+            };
+            let found = zone.lookup(&name, RecordType::from(qtype));
+            let empty = found.answer.is_empty();
+            if empty
+                && matches!(found.outcome, Outcome::NameError | Outcome::Success)
+                && directive.falls_through(qname)
+            {
+                continue;
+            }
+            return match reply_of(ctx, q, found, out) {
+                Some(answered) => answered,
+                None => {
+                    wire::write_rcode(request, rcode::SERVFAIL, out);
+                    Answered::Reply
+                }
+            };
+        }
+        Answered::Pass
+    }
+}
+
+/// The reply of `found` to `q`: written into `out`, or a chase of its last CNAME's target.
+/// `None` when it does not encode.
+fn reply_of(
+    ctx: &Ctx<'_>,
+    q: &Query<'_>,
+    found: zone::Found,
+    out: &mut Vec<u8>,
+) -> Option<Answered> {
+    let request = q.request;
+    if found.outcome == Outcome::ServerFailure && found.answer.is_empty() {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
+        return Some(Answered::Reply);
+    }
+    let asked = Message::from_vec(q.packet).ok()?;
+    let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);
+    // A referral alone is not authoritative; an alias that leads to one is.
+    message.metadata.authoritative =
+        !(found.outcome == Outcome::Delegation && found.answer.is_empty());
+    message.metadata.recursion_desired = asked.metadata.recursion_desired;
+    message.metadata.checking_disabled = asked.metadata.checking_disabled;
+    message.metadata.response_code = match found.outcome {
+        Outcome::NameError => ResponseCode::NXDomain,
+        Outcome::ServerFailure => ResponseCode::ServFail,
+        _ => ResponseCode::NoError,
+    };
+    message.queries = asked.queries;
+    if request.edns.is_some() {
+        message.edns = Some(Edns::new());
+    }
+    message.answers = found.answer;
+    message.authorities = found.authority;
+    message.additionals = found.additional;
+    let whole = message.to_vec().ok()?;
+    if let Some(target) = found.external {
+        let target = WireName::from_dotted(&target.to_ascii()).ok()?;
+        return Some(Answered::Chase(Chase::from_reply(
+            ctx.block,
+            ctx.zone,
+            request,
+            whole,
+            target.to_lowercase(),
+            Plugin::File,
+        )));
+    }
+    let edns = ctx.block.chain.edns(request);
+    reply::fit_for_client(&whole, request.id, edns.as_ref(), q.limit, out).ok()?;
+    Some(Answered::Reply)
+}
+
+impl Directive {
+    /// Whether a name of the zones without records goes on (`fallthrough [ZONES]`).
+    fn falls_through(&self, qname: &[u8]) -> bool {
+        self.fallthrough.as_ref().is_some_and(|zones| {
+            zones.is_empty()
+                || zones
+                    .iter()
+                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
+        })
+    }
+
+    /// One reload check of every zone of the directive.
+    fn reload(&self) {
+        for served in &self.zones {
+            match self.reload_zone(served) {
+                Ok(Some(serial)) => tracing::info!(
+                    "file: reloaded zone {} from {} with SOA serial {serial}",
+                    served.origin,
+                    self.config.path.display()
+                ),
+                Ok(None) => {}
+                Err(error) => {
+                    let Ok(mut seen) = served.seen.lock() else {
+                        continue;
+                    };
+                    if seen.error.as_deref() != Some(error.as_str()) {
+                        tracing::warn!(
+                            "file: zone {}: {error}; keeping the zone last read",
+                            served.origin
+                        );
+                        seen.error = Some(error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads `served`'s file again when it changed: the new serial when the zone was
+    /// replaced.
+    fn reload_zone(&self, served: &Served) -> Result<Option<u32>, String> {
+        let current = served.zone.load_full();
+        if self.config.reload_by_mtime {
+            let modified = std::fs::metadata(&self.config.path)
+                .and_then(|metadata| metadata.modified())
+                .map_err(|error| format!("{}: {error}", self.config.path.display()))?;
+            let before = served.seen.lock().ok().and_then(|seen| seen.modified);
+            if current.is_some() && before.is_some_and(|before| modified <= before) {
+                return Ok(None);
+            }
+        }
+        let (zone, modified) =
+            load_zone(&self.config, &served.origin).map_err(|error| error.to_string())?;
+        let serial = zone.serial();
+        if !self.config.reload_by_mtime && current.is_some_and(|old| old.serial() == serial) {
+            if let Ok(mut seen) = served.seen.lock() {
+                seen.error = None;
+            }
+            return Ok(None);
+        }
+        served.zone.store(Some(Arc::new(zone)));
+        if let Ok(mut seen) = served.seen.lock() {
+            *seen = Seen {
+                modified: Some(modified),
+                error: None,
+            };
+        }
+        Ok(Some(serial))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! *k8s_external* on the request path (CoreDNS `plugin/k8s_external`): the external zones'
+//! answers, from the names the block's *kubernetes* snapshot holds for them
+//! ([`crate::zone::External`]).
+//!
+//! As CoreDNS: a name outside the plugin's zones passes on; every answer in them is
+//! authoritative, a negative one with the zone's SOA (`ns1.<apex>.<zone>`,
+//! `hostmaster.<apex>.<zone>`); an NXDOMAIN for a Service name passes on under `fallthrough`
+//! (one at the apex's names does not). A load balancer's hostname is a CNAME, whose target is
+//! asked through the server again for A and AAAA (CoreDNS's `upstream.Lookup`), its answers
+//! appended after the CNAME. Before the API watch has synced, an NXDOMAIN is a SERVFAIL, as
+//! the *kubernetes* step answers.
+
+use hickory_proto::rr::Name;
+
+use super::chase::Chase;
+use super::{Ctx, Flow, Query};
+use crate::config::K8sExternalConfig;
+use crate::metrics::dns::Plugin;
+use crate::wire::{self, rcode};
+use crate::zone::Rcode;
+use crate::zone::name::{WireName, suffix_offset};
+
+/// The plugin's options the request path needs.
+#[derive(Debug)]
+pub(crate) struct K8sExternal {
+    /// `fallthrough [ZONES]`: `None` when absent; empty for every zone.
+    fallthrough: Option<Vec<WireName>>,
+}
+
+impl K8sExternal {
+    /// The step of `config`.
+    pub(crate) fn new(config: &K8sExternalConfig) -> Self {
+        Self {
+            fallthrough: config.fallthrough.as_deref().map(wire_zones),
+        }
+    }
+
+    /// Whether an NXDOMAIN for `qname` passes on (`fallthrough [ZONES]`).
+    fn falls_through(&self, qname: &[u8]) -> bool {
+        self.fallthrough.as_ref().is_some_and(|zones| {
+            zones.is_empty()
+                || zones
+                    .iter()
+                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
+        })
+    }
+
+    /// The answer for `q`, or `None` to pass it on.
+    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+        let block = ctx.block;
+        let kubernetes = block.kubernetes.as_ref()?;
+        let request = q.request;
+        let qname = request.question.name();
+        let snapshot = kubernetes.store.load();
+        let external = snapshot.external()?;
+        let answer = external.lookup(qname, request.question.qtype)?;
+        if answer.rcode == Rcode::NxDomain {
+            if external.may_fall_through(answer.zone, qname) && self.falls_through(qname) {
+                return None;
+            }
+            if kubernetes.provisional() {
+                wire::write_rcode(request, rcode::SERVFAIL, out);
+                return Some(Flow::Reply(Plugin::K8sExternal));
+            }
+        }
+        let zone = &external.zones()[answer.zone];
+        if let Some(target) = answer.chase {
+            let mut chase = Chase::new(block, ctx.zone, request, &answer, zone, target);
+            chase.plugin = Plugin::K8sExternal;
+            // CoreDNS appends the target's answers; the CNAME's NOERROR stands.
+            chase.keep_rcode = true;
+            return Some(Flow::Chase(chase));
+        }
+        wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
+        Some(Flow::Reply(Plugin::K8sExternal))
+    }
+}
+
+/// `names` as lower-case wire names.
+fn wire_zones(names: &[Name]) -> Vec<WireName> {
+    names
+        .iter()
+        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
+        .map(|name| name.to_lowercase())
+        .collect()
+}

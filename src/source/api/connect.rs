@@ -1,0 +1,144 @@
+//! Connecting to the API server: the kube-rs client from the block's `kubeconfig`,
+//! `endpoint` and `tls`, or the pod's service account, with every response counted in the
+//! watch's status.
+
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+
+use super::status::ApiStatus;
+use crate::config::ApiConfig;
+
+/// How long connecting to the API server may take before the attempt counts as failed.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the API server cannot be reached as configured.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The kubeconfig file is missing, malformed, or lacks the context.
+    #[error("kubeconfig {path}: {error}")]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        error: String,
+    },
+    /// `endpoint` is not a URL.
+    #[error("endpoint {url:?} is not a URL: {error}")]
+    Endpoint {
+        /// The argument.
+        url: String,
+        /// What is wrong.
+        error: String,
+    },
+    /// A `tls` file cannot be read.
+    #[error("tls {what} {path}: {error}")]
+    TlsFile {
+        /// Which of CERT, KEY, CACERT.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        error: std::io::Error,
+    },
+    /// Neither `kubeconfig` nor `endpoint`, and not in a pod.
+    #[error(
+        "not running in a Kubernetes pod ({0}); give `kubeconfig PATH [CONTEXT]` or \
+         `endpoint URL`, or static objects with `objects FILE...`"
+    )]
+    InCluster(String),
+    /// The client could not be built from the configuration.
+    #[error("building the API client: {0}")]
+    Client(String),
+}
+
+/// Builds the API client `api` describes: `kubeconfig` first, then `endpoint` (with `tls`),
+/// else the pod's service account, as CoreDNS chooses. Every request it sends is reported to
+/// `status`, and limited by `apiserver_qps`/`apiserver_burst`/`apiserver_max_inflight`.
+pub async fn connect(api: &ApiConfig, status: Arc<ApiStatus>) -> Result<Client, ConnectError> {
+    let mut config = if let Some((path, context)) = &api.kubeconfig {
+        let kubeconfig_error = |error: &dyn std::fmt::Display| ConnectError::Kubeconfig {
+            path: path.clone(),
+            error: error.to_string(),
+        };
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(path).map_err(|e| kubeconfig_error(&e))?;
+        let options = kube::config::KubeConfigOptions {
+            context: context.clone(),
+            ..kube::config::KubeConfigOptions::default()
+        };
+        kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+            .await
+            .map_err(|e| kubeconfig_error(&e))?
+    } else if let Some(url) = &api.endpoint {
+        let uri = url
+            .parse::<http::Uri>()
+            .map_err(|error| ConnectError::Endpoint {
+                url: url.clone(),
+                error: error.to_string(),
+            })
+            .and_then(|uri| {
+                if uri.scheme().is_some() && uri.host().is_some() {
+                    Ok(uri)
+                } else {
+                    Err(ConnectError::Endpoint {
+                        url: url.clone(),
+                        error: "expected a scheme and a host, as https://10.0.0.1:6443".into(),
+                    })
+                }
+            })?;
+        let mut config = kube::Config::new(uri);
+        if let Some(tls) = &api.tls {
+            for (what, path) in [("CERT", &tls.cert), ("KEY", &tls.key), ("CACERT", &tls.ca)] {
+                std::fs::metadata(path).map_err(|error| ConnectError::TlsFile {
+                    what,
+                    path: path.clone(),
+                    error,
+                })?;
+            }
+            config.root_cert_file = Some(tls.ca.clone());
+            config.auth_info.client_certificate = Some(tls.cert.display().to_string());
+            config.auth_info.client_key = Some(tls.key.display().to_string());
+        }
+        config
+    } else {
+        kube::Config::incluster().map_err(|error| ConnectError::InCluster(error.to_string()))?
+    };
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
+    let concurrency = api
+        .max_inflight
+        .map(|max| tower::limit::ConcurrencyLimitLayer::new(max as usize));
+    let rate = api.qps.map(|qps| {
+        // client-go's token bucket, as a window: `burst` requests per `burst / qps` seconds
+        // keeps the average at `qps` and lets a burst through at once.
+        let burst = api.burst.unwrap_or_else(|| (qps.ceil() as u32).max(1));
+        tower::limit::RateLimitLayer::new(
+            u64::from(burst),
+            Duration::from_secs_f64(f64::from(burst) / qps),
+        )
+    });
+    let observe = tower::util::MapResultLayer::new(observer(status));
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|error| ConnectError::Client(error.to_string()))?;
+    Ok(builder
+        .with_layer(&observe)
+        .with_layer(&tower::util::option_layer(concurrency))
+        .with_layer(&tower::util::option_layer(rate))
+        .build())
+}
+
+/// Reports each response (or its absence) to `status`.
+pub(super) fn observer<B, E: std::fmt::Display>(
+    status: Arc<ApiStatus>,
+) -> impl Fn(Result<http::Response<B>, E>) -> Result<http::Response<B>, E> + Clone {
+    move |result| {
+        match &result {
+            Ok(response) => status.answered(response.status().as_u16()),
+            Err(error) => status.unreachable(&error.to_string()),
+        }
+        result
+    }
+}

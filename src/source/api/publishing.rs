@@ -1,0 +1,173 @@
+//! Publishing: the one task that owns the watched objects, applies the feed's changes to
+//! them, publishes a zone for each batch (never in the middle of a re-list) and writes the
+//! snapshot file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::snapshot_file::write_snapshot;
+use super::status::ApiStatus;
+use super::watched::{Change, Watched};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The most changes taken into one publication beyond the first.
+pub(super) const MAX_BATCH: usize = 4096;
+
+/// How long after a publication the snapshot file is written (later publications within it
+/// are written together).
+pub(super) const SNAPSHOT_DELAY: Duration = Duration::from_secs(1);
+
+/// The shortest time between two writes of the snapshot file.
+pub(super) const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Feeds the watches' changes to the publisher as they come, and writes the snapshot file.
+pub(super) struct Publishing {
+    pub(super) status: Arc<ApiStatus>,
+    pub(super) snapshot: Option<PathBuf>,
+}
+
+impl Publishing {
+    pub(super) async fn run(
+        self,
+        mut watched: Watched,
+        mut rx: mpsc::UnboundedReceiver<Change>,
+        stop: CancellationToken,
+    ) {
+        let mut snapshot_due: Option<tokio::time::Instant> = None;
+        let mut last_written: Option<tokio::time::Instant> = None;
+        loop {
+            let due = snapshot_due;
+            tokio::select! {
+                change = rx.recv() => {
+                    let Some(change) = change else { return };
+                    watched.apply(change, &self.status);
+                    // Whatever else has arrived meanwhile goes into the same publication: a
+                    // burst is coalesced as far as publishing lags behind it, no further.
+                    for _ in 0..MAX_BATCH {
+                        let Ok(change) = rx.try_recv() else { break };
+                        watched.apply(change, &self.status);
+                    }
+                }
+                () = sleep_until(due) => {
+                    snapshot_due = None;
+                    last_written = Some(tokio::time::Instant::now());
+                    let Some(back) = self.write_snapshot(watched).await else { return };
+                    watched = back;
+                    continue;
+                }
+                () = stop.cancelled() => return,
+            }
+            if !watched.complete() || !watched.publisher.is_dirty() {
+                continue;
+            }
+            let Some(back) = self.publish(watched).await else {
+                return;
+            };
+            watched = back;
+            if self.snapshot.is_some() && snapshot_due.is_none() {
+                // Soon after a change, and at most once per SNAPSHOT_INTERVAL under churn:
+                // the file is never older than the interval and its cost stays bounded.
+                let soonest = last_written.map(|at| at + SNAPSHOT_INTERVAL);
+                let after_delay = tokio::time::Instant::now() + SNAPSHOT_DELAY;
+                snapshot_due = Some(soonest.map_or(after_delay, |at| at.max(after_delay)));
+            }
+        }
+    }
+
+    /// Publishes the zone of the objects: at once for an update, on a blocking thread when
+    /// it is built whole. `None` if the objects were lost (the runtime is shutting down).
+    pub(super) async fn publish(&self, mut watched: Watched) -> Option<Watched> {
+        let first = !self.status.is_synced();
+        let published = if watched.publisher.needs_whole() {
+            let (back, published) = blocking(watched, |watched| {
+                watched.publisher.publish(SystemTime::now())
+            })
+            .await?;
+            watched = back;
+            match published {
+                Some(published) => published,
+                None => {
+                    tracing::error!("building the zone panicked; still serving the last one");
+                    return Some(watched);
+                }
+            }
+        } else {
+            watched.publisher.publish(SystemTime::now())
+        };
+        let Some(published) = published else {
+            return Some(watched);
+        };
+        if first {
+            tracing::info!(
+                zone = %self.status.zone,
+                serial = published.serial,
+                names = published.names,
+                services = published.counts.services,
+                endpoint_slices = published.counts.endpoint_slices,
+                build_ms = published.build_time.as_millis(),
+                "synced with the API server; zone published"
+            );
+            // After the log line: whoever waits for the sync logs after it.
+            self.status.mark_synced(SystemTime::now());
+        } else {
+            tracing::debug!(
+                serial = published.serial,
+                names = published.names,
+                whole = published.whole,
+                build_us = published.build_time.as_micros(),
+                "objects changed; new zone published"
+            );
+        }
+        Some(watched)
+    }
+
+    pub(super) async fn write_snapshot(&self, watched: Watched) -> Option<Watched> {
+        let Some(path) = self.snapshot.clone() else {
+            return Some(watched);
+        };
+        let (watched, written) = blocking(watched, move |watched| {
+            write_snapshot(&path, watched.publisher.cluster()).map_err(|error| (path, error))
+        })
+        .await?;
+        match written {
+            Some(Ok(())) => {}
+            Some(Err((path, error))) => tracing::warn!(
+                "writing the snapshot {}: {error}; the next change tries again",
+                path.display()
+            ),
+            None => tracing::error!("writing the snapshot panicked"),
+        }
+        Some(watched)
+    }
+}
+
+/// Runs `work` on the objects on a blocking thread and gives them back with its result
+/// (`None` if it panicked: the objects are still given back). `None` altogether when the
+/// runtime shuts down under it.
+pub(super) async fn blocking<T, F>(mut watched: Watched, work: F) -> Option<(Watched, Option<T>)>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Watched) -> T + Send + 'static,
+{
+    let joined = tokio::task::spawn_blocking(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut watched)));
+        (watched, result.ok())
+    })
+    .await;
+    match joined {
+        Ok(done) => Some(done),
+        Err(error) => {
+            tracing::error!("blocking task failed: {error}");
+            None
+        }
+    }
+}
+
+pub(super) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,293 @@
+//! How the API watch is doing ([`ApiStatus`]): synced or not, the API server answering or
+//! failing since when and why, and the `clusterdns_kubernetes_*` metrics behind it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::Resource;
+use crate::metrics::{self as metrics, Collect, Exposition};
+
+/// How the watch of one block is doing.
+#[derive(Debug)]
+pub struct ApiStatus {
+    pub(super) zone: String,
+    pub(super) synced: AtomicBool,
+    pub(super) synced_tx: tokio::sync::watch::Sender<bool>,
+    pub(super) state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    /// When the store first synced.
+    pub(super) synced_at: Option<SystemTime>,
+    /// The snapshot file being served (when it was written), until the first sync.
+    pub(super) restored: Option<SystemTime>,
+    /// The zone of the watch this one replaced is served until the first sync.
+    pub(super) inherited: bool,
+    /// Since when, and why, the API server has not answered (or answered with an error).
+    pub(super) failing: Option<(SystemTime, String)>,
+    /// When the API server last answered a request successfully.
+    pub(super) last_success: Option<SystemTime>,
+    /// Responses by HTTP status code; `error` for requests that got none.
+    pub(super) requests: BTreeMap<String, u64>,
+    /// Watch failures by resource.
+    pub(super) watch_errors: BTreeMap<&'static str, u64>,
+    /// Re-lists (after the first list) by resource.
+    pub(super) relists: BTreeMap<&'static str, u64>,
+    /// Resources the API server said it does not have (logged once each).
+    pub(super) absent: HashSet<Resource>,
+}
+
+impl ApiStatus {
+    /// The status of the watch serving `zone` (its first forward zone).
+    pub fn new(zone: &str) -> Self {
+        let (synced_tx, _) = tokio::sync::watch::channel(false);
+        Self {
+            zone: zone.to_owned(),
+            synced: AtomicBool::new(false),
+            synced_tx,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the store has synced with the API server (every resource listed).
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Waits until the store has synced, at most `timeout`; whether it has.
+    pub async fn wait_synced(&self, timeout: Duration) -> bool {
+        let mut rx = self.synced_tx.subscribe();
+        tokio::time::timeout(timeout, rx.wait_for(|synced| *synced))
+            .await
+            .is_ok_and(|result| result.is_ok())
+    }
+
+    /// The store serves the snapshot file written at `written` until it syncs.
+    pub fn restored(&self, written: SystemTime) {
+        self.state().restored = Some(written);
+    }
+
+    /// The store serves the zone of the watch this one replaced (a reloaded Corefile changed
+    /// the block) until it syncs.
+    pub fn inherited(&self) {
+        self.state().inherited = true;
+    }
+
+    /// The snapshot file being served, if the store has not synced yet.
+    pub fn serving_snapshot(&self) -> Option<SystemTime> {
+        self.state().restored
+    }
+
+    pub(super) fn mark_synced(&self, at: SystemTime) {
+        let mut state = self.state();
+        state.restored = None;
+        state.inherited = false;
+        state.synced_at.get_or_insert(at);
+        drop(state);
+        self.synced.store(true, Ordering::Release);
+        self.synced_tx.send_replace(true);
+    }
+
+    /// The API server answered a request with HTTP `code`.
+    pub(super) fn answered(&self, code: u16) {
+        let mut state = self.state();
+        *state.requests.entry(code.to_string()).or_default() += 1;
+        if code == 404 {
+            // An answer, not an outage: a resource the server lacks (a CRD not installed).
+            return;
+        }
+        if (200..300).contains(&code) {
+            state.last_success = Some(SystemTime::now());
+            if let Some((since, _)) = state.failing.take() {
+                let down = SystemTime::now().duration_since(since).unwrap_or_default();
+                tracing::info!(
+                    zone = %self.zone,
+                    "API server answers again after {:.1} s",
+                    down.as_secs_f64()
+                );
+            }
+        } else {
+            let reason = match code {
+                401 => "401 Unauthorized: the credentials were refused".to_owned(),
+                403 => "403 Forbidden: the service account may not list/watch (check the \
+                        ClusterRole)"
+                    .to_owned(),
+                _ => format!("HTTP {code}"),
+            };
+            self.failing(&mut state, reason);
+        }
+    }
+
+    /// A request got no answer.
+    pub(super) fn unreachable(&self, error: &str) {
+        let mut state = self.state();
+        *state.requests.entry("error".to_owned()).or_default() += 1;
+        self.failing(&mut state, error.to_owned());
+    }
+
+    pub(super) fn failing(&self, state: &mut State, reason: String) {
+        match &mut state.failing {
+            Some((_, last)) => *last = reason,
+            None => {
+                tracing::warn!(
+                    zone = %self.zone,
+                    "API server request failed: {reason}; still serving the last known state, \
+                     retrying with backoff"
+                );
+                state.failing = Some((SystemTime::now(), reason));
+            }
+        }
+    }
+
+    pub(super) fn watch_failed(&self, resource: Resource, error: &str) {
+        let mut state = self.state();
+        let count = state.watch_errors.entry(resource.as_str()).or_default();
+        *count += 1;
+        if *count == 1 || state.failing.is_none() {
+            tracing::warn!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+        } else {
+            tracing::debug!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+        }
+    }
+
+    /// The API server has no `resource` (its CRD is not installed).
+    pub(super) fn absent(&self, resource: Resource) {
+        if self.state().absent.insert(resource) {
+            tracing::warn!(
+                zone = %self.zone,
+                resource = resource.as_str(),
+                "the API server does not have this resource (404: the Multi-Cluster Services \
+                 CRD is not installed); answering as if there were none, retrying with backoff"
+            );
+        }
+    }
+
+    pub(super) fn relisted(&self, resource: Resource) {
+        *self.state().relists.entry(resource.as_str()).or_default() += 1;
+        tracing::info!(zone = %self.zone, resource = resource.as_str(), "re-listing");
+    }
+
+    /// Whether `/ready` may say OK: the store has synced, or serves a snapshot file.
+    pub fn is_ready(&self) -> bool {
+        if self.is_synced() {
+            return true;
+        }
+        let state = self.state();
+        state.restored.is_some() || state.inherited
+    }
+
+    /// What `/ready` adds to its body about this watch (nothing when all is well).
+    pub fn notes(&self, now: SystemTime) -> Vec<String> {
+        let state = self.state();
+        let age = |at: SystemTime| now.duration_since(at).unwrap_or_default().as_secs();
+        let mut notes = Vec::new();
+        if let Some(written) = state.restored {
+            notes.push(format!(
+                "kubernetes {}: serving the snapshot file (age {} s) until the API server is \
+                 synced",
+                self.zone,
+                age(written)
+            ));
+        } else if !self.is_synced() {
+            notes.push(format!(
+                "kubernetes {}: not synced with the API server yet",
+                self.zone
+            ));
+        }
+        if let Some((since, reason)) = &state.failing {
+            notes.push(format!(
+                "kubernetes {}: API server failing for {} s ({reason}); serving the last known \
+                 state",
+                self.zone,
+                age(*since)
+            ));
+        }
+        notes
+    }
+}
+
+impl Collect for ApiStatus {
+    fn collect(&self, out: &mut Exposition) {
+        let zone = self.zone.as_str();
+        let state = self.state();
+        let now = SystemTime::now();
+        out.sample(
+            "clusterdns_kubernetes_synced",
+            "1 once every watched resource has been listed from the API server.",
+            metrics::Kind::Gauge,
+            &[("zone", zone)],
+            f64::from(u8::from(self.is_synced())),
+        );
+        out.sample(
+            "clusterdns_kubernetes_api_up",
+            "1 when the API server answered the last request successfully.",
+            metrics::Kind::Gauge,
+            &[("zone", zone)],
+            f64::from(u8::from(
+                state.failing.is_none() && state.last_success.is_some(),
+            )),
+        );
+        if let Some(at) = state.last_success {
+            out.sample(
+                "clusterdns_kubernetes_api_last_success_timestamp_seconds",
+                "Unix time of the API server's last successful answer.",
+                metrics::Kind::Gauge,
+                &[("zone", zone)],
+                unix_seconds(at),
+            );
+        }
+        for (code, count) in &state.requests {
+            out.sample(
+                "clusterdns_kubernetes_api_requests_total",
+                "Requests to the API server, by HTTP status code (error: no answer).",
+                metrics::Kind::Counter,
+                &[("code", code), ("zone", zone)],
+                *count as f64,
+            );
+        }
+        for (resource, count) in &state.watch_errors {
+            out.sample(
+                "clusterdns_kubernetes_watch_errors_total",
+                "Failed lists and watches, by resource.",
+                metrics::Kind::Counter,
+                &[("resource", resource), ("zone", zone)],
+                *count as f64,
+            );
+        }
+        for (resource, count) in &state.relists {
+            out.sample(
+                "clusterdns_kubernetes_relists_total",
+                "Re-lists after the first list (a watch too old, 410 Gone), by resource.",
+                metrics::Kind::Counter,
+                &[("resource", resource), ("zone", zone)],
+                *count as f64,
+            );
+        }
+        if let Some(written) = state.restored {
+            out.sample(
+                "clusterdns_kubernetes_snapshot_age_seconds",
+                "Age of the snapshot file served until the API server is synced.",
+                metrics::Kind::Gauge,
+                &[("zone", zone)],
+                now.duration_since(written)
+                    .unwrap_or_default()
+                    .as_secs_f64(),
+            );
+        }
+    }
+}
+
+pub(super) fn unix_seconds(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
+}

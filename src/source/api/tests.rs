@@ -1,0 +1,176 @@
+//! Tests of `api`.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::feed::display_key;
+use super::*;
+use crate::metrics::{Collect, Exposition};
+use crate::model::{self, Cluster, ObjectKey};
+use crate::model::{Namespace, Service};
+
+fn service(namespace: &str, name: &str) -> Box<Object> {
+    let json = serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterIP": "10.96.0.1", "ports": [{"port": 80}]},
+    });
+    let object: core::Service = serde_json::from_value(json).expect("service");
+    Box::new(Object::Service(
+        convert::service(&object).expect("converts"),
+    ))
+}
+
+fn namespace(name: &str) -> Box<Object> {
+    Box::new(Object::Namespace(Namespace {
+        name: name.to_owned(),
+        labels: model::Labels::new(),
+    }))
+}
+
+fn publisher() -> Publisher {
+    let config = KubernetesConfig::new(vec!["cluster.local.".parse().expect("zone")], 0, 1);
+    let store = Arc::new(Store::new(super::super::publish::standalone(
+        &Cluster::default(),
+        &config,
+        &[],
+        SystemTime::now(),
+    )));
+    Publisher::new(config, Vec::new(), store, None)
+}
+
+fn names(watched: &Watched) -> Vec<String> {
+    watched
+        .publisher
+        .cluster()
+        .services
+        .values()
+        .map(|svc: &Service| display_key(&svc.key))
+        .collect()
+}
+
+#[test]
+fn the_state_is_complete_only_when_every_resource_is_listed_and_none_relisting() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services], publisher());
+    assert!(!watched.complete());
+    watched.apply(Change::Init(Resource::Namespaces), &status);
+    watched.apply(Change::Upsert(namespace("shop")), &status);
+    watched.apply(Change::InitDone(Resource::Namespaces), &status);
+    assert!(!watched.complete(), "services not listed yet");
+    watched.apply(Change::Init(Resource::Services), &status);
+    watched.apply(Change::Upsert(service("shop", "web")), &status);
+    assert!(!watched.complete(), "services mid-list");
+    watched.apply(Change::InitDone(Resource::Services), &status);
+    assert!(watched.complete());
+    assert_eq!(names(&watched), ["shop/web"]);
+}
+
+#[test]
+fn a_relist_updates_in_place_and_removes_what_it_did_not_see() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut watched = Watched::new(vec![Resource::Services], publisher());
+    for change in [
+        Change::Init(Resource::Services),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(service("shop", "db")),
+        Change::InitDone(Resource::Services),
+    ] {
+        watched.apply(change, &status);
+    }
+    assert_eq!(names(&watched), ["shop/db", "shop/web"]);
+    // 410 Gone: the watcher lists again; db was deleted while the watch was down.
+    watched.apply(Change::Init(Resource::Services), &status);
+    watched.apply(Change::Upsert(service("shop", "web")), &status);
+    watched.apply(Change::Upsert(service("shop", "cart")), &status);
+    assert!(!watched.complete(), "never publish half a re-list");
+    assert_eq!(
+        names(&watched),
+        ["shop/cart", "shop/db", "shop/web"],
+        "in place: no second copy"
+    );
+    watched.apply(Change::InitDone(Resource::Services), &status);
+    assert!(watched.complete());
+    assert_eq!(names(&watched), ["shop/cart", "shop/web"]);
+    assert_eq!(status.state().relists.get("services"), Some(&1));
+}
+
+#[test]
+fn deletes_and_failures() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut watched = Watched::new(vec![Resource::Services], publisher());
+    watched.apply(Change::Init(Resource::Services), &status);
+    watched.apply(Change::InitDone(Resource::Services), &status);
+    assert!(watched.apply(Change::Upsert(service("shop", "web")), &status));
+    assert!(watched.apply(
+        Change::Delete(Resource::Services, ObjectKey::new("shop", "web")),
+        &status
+    ));
+    assert!(!watched.apply(
+        Change::Delete(Resource::Services, ObjectKey::new("shop", "web")),
+        &status
+    ));
+    assert!(!watched.apply(Change::Failed(Resource::Services, "boom".into()), &status));
+    assert_eq!(status.state().watch_errors.get("services"), Some(&1));
+    assert!(watched.complete(), "a failure keeps the last state");
+}
+
+#[test]
+fn status_tells_ready_notes_and_metrics() {
+    let status = ApiStatus::new("cluster.local.");
+    assert!(!status.is_ready());
+    let now = SystemTime::now();
+    status.restored(now - Duration::from_secs(30));
+    assert!(status.is_ready() && !status.is_synced());
+    let notes = status.notes(now);
+    assert!(
+        notes[0].contains("serving the snapshot file (age 30 s)"),
+        "{notes:?}"
+    );
+    status.unreachable("connection refused");
+    let notes = status.notes(now);
+    assert!(
+        notes.iter().any(|n| n.contains("connection refused")),
+        "{notes:?}"
+    );
+    status.answered(200);
+    status.mark_synced(now);
+    assert!(status.is_synced());
+    assert!(status.notes(now).is_empty(), "{:?}", status.notes(now));
+    let mut out = Exposition::new();
+    status.collect(&mut out);
+    let text = out.finish();
+    assert!(
+        text.contains("clusterdns_kubernetes_synced{zone=\"cluster.local.\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("clusterdns_kubernetes_api_up{zone=\"cluster.local.\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "clusterdns_kubernetes_api_requests_total{code=\"error\",zone=\"cluster.local.\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("snapshot_age"), "{text}");
+}
+
+#[test]
+fn snapshot_files_are_replaced_whole_and_read_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("snapshot.json");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
+    let cluster = crate::source::read_objects(&[fixture])
+        .expect("fixture")
+        .cluster;
+    write_snapshot(&path, &cluster).expect("written");
+    let (back, _) = read_snapshot(&path).expect("read");
+    assert_eq!(back, cluster);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+}
