@@ -97,3 +97,8 @@ pub(crate) fn check_invalid(cases: &[Invalid<'_>]) {
         assert_eq!(error.file(), Path::new("Corefile"), "{name}");
     }
 }
+
+/// The zones, as text.
+pub(crate) fn names(zones: &[hickory_proto::rr::Name]) -> Vec<String> {
+    zones.iter().map(ToString::to_string).collect()
+}

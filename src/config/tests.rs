@@ -5,11 +5,7 @@ use std::time::Duration;
 
 use super::*;
 
-use test_support::{env, kind, parse};
-
-fn names(zones: &[Name]) -> Vec<String> {
-    zones.iter().map(ToString::to_string).collect()
-}
+use test_support::{env, kind, names, parse};
 
 fn ips(texts: &[&str]) -> Vec<IpAddr> {
     texts.iter().map(|t| t.parse().unwrap()).collect()

@@ -217,10 +217,7 @@ pub(crate) fn is_reverse(zone: &Name) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    fn names(zones: &[Name]) -> Vec<String> {
-        zones.iter().map(ToString::to_string).collect()
-    }
+    use crate::config::test_support::names;
 
     #[test]
     fn keys() {

@@ -41,7 +41,7 @@ use crate::metrics::dns::ServerMetrics;
 use crate::querylog::{ErrorLog, QueryLog};
 use crate::source::api::ApiWatch;
 use crate::store::Store;
-use crate::zone::name::{WireName, suffix_offset};
+use crate::zone::name::WireName;
 
 /// What to send back for one message.
 #[derive(Debug)]
@@ -157,12 +157,7 @@ impl Kubernetes {
 
     /// Whether an NXDOMAIN for `qname` passes to the next plugin (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        self.fallthrough.as_ref().is_some_and(|zones| {
-            zones.is_empty()
-                || zones
-                    .iter()
-                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
-        })
+        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 }
 

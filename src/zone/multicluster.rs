@@ -264,25 +264,8 @@ fn entries_of<'t>(
 ) -> Vec<Entry<'t>> {
     let mut entries = Vec::new();
     for (address, cluster) in &iv.ready {
-        let Some(target) = targets.get(&target_key(address, *cluster)) else {
-            continue;
-        };
-        if address.ports.is_empty() {
-            if keep(None) {
-                entries.push(Entry {
-                    ip: address.ip,
-                    target,
-                    port: None,
-                });
-            }
-            continue;
-        }
-        for port in address.ports.iter().filter(|p| keep(Some(p))) {
-            entries.push(Entry {
-                ip: address.ip,
-                target,
-                port: port.port,
-            });
+        if let Some(target) = targets.get(&target_key(address, *cluster)) {
+            records::push_entries(&mut entries, address, target, &keep);
         }
     }
     entries

@@ -168,6 +168,17 @@ pub(crate) fn parent(wire: &[u8]) -> Option<&[u8]> {
     wire.get(1 + len..)
 }
 
+/// Whether `fallthrough [ZONES]` lets `qname` pass on to the next plugin: `None` is no
+/// `fallthrough`, an empty list every name, else the names under one of the zones.
+pub(crate) fn falls_through(fallthrough: Option<&[WireName]>, qname: &[u8]) -> bool {
+    fallthrough.is_some_and(|zones| {
+        zones.is_empty()
+            || zones
+                .iter()
+                .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
+    })
+}
+
 /// If `zone` is a suffix of `name` at a label boundary (compared case-insensitively), the
 /// offset in `name` where it starts.
 pub(crate) fn suffix_offset(name: &[u8], zone: &[u8]) -> Option<usize> {

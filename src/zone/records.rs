@@ -539,28 +539,38 @@ fn entries_of<'t>(
 ) -> Vec<Entry<'t>> {
     let mut entries = Vec::new();
     for address in ready {
-        let Some(target) = targets.get(&address.label.to_ascii_lowercase()) else {
-            continue;
-        };
-        if address.ports.is_empty() {
-            if keep(None) {
-                entries.push(Entry {
-                    ip: address.ip,
-                    target,
-                    port: None,
-                });
-            }
-            continue;
-        }
-        for port in address.ports.iter().filter(|p| keep(Some(p))) {
-            entries.push(Entry {
-                ip: address.ip,
-                target,
-                port: port.port,
-            });
+        if let Some(target) = targets.get(&address.label.to_ascii_lowercase()) {
+            push_entries(&mut entries, address, target, &keep);
         }
     }
     entries
+}
+
+/// Adds `address`'s entries, under `target`, for each of its ports that passes `keep` (or
+/// one without a port when its slice has none and `keep(None)`).
+pub(crate) fn push_entries<'t>(
+    entries: &mut Vec<Entry<'t>>,
+    address: &ReadyAddress<'_>,
+    target: &'t WireName,
+    keep: &impl Fn(Option<&EndpointPort>) -> bool,
+) {
+    if address.ports.is_empty() {
+        if keep(None) {
+            entries.push(Entry {
+                ip: address.ip,
+                target,
+                port: None,
+            });
+        }
+        return;
+    }
+    for port in address.ports.iter().filter(|p| keep(Some(p))) {
+        entries.push(Entry {
+            ip: address.ip,
+            target,
+            port: port.port,
+        });
+    }
 }
 
 /// `_<port>._<proto>.<base>`.

@@ -369,14 +369,10 @@ fn serve_stale(option: &Line) -> Result<ServeStale, Error> {
 mod tests {
     use super::*;
     use crate::config::ServerBlock;
-    use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid};
+    use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid, names};
 
     fn cache(server: &ServerBlock) -> &CacheConfig {
         server.cache.as_ref().unwrap()
-    }
-
-    fn names(zones: &[Name]) -> Vec<String> {
-        zones.iter().map(ToString::to_string).collect()
     }
 
     fn class(capacity: usize, max_ttl: u32, min_ttl: u32) -> CacheClass {

@@ -96,11 +96,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<FileConfig, Er
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
-
-    fn names(zones: &[Name]) -> Vec<String> {
-        zones.iter().map(ToString::to_string).collect()
-    }
+    use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid, names};
 
     #[test]
     fn valid() {

@@ -288,12 +288,7 @@ fn reply_of(
 impl Directive {
     /// Whether a name of the zones without records goes on (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        self.fallthrough.as_ref().is_some_and(|zones| {
-            zones.is_empty()
-                || zones
-                    .iter()
-                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
-        })
+        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// One reload check of every zone of the directive.

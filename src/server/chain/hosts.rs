@@ -296,12 +296,7 @@ impl Hosts {
     }
 
     fn falls_through(&self, qname: &[u8]) -> bool {
-        self.fallthrough.as_ref().is_some_and(|zones| {
-            zones.is_empty()
-                || zones
-                    .iter()
-                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
-        })
+        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// Answers `request` into `out`, or passes it on.

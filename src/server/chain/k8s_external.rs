@@ -18,7 +18,7 @@ use crate::config::K8sExternalConfig;
 use crate::metrics::dns::Plugin;
 use crate::wire::{self, rcode};
 use crate::zone::Rcode;
-use crate::zone::name::{WireName, suffix_offset};
+use crate::zone::name::WireName;
 
 /// The plugin's options the request path needs.
 #[derive(Debug)]
@@ -37,12 +37,7 @@ impl K8sExternal {
 
     /// Whether an NXDOMAIN for `qname` passes on (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        self.fallthrough.as_ref().is_some_and(|zones| {
-            zones.is_empty()
-                || zones
-                    .iter()
-                    .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
-        })
+        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// The answer for `q`, or `None` to pass it on.
