@@ -61,6 +61,7 @@ enum Herrno {
     NoRecovery,
 }
 
+/// glibc's `__res_context_search` walk of `name` for `qtypes`, asking `answerer`, into `walk`.
 pub(super) fn walk(
     config: &StubConfig,
     name: &str,

@@ -28,6 +28,7 @@ fn rounds(config: &StubConfig) -> u32 {
         .max(1)
 }
 
+/// musl's `name_from_dns_search` walk of `name` for `qtypes`, asking `answerer`, into `walk`.
 pub(super) fn walk(
     config: &StubConfig,
     name: &str,
