@@ -10,7 +10,9 @@ mod chain;
 mod debug;
 mod handler;
 mod listen;
+mod load;
 mod loop_detect;
+mod observability;
 mod reload;
 mod run;
 mod tcp;
@@ -29,9 +31,11 @@ pub use chain::Local;
 pub use chain::file::FileLoadError;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
+pub use load::{LoadedBlock, StartError, load, server_label};
 pub use loop_detect::LoopDetect;
+pub use observability::Observability;
 pub use reload::{Check, CorefileWatch, next_wait};
-pub use run::{LoadedBlock, Observability, Running, StartError, load, server_label, start};
+pub use run::{Running, start};
 
 use self::chain::{Chain, Step};
 use crate::cache::Cache;
@@ -187,7 +191,7 @@ impl Block {
     /// A block from its configuration, its *kubernetes* plugin and its other plugins.
     pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
         let zones = wire_zones(&config.zones);
-        let server = run::server_label(config);
+        let server = load::server_label(config);
         // In CoreDNS's order (`COREDNS_DIRECTIVES`, which the chain's tests check).
         let mut steps = Vec::new();
         if let Some(bufsize) = &config.bufsize {
