@@ -85,21 +85,43 @@ impl Chase {
             false,
             &mut nodata,
         );
-        Box::new(Self {
+        Box::new(Self::start(
+            block,
+            zone_index,
+            request,
+            nodata,
+            reply,
+            WireName::from_wire_unchecked(target.to_vec()),
+            Plugin::Kubernetes,
+        ))
+    }
+
+    /// A chase of `request` from `reply` to `target`, for `plugin`, `nodata` its reply for
+    /// a loop; the target's rcode counts, and nothing has been retargeted.
+    fn start(
+        block: &Arc<Block>,
+        zone_index: usize,
+        request: &Request<'_>,
+        nodata: Vec<u8>,
+        reply: Vec<u8>,
+        target: WireName,
+        plugin: Plugin,
+    ) -> Self {
+        Self {
             block: Arc::clone(block),
             zone: zone_index,
             replies: vec![reply],
             nodata,
-            target: WireName::from_wire_unchecked(target.to_vec()),
+            target,
             visited: vec![WireName::from_wire_unchecked(
                 request.question.name().to_vec(),
             )],
             upstream: None,
-            plugin: Plugin::Kubernetes,
+            plugin,
             keep_rcode: false,
             revert: None,
             retargeted: false,
-        })
+        }
     }
 
     /// The chase of a template's `reply` to `request`, a CNAME to `target` (lower-case
@@ -112,19 +134,16 @@ impl Chase {
         target: WireName,
     ) -> Box<Self> {
         Box::new(Self {
-            block: Arc::clone(block),
-            zone: zone_index,
-            nodata: reply.clone(),
-            replies: vec![reply],
-            target,
-            visited: vec![WireName::from_wire_unchecked(
-                request.question.name().to_vec(),
-            )],
-            upstream: None,
-            plugin: Plugin::Template,
             keep_rcode: true,
-            revert: None,
-            retargeted: false,
+            ..Self::start(
+                block,
+                zone_index,
+                request,
+                reply.clone(),
+                reply,
+                target,
+                Plugin::Template,
+            )
         })
     }
 
@@ -139,21 +158,15 @@ impl Chase {
         target: WireName,
         plugin: Plugin,
     ) -> Box<Self> {
-        Box::new(Self {
-            block: Arc::clone(block),
-            zone: zone_index,
-            nodata: reply.clone(),
-            replies: vec![reply],
+        Box::new(Self::start(
+            block,
+            zone_index,
+            request,
+            reply.clone(),
+            reply,
             target,
-            visited: vec![WireName::from_wire_unchecked(
-                request.question.name().to_vec(),
-            )],
-            upstream: None,
             plugin,
-            keep_rcode: false,
-            revert: None,
-            retargeted: false,
-        })
+        ))
     }
 
     /// The chase *rewrite*'s `cname` rule starts: `reply` (a whole reply to `request`) with
@@ -168,19 +181,9 @@ impl Chase {
         plugin: Plugin,
     ) -> Box<Self> {
         Box::new(Self {
-            block: Arc::clone(block),
-            zone: zone_index,
-            nodata: original,
-            replies: vec![reply],
-            target,
-            visited: vec![WireName::from_wire_unchecked(
-                request.question.name().to_vec(),
-            )],
-            upstream: None,
-            plugin,
             keep_rcode: true,
-            revert: None,
             retargeted: true,
+            ..Self::start(block, zone_index, request, original, reply, target, plugin)
         })
     }
 
