@@ -2,8 +2,13 @@
 //! EndpointSlice or Pod, no such Service, no such namespace, a namespace not exposed, no
 //! ready endpoints under `ignore empty_service`, a Service filtered by `labels`, not a valid
 //! pod name, pods verified, a name forwarded upstream, served from the cache — as the user
-//! reads them, exactly.
+//! reads them, exactly; from objects files, and from the objects an API watch holds.
 
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::apiserver::{ApiServer, Kind};
 use crate::common::binary::TestServer;
 use crate::common::names::NamesUpstream;
 use crate::common::{TempCorefile, fixture};
@@ -182,20 +187,25 @@ fn debug_why_on_the_running_server() {
         json["reasons"][0],
         "10.96.0.20: the cluster IP of Service shop/web (spec.clusterIPs)"
     );
-    // Forwarded, then cached: the remaining TTL.
+    // Forwarded, then cached: the remaining TTL, the cached rcode and answer count.
     let (_, before) = get("/debug/why?name=example.com");
     assert_eq!(
         before,
         format!(
-            "example.com. A: forward (zone .)\n  outside the cluster zone: forwarded upstream to {}\n",
+            "example.com. A: forward (zone .)\n  outside the cluster zone: forwarded upstream to {}\n  not in the cache: the next query goes upstream, and its answer is cached\n",
             upstream.addr
         )
     );
     assert_eq!(server.ask_udp("example.com.", "A").rcode, "NOERROR");
     let (_, after) = get("/debug/why?name=example.com");
-    assert!(
-        after.starts_with("example.com. A: cache (zone .)\n  served from the cache, "),
-        "{after}"
+    let ttl = cached_ttl(&after, ": NOERROR, 1 answer record");
+    assert!((27..=30).contains(&ttl), "{after}");
+    assert_eq!(
+        after,
+        format!(
+            "example.com. A: cache (zone .)\n  outside the cluster zone: forwarded upstream to {}\n  served from the cache, {ttl} s of its TTL left: NOERROR, 1 answer record\n",
+            upstream.addr
+        )
     );
     // Malformed requests are a 400 with the reason, never a crash.
     for (path, message) in [
@@ -221,5 +231,343 @@ fn debug_why_on_the_running_server() {
     assert_eq!(
         server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
         "NOERROR"
+    );
+}
+
+/// The seconds left that a `/debug/why` page says its cached answer has, on the line that
+/// ends with `tail`.
+fn cached_ttl(page: &str, tail: &str) -> u32 {
+    page.lines()
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("served from the cache, ")?
+                .strip_suffix(tail)?
+                .strip_suffix(" s of its TTL left")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no cached answer ending {tail:?} in\n{page}"))
+}
+
+#[test]
+fn debug_why_says_which_forward_takes_a_name_and_what_the_cache_holds() {
+    let internet = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["example.com"]);
+    let corp = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["intranet.corp"]);
+    // Two forwards: corp. to its own upstream (but not public.corp.), the rest to the
+    // internet's; the cache is for corp. only.
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{\n    bind 127.0.0.1\n    prometheus 127.0.0.1:0\n    cache 30 corp\n    forward corp {corp} {{\n        except public.corp\n    }}\n    forward . {internet}\n}}\n",
+        corp = corp.addr,
+        internet = internet.addr,
+    ));
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    let get = |path: &str| {
+        let (status, body) = server.http_get("metrics", path);
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    };
+    let corp_line = format!(
+        "  outside the cluster zone: forwarded upstream to {} (the block's forward number 1 of 2, the first that takes the name)\n",
+        corp.addr
+    );
+    let internet_line = format!(
+        "  outside the cluster zone: forwarded upstream to {} (the block's forward number 2 of 2, the first that takes the name)\n",
+        internet.addr
+    );
+    let not_covered = "  the cache does not cover this name: every query goes upstream\n";
+    let miss = "  not in the cache: the next query goes upstream, and its answer is cached\n";
+    assert_eq!(
+        get("/debug/why?name=intranet.corp"),
+        format!("intranet.corp. A: forward (zone .)\n{corp_line}{miss}")
+    );
+    assert_eq!(
+        get("/debug/why?name=www.public.corp&type=AAAA"),
+        format!("www.public.corp. AAAA: forward (zone .)\n{internet_line}{miss}")
+    );
+    assert_eq!(
+        get("/debug/why?name=example.com"),
+        format!("example.com. A: forward (zone .)\n{internet_line}{not_covered}")
+    );
+    // Asking /debug/why asks no upstream.
+    assert_eq!(corp.asked(), []);
+    assert_eq!(internet.asked(), []);
+
+    // Cached: a positive answer and a denial, each with what it holds.
+    assert_eq!(server.ask_udp("intranet.corp.", "A").rcode, "NOERROR");
+    assert_eq!(server.ask_udp("nope.corp.", "A").rcode, "NXDOMAIN");
+    let page = get("/debug/why?name=intranet.corp");
+    let ttl = cached_ttl(&page, ": NOERROR, 1 answer record");
+    assert!((27..=30).contains(&ttl), "{page}");
+    assert_eq!(
+        page,
+        format!(
+            "intranet.corp. A: cache (zone .)\n{corp_line}  served from the cache, {ttl} s of its TTL left: NOERROR, 1 answer record\n"
+        )
+    );
+    let page = get("/debug/why?name=nope.corp&format=json");
+    let json: serde_json::Value = serde_json::from_str(&page).unwrap();
+    assert_eq!(json["plugin"], "cache", "{page}");
+    let reasons = json["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 2, "{page}");
+    assert_eq!(reasons[0], corp_line.trim());
+    let cached = reasons[1].as_str().unwrap();
+    assert!(
+        cached.starts_with("served from the cache, ")
+            && cached.ends_with(" s of its TTL left: NXDOMAIN, 0 answer records"),
+        "{page}"
+    );
+    // The AAAA of the cached name is another entry: not in the cache.
+    assert_eq!(
+        get("/debug/why?name=intranet.corp&type=AAAA"),
+        format!("intranet.corp. AAAA: forward (zone .)\n{corp_line}{miss}")
+    );
+    assert_eq!(corp.asked().len(), 2, "{:?}", corp.asked());
+}
+
+#[test]
+fn debug_why_with_no_forward_for_the_name() {
+    let corp = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["intranet.corp"]);
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{\n    bind 127.0.0.1\n    prometheus 127.0.0.1:0\n    forward corp {}\n}}\n",
+        corp.addr
+    ));
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    assert_eq!(
+        server.http_get("metrics", "/debug/why?name=example.com"),
+        (
+            200,
+            "example.com. A: none (zone .)\n  no plugin of the block makes this name and no forward of it takes the name (outside its FROM, or an except name): REFUSED\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(server.ask_udp("example.com.", "A").rcode, "REFUSED");
+}
+
+/// `/debug/why`'s text for `name` `qtype`.
+fn debug_why(server: &TestServer, name: &str, qtype: &str) -> String {
+    let (status, body) =
+        server.http_get("metrics", &format!("/debug/why?name={name}&type={qtype}"));
+    assert_eq!(status, 200, "{name} {qtype}: {body}");
+    body
+}
+
+/// The reasons `/debug/why` gives for a name of the cluster zone, checked one by one.
+fn check_reasons(server: &TestServer, cases: &[(&str, &str, &[&str])]) {
+    let mut failures = Vec::new();
+    for (name, qtype, reasons) in cases {
+        let mut expected = format!("{name}. {qtype}: kubernetes (zone cluster.local.)\n");
+        for reason in *reasons {
+            expected.push_str(&format!("  {reason}\n"));
+        }
+        let got = debug_why(server, name, qtype);
+        if got != expected {
+            failures.push(format!(
+                "{name} {qtype}:\n  expected {expected:?}\n  got      {got:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Polls `/debug/why` until it says `expected` (a change takes a moment to reach the watch).
+fn until_why(server: &TestServer, name: &str, qtype: &str, expected: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = debug_why(server, name, qtype);
+        if got == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} {qtype}: never {expected:?}; last {got:?}\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A server watching `api` with `options` in its *kubernetes* block.
+fn watching(api: &ApiServer, options: &str) -> (TempCorefile, TestServer) {
+    let corefile = crate::live::corefile(&format!("endpoint {}", api.url()), options, "");
+    let server = crate::live::serve(&corefile);
+    (corefile, server)
+}
+
+#[test]
+fn debug_why_from_the_api_watch() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("shop.json"));
+    let (_corefile, server) = watching(&api, "ignore empty_service\n        pods verified");
+    check_reasons(
+        &server,
+        &[
+            (
+                "web.shop.svc.cluster.local",
+                "A",
+                &["10.96.0.20: the cluster IP of Service shop/web (spec.clusterIPs)"],
+            ),
+            (
+                "web.shop.svc.cluster.local",
+                "AAAA",
+                &["no IPv6 address (the name has only IPv4 ones): NODATA"],
+            ),
+            (
+                "nope.shop.svc.cluster.local",
+                "A",
+                &["no such Service shop/nope: NXDOMAIN"],
+            ),
+            (
+                "web.nope.svc.cluster.local",
+                "A",
+                &["no such namespace nope: NXDOMAIN"],
+            ),
+            (
+                "empty.shop.svc.cluster.local",
+                "A",
+                &[
+                    "Service shop/empty has no ready endpoints and the plugin says ignore empty_service: NXDOMAIN",
+                ],
+            ),
+            (
+                "web-headless.shop.svc.cluster.local",
+                "A",
+                &[
+                    "10.244.1.5: a ready endpoint of EndpointSlice shop/web-headless-b2hkp (headless Service shop/web-headless)",
+                    "10.244.1.6: a ready endpoint of EndpointSlice shop/web-headless-b2hkp (headless Service shop/web-headless)",
+                    "10.244.2.7: a ready endpoint of EndpointSlice shop/web-headless-b2hkp (headless Service shop/web-headless)",
+                ],
+            ),
+            (
+                "not-an-ip.shop.pod.cluster.local",
+                "A",
+                &[
+                    "not-an-ip is not a valid pod name (an address with dashes, 10-244-1-5): NXDOMAIN",
+                ],
+            ),
+            (
+                "10-244-1-5.shop.pod.cluster.local",
+                "A",
+                &["10.244.1.5: Pod shop/web-7d9c6b8f5d-4hx2k has it (pods verified)"],
+            ),
+            (
+                "10-9-9-9.shop.pod.cluster.local",
+                "A",
+                &["pods verified: no Pod in namespace shop has 10.9.9.9 (10-9-9-9): NXDOMAIN"],
+            ),
+        ],
+    );
+    // The explanation follows the watch: the headless Service loses its endpoints, a
+    // Service appears (with no endpoints: ignore empty_service), then its endpoints.
+    api.delete(Kind::EndpointSlice, "shop", "web-headless-b2hkp");
+    until_why(
+        &server,
+        "web-headless.shop.svc.cluster.local",
+        "A",
+        "web-headless.shop.svc.cluster.local. A: kubernetes (zone cluster.local.)\n  headless Service shop/web-headless has no ready endpoints: its name has no addresses\n",
+    );
+    api.apply(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "nope", "namespace": "shop"},
+        "spec": {"clusterIP": "10.96.0.77", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+    }));
+    until_why(
+        &server,
+        "nope.shop.svc.cluster.local",
+        "A",
+        "nope.shop.svc.cluster.local. A: kubernetes (zone cluster.local.)\n  Service shop/nope has no ready endpoints and the plugin says ignore empty_service: NXDOMAIN\n",
+    );
+    assert_eq!(
+        server.ask_udp("nope.shop.svc.cluster.local.", "A").rcode,
+        "NXDOMAIN"
+    );
+    api.apply(json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "nope-x1",
+            "namespace": "shop",
+            "labels": {"kubernetes.io/service-name": "nope"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.244.1.9"], "conditions": {"ready": true}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }));
+    until_why(
+        &server,
+        "nope.shop.svc.cluster.local",
+        "A",
+        "nope.shop.svc.cluster.local. A: kubernetes (zone cluster.local.)\n  10.96.0.77: the cluster IP of Service shop/nope (spec.clusterIPs)\n",
+    );
+    // What the server answers agrees.
+    assert_eq!(
+        server.ask_udp("nope.shop.svc.cluster.local.", "A").answer,
+        crate::common::expect(&["nope.shop.svc.cluster.local. 5 IN A 10.96.0.77"])
+    );
+    // JSON, as for objects files.
+    let (status, body) = server.http_get(
+        "metrics",
+        "/debug/why?name=empty.shop.svc.cluster.local&format=json",
+    );
+    assert_eq!(status, 200);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["plugin"], "kubernetes");
+    assert_eq!(json["zone"], "cluster.local.");
+}
+
+#[test]
+fn debug_why_from_an_api_watch_the_api_server_filters() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("shop.json"));
+    // labels: the API server sends only the Services (and slices) they select.
+    let (_labels, server) = watching(&api, "labels app=db");
+    check_reasons(
+        &server,
+        &[
+            (
+                "web.shop.svc.cluster.local",
+                "A",
+                &[
+                    "no Service shop/web in the watch: there is none, or it is filtered by labels app=db (the API server sends only the Services they select): NXDOMAIN",
+                ],
+            ),
+            (
+                "_postgres._tcp.db.shop.svc.cluster.local",
+                "SRV",
+                &["Service shop/db has no port named postgres with protocol tcp: NXDOMAIN"],
+            ),
+        ],
+    );
+    drop(server);
+    // One namespace: the watch lists no other.
+    let (_namespaces, server) = watching(&api, "namespaces kube-system");
+    check_reasons(
+        &server,
+        &[
+            (
+                "web.shop.svc.cluster.local",
+                "A",
+                &["namespace shop is not exposed (namespaces kube-system): NXDOMAIN"],
+            ),
+            (
+                "kube-dns.kube-system.svc.cluster.local",
+                "A",
+                &["10.96.0.10: the cluster IP of Service kube-system/kube-dns (spec.clusterIPs)"],
+            ),
+        ],
+    );
+    drop(server);
+    // namespace_labels: the API server sends only the namespaces they select.
+    let (_namespace_labels, server) =
+        watching(&api, "namespace_labels kubernetes.io/metadata.name=default");
+    check_reasons(
+        &server,
+        &[(
+            "web.shop.svc.cluster.local",
+            "A",
+            &[
+                "no namespace shop in the watch: there is none, or namespace_labels kubernetes.io/metadata.name=default does not match it (the API server sends only the namespaces they select): NXDOMAIN",
+            ],
+        )],
     );
 }

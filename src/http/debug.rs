@@ -3,12 +3,17 @@
 //! provides them through [`DebugPages`].
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A debug page on its way (one may have to ask the task that owns what it shows).
+pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Option<Page>> + Send + 'a>>;
 
 /// What serves the `/debug/` pages.
 pub trait DebugPages: Send + Sync + fmt::Debug {
     /// The page at `path` (what follows `/debug/`) for the raw query string `query`; `None`
     /// when there is no such page.
-    fn page(&self, path: &str, query: &str) -> Option<Page>;
+    fn page<'a>(&'a self, path: &'a str, query: &'a str) -> PageFuture<'a>;
 }
 
 /// One debug page's response.

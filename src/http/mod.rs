@@ -24,7 +24,7 @@ mod lifecycle;
 mod probe;
 mod readiness;
 
-pub use debug::{DebugPages, Page};
+pub use debug::{DebugPages, Page, PageFuture};
 pub use lifecycle::Lifecycle;
 pub use readiness::{Monitor, Readiness, ReadinessCheck, ReadinessNotes};
 
@@ -449,8 +449,20 @@ async fn connection(
     stop: CancellationToken,
 ) {
     let service = service_fn(move |request: Request<Incoming>| {
-        let response = respond(&request, Routes(routes.load(Ordering::Relaxed)), &shared);
-        async move { Ok::<_, Infallible>(response) }
+        let routes = Routes(routes.load(Ordering::Relaxed));
+        // A debug page may wait for what it shows; every other answer is at hand.
+        let debug = debug_request(&request, routes, &shared);
+        let response = debug.is_none().then(|| respond(&request, routes, &shared));
+        async move {
+            Ok::<_, Infallible>(match (response, debug) {
+                (Some(response), _) => response,
+                (None, Some((pages, path, query))) => match pages.page(&path, &query).await {
+                    Some(page) => debug_response(page),
+                    None => text(StatusCode::NOT_FOUND, "404 page not found\n"),
+                },
+                (None, None) => text(StatusCode::NOT_FOUND, "404 page not found\n"),
+            })
+        }
     });
     let mut builder = http1::Builder::new();
     builder
@@ -509,21 +521,28 @@ fn respond(request: &Request<Incoming>, routes: Routes, shared: &Shared) -> Resp
             );
             response
         }
-        path if path.starts_with("/debug/") && routes.contains(Route::Metrics) => {
-            let page = shared.debug.as_ref().and_then(|debug| {
-                debug.page(
-                    &path["/debug/".len()..],
-                    request.uri().query().unwrap_or(""),
-                )
-            });
-            match page {
-                Some(page) => debug_response(page),
-                None => text(StatusCode::NOT_FOUND, "404 page not found\n"),
-            }
-        }
         // Go's http.NotFound.
         _ => text(StatusCode::NOT_FOUND, "404 page not found\n"),
     }
+}
+
+/// The pages, the page (what follows `/debug/`) and the query string of a request for a
+/// debug page the metrics listener serves.
+fn debug_request(
+    request: &Request<Incoming>,
+    routes: Routes,
+    shared: &Shared,
+) -> Option<(Arc<dyn DebugPages>, String, String)> {
+    let page = request.uri().path().strip_prefix("/debug/")?;
+    if !routes.contains(Route::Metrics) {
+        return None;
+    }
+    let pages = Arc::clone(shared.debug.as_ref()?);
+    Some((
+        pages,
+        page.to_owned(),
+        request.uri().query().unwrap_or("").to_owned(),
+    ))
 }
 
 /// A debug page as a response.

@@ -7,7 +7,7 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 
 use super::Block;
 use crate::http::debug::{parameters, wants_json};
-use crate::http::{DebugPages, Page};
+use crate::http::{DebugPages, Page, PageFuture};
 use crate::search_path::live::{Tracker, Watch};
 use crate::search_path::page;
 use crate::zone::name::WireName;
@@ -28,16 +28,19 @@ impl Pages {
 }
 
 impl DebugPages for Pages {
-    fn page(&self, path: &str, query: &str) -> Option<Page> {
-        let params = match parameters(query) {
-            Ok(params) => params,
-            Err(error) => return Some(Page::bad_request(&error)),
-        };
-        match path {
-            "search-path" => Some(self.search_path(&params)),
-            "why" => Some(super::why::page(&self.blocks.load(), &params)),
-            _ => None,
-        }
+    fn page<'a>(&'a self, path: &'a str, query: &'a str) -> PageFuture<'a> {
+        Box::pin(async move {
+            let params = match parameters(query) {
+                Ok(params) => params,
+                Err(error) => return Some(Page::bad_request(&error)),
+            };
+            match path {
+                "search-path" => Some(self.search_path(&params)),
+                // The blocks as they are now: a reload meanwhile does not change them under it.
+                "why" => Some(super::why::page(&self.blocks.load_full(), &params).await),
+                _ => None,
+            }
+        })
     }
 }
 

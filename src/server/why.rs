@@ -3,8 +3,11 @@
 //! ([`crate::zone::why`]), or, for a name outside the cluster zone, where it is forwarded and
 //! whether the cache holds its answer (and for how long still).
 //!
-//! Worked out on demand: the objects are read again from the block's objects files; nothing
-//! on the query path records provenance.
+//! Worked out on demand, and nothing on the query path records provenance: the objects are
+//! read again from the block's objects files, or, for a block watching the API server, asked
+//! of the task that keeps the watched objects ([`ApiWatch::inspect`]). A forwarded name is
+//! not asked upstream: the answer says which upstreams the query would go to, and what the
+//! cache holds for it.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -17,8 +20,10 @@ use serde::Serialize;
 use super::{Block, Transport};
 use crate::cache::Hit;
 use crate::http::Page;
+use crate::source::api::ApiWatch;
 use crate::wire::Request;
 use crate::zone::name::{WireName, suffix_offset};
+use crate::zone::why::Listing;
 
 /// Why a name answers what it does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,9 +61,61 @@ impl Why {
     }
 }
 
-/// Why `name` `qtype` answers what it does in `blocks`; an error for a name or type that is
-/// not one, or objects that cannot be read.
+/// Why `name` `qtype` answers what it does in `blocks`, offline (`query --why`): the
+/// objects of a block watching the API server are the running server's only; an error for a
+/// name or type that is not one, or objects that cannot be read.
 pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, String> {
+    match prepare(blocks, name, qtype)? {
+        Prepared::Done(why) => Ok(why),
+        Prepared::Objects(mut why, block, zone) => {
+            let Some(kubernetes) = block.kubernetes() else {
+                return Ok(why);
+            };
+            if kubernetes.config.objects.is_empty() {
+                why.reasons.push(format!(
+                    "this block watches the API server: its objects are the running server's; \
+                     ask it: /debug/why?name={}&type={} on its metrics listener",
+                    why.name, why.qtype
+                ));
+                return Ok(why);
+            }
+            why.reasons = from_files(&kubernetes.config, &zone, &why)?;
+            Ok(why)
+        }
+    }
+}
+
+/// [`explain`] on the running server (`/debug/why`): a block watching the API server is
+/// explained from the objects its watch holds now.
+pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, String> {
+    match prepare(blocks, name, qtype)? {
+        Prepared::Done(why) => Ok(why),
+        Prepared::Objects(mut why, block, zone) => {
+            let Some(kubernetes) = block.kubernetes() else {
+                return Ok(why);
+            };
+            why.reasons = match kubernetes.api() {
+                Some(api) if kubernetes.config.objects.is_empty() => {
+                    from_watch(api, &zone, &why).await
+                }
+                _ => from_files(&kubernetes.config, &zone, &why)?,
+            };
+            Ok(why)
+        }
+    }
+}
+
+/// How far [`prepare`] got.
+enum Prepared {
+    /// The whole answer.
+    Done(Why),
+    /// A name of the cluster zone `String` of the block's *kubernetes*: its reasons are the
+    /// objects'.
+    Objects(Why, Arc<Block>, String),
+}
+
+/// Everything but the objects' reasons for a name of the cluster zone.
+fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, String> {
     let parsed = Name::from_ascii(name).map_err(|_| format!("not a domain name: {name}"))?;
     let rtype: RecordType = qtype
         .to_ascii_uppercase()
@@ -76,48 +133,111 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, St
     let Some((block, zone)) = block_for(blocks, wire.as_bytes()) else {
         why.reasons
             .push("no server block serves this name: REFUSED".to_owned());
-        return Ok(why);
+        return Ok(Prepared::Done(why));
     };
     why.zone = Some(zone.to_string());
     if let Some(kubernetes) = block.kubernetes() {
-        let config = &kubernetes.config;
-        let cluster_zone = config.zones.iter().find(|z| {
+        let cluster_zone = kubernetes.config.zones.iter().find(|z| {
             WireName::from_dotted(&z.to_string())
                 .is_ok_and(|z| suffix_offset(wire.as_bytes(), z.as_bytes()).is_some())
         });
         if let Some(cluster_zone) = cluster_zone {
             why.plugin = "kubernetes".to_owned();
             why.zone = Some(cluster_zone.to_string());
-            if config.objects.is_empty() {
-                why.reasons.push(
-                    "this block watches the API server: the explanation needs its objects, \
-                     which /debug/why reads only from objects files"
-                        .to_owned(),
-                );
-                return Ok(why);
-            }
-            let loaded = crate::source::read_objects(&config.objects)
-                .map_err(|error| format!("reading the objects files: {error}"))?;
-            why.reasons = crate::zone::why::explain(
-                config,
-                &loaded.cluster,
-                &cluster_zone.to_string(),
-                &dotted,
-                &why.qtype,
-            );
-            return Ok(why);
+            return Ok(Prepared::Objects(
+                why,
+                Arc::clone(block),
+                cluster_zone.to_string(),
+            ));
         }
     }
     if let Some((plugin, rcode)) = answered_locally(blocks, block, &parsed, rtype) {
         why.plugin = plugin;
         why.reasons
             .push(format!("answered by the block's {}: {rcode}", why.plugin));
-        return Ok(why);
+        return Ok(Prepared::Done(why));
     }
-    let upstreams: Vec<String> = block
-        .forwarders()
-        .iter()
-        .flat_map(|f| f.health())
+    forwarded(block, &wire, &parsed, rtype, &mut why);
+    Ok(Prepared::Done(why))
+}
+
+/// The reasons from the block's objects files, read again.
+fn from_files(
+    config: &crate::config::KubernetesConfig,
+    zone: &str,
+    why: &Why,
+) -> Result<Vec<String>, String> {
+    let loaded = crate::source::read_objects(&config.objects)
+        .map_err(|error| format!("reading the objects files: {error}"))?;
+    Ok(crate::zone::why::explain(
+        config,
+        &loaded.cluster,
+        zone,
+        &why.name,
+        &why.qtype,
+    ))
+}
+
+/// The reasons from the objects the API watch holds now, after what is unsure about them:
+/// not synced yet (a name not found is then answered SERVFAIL), or a resource being listed
+/// again. A watch that cannot answer says why, as the one reason.
+async fn from_watch(api: &ApiWatch, zone: &str, why: &Why) -> Vec<String> {
+    let config = api.config().clone();
+    let (zone, name, qtype) = (zone.to_owned(), why.name.clone(), why.qtype.clone());
+    let synced = api.status.is_synced();
+    let answer = api
+        .inspect(move |cluster, complete| {
+            let reasons = crate::zone::why::explain_listed(
+                &config,
+                cluster,
+                Listing::Selected,
+                &zone,
+                &name,
+                &qtype,
+            );
+            (complete, reasons)
+        })
+        .await;
+    match answer {
+        Ok((complete, reasons)) => {
+            let mut out = Vec::with_capacity(reasons.len() + 1);
+            if !synced {
+                out.push(
+                    "not synced with the API server yet: from the objects listed so far; a \
+                     name not found is answered SERVFAIL until the sync"
+                        .to_owned(),
+                );
+            } else if !complete {
+                out.push(
+                    "the API watch is listing a resource again: from the objects as the list \
+                     stands (the zone served is the last whole one)"
+                        .to_owned(),
+                );
+            }
+            out.extend(reasons);
+            out
+        }
+        Err(error) => vec![error.to_string()],
+    }
+}
+
+/// A name no local plugin answers: the *forward* that takes it (its upstreams, the
+/// unhealthy ones marked) and what the cache holds for it. The upstream is not asked.
+fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why: &mut Why) {
+    let forwarders = block.forwarders();
+    let Some(index) = forwarders.iter().position(|f| f.matches(wire.as_bytes())) else {
+        why.reasons.push(if forwarders.is_empty() {
+            "no plugin of the block makes this name and none forwards it: REFUSED".to_owned()
+        } else {
+            "no plugin of the block makes this name and no forward of it takes the name \
+             (outside its FROM, or an except name): REFUSED"
+                .to_owned()
+        });
+        return;
+    };
+    let upstreams: Vec<String> = forwarders[index]
+        .health()
+        .into_iter()
         .map(|health| {
             if health.down {
                 format!(
@@ -129,26 +249,55 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, St
             }
         })
         .collect();
-    if let Some(cache) = block.cache()
-        && let Some(ttl) = cached(block, cache, &parsed, rtype)
-    {
-        why.plugin = "cache".to_owned();
-        why.reasons
-            .push(format!("served from the cache, {ttl} s of its TTL left"));
-    } else if !upstreams.is_empty() {
-        why.plugin = "forward".to_owned();
-    }
-    if upstreams.is_empty() {
-        why.reasons.push(
-            "no plugin of the block makes this name and none forwards it: REFUSED".to_owned(),
-        );
+    why.plugin = "forward".to_owned();
+    let which = if forwarders.len() > 1 {
+        format!(
+            " (the block's forward number {} of {}, the first that takes the name)",
+            index + 1,
+            forwarders.len()
+        )
     } else {
-        why.reasons.push(format!(
-            "outside the cluster zone: forwarded upstream to {}",
+        String::new()
+    };
+    why.reasons.push(if upstreams.is_empty() {
+        format!("outside the cluster zone: its forward has no upstream left{which}: SERVFAIL")
+    } else {
+        format!(
+            "outside the cluster zone: forwarded upstream to {}{which}",
             upstreams.join(", ")
-        ));
+        )
+    });
+    let Some(cache) = block.cache() else {
+        return;
+    };
+    match cached(block, cache, name, qtype) {
+        Cached::NotCovered => why
+            .reasons
+            .push("the cache does not cover this name: every query goes upstream".to_owned()),
+        Cached::Miss => why.reasons.push(
+            "not in the cache: the next query goes upstream, and its answer is cached".to_owned(),
+        ),
+        Cached::Hit {
+            stale,
+            ttl,
+            rcode,
+            answers,
+        } => {
+            why.plugin = "cache".to_owned();
+            let records = match answers {
+                1 => "1 answer record".to_owned(),
+                n => format!("{n} answer records"),
+            };
+            why.reasons.push(if stale {
+                format!(
+                    "served stale from the cache (serve_stale; its TTL ran out): {rcode}, \
+                     {records}; it is fetched again upstream"
+                )
+            } else {
+                format!("served from the cache, {ttl} s of its TTL left: {rcode}, {records}")
+            });
+        }
     }
-    Ok(why)
 }
 
 /// The block's *hosts* or *template*, and the rcode, when one of them answers the name.
@@ -206,40 +355,64 @@ fn block_for<'b>(blocks: &'b [Arc<Block>], qname: &[u8]) -> Option<(&'b Arc<Bloc
     best
 }
 
-/// The seconds left of the cached answer to `name` `qtype`, if the cache has one.
-fn cached(
-    block: &Block,
-    cache: &crate::cache::Cache,
-    name: &Name,
-    qtype: RecordType,
-) -> Option<u32> {
+/// What the cache holds for a name.
+enum Cached {
+    /// The cache is not for names like it.
+    NotCovered,
+    /// Nothing.
+    Miss,
+    /// An answer: expired but served under `serve_stale`, or with `ttl` seconds left; its
+    /// rcode and the number of its answer records.
+    Hit {
+        stale: bool,
+        ttl: u32,
+        rcode: String,
+        answers: usize,
+    },
+}
+
+/// What the cache holds for `name` `qtype`, as a query from a client would find it.
+fn cached(block: &Block, cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached {
     let mut query = Message::new(0, MessageType::Query, OpCode::Query);
     query.metadata.recursion_desired = true;
     query.add_query(Query::query(name.clone(), qtype));
-    let packet = query.to_vec().ok()?;
-    let request = Request::parse(&packet).ok()?;
+    let Ok(packet) = query.to_vec() else {
+        return Cached::Miss;
+    };
+    let Ok(request) = Request::parse(&packet) else {
+        return Cached::Miss;
+    };
     if !cache.covers(request.question.name()) {
-        return None;
+        return Cached::NotCovered;
     }
     let limit = block.chain.limit(&request, Transport::Tcp);
     let mut out = Vec::new();
-    match cache.get(&request, Instant::now(), limit, &mut out)? {
-        Hit::Stale => Some(0),
-        Hit::Fresh | Hit::Prefetch => {
-            let reply = Message::from_vec(&out).ok()?;
-            reply
-                .answers
-                .iter()
-                .chain(&reply.authorities)
-                .map(|record| record.ttl)
-                .min()
-                .or(Some(0))
-        }
+    let Some(hit) = cache.get(&request, Instant::now(), limit, &mut out) else {
+        return Cached::Miss;
+    };
+    let Ok(reply) = Message::from_vec(&out) else {
+        return Cached::Miss;
+    };
+    let rcode = crate::wire::reply::rcode(&out)
+        .map(|rcode| crate::wire::rcode_name(rcode).to_string())
+        .unwrap_or_else(|_| "an unreadable rcode".to_owned());
+    let ttl = reply
+        .answers
+        .iter()
+        .chain(&reply.authorities)
+        .map(|record| record.ttl)
+        .min()
+        .unwrap_or(0);
+    Cached::Hit {
+        stale: hit == Hit::Stale,
+        ttl,
+        rcode,
+        answers: reply.answers.len(),
     }
 }
 
 /// `/debug/why?name=N[&type=T][&format=json|text]`.
-pub(crate) fn page(blocks: &[Arc<Block>], params: &[(String, String)]) -> Page {
+pub(crate) async fn page(blocks: &[Arc<Block>], params: &[(String, String)]) -> Page {
     let json = match crate::http::debug::wants_json(params) {
         Ok(json) => json,
         Err(page) => return page,
@@ -255,7 +428,7 @@ pub(crate) fn page(blocks: &[Arc<Block>], params: &[(String, String)]) -> Page {
             "name: missing (/debug/why?name=web.shop.svc.cluster.local&type=A)",
         );
     };
-    match explain(blocks, name, get("type").unwrap_or("A")) {
+    match explain_live(blocks, name, get("type").unwrap_or("A")).await {
         Ok(why) if json => match serde_json::to_string_pretty(&why) {
             Ok(body) => Page::json(body + "\n"),
             Err(error) => Page::bad_request(&error.to_string()),

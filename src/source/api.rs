@@ -14,6 +14,9 @@
 //! synced (until then an NXDOMAIN is answered SERVFAIL, as CoreDNS does), whether the API
 //! server answers, and the counters behind `clusterdns_kubernetes_*` metrics.
 //!
+//! The objects stay with the publishing task, the only copy kept: a question about them
+//! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
+//!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
 //! own under `api/`: `connect.rs` (the client), `feed.rs` (a resource's events into changes),
 //! `watched.rs` (the objects and the listings in progress), `publishing.rs` (the task that
@@ -30,7 +33,9 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -44,7 +49,7 @@ use super::publish::Publisher;
 use crate::config::{KubernetesConfig, PodMode};
 use crate::metrics::process::StoreMetrics;
 use crate::model::serviceimport::{ServiceImportObject, service_import};
-use crate::model::{Object, convert};
+use crate::model::{Cluster, Object, convert};
 use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
@@ -107,7 +112,51 @@ pub struct ApiWatch {
     pub metrics: Arc<StoreMetrics>,
     stop: CancellationToken,
     started: AtomicBool,
+    /// Questions for the publishing task, once it runs.
+    inquiries: Mutex<Option<mpsc::Sender<Inquiry>>>,
 }
+
+/// A question about the watched objects, run by the publishing task on them and whether
+/// they are a whole state (every resource listed, none being re-listed).
+pub(crate) type Inquiry = Box<dyn FnOnce(&Cluster, bool) + Send>;
+
+/// Questions waiting for the publishing task at most; more are turned away.
+const INQUIRIES: usize = 8;
+
+/// How long a question waits for its answer (the task may be building a whole zone).
+const INQUIRY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a question about the watched objects got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InspectError {
+    /// The watch has not started (it could not connect to the API server).
+    NotStarted,
+    /// Too many questions are waiting already.
+    Busy,
+    /// The watch stopped.
+    Stopped,
+    /// No answer within the timeout.
+    TimedOut,
+}
+
+impl std::fmt::Display for InspectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NotStarted => {
+                "the API watch has not started (it could not connect to the API server): \
+                 there are no objects to read"
+            }
+            Self::Busy => "the API watch is answering too many questions: try again",
+            Self::Stopped => "the API watch has stopped",
+            Self::TimedOut => {
+                "the API watch did not answer within 5 s (it may be building a large zone): \
+                 try again"
+            }
+        })
+    }
+}
+
+impl std::error::Error for InspectError {}
 
 impl Drop for ApiWatch {
     fn drop(&mut self) {
@@ -139,6 +188,35 @@ impl ApiWatch {
             metrics,
             stop: CancellationToken::new(),
             started: AtomicBool::new(false),
+            inquiries: Mutex::new(None),
+        }
+    }
+
+    /// `look` run on the watched objects (and whether they are a whole state), by the task
+    /// that owns them, between two changes: no copy of the objects is made.
+    pub async fn inspect<T, F>(&self, look: F) -> Result<T, InspectError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Cluster, bool) -> T + Send + 'static,
+    {
+        let sender = self
+            .inquiries
+            .lock()
+            .ok()
+            .and_then(|inquiries| inquiries.clone())
+            .ok_or(InspectError::NotStarted)?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let inquiry: Inquiry = Box::new(move |cluster, complete| {
+            let _ = tx.send(look(cluster, complete));
+        });
+        sender.try_send(inquiry).map_err(|error| match error {
+            mpsc::error::TrySendError::Full(_) => InspectError::Busy,
+            mpsc::error::TrySendError::Closed(_) => InspectError::Stopped,
+        })?;
+        match tokio::time::timeout(INQUIRY_TIMEOUT, rx).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(_)) => Err(InspectError::Stopped),
+            Err(_) => Err(InspectError::TimedOut),
         }
     }
 
@@ -186,11 +264,20 @@ impl ApiWatch {
             Some(Arc::clone(&self.metrics)),
         );
         publisher.track(context.tracker);
+        let (inquiries, questions) = mpsc::channel(INQUIRIES);
+        if let Ok(mut slot) = self.inquiries.lock() {
+            *slot = Some(inquiries);
+        }
         let feed = Publishing {
             status: Arc::clone(&self.status),
             snapshot: self.config.snapshot.clone(),
         };
-        tokio::spawn(feed.run(Watched::new(needed, publisher), rx, self.stop.clone()));
+        tokio::spawn(feed.run(
+            Watched::new(needed, publisher),
+            rx,
+            questions,
+            self.stop.clone(),
+        ));
         Ok(())
     }
 }

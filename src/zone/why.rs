@@ -13,9 +13,20 @@ use super::{dashed_ip, ip_from_dashed};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Protocol, Service, ServiceType};
 
+/// Where the objects come from: what an object missing from them may mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// Every object (objects files): a Service filtered by `labels` is there, and said so.
+    All,
+    /// What the API watch was sent: the API server lists only the Services and
+    /// EndpointSlices `labels` selects, the Namespaces `namespace_labels` selects, and with
+    /// one `namespaces` name only that namespace — an object missing may be filtered out.
+    Selected,
+}
+
 /// Why `qname` (dotted, any case, with or without its final dot) of zone `zone` (dotted)
 /// answers what it does to a `qtype` query (`A`, `AAAA`, `SRV`, ...) under `config`, one
-/// line per reason, from `cluster`'s objects.
+/// line per reason, from `cluster`'s objects (all of them, as objects files give them).
 pub fn explain(
     config: &KubernetesConfig,
     cluster: &Cluster,
@@ -23,7 +34,24 @@ pub fn explain(
     qname: &str,
     qtype: &str,
 ) -> Vec<String> {
-    let mut reasons = explain_name(config, cluster, zone, qname);
+    explain_listed(config, cluster, Listing::All, zone, qname, qtype)
+}
+
+/// [`explain`] from objects listed as `listing` says.
+pub fn explain_listed(
+    config: &KubernetesConfig,
+    cluster: &Cluster,
+    listing: Listing,
+    zone: &str,
+    qname: &str,
+    qtype: &str,
+) -> Vec<String> {
+    let seen = Seen {
+        config,
+        cluster,
+        listing,
+    };
+    let mut reasons = explain_name(&seen, zone, qname);
     // Addresses of the other family than asked for are not in the answer.
     let family = match qtype.to_ascii_uppercase().as_str() {
         "A" => Some(true),
@@ -50,13 +78,16 @@ pub fn explain(
     reasons
 }
 
+/// The objects and the options, and how the objects were listed.
+struct Seen<'a> {
+    config: &'a KubernetesConfig,
+    cluster: &'a Cluster,
+    listing: Listing,
+}
+
 /// [`explain`] for any type.
-fn explain_name(
-    config: &KubernetesConfig,
-    cluster: &Cluster,
-    zone: &str,
-    qname: &str,
-) -> Vec<String> {
+fn explain_name(seen: &Seen<'_>, zone: &str, qname: &str) -> Vec<String> {
+    let (config, cluster) = (seen.config, seen.cluster);
     let zone = zone.trim_end_matches('.').to_ascii_lowercase();
     let name = qname.trim_end_matches('.').to_ascii_lowercase();
     let relative = if name == zone {
@@ -82,7 +113,7 @@ fn explain_name(
         ["pod"] => vec![format!(
             "pod.{zone}. has names below it and no records of its own: NODATA"
         )],
-        [namespace, "svc"] => match namespace_problem(config, cluster, namespace) {
+        [namespace, "svc"] => match namespace_problem(seen, namespace) {
             Some(problem) => vec![format!("{problem}: NXDOMAIN")],
             None => vec![format!(
                 "namespace {namespace} is exposed: {namespace}.svc.{zone}. exists, with no \
@@ -90,12 +121,19 @@ fn explain_name(
             )],
         },
         [rest @ .., service, namespace, "svc"] => {
-            if let Some(problem) = namespace_problem(config, cluster, namespace) {
+            if let Some(problem) = namespace_problem(seen, namespace) {
                 return vec![format!("{problem}: NXDOMAIN")];
             }
             let key = crate::model::ObjectKey::new(*namespace, *service);
             let Some(found) = cluster.services.get(&key) else {
-                return vec![format!("no such Service {namespace}/{service}: NXDOMAIN")];
+                return vec![match (&config.labels, seen.listing) {
+                    (Some(selector), Listing::Selected) => format!(
+                        "no Service {namespace}/{service} in the watch: there is none, or it \
+                         is filtered by labels {selector} (the API server sends only the \
+                         Services they select): NXDOMAIN"
+                    ),
+                    _ => format!("no such Service {namespace}/{service}: NXDOMAIN"),
+                }];
             };
             if !filter.service(found) {
                 let selector = config
@@ -109,7 +147,7 @@ fn explain_name(
             }
             service_reasons(config, cluster, &filter, found, rest)
         }
-        [pod, namespace, "pod"] => pod_reasons(config, cluster, pod, namespace),
+        [pod, namespace, "pod"] => pod_reasons(seen, pod, namespace),
         _ => vec![format!(
             "{relative} is no name the kubernetes plugin makes under {zone}. (<service>.<namespace>.svc, <endpoint>.<service>.<namespace>.svc, _<port>._<proto>.<service>.<namespace>.svc, <ip>.<namespace>.pod): NXDOMAIN"
         )],
@@ -117,22 +155,27 @@ fn explain_name(
 }
 
 /// Why namespace `namespace` has no names, if it has none.
-fn namespace_problem(
-    config: &KubernetesConfig,
-    cluster: &Cluster,
-    namespace: &str,
-) -> Option<String> {
-    let Some(ns) = cluster.namespaces.get(namespace) else {
-        return Some(format!("no such namespace {namespace}"));
-    };
-    if exposes(config, ns) {
-        return None;
-    }
+fn namespace_problem(seen: &Seen<'_>, namespace: &str) -> Option<String> {
+    let config = seen.config;
+    // Before whether it exists: the watch of one namespace lists no other.
     if !config.namespaces.is_empty() && !config.namespaces.iter().any(|n| n == namespace) {
         return Some(format!(
             "namespace {namespace} is not exposed (namespaces {})",
             config.namespaces.join(" ")
         ));
+    }
+    let Some(ns) = seen.cluster.namespaces.get(namespace) else {
+        return Some(match (&config.namespace_labels, seen.listing) {
+            (Some(selector), Listing::Selected) => format!(
+                "no namespace {namespace} in the watch: there is none, or namespace_labels \
+                 {selector} does not match it (the API server sends only the namespaces they \
+                 select)"
+            ),
+            _ => format!("no such namespace {namespace}"),
+        });
+    };
+    if exposes(config, ns) {
+        return None;
     }
     let selector = config
         .namespace_labels
@@ -238,12 +281,8 @@ fn service_reasons(
 }
 
 /// `<ip>.<namespace>.pod`.
-fn pod_reasons(
-    config: &KubernetesConfig,
-    cluster: &Cluster,
-    pod: &str,
-    namespace: &str,
-) -> Vec<String> {
+fn pod_reasons(seen: &Seen<'_>, pod: &str, namespace: &str) -> Vec<String> {
+    let (config, cluster) = (seen.config, seen.cluster);
     if config.pods == PodMode::Disabled {
         return vec!["pods disabled (the default): no pod records: NXDOMAIN".to_owned()];
     }
@@ -252,7 +291,7 @@ fn pod_reasons(
             "{pod} is not a valid pod name (an address with dashes, 10-244-1-5): NXDOMAIN"
         )];
     };
-    if let Some(problem) = namespace_problem(config, cluster, namespace) {
+    if let Some(problem) = namespace_problem(seen, namespace) {
         return vec![format!("{problem}: NXDOMAIN")];
     }
     if config.pods == PodMode::Insecure {

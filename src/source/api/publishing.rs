@@ -1,11 +1,12 @@
 //! Publishing: the one task that owns the watched objects, applies the feed's changes to
 //! them, publishes a zone for each batch (never in the middle of a re-list) and writes the
-//! snapshot file.
+//! snapshot file; between two changes it answers the questions asked about the objects.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::Inquiry;
 use super::snapshot_file::write_snapshot;
 use super::status::ApiStatus;
 use super::watched::{Change, Watched};
@@ -33,6 +34,7 @@ impl Publishing {
         self,
         mut watched: Watched,
         mut rx: mpsc::UnboundedReceiver<Change>,
+        mut inquiries: mpsc::Receiver<Inquiry>,
         stop: CancellationToken,
     ) {
         let mut snapshot_due: Option<tokio::time::Instant> = None;
@@ -55,6 +57,11 @@ impl Publishing {
                     last_written = Some(tokio::time::Instant::now());
                     let Some(back) = self.write_snapshot(watched).await else { return };
                     watched = back;
+                    continue;
+                }
+                Some(inquiry) = inquiries.recv() => {
+                    let complete = watched.complete();
+                    inquiry(watched.publisher.cluster(), complete);
                     continue;
                 }
                 () = stop.cancelled() => return,
