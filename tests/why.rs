@@ -316,6 +316,25 @@ fn debug_why_says_which_forward_takes_a_name_and_what_the_cache_holds() {
             && cached.ends_with(" s of its TTL left: NXDOMAIN, 0 answer records"),
         "{page}"
     );
+    // Reading the cache is not using it: its counters stay as they were.
+    let counters = |metrics: String| -> Vec<String> {
+        metrics
+            .lines()
+            .filter(|line| line.starts_with("coredns_cache_") && !line.contains("entries"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let before = counters(get("/metrics"));
+    assert!(
+        before
+            .iter()
+            .any(|l| l.starts_with("coredns_cache_hits_total")),
+        "{before:?}"
+    );
+    get("/debug/why?name=intranet.corp");
+    get("/debug/why?name=nope.corp");
+    get("/debug/why?name=other.corp");
+    assert_eq!(counters(get("/metrics")), before);
     // The AAAA of the cached name is another entry: not in the cache.
     assert_eq!(
         get("/debug/why?name=intranet.corp&type=AAAA"),

@@ -334,6 +334,48 @@ impl Cache {
     }
 }
 
+/// What the cache holds for a question, as [`Cache::peek`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peek {
+    /// The reply as stored (its TTLs as received).
+    pub message: Vec<u8>,
+    /// How long it is served still (zero once expired).
+    pub left: Duration,
+    /// Expired, and served under `serve_stale`.
+    pub stale: bool,
+}
+
+impl Cache {
+    /// What the cache holds for `request` at `now`, read only (for `/debug/why`): nothing is
+    /// counted, no entry is refreshed, removed or moved towards a prefetch.
+    pub fn peek(&self, request: &Request<'_>, now: Instant) -> Option<Peek> {
+        let (hash, key) = self.key(request);
+        for shards in [&self.success, &self.denial] {
+            let Ok(shard) = shards.shard(hash).lock() else {
+                continue;
+            };
+            let Some(entry) = shard.get(&hash).filter(|entry| *entry.key == *key) else {
+                continue;
+            };
+            let expires = entry.expires();
+            let stale = now >= expires;
+            let served = !stale
+                || self
+                    .serve_stale
+                    .is_some_and(|serve| now.duration_since(expires) <= serve.duration);
+            if !served {
+                continue;
+            }
+            return Some(Peek {
+                message: entry.message.to_vec(),
+                left: expires.saturating_duration_since(now),
+                stale,
+            });
+        }
+        None
+    }
+}
+
 fn wire(name: &hickory_proto::rr::Name) -> Option<WireName> {
     WireName::from_dotted(&name.to_ascii())
         .ok()

@@ -18,7 +18,6 @@ use hickory_proto::rr::{Name, RecordType};
 use serde::Serialize;
 
 use super::{Block, Transport};
-use crate::cache::Hit;
 use crate::http::Page;
 use crate::source::api::ApiWatch;
 use crate::wire::Request;
@@ -270,7 +269,7 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
     let Some(cache) = block.cache() else {
         return;
     };
-    match cached(block, cache, name, qtype) {
+    match cached(cache, name, qtype) {
         Cached::NotCovered => why
             .reasons
             .push("the cache does not cover this name: every query goes upstream".to_owned()),
@@ -371,8 +370,9 @@ enum Cached {
     },
 }
 
-/// What the cache holds for `name` `qtype`, as a query from a client would find it.
-fn cached(block: &Block, cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached {
+/// What the cache holds for `name` `qtype`, as a query from a client would find it; read
+/// only ([`Cache::peek`](crate::cache::Cache::peek)): the cache's metrics do not count it.
+fn cached(cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached {
     let mut query = Message::new(0, MessageType::Query, OpCode::Query);
     query.metadata.recursion_desired = true;
     query.add_query(Query::query(name.clone(), qtype));
@@ -385,27 +385,19 @@ fn cached(block: &Block, cache: &crate::cache::Cache, name: &Name, qtype: Record
     if !cache.covers(request.question.name()) {
         return Cached::NotCovered;
     }
-    let limit = block.chain.limit(&request, Transport::Tcp);
-    let mut out = Vec::new();
-    let Some(hit) = cache.get(&request, Instant::now(), limit, &mut out) else {
+    let Some(peek) = cache.peek(&request, Instant::now()) else {
         return Cached::Miss;
     };
-    let Ok(reply) = Message::from_vec(&out) else {
+    let Ok(reply) = Message::from_vec(&peek.message) else {
         return Cached::Miss;
     };
-    let rcode = crate::wire::reply::rcode(&out)
+    let rcode = crate::wire::reply::rcode(&peek.message)
         .map(|rcode| crate::wire::rcode_name(rcode).to_string())
         .unwrap_or_else(|_| "an unreadable rcode".to_owned());
-    let ttl = reply
-        .answers
-        .iter()
-        .chain(&reply.authorities)
-        .map(|record| record.ttl)
-        .min()
-        .unwrap_or(0);
     Cached::Hit {
-        stale: hit == Hit::Stale,
-        ttl,
+        stale: peek.stale,
+        // As a client is told: the whole seconds left.
+        ttl: u32::try_from(peek.left.as_secs()).unwrap_or(u32::MAX),
         rcode,
         answers: reply.answers.len(),
     }
