@@ -174,3 +174,74 @@ fn snapshot_files_are_replaced_whole_and_read_back() {
         .collect();
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
+
+#[tokio::test]
+async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
+    let config = KubernetesConfig::new(vec!["cluster.local.".parse().expect("zone")], 0, 1);
+    let publisher = publisher();
+    let store = Arc::clone(publisher.store());
+    let status = Arc::new(ApiStatus::new("cluster.local."));
+    let watch = ApiWatch::new(
+        config,
+        store,
+        Arc::clone(&status),
+        Arc::new(StoreMetrics::new("cluster.local.")),
+    );
+    let services = |cluster: &Cluster, complete: bool| {
+        let mut names: Vec<String> = cluster
+            .services
+            .values()
+            .map(|s| display_key(&s.key))
+            .collect();
+        names.push(format!("complete={complete}"));
+        names
+    };
+    // Not started: nothing to ask.
+    assert_eq!(
+        watch.inspect(services).await.expect_err("no answer"),
+        InspectError::NotStarted
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (inquiries, questions) = mpsc::channel(INQUIRIES);
+    *watch.inquiries.lock().expect("lock") = Some(inquiries);
+    let task = tokio::spawn(
+        Publishing {
+            status: Arc::clone(&status),
+            snapshot: None,
+        }
+        .run(
+            Watched::new(vec![Resource::Services], publisher),
+            rx,
+            questions,
+            watch.stop.clone(),
+        ),
+    );
+    // A listing under way: the objects so far, not a whole state.
+    tx.send(Change::Init(Resource::Services)).expect("send");
+    tx.send(Change::Upsert(service("shop", "web")))
+        .expect("send");
+    let answer = loop {
+        let answer = watch.inspect(services).await.expect("answered");
+        if answer.len() > 1 {
+            break answer;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(answer, ["shop/web", "complete=false"]);
+    tx.send(Change::InitDone(Resource::Services)).expect("send");
+    let answer = loop {
+        let answer = watch.inspect(services).await.expect("answered");
+        if answer.last().is_some_and(|last| last == "complete=true") {
+            break answer;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(answer, ["shop/web", "complete=true"]);
+    // Stopped: said so.
+    watch.stop.cancel();
+    task.await.expect("task");
+    assert_eq!(
+        watch.inspect(services).await.expect_err("no answer"),
+        InspectError::Stopped
+    );
+}
