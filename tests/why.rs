@@ -192,7 +192,7 @@ fn debug_why_on_the_running_server() {
     assert_eq!(
         before,
         format!(
-            "example.com. A: forward (zone .)\n  outside the cluster zone: forwarded upstream to {}\n  not in the cache: the next query goes upstream, and its answer is cached\n",
+            "example.com. A: forward (zone .)\n  outside the cluster zone: forwarded upstream to {}\n  not in the cache: the next query goes upstream\n",
             upstream.addr
         )
     );
@@ -275,7 +275,7 @@ fn debug_why_says_which_forward_takes_a_name_and_what_the_cache_holds() {
         internet.addr
     );
     let not_covered = "  the cache does not cover this name: every query goes upstream\n";
-    let miss = "  not in the cache: the next query goes upstream, and its answer is cached\n";
+    let miss = "  not in the cache: the next query goes upstream\n";
     assert_eq!(
         get("/debug/why?name=intranet.corp"),
         format!("intranet.corp. A: forward (zone .)\n{corp_line}{miss}")

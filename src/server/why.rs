@@ -273,9 +273,9 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
         Cached::NotCovered => why
             .reasons
             .push("the cache does not cover this name: every query goes upstream".to_owned()),
-        Cached::Miss => why.reasons.push(
-            "not in the cache: the next query goes upstream, and its answer is cached".to_owned(),
-        ),
+        Cached::Miss => why
+            .reasons
+            .push("not in the cache: the next query goes upstream".to_owned()),
         Cached::Hit {
             stale,
             ttl,
