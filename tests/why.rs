@@ -590,3 +590,34 @@ fn debug_why_from_an_api_watch_the_api_server_filters() {
         )],
     );
 }
+
+#[test]
+fn debug_why_before_the_api_watch_has_synced() {
+    let api = ApiServer::start();
+    api.apply_file(fixture("shop.json"));
+    // The Services cannot be listed: the server starts unsynced after startup_timeout.
+    api.fail_requests(|r| r.kind == Some(Kind::Service), 500, usize::MAX);
+    let (_corefile, server) = watching(&api, "startup_timeout 1s");
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
+        "SERVFAIL"
+    );
+    // The namespaces are listed, the Services not yet.
+    until_why(
+        &server,
+        "web.shop.svc.cluster.local",
+        "A",
+        "web.shop.svc.cluster.local. A: kubernetes (zone cluster.local.)\n  not synced with the API server yet: from the objects listed so far; a name not found is answered SERVFAIL until the sync\n  no such Service shop/web: NXDOMAIN\n",
+    );
+    api.clear_failures();
+    until_why(
+        &server,
+        "web.shop.svc.cluster.local",
+        "A",
+        "web.shop.svc.cluster.local. A: kubernetes (zone cluster.local.)\n  10.96.0.20: the cluster IP of Service shop/web (spec.clusterIPs)\n",
+    );
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
+        "NOERROR"
+    );
+}
