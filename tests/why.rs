@@ -621,3 +621,35 @@ fn debug_why_before_the_api_watch_has_synced() {
         "NOERROR"
     );
 }
+
+#[test]
+fn debug_why_of_an_expired_answer_under_serve_stale() {
+    let upstream = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["example.com"]);
+    for (mode, expected) in [
+        (
+            "immediate",
+            "example.com. A: cache (zone .)\n  outside the cluster zone: forwarded upstream to {upstream}\n  served stale from the cache (serve_stale; its TTL ran out): NOERROR, 1 answer record; it is fetched again upstream\n",
+        ),
+        (
+            "verify",
+            "example.com. A: forward (zone .)\n  outside the cluster zone: forwarded upstream to {upstream}\n  in the cache but expired: NOERROR, 1 answer record; serve_stale verify: the upstream is asked, the stale answer is served only if it fails\n",
+        ),
+    ] {
+        // Answers live for a second.
+        let corefile = TempCorefile::new(&format!(
+            ".:0 {{\n    bind 127.0.0.1\n    prometheus 127.0.0.1:0\n    cache {{\n        success 1000 1 0\n        serve_stale 1h {mode}\n    }}\n    forward . {}\n}}\n",
+            upstream.addr
+        ));
+        let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+        assert_eq!(server.ask_udp("example.com.", "A").rcode, "NOERROR");
+        std::thread::sleep(Duration::from_millis(1300));
+        assert_eq!(
+            server.http_get("metrics", "/debug/why?name=example.com"),
+            (
+                200,
+                expected.replace("{upstream}", &upstream.addr.to_string())
+            ),
+            "{mode}"
+        );
+    }
+}

@@ -282,12 +282,22 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
             rcode,
             answers,
         } => {
-            why.plugin = "cache".to_owned();
             let records = match answers {
                 1 => "1 answer record".to_owned(),
                 n => format!("{n} answer records"),
             };
-            why.reasons.push(if stale {
+            // `serve_stale ... verify`: the upstream is asked first, the stale entry is for
+            // when it fails.
+            let verified = stale && cache.stale_is_verified();
+            if !verified {
+                why.plugin = "cache".to_owned();
+            }
+            why.reasons.push(if verified {
+                format!(
+                    "in the cache but expired: {rcode}, {records}; serve_stale verify: the \
+                     upstream is asked, the stale answer is served only if it fails"
+                )
+            } else if stale {
                 format!(
                     "served stale from the cache (serve_stale; its TTL ran out): {rcode}, \
                      {records}; it is fetched again upstream"
