@@ -97,7 +97,13 @@ pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Res
                 Some(api) if kubernetes.config.objects.is_empty() => {
                     from_watch(api, &zone, &why).await
                 }
-                _ => from_files(&kubernetes.config, &zone, &why)?,
+                _ => {
+                    // Reading and parsing the files is blocking work, off the runtime.
+                    let (config, asked) = (kubernetes.config.clone(), why.clone());
+                    tokio::task::spawn_blocking(move || from_files(&config, &zone, &asked))
+                        .await
+                        .map_err(|error| format!("reading the objects files: {error}"))??
+                }
             };
             Ok(why)
         }
