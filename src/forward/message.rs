@@ -6,10 +6,10 @@
 //! bounds-checked: garbage from an upstream is a mismatch or [`ReplyCheck::Malformed`], never a
 //! panic.
 
+use crate::codes::class::IN as CLASS_IN;
+use crate::codes::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
 pub(super) use crate::wire::HEADER_LEN;
 use crate::wire::{FLAG_QR, FLAG_RD, FLAG_TC, UDP_MIN_PAYLOAD, skip_name};
-use crate::zone::rrset::CLASS_IN;
-use crate::zone::rrset::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
 
 /// What forwarding needs to know about a client's query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -641,7 +641,7 @@ async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: Canc
 fn probe_query(name: &crate::zone::name::WireName) -> Vec<u8> {
     let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
     query.extend_from_slice(name.as_bytes());
-    query.extend_from_slice(&crate::zone::rrset::rtype::HINFO.to_be_bytes());
-    query.extend_from_slice(&crate::zone::rrset::CLASS_IN.to_be_bytes());
+    query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());
+    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
     query
 }

@@ -8,8 +8,8 @@ pub mod reply;
 
 use smallvec::SmallVec;
 
+use crate::codes::{class, rtype};
 use crate::zone::name::MAX_NAME_LEN;
-use crate::zone::rrset::{CLASS_IN, rtype};
 use crate::zone::{Answer, Owner, Run, ServedZone};
 
 /// Size of the DNS header.
@@ -34,42 +34,7 @@ pub enum Transport {
 /// Opcode QUERY.
 pub const OPCODE_QUERY: u8 = 0;
 
-/// The mnemonic dig prints for an rcode (`NOERROR`, `NXDOMAIN`, ...).
-pub fn rcode_name(rcode: u16) -> &'static str {
-    match rcode {
-        rcode::NOERROR => "NOERROR",
-        rcode::FORMERR => "FORMERR",
-        rcode::SERVFAIL => "SERVFAIL",
-        rcode::NXDOMAIN => "NXDOMAIN",
-        rcode::NOTIMP => "NOTIMP",
-        rcode::REFUSED => "REFUSED",
-        6 => "YXDOMAIN",
-        7 => "YXRRSET",
-        8 => "NXRRSET",
-        9 => "NOTAUTH",
-        10 => "NOTZONE",
-        rcode::BADVERS => "BADVERS",
-        _ => "RESERVED",
-    }
-}
-
-/// Response codes, with the extended ones (over 15) carried partly in OPT.
-pub mod rcode {
-    /// No error.
-    pub const NOERROR: u16 = 0;
-    /// Format error.
-    pub const FORMERR: u16 = 1;
-    /// Server failure.
-    pub const SERVFAIL: u16 = 2;
-    /// Name error.
-    pub const NXDOMAIN: u16 = 3;
-    /// Not implemented.
-    pub const NOTIMP: u16 = 4;
-    /// Refused.
-    pub const REFUSED: u16 = 5;
-    /// Bad OPT version (RFC 6891).
-    pub const BADVERS: u16 = 16;
-}
+pub use crate::codes::{rcode, rcode_name};
 
 /// Header flags: a response (QR), authoritative (AA), truncated (TC), recursion desired (RD).
 pub(crate) const FLAG_QR: u16 = 0x8000;
@@ -808,7 +773,7 @@ pub fn write_malformed(id: u16, flags: u16, rcode: u16, out: &mut Vec<u8>) {
 
 /// Whether `qclass` is one the cluster zone answers (IN, or ANY).
 pub fn is_internet_class(qclass: u16) -> bool {
-    qclass == CLASS_IN || qclass == 255
+    qclass == class::IN || qclass == class::ANY
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! never leaves a dangling pointer; rewriting a TTL never moves a byte.
 
 use super::{Edns, HEADER_LEN, skip_name};
-use crate::zone::rrset::rtype;
+use crate::codes::rtype;
 
 /// One record's position in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@
 use hickory_proto::rr::Name;
 
 use super::{Context, arguments, bad_value, invalid, no_block, number, unknown_property, zones};
+use crate::codes::{class, rcode};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 use crate::gotemplate::Template;
@@ -72,12 +73,12 @@ impl PartialEq for TemplateConfig {
 /// A class by its mnemonic (miekg/dns's `StringToClass`).
 pub(crate) fn class_number(text: &str) -> Option<u16> {
     Some(match text {
-        "IN" => 1,
-        "CS" => 2,
-        "CH" => 3,
-        "HS" => 4,
-        "NONE" => 254,
-        "ANY" => 255,
+        "IN" => class::IN,
+        "CS" => class::CS,
+        "CH" => class::CH,
+        "HS" => class::HS,
+        "NONE" => class::NONE,
+        "ANY" => class::ANY,
         _ => return None,
     })
 }
@@ -94,25 +95,25 @@ pub(crate) fn type_number(text: &str) -> Option<u16> {
 /// An rcode by its name (miekg/dns's `StringToRcode`).
 pub(crate) fn rcode_number(text: &str) -> Option<u16> {
     Some(match text {
-        "NOERROR" => 0,
-        "FORMERR" => 1,
-        "SERVFAIL" => 2,
-        "NXDOMAIN" => 3,
-        "NOTIMP" => 4,
-        "REFUSED" => 5,
-        "YXDOMAIN" => 6,
-        "YXRRSET" => 7,
-        "NXRRSET" => 8,
-        "NOTAUTH" => 9,
-        "NOTZONE" => 10,
-        "BADSIG" | "BADVERS" => 16,
-        "BADKEY" => 17,
-        "BADTIME" => 18,
-        "BADMODE" => 19,
-        "BADNAME" => 20,
-        "BADALG" => 21,
-        "BADTRUNC" => 22,
-        "BADCOOKIE" => 23,
+        "NOERROR" => rcode::NOERROR,
+        "FORMERR" => rcode::FORMERR,
+        "SERVFAIL" => rcode::SERVFAIL,
+        "NXDOMAIN" => rcode::NXDOMAIN,
+        "NOTIMP" => rcode::NOTIMP,
+        "REFUSED" => rcode::REFUSED,
+        "YXDOMAIN" => rcode::YXDOMAIN,
+        "YXRRSET" => rcode::YXRRSET,
+        "NXRRSET" => rcode::NXRRSET,
+        "NOTAUTH" => rcode::NOTAUTH,
+        "NOTZONE" => rcode::NOTZONE,
+        "BADSIG" | "BADVERS" => rcode::BADVERS,
+        "BADKEY" => rcode::BADKEY,
+        "BADTIME" => rcode::BADTIME,
+        "BADMODE" => rcode::BADMODE,
+        "BADNAME" => rcode::BADNAME,
+        "BADALG" => rcode::BADALG,
+        "BADTRUNC" => rcode::BADTRUNC,
+        "BADCOOKIE" => rcode::BADCOOKIE,
         _ => return None,
     })
 }

@@ -26,10 +26,10 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use self::cname::CnameTarget;
 use self::edns0::{Asked, Opt};
+use crate::codes::rtype;
 use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
 use crate::wire::{HEADER_LEN, Request, Transport, reply};
 use crate::zone::name::WireName;
-use crate::zone::rrset::rtype;
 
 /// The *rewrite* rules of one block.
 #[derive(Debug)]

@@ -11,9 +11,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use crate::codes::rtype;
 use crate::config::{Edns0Action, Edns0Data, Edns0Option, Edns0Rule};
 use crate::wire::{Request, Transport, reply};
-use crate::zone::rrset::rtype;
 
 /// The NSID option code (RFC 5001).
 const NSID: u16 = 3;
