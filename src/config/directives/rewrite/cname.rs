@@ -47,24 +47,16 @@ pub(super) fn cname_rule(args: &[&str]) -> Result<RewriteAction, String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::tests::matcher_text;
+    use crate::config::RewriteAction;
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
-    use crate::config::{NameMatcher, RewriteAction};
 
     fn cname_of(s: &crate::config::ServerBlock) -> (String, String) {
         match &s.rewrite[0].action {
             RewriteAction::Cname {
                 matcher,
                 replacement,
-            } => {
-                let m = match matcher {
-                    NameMatcher::Exact(x) => format!("exact {x}"),
-                    NameMatcher::Prefix(x) => format!("prefix {x}"),
-                    NameMatcher::Suffix(x) => format!("suffix {x}"),
-                    NameMatcher::Substring(x) => format!("substring {x}"),
-                    NameMatcher::Regex(x) => format!("regex {}", x.as_str()),
-                };
-                (m, replacement.clone())
-            }
+            } => (matcher_text(matcher), replacement.clone()),
             other => panic!("not a cname rule: {other:?}"),
         }
     }
