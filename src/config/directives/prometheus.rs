@@ -170,48 +170,48 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "twice",
-                " prometheus\n prometheus :9153",
-                3,
-                "Invalid",
-                "plugin/prometheus: this plugin can only be used once per Server Block (first at line 2)",
-            ),
-            (
-                "two",
-                " prometheus :9153 :9154",
-                2,
-                "Invalid",
-                "expected at most 1 argument, got 2",
-            ),
-            (
-                "no port",
-                " prometheus localhost",
-                2,
-                "Invalid",
-                "has no port",
-            ),
-            (
-                "unknown option",
-                " prometheus :9153 {\n  lameduck 5s\n }",
-                3,
-                "UnknownProperty",
-                "lameduck",
-            ),
-            (
-                "search_path value",
-                " prometheus {\n  search_path maybe\n }",
-                3,
-                "Invalid",
-                "search_path: 'maybe' must be on or off",
-            ),
-            (
-                "too many namespaces",
-                " prometheus {\n  search_path_namespaces 65\n }",
-                3,
-                "Invalid",
-                "search_path_namespaces: 65 is not between 1 and 64",
-            ),
+            Invalid {
+                name: "twice",
+                input: " prometheus\n prometheus :9153",
+                line: 3,
+                kind: "Invalid",
+                message: "plugin/prometheus: this plugin can only be used once per Server Block (first at line 2)",
+            },
+            Invalid {
+                name: "two",
+                input: " prometheus :9153 :9154",
+                line: 2,
+                kind: "Invalid",
+                message: "expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "no port",
+                input: " prometheus localhost",
+                line: 2,
+                kind: "Invalid",
+                message: "has no port",
+            },
+            Invalid {
+                name: "unknown option",
+                input: " prometheus :9153 {\n  lameduck 5s\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "lameduck",
+            },
+            Invalid {
+                name: "search_path value",
+                input: " prometheus {\n  search_path maybe\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "search_path: 'maybe' must be on or off",
+            },
+            Invalid {
+                name: "too many namespaces",
+                input: " prometheus {\n  search_path_namespaces 65\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "search_path_namespaces: 65 is not between 1 and 64",
+            },
         ];
         check_invalid(cases);
     }

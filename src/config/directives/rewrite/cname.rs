@@ -101,34 +101,34 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "one argument",
-                " rewrite cname a.org",
-                2,
-                "Invalid",
-                "too few (1) arguments for a cname rule",
-            ),
-            (
-                "four arguments",
-                " rewrite cname exact a.org b.org c.org",
-                2,
-                "Invalid",
-                "too few (4) arguments for a cname rule",
-            ),
-            (
-                "match type",
-                " rewrite cname fuzzy a.org b.org",
-                2,
-                "Invalid",
-                "unknown cname rewrite type: fuzzy",
-            ),
-            (
-                "regex",
-                " rewrite cname regex (a b.org",
-                2,
-                "Invalid",
-                "invalid cname rewrite regex pattern",
-            ),
+            Invalid {
+                name: "one argument",
+                input: " rewrite cname a.org",
+                line: 2,
+                kind: "Invalid",
+                message: "too few (1) arguments for a cname rule",
+            },
+            Invalid {
+                name: "four arguments",
+                input: " rewrite cname exact a.org b.org c.org",
+                line: 2,
+                kind: "Invalid",
+                message: "too few (4) arguments for a cname rule",
+            },
+            Invalid {
+                name: "match type",
+                input: " rewrite cname fuzzy a.org b.org",
+                line: 2,
+                kind: "Invalid",
+                message: "unknown cname rewrite type: fuzzy",
+            },
+            Invalid {
+                name: "regex",
+                input: " rewrite cname regex (a b.org",
+                line: 2,
+                kind: "Invalid",
+                message: "invalid cname rewrite regex pattern",
+            },
         ];
         check_invalid(cases);
     }
