@@ -128,6 +128,11 @@ impl Invalid<'_> {
     }
 }
 
+/// The addresses, parsed.
+pub(crate) fn ips(texts: &[&str]) -> Vec<std::net::IpAddr> {
+    texts.iter().map(|t| t.parse().unwrap()).collect()
+}
+
 /// The zones, as text.
 pub(crate) fn names(zones: &[hickory_proto::rr::Name]) -> Vec<String> {
     zones.iter().map(ToString::to_string).collect()
