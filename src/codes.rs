@@ -1,6 +1,6 @@
-//! The numbers of the DNS protocol: record types, classes and response codes, in one place
-//! for every layer (the zone that prepares records, the wire that writes them, the plugins,
-//! the metrics and the logs that name them).
+//! The numbers of the DNS protocol: record types, classes, response codes and EDNS0 option
+//! codes, in one place for every layer (the zone that prepares records, the wire that writes
+//! them, the plugins, the metrics and the logs that name them).
 //!
 //! The header's layout and flags are the wire's ([`crate::wire`]); the numbers here are the
 //! ones a zone, a config or a counter needs too.
@@ -107,6 +107,16 @@ pub mod rcode {
     pub const BADTRUNC: u16 = 22;
     /// Bad or missing server cookie (RFC 7873).
     pub const BADCOOKIE: u16 = 23;
+}
+
+/// EDNS0 option codes (RFC 6891 §6.1.2).
+pub mod option {
+    /// NSID (RFC 5001).
+    pub const NSID: u16 = 3;
+    /// EDNS Client Subnet (RFC 7871).
+    pub const SUBNET: u16 = 8;
+    /// Extended DNS Error (RFC 8914).
+    pub const EDE: u16 = 15;
 }
 
 /// The mnemonic dig prints for an rcode (`NOERROR`, `NXDOMAIN`, ...).

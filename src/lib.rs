@@ -55,7 +55,7 @@
 //!
 //! # Modules
 //!
-//! - [`codes`]: the DNS protocol's numbers: record types, classes, rcodes.
+//! - [`codes`]: the DNS protocol's numbers: record types, classes, rcodes, EDNS0 options.
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
 //! - [`gotemplate`]: the Go template language of the *template* plugin.

@@ -25,7 +25,7 @@ use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::chase::Chase;
 use super::{Ctx, Query};
-use crate::codes::{class, rtype as wire_type};
+use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
 use crate::metrics::{Collect, Exposition, Kind};
@@ -314,7 +314,7 @@ fn extended_error(reply: &mut Vec<u8>, code: u16, text: &str) {
     let Ok(option_len) = u16::try_from(option_len) else {
         return;
     };
-    reply.extend_from_slice(&15u16.to_be_bytes());
+    reply.extend_from_slice(&option::EDE.to_be_bytes());
     reply.extend_from_slice(&option_len.to_be_bytes());
     reply.extend_from_slice(&code.to_be_bytes());
     reply.extend_from_slice(text.as_bytes());
