@@ -2,8 +2,8 @@
 //! record and an IXFR's SOA, every name and count bounds-checked.
 
 use super::{
-    Edns, FLAG_QR, HEADER_LEN, MAX_UDP_REPLY, Malformed, OPCODE_QUERY, Question, Request,
-    UDP_MIN_PAYLOAD,
+    Edns, FLAG_QR, HEADER_LEN, MAX_UDP_REPLY, Malformed, OPCODE_BITS, OPCODE_QUERY, Question,
+    Request, UDP_MIN_PAYLOAD,
 };
 use crate::codes::{rcode, rtype};
 use crate::zone::name::MAX_NAME_LEN;
@@ -21,7 +21,7 @@ impl<'a> Request<'a> {
         if flags & FLAG_QR != 0 {
             return Err(Malformed::Ignore);
         }
-        let opcode = ((flags >> 11) & 0x0f) as u8;
+        let opcode = ((flags & OPCODE_BITS) >> 11) as u8;
         let reply = |rcode| Malformed::Reply {
             id,
             opcode,

@@ -4,7 +4,7 @@
 //! Compression pointers only point backwards, so cutting a message at a section boundary
 //! never leaves a dangling pointer; rewriting a TTL never moves a byte.
 
-use super::{Edns, HEADER_LEN, skip_name};
+use super::{Edns, FLAG_TC, HEADER_LEN, RCODE_BITS, skip_name};
 use crate::codes::rtype;
 
 /// One record's position in a message.
@@ -73,7 +73,7 @@ pub fn rcode(message: &[u8]) -> Result<u16, BadReply> {
     if message.len() < HEADER_LEN {
         return Err(BadReply);
     }
-    let low = u16::from(message[3] & 0x0f);
+    let low = u16::from(message[3]) & RCODE_BITS;
     let high = records(message)?
         .iter()
         .find(|r| r.section == 3 && r.rtype == rtype::OPT)
@@ -180,7 +180,7 @@ pub fn fit_for_client(
     }
     set_id(out, id);
     if truncated {
-        out[2] |= 0x02;
+        out[2] |= FLAG_TC.to_be_bytes()[0];
     }
     for (index, count) in counts.iter().enumerate() {
         out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());

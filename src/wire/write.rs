@@ -4,7 +4,10 @@
 use smallvec::SmallVec;
 
 use super::parse::{MAX_POINTERS, skip_name};
-use super::{Edns, FLAG_AA, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, Request, reply};
+use super::{
+    Edns, FLAG_AA, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, OPCODE_BITS, RCODE_BITS,
+    Request, reply,
+};
 use crate::codes::{rcode, rtype};
 use crate::zone::{Answer, Owner, Run, ServedZone};
 
@@ -278,7 +281,8 @@ impl<'o> Writer<'o> {
         truncated: bool,
         rcode: u16,
     ) {
-        let mut flags = FLAG_QR | (request_flags & (0x7800 | FLAG_RD | FLAG_CD)) | (rcode & 0x0f);
+        let mut flags =
+            FLAG_QR | (request_flags & (OPCODE_BITS | FLAG_RD | FLAG_CD)) | (rcode & RCODE_BITS);
         if authoritative {
             flags |= FLAG_AA;
         }
