@@ -9,7 +9,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::{Context, arguments, duration, http_address, no_block, one_argument, unknown_property};
+use super::{Context, duration, http_listen, no_block, one_argument, unknown_property};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 
@@ -33,10 +33,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr =
 
 /// Parses the `health` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<HealthConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut lameduck = Duration::ZERO;
     for option in line.options() {
         no_block(DIRECTIVE, option)?;

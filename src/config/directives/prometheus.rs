@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use hickory_proto::rr::Name;
 
 use super::{
-    Context, arguments, bad_value, http_address, no_block, number, one_argument, unknown_property,
+    Context, arguments, bad_value, http_listen, no_block, number, one_argument, unknown_property,
 };
 use crate::config::error::Error;
 use crate::config::syntax::Line;
@@ -59,10 +59,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr:
 
 /// Parses the `prometheus` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<PrometheusConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut search_path = SearchPathConfig::default();
     for option in line.options() {
         no_block(DIRECTIVE, option)?;

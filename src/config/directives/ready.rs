@@ -7,9 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use super::{
-    Context, arguments, bad_value, http_address, no_block, one_argument, unknown_property,
-};
+use super::{Context, bad_value, http_listen, no_block, one_argument, unknown_property};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 
@@ -32,10 +30,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr =
 
 /// Parses the `ready` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ReadyConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut continuously = false;
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
