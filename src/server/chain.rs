@@ -440,7 +440,9 @@ impl Chain {
             Some(Hit::Stale) | None if looping() => return looped(out),
             Some(Hit::Stale) | None => return Some(Flow::Upstream(forwarder)),
         };
+        // In place for the shapes replies have; any other is decoded and shuffled.
         if block.loadbalance
+            && !reply::shuffle_in_place(out).unwrap_or(false)
             && let Some(shuffled) = reply::shuffle(out)
         {
             *out = shuffled;

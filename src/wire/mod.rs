@@ -46,7 +46,7 @@ pub(crate) const FLAG_QR: u16 = 0x8000;
 const FLAG_AA: u16 = 0x0400;
 pub(crate) const FLAG_TC: u16 = 0x0200;
 pub(crate) const FLAG_RD: u16 = 0x0100;
-const FLAG_CD: u16 = 0x0010;
+pub(crate) const FLAG_CD: u16 = 0x0010;
 /// The opcode's four bits in the flag word.
 pub(crate) const OPCODE_BITS: u16 = 0x7800;
 /// The rcode's four bits in the flag word (an extended rcode's high bits are in OPT).
