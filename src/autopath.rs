@@ -18,9 +18,9 @@
 
 use std::net::IpAddr;
 
+use crate::codes::rtype;
 use crate::zone::Snapshot;
 use crate::zone::name::{MAX_NAME_LEN, WireName, suffix_offset};
-use crate::zone::rrset::rtype;
 
 /// Where the client's namespace comes from (`@kubernetes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,30 +30,32 @@
 //!
 //! ```text
 //! module        uses
+//! codes         -
 //! selector      -
 //! gotemplate    -
-//! config        gotemplate, selector
+//! config        codes, gotemplate, selector
 //! model         -
-//! metrics       model
+//! metrics       codes, model
 //! limits        metrics
 //! http          metrics
-//! search_path   metrics
-//! zone          config, model
+//! search_path   codes, metrics
+//! zone          codes, config, model
 //! store         zone
-//! wire          zone
+//! wire          codes, zone
 //! source        config, metrics, model, store, zone
-//! autopath      zone
-//! cache         config, metrics, wire, zone
-//! querylog      config, wire, zone
-//! forward       config, limits, metrics, wire, zone
-//! server        autopath, cache, config, forward, gotemplate, http, limits, metrics, model, querylog, search_path, source, store, wire, zone
+//! autopath      codes, zone
+//! cache         codes, config, metrics, wire, zone
+//! querylog      codes, config, wire, zone
+//! forward       codes, config, limits, metrics, wire, zone
+//! server        autopath, cache, codes, config, forward, gotemplate, http, limits, metrics, model, querylog, search_path, source, store, wire, zone
 //! proxy         model
-//! resolver_sim  autopath, config, model, search_path, wire, zone
-//! cli           config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
+//! resolver_sim  autopath, codes, config, model, search_path, wire, zone
+//! cli           codes, config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
 //! ```
 //!
 //! # Modules
 //!
+//! - [`codes`]: the DNS protocol's numbers: record types, classes, rcodes, EDNS0 options.
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
 //! - [`gotemplate`]: the Go template language of the *template* plugin.
@@ -80,6 +82,7 @@
 pub mod autopath;
 pub mod cache;
 pub mod cli;
+pub mod codes;
 pub mod config;
 pub mod forward;
 pub mod gotemplate;

@@ -30,6 +30,7 @@ mod reliability;
 mod resolve;
 mod rewrite_cname_edns0;
 mod search_path;
+mod transport;
 mod watch;
 mod why;
 mod zone;

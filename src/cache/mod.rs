@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::config::{CacheClass, CacheConfig, Prefetch, ServeStale};
 use crate::metrics::{Collect, Counter, Exposition, Kind};
 use crate::wire::reply::{self, BadReply};
-use crate::wire::{Request, rcode};
+use crate::wire::{FLAG_CD, FLAG_TC, HEADER_LEN, Request, rcode};
 use crate::zone::name::{WireName, suffix_offset};
 
 /// Shards per cache.
@@ -166,12 +166,16 @@ impl Cache {
         out: &mut Vec<u8>,
     ) -> Option<Hit> {
         self.metrics.requests.inc();
-        let (hash, key) = self.key(request);
+        let (hash, tail) = self.key_parts(request);
+        let name = request.question.name();
         for (index, shards) in [&self.success, &self.denial].into_iter().enumerate() {
             let Ok(mut shard) = shards.shard(hash).lock() else {
                 continue;
             };
-            let Some(entry) = shard.get_mut(&hash).filter(|entry| *entry.key == *key) else {
+            let Some(entry) = shard
+                .get_mut(&hash)
+                .filter(|entry| key_is(&entry.key, name, &tail))
+            else {
                 continue;
             };
             let expires = entry.expires();
@@ -284,7 +288,8 @@ impl Cache {
         request: &Request<'_>,
         message: &[u8],
     ) -> Result<Option<(Class, Duration)>, BadReply> {
-        if message.len() < 12 || message[2] & 0x02 != 0 {
+        if message.len() < HEADER_LEN || u16::from_be_bytes([message[2], message[3]]) & FLAG_TC != 0
+        {
             return Ok(None);
         }
         let qname = request.question.name();
@@ -319,19 +324,36 @@ impl Cache {
         Ok(Some((class, Duration::from_secs(u64::from(ttl)))))
     }
 
-    fn key(&self, request: &Request<'_>) -> (u64, Box<[u8]>) {
+    /// The hash of `request`'s key, and the key's last bytes (type, class, DO and CD) that
+    /// follow the name: hashed in two pieces, so that a lookup builds nothing.
+    fn key_parts(&self, request: &Request<'_>) -> (u64, [u8; 5]) {
         let name = request.question.name();
-        let mut key = Vec::with_capacity(name.len() + 5);
-        key.extend_from_slice(name);
-        key.extend_from_slice(&request.question.qtype.to_be_bytes());
-        key.extend_from_slice(&request.question.qclass.to_be_bytes());
+        let [type_high, type_low] = request.question.qtype.to_be_bytes();
+        let [class_high, class_low] = request.question.qclass.to_be_bytes();
         let dnssec_ok = request.edns.is_some_and(|edns| edns.dnssec_ok);
-        let checking_disabled = request.flags & 0x0010 != 0;
-        key.push(u8::from(dnssec_ok) | u8::from(checking_disabled) << 1);
+        let checking_disabled = request.flags & FLAG_CD != 0;
+        let flags = u8::from(dnssec_ok) | u8::from(checking_disabled) << 1;
+        let tail = [type_high, type_low, class_high, class_low, flags];
         let mut hasher = self.hasher.build_hasher();
-        hasher.write(&key);
-        (hasher.finish(), key.into_boxed_slice())
+        hasher.write(name);
+        hasher.write(&tail);
+        (hasher.finish(), tail)
     }
+
+    /// The hash and the whole key of `request`, for storing.
+    fn key(&self, request: &Request<'_>) -> (u64, Box<[u8]>) {
+        let (hash, tail) = self.key_parts(request);
+        let name = request.question.name();
+        let mut key = Vec::with_capacity(name.len() + tail.len());
+        key.extend_from_slice(name);
+        key.extend_from_slice(&tail);
+        (hash, key.into_boxed_slice())
+    }
+}
+
+/// Whether a stored key is the name followed by the tail.
+fn key_is(key: &[u8], name: &[u8], tail: &[u8; 5]) -> bool {
+    key.len() == name.len() + tail.len() && key.starts_with(name) && key.ends_with(tail)
 }
 
 /// What the cache holds for a question, as [`Cache::peek`] reads it.

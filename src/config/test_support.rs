@@ -77,25 +77,60 @@ pub(crate) fn check_valid(cases: &[Valid<'_>]) {
     }
 }
 
-/// An invalid case: a name, the directives of one block (starting on line 2), the line and
-/// kind of the error, and a piece of its message.
-pub(crate) type Invalid<'a> = (&'a str, &'a str, usize, &'a str, &'a str);
+/// An invalid case: what the input is, the error's line and kind, and a piece of its
+/// message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Invalid<'a> {
+    /// The case, in failure messages.
+    pub(crate) name: &'a str,
+    /// The directives of one block, starting on line 2 ([`check_invalid`]), or a whole
+    /// Corefile ([`check_invalid_corefiles`]).
+    pub(crate) input: &'a str,
+    /// The error's line.
+    pub(crate) line: usize,
+    /// The error's variant, as [`kind`] names it.
+    pub(crate) kind: &'a str,
+    /// A piece of the error's message.
+    pub(crate) message: &'a str,
+}
 
 /// Runs invalid cases through [`block`].
 pub(crate) fn check_invalid(cases: &[Invalid<'_>]) {
-    for (name, directives, line, want_kind, want) in cases {
-        let error = match block(directives) {
-            Ok(server) => panic!("{name}: parsed: {server:#?}"),
-            Err(error) => error,
-        };
-        assert!(error.to_string().contains(want), "{name}: {error}");
+    for case in cases {
+        match block(case.input) {
+            Ok(server) => panic!("{}: parsed: {server:#?}", case.name),
+            Err(error) => case.check(&error),
+        }
+    }
+}
+
+/// Runs invalid cases through [`parse`], each input a whole Corefile.
+pub(crate) fn check_invalid_corefiles(cases: &[Invalid<'_>]) {
+    for case in cases {
+        match parse(case.input) {
+            Ok(config) => panic!("{}: parsed: {config:?}", case.name),
+            Err(error) => case.check(&error),
+        }
+    }
+}
+
+impl Invalid<'_> {
+    /// The error is the one the case expects, in the file `Corefile`.
+    fn check(&self, error: &Error) {
+        let name = self.name;
+        assert!(error.to_string().contains(self.message), "{name}: {error}");
         assert_eq!(
-            (kind(&error), error.line()),
-            (*want_kind, *line),
+            (kind(error), error.line()),
+            (self.kind, self.line),
             "{name}: {error}"
         );
         assert_eq!(error.file(), Path::new("Corefile"), "{name}");
     }
+}
+
+/// The addresses, parsed.
+pub(crate) fn ips(texts: &[&str]) -> Vec<std::net::IpAddr> {
+    texts.iter().map(|t| t.parse().unwrap()).collect()
 }
 
 /// The zones, as text.

@@ -6,10 +6,12 @@
 //! bounds-checked: garbage from an upstream is a mismatch or [`ReplyCheck::Malformed`], never a
 //! panic.
 
+use crate::codes::class::IN as CLASS_IN;
+use crate::codes::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
 pub(super) use crate::wire::HEADER_LEN;
-use crate::wire::{FLAG_QR, FLAG_RD, FLAG_TC, UDP_MIN_PAYLOAD, skip_name};
-use crate::zone::rrset::CLASS_IN;
-use crate::zone::rrset::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
+use crate::wire::{
+    FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, OPCODE_BITS, RCODE_BITS, UDP_MIN_PAYLOAD, skip_name,
+};
 
 /// What forwarding needs to know about a client's query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +94,7 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
     if header.id != id || header.flags & FLAG_QR == 0 || header.opcode() != info.opcode {
         return ReplyCheck::Mismatch;
     }
-    let rcode = header.flags & 0x000f;
+    let rcode = header.flags & RCODE_BITS;
     if header.counts[0] == 0 && rcode != 0 {
         return ReplyCheck::Questionless(ReplyInfo {
             rcode,
@@ -108,7 +110,7 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
         _ => return ReplyCheck::Mismatch,
     }
     let truncated = header.flags & FLAG_TC != 0;
-    let mut rcode = header.flags & 0x000f;
+    let mut rcode = header.flags & RCODE_BITS;
     let mut at = info.question_end;
     for (section, &count) in header.counts[1..].iter().enumerate() {
         for _ in 0..count {
@@ -137,7 +139,11 @@ pub(super) fn error_reply(query: &[u8], info: &QueryInfo, id: u16, rcode: u16) -
     set_id(&mut reply, id);
     let flags = u16::from_be_bytes([query[2], query[3]]);
     // QR, the query's opcode and RD (and CD), the rcode; no AA, TC, RA or AD.
-    let flags = FLAG_QR | (flags & 0x7800) | (flags & FLAG_RD) | (flags & 0x0010) | (rcode & 0xf);
+    let flags = FLAG_QR
+        | (flags & OPCODE_BITS)
+        | (flags & FLAG_RD)
+        | (flags & FLAG_CD)
+        | (rcode & RCODE_BITS);
     reply[2..4].copy_from_slice(&flags.to_be_bytes());
     reply[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
     reply

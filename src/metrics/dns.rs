@@ -30,6 +30,8 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::codes::rtype;
+
 use super::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, Kind, SIZE_BUCKETS};
 
 /// The zone label of queries that never reached a plugin (CoreDNS's `vars.Dropped`: no
@@ -209,24 +211,24 @@ const OTHER_TYPE: usize = TYPES - 1;
 /// The index of `qtype` in [`TYPE_LABELS`].
 const fn type_index(qtype: u16) -> usize {
     match qtype {
-        1 => 0,   // A
-        28 => 1,  // AAAA
-        255 => 2, // ANY
-        252 => 3, // AXFR
-        5 => 4,   // CNAME
-        48 => 5,  // DNSKEY
-        43 => 6,  // DS
-        65 => 7,  // HTTPS
-        251 => 8, // IXFR
-        15 => 9,  // MX
-        2 => 10,  // NS
-        47 => 11, // NSEC
-        50 => 12, // NSEC3
-        12 => 13, // PTR
-        46 => 14, // RRSIG
-        6 => 15,  // SOA
-        33 => 16, // SRV
-        16 => 17, // TXT
+        rtype::A => 0,
+        rtype::AAAA => 1,
+        rtype::ANY => 2,
+        rtype::AXFR => 3,
+        rtype::CNAME => 4,
+        rtype::DNSKEY => 5,
+        rtype::DS => 6,
+        rtype::HTTPS => 7,
+        rtype::IXFR => 8,
+        rtype::MX => 9,
+        rtype::NS => 10,
+        rtype::NSEC => 11,
+        rtype::NSEC3 => 12,
+        rtype::PTR => 13,
+        rtype::RRSIG => 14,
+        rtype::SOA => 15,
+        rtype::SRV => 16,
+        rtype::TXT => 17,
         _ => OTHER_TYPE,
     }
 }

@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::codes::class;
 use crate::config::{Consolidate, ErrorsConfig, LogConfig, LogLevel};
 use crate::wire::{Request, rcode_name};
 use crate::zone::name::{WireName, suffix_offset, write_dotted};
@@ -273,11 +274,11 @@ pub fn type_name(rtype: u16) -> String {
 
 fn class_name(class: u16) -> String {
     match class {
-        1 => "IN".to_owned(),
-        3 => "CH".to_owned(),
-        4 => "HS".to_owned(),
-        254 => "NONE".to_owned(),
-        255 => "ANY".to_owned(),
+        class::IN => "IN".to_owned(),
+        class::CH => "CH".to_owned(),
+        class::HS => "HS".to_owned(),
+        class::NONE => "NONE".to_owned(),
+        class::ANY => "ANY".to_owned(),
         other => format!("CLASS{other}"),
     }
 }

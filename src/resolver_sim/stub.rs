@@ -10,8 +10,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::codes::{rcode, rtype};
 use crate::config::ResolvConf;
-use crate::wire::rcode;
 
 /// Which C library's resolver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -88,16 +88,16 @@ impl Qtype {
     /// The record type number.
     pub fn number(self) -> u16 {
         match self {
-            Self::A => 1,
-            Self::Aaaa => 28,
-            Self::Srv => 33,
-            Self::Ptr => 12,
-            Self::Txt => 16,
-            Self::Mx => 15,
-            Self::Cname => 5,
-            Self::Ns => 2,
-            Self::Soa => 6,
-            Self::Caa => 257,
+            Self::A => rtype::A,
+            Self::Aaaa => rtype::AAAA,
+            Self::Srv => rtype::SRV,
+            Self::Ptr => rtype::PTR,
+            Self::Txt => rtype::TXT,
+            Self::Mx => rtype::MX,
+            Self::Cname => rtype::CNAME,
+            Self::Ns => rtype::NS,
+            Self::Soa => rtype::SOA,
+            Self::Caa => rtype::CAA,
         }
     }
 

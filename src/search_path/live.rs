@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::Stem;
+use crate::codes::rcode::{NOERROR, NXDOMAIN};
 use crate::metrics::{Collect, Counter, Exposition, Histogram, Kind};
 
 /// Namespaces with counters of their own, at most (the configured limit is lower or equal).
@@ -47,10 +48,6 @@ pub const LENGTH_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0];
 const AS_TYPED: u8 = u8::MAX;
 /// The row of namespaces past the limit.
 const OTHER: usize = MAX_NAMESPACES;
-/// NOERROR.
-const NOERROR: u16 = 0;
-/// NXDOMAIN.
-const NXDOMAIN: u16 = 3;
 
 /// One walk in flight.
 #[derive(Debug, Clone, Copy, Default)]

@@ -33,11 +33,11 @@ use hickory_proto::rr::Record;
 use self::chase::Chase;
 use super::{Block, Pending, Transport, transfer};
 use crate::cache::Hit;
+use crate::codes::{class, rtype};
 use crate::forward::Forwarded;
 use crate::metrics::dns::Plugin;
 use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
 use crate::zone::Rcode;
-use crate::zone::rrset::{CLASS_IN, rtype};
 
 pub(crate) use self::rewrite::Revert;
 
@@ -440,7 +440,9 @@ impl Chain {
             Some(Hit::Stale) | None if looping() => return looped(out),
             Some(Hit::Stale) | None => return Some(Flow::Upstream(forwarder)),
         };
+        // In place for the shapes replies have; any other is decoded and shuffled.
         if block.loadbalance
+            && !reply::shuffle_in_place(out).unwrap_or(false)
             && let Some(shuffled) = reply::shuffle(out)
         {
             *out = shuffled;
@@ -512,7 +514,7 @@ fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
 fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) {
     const HINFO: &[u8] = b"\x0dANY obsoleted\x0cSee RFC 8482";
     let mut reply = wire::QuestionAnswers::new(request, out);
-    reply.answer(rtype::HINFO, CLASS_IN, 8482, HINFO);
+    reply.answer(rtype::HINFO, class::IN, 8482, HINFO);
     reply.finish(rcode::NOERROR, false, limit);
 }
 

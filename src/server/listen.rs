@@ -1,16 +1,22 @@
 //! Binding UDP and TCP on the same address and port.
+//!
+//! UDP is bound as a group of sockets sharing the port (`SO_REUSEPORT`): the kernel hashes
+//! each client's address and port to one socket of the group, so the worker blocked on that
+//! socket is the only one woken for the packet. The sockets are blocking: a worker waits in
+//! `recvmmsg` itself rather than in a reactor (see [`super::udp`]).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::{TcpListener, UdpSocket};
+use tokio::net::TcpListener;
 
-/// A UDP socket and a TCP listener on the same address and port.
+/// UDP sockets and a TCP listener on the same address and port.
 #[derive(Debug)]
 pub struct Listener {
-    /// The UDP socket.
-    pub udp: UdpSocket,
+    /// The UDP sockets, one per worker, all bound to `addr`.
+    pub udp: Vec<std::net::UdpSocket>,
     /// The TCP listener.
     pub tcp: TcpListener,
     /// The address both are bound to (the real port when 0 was asked for).
@@ -21,22 +27,28 @@ pub struct Listener {
 /// already taken.
 const PORT_ATTEMPTS: usize = 32;
 
-/// Binds UDP and TCP on each address. Port 0 picks one free port for both.
-pub async fn bind_all(addrs: &[SocketAddr]) -> io::Result<Vec<Listener>> {
+/// How long a UDP worker's receive waits before it looks whether it should stop. Stopping
+/// wakes it at once (`shutdown`); this only bounds a wake-up that went missing.
+const RECEIVE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Binds TCP and `udp_sockets` UDP sockets (at least one) on each address. Port 0 picks one
+/// free port for all of them.
+pub async fn bind_all(addrs: &[SocketAddr], udp_sockets: usize) -> io::Result<Vec<Listener>> {
     let mut listeners = Vec::with_capacity(addrs.len());
     for &addr in addrs {
-        listeners.push(bind_pair(addr).await?);
+        listeners.push(bind_pair(addr, udp_sockets.max(1)).await?);
     }
     Ok(listeners)
 }
 
 /// Binds `addr`. The IPv4 wildcard `0.0.0.0` (a block without `bind`) is bound as `[::]`
 /// accepting both families where the host has IPv6, as CoreDNS's `.:53` listens on both.
-async fn bind_pair(addr: SocketAddr) -> io::Result<Listener> {
+async fn bind_pair(addr: SocketAddr, udp_sockets: usize) -> io::Result<Listener> {
     if addr.ip() == Ipv4Addr::UNSPECIFIED && ipv6_available() {
-        return bind_pair_on(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), addr.port())).await;
+        let wildcard = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), addr.port());
+        return bind_pair_on(wildcard, udp_sockets).await;
     }
-    bind_pair_on(addr).await
+    bind_pair_on(addr, udp_sockets).await
 }
 
 /// Whether this host can open IPv6 sockets at all (a kernel booted with `ipv6.disable=1`,
@@ -45,18 +57,22 @@ fn ipv6_available() -> bool {
     std::net::UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).is_ok()
 }
 
-async fn bind_pair_on(addr: SocketAddr) -> io::Result<Listener> {
+async fn bind_pair_on(addr: SocketAddr, udp_sockets: usize) -> io::Result<Listener> {
     if addr.port() != 0 {
-        let udp = bind_udp(addr).map_err(|e| context(e, "udp", addr))?;
+        let udp = bind_udp_group(addr, udp_sockets)?;
         let tcp = bind_tcp(addr).map_err(|e| context(e, "tcp", addr))?;
         return Ok(Listener { udp, tcp, addr });
     }
     let mut last = None;
     for _ in 0..PORT_ATTEMPTS {
-        let udp = bind_udp(addr).map_err(|e| context(e, "udp", addr))?;
-        let bound = udp.local_addr()?;
+        let first = bind_udp(addr).map_err(|e| context(e, "udp", addr))?;
+        let bound = first.local_addr()?;
         match bind_tcp(bound) {
             Ok(tcp) => {
+                let mut udp = vec![first];
+                for _ in 1..udp_sockets {
+                    udp.push(bind_udp(bound).map_err(|e| context(e, "udp", bound))?);
+                }
                 return Ok(Listener {
                     udp,
                     tcp,
@@ -70,6 +86,13 @@ async fn bind_pair_on(addr: SocketAddr) -> io::Result<Listener> {
     Err(last.unwrap_or_else(|| io::Error::other("no free port for UDP and TCP together")))
 }
 
+/// `count` UDP sockets sharing `addr` (its port given).
+fn bind_udp_group(addr: SocketAddr, count: usize) -> io::Result<Vec<std::net::UdpSocket>> {
+    (0..count)
+        .map(|_| bind_udp(addr).map_err(|e| context(e, "udp", addr)))
+        .collect()
+}
+
 /// A socket for `addr`: an IPv6 wildcard explicitly takes IPv4 too (whatever the
 /// `net.ipv6.bindv6only` sysctl says), any other address only its own family.
 fn socket(addr: SocketAddr, kind: Type, protocol: Protocol) -> io::Result<Socket> {
@@ -81,10 +104,15 @@ fn socket(addr: SocketAddr, kind: Type, protocol: Protocol) -> io::Result<Socket
     Ok(socket)
 }
 
-fn bind_udp(addr: SocketAddr) -> io::Result<UdpSocket> {
+/// One socket of a UDP group: blocking, with `SO_REUSEPORT` so the next one can share the
+/// port (the kernel only lets sockets of the same user join a group).
+fn bind_udp(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let socket = socket(addr, Type::DGRAM, Protocol::UDP)?;
+    socket.set_nonblocking(false)?;
+    socket.set_reuse_port(true)?;
+    socket.set_read_timeout(Some(RECEIVE_TIMEOUT))?;
     socket.bind(&addr.into())?;
-    UdpSocket::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// Backlog of the TCP listeners (what Go's listeners ask for, capped by somaxconn).

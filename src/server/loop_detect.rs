@@ -8,8 +8,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use crate::codes::rtype;
 use crate::zone::name::WireName;
-use crate::zone::rrset::rtype;
 
 /// How many times the probe may be seen before it is a loop (CoreDNS: more than two).
 const LOOP_THRESHOLD: u32 = 2;

@@ -1,10 +1,13 @@
 //! The DNS server: listeners, and the request path they share.
 //!
-//! UDP, where nearly every query arrives, is served by a loop of our own
-//! ([`udp`]): parse the question in place, look the name up in the current snapshot, copy
-//! the prepared records out, send — no task, no allocation per query. TCP ([`tcp`]) frames
-//! messages on connections of its own, capped process-wide, and hands each to the same
-//! [`Handler::respond`]. Zone transfers ([`transfer`]) are TCP only.
+//! UDP, where nearly every query arrives, is served by workers of our own ([`udp`]): a
+//! thread and a `SO_REUSEPORT` socket per CPU the process may use, each taking datagrams in
+//! batches (`recvmmsg`), parsing the question in place, looking the name up in the current
+//! snapshot, copying the prepared records out, and sending the batch's replies together
+//! (`sendmmsg`) — no task, no allocation per query. TCP ([`tcp`]) serves each connection in
+//! one task, capped process-wide, answering the messages that arrived together with the same
+//! [`Handler::respond`] and writing their replies at once. Zone transfers ([`transfer`]) are
+//! TCP only.
 
 mod chain;
 mod debug;

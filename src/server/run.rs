@@ -281,7 +281,7 @@ struct Listener {
     bound: SocketAddr,
     handler: Arc<ArcSwap<Handler>>,
     stop: CancellationToken,
-    udp: Vec<tokio::task::JoinHandle<()>>,
+    udp: udp::Workers,
     tcp: tokio::task::JoinHandle<()>,
 }
 
@@ -362,25 +362,26 @@ impl Running {
             .filter(|addr| !self.listeners.contains_key(addr))
             .copied()
             .collect();
-        let bound = bind_all(&missing).await?;
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let bound = bind_all(&missing, usable_cpus()).await?;
         for (configured, listener) in missing.into_iter().zip(bound) {
             // The handler is in place before the first packet can arrive.
             let handler = Arc::new(ArcSwap::from_pointee(
                 self.handler_for(&configured, listener.addr),
             ));
             let stop = CancellationToken::new();
-            let socket = Arc::new(listener.udp);
-            let udp = (0..workers)
-                .map(|_| {
-                    tokio::spawn(udp::serve(
-                        Arc::clone(&socket),
-                        Arc::clone(&handler),
-                        stop.clone(),
-                    ))
-                })
-                .collect();
+            let udp = udp::start(listener.udp, &handler, &tokio::runtime::Handle::current())
+                .map_err(|error| {
+                    std::io::Error::new(
+                        error.kind(),
+                        format!("cannot start the udp workers of {}: {error}", listener.addr),
+                    )
+                })?;
             let tcp = tokio::spawn(tcp::serve(listener.tcp, Arc::clone(&handler), stop.clone()));
+            tracing::info!(
+                "udp {}: {} udp workers, one socket each",
+                listener.addr,
+                udp.len()
+            );
             tracing::info!("listening on udp {}", listener.addr);
             tracing::info!("listening on tcp {}", listener.addr);
             self.listeners.insert(
@@ -571,10 +572,16 @@ impl Running {
 
 async fn close(mut listener: Listener) {
     listener.stop.cancel();
-    for task in listener.udp.drain(..) {
-        let _ = task.await;
-    }
+    listener.udp.stop().await;
     let _ = (&mut listener.tcp).await;
+}
+
+/// The CPUs this process may run on: its affinity mask, and its cgroup's CPU quota
+/// (`cpu.max`, or v1's `cfs_quota_us`) rounded up, as the standard library counts them. A
+/// pod without a CPU limit counts every core of its node: a worker per core then, each
+/// blocked on its own socket until a packet comes for it.
+fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 fn display_addr(addr: SocketAddr) -> String {
@@ -641,7 +648,7 @@ async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: Canc
 fn probe_query(name: &crate::zone::name::WireName) -> Vec<u8> {
     let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
     query.extend_from_slice(name.as_bytes());
-    query.extend_from_slice(&crate::zone::rrset::rtype::HINFO.to_be_bytes());
-    query.extend_from_slice(&crate::zone::rrset::CLASS_IN.to_be_bytes());
+    query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());
+    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
     query
 }

@@ -4,9 +4,9 @@
 use std::net::IpAddr;
 
 use super::{Block, Outcome, Transport};
+use crate::codes::rtype;
 use crate::wire::{self, Request, rcode};
 use crate::zone::name::suffix_offset;
-use crate::zone::rrset::rtype;
 use crate::zone::zonefile;
 
 /// Answers an AXFR or IXFR query for `block`.

@@ -4,8 +4,8 @@
 //! Compression pointers only point backwards, so cutting a message at a section boundary
 //! never leaves a dangling pointer; rewriting a TTL never moves a byte.
 
-use super::{Edns, HEADER_LEN, skip_name};
-use crate::zone::rrset::rtype;
+use super::{Edns, FLAG_TC, HEADER_LEN, RCODE_BITS, skip_name};
+use crate::codes::rtype;
 
 /// One record's position in a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +38,22 @@ pub fn counts(message: &[u8]) -> Result<[u16; 4], BadReply> {
 
 /// Every record of the message, in order, after the question section.
 pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, BadReply> {
+    let mut out = Vec::new();
+    each_record(message, |record| out.push(record))?;
+    Ok(out)
+}
+
+/// Calls `f` with every record of the message, in order, after the question section: the
+/// walk of [`records`] without collecting them, for the paths that must not allocate.
+pub fn each_record(message: &[u8], mut f: impl FnMut(RecordAt)) -> Result<(), BadReply> {
     let [questions, answers, authority, additional] = counts(message)?;
     let mut at = HEADER_LEN;
     for _ in 0..questions {
         at = skip_name(message, at).ok_or(BadReply)? + 4;
     }
-    let mut out = Vec::with_capacity(usize::from(answers + authority + additional));
+    if at > message.len() {
+        return Err(BadReply);
+    }
     for (section, count) in [(1u8, answers), (2, authority), (3, additional)] {
         for _ in 0..count {
             let start = at;
@@ -55,7 +65,7 @@ pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, BadReply> {
             if end > message.len() {
                 return Err(BadReply);
             }
-            out.push(RecordAt {
+            f(RecordAt {
                 section,
                 start,
                 fixed,
@@ -65,7 +75,20 @@ pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, BadReply> {
             at = end;
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Where the question section ends (the first record, or the end of the message).
+fn question_end(message: &[u8]) -> Result<usize, BadReply> {
+    let [questions, ..] = counts(message)?;
+    let mut at = HEADER_LEN;
+    for _ in 0..questions {
+        at = skip_name(message, at).ok_or(BadReply)? + 4;
+    }
+    if at > message.len() {
+        return Err(BadReply);
+    }
+    Ok(at)
 }
 
 /// The rcode of a message, with the extended bits of its OPT record.
@@ -73,12 +96,14 @@ pub fn rcode(message: &[u8]) -> Result<u16, BadReply> {
     if message.len() < HEADER_LEN {
         return Err(BadReply);
     }
-    let low = u16::from(message[3] & 0x0f);
-    let high = records(message)?
-        .iter()
-        .find(|r| r.section == 3 && r.rtype == rtype::OPT)
-        .map_or(0, |opt| u16::from(message[opt.fixed + 4]));
-    Ok(high << 4 | low)
+    let low = u16::from(message[3]) & RCODE_BITS;
+    let mut high = None;
+    each_record(message, |record| {
+        if high.is_none() && record.section == 3 && record.rtype == rtype::OPT {
+            high = Some(u16::from(message[record.fixed + 4]));
+        }
+    })?;
+    Ok(high.unwrap_or(0) << 4 | low)
 }
 
 /// Sets the message ID.
@@ -90,10 +115,16 @@ pub fn set_id(message: &mut [u8], id: u16) {
 
 /// Sets the TTL of every record but OPT to `ttl`.
 pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), BadReply> {
-    for record in records(message)? {
+    // Every field is found first and written after, so the walk reads an unchanged message;
+    // a TTL moves no byte, so the offsets stay true.
+    let mut fields: smallvec::SmallVec<[usize; 32]> = smallvec::SmallVec::new();
+    each_record(message, |record| {
         if record.rtype != rtype::OPT {
-            message[record.fixed + 4..record.fixed + 8].copy_from_slice(&ttl.to_be_bytes());
+            fields.push(record.fixed + 4);
         }
+    })?;
+    for at in fields {
+        message[at..at + 4].copy_from_slice(&ttl.to_be_bytes());
     }
     Ok(())
 }
@@ -127,13 +158,15 @@ pub fn fit_for_client(
     limit: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), BadReply> {
-    let records = records(message)?;
     let rcode = rcode(message)?;
-    let question_end = records.first().map_or(message.len(), |r| r.start);
-    let additional_start = records
-        .iter()
-        .find(|r| r.section == 3)
-        .map_or(message.len(), |r| r.start);
+    let question_end = question_end(message)?;
+    let mut additional_start = None;
+    each_record(message, |record| {
+        if record.section == 3 && additional_start.is_none() {
+            additional_start = Some(record.start);
+        }
+    })?;
+    let additional_start = additional_start.unwrap_or(message.len());
     let [questions, answers, authority, _] = counts(message)?;
 
     out.clear();
@@ -143,24 +176,28 @@ pub fn fit_for_client(
     // (RFC 2181 §9). A record may point at a name in one before it, so what goes is a tail.
     let mut additional = 0u16;
     let mut set_start = (out.len(), additional);
-    let mut set_key: Option<(Vec<u8>, u16)> = None;
-    for record in records
-        .iter()
-        .filter(|r| r.section == 3 && r.rtype != rtype::OPT)
-    {
-        let key = (owner(message, record.start), record.rtype);
-        if set_key.as_ref() != Some(&key) {
+    // The owner offset and type of the RRset being copied.
+    let mut set_key: Option<(usize, u16)> = None;
+    let mut full = false;
+    each_record(message, |record| {
+        if full || record.section != 3 || record.rtype == rtype::OPT {
+            return;
+        }
+        let same_set = set_key.is_some_and(|(owner, rtype)| {
+            rtype == record.rtype && same_name(message, owner, record.start)
+        });
+        if !same_set {
             set_start = (out.len(), additional);
-            set_key = Some(key);
+            set_key = Some((record.start, record.rtype));
         }
         out.extend_from_slice(&message[record.start..record.end]);
         additional += 1;
         if out.len() + opt_len > limit {
             out.truncate(set_start.0);
             additional = set_start.1;
-            break;
+            full = true;
         }
-    }
+    })?;
     let mut counts = [questions, answers, authority, additional];
     let mut truncated = false;
     if out.len() + opt_len > limit {
@@ -180,7 +217,7 @@ pub fn fit_for_client(
     }
     set_id(out, id);
     if truncated {
-        out[2] |= 0x02;
+        out[2] |= FLAG_TC.to_be_bytes()[0];
     }
     for (index, count) in counts.iter().enumerate() {
         out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
@@ -188,39 +225,139 @@ pub fn fit_for_client(
     Ok(())
 }
 
-/// The owner name of the record at `at`, pointers followed, lower case (empty when it does
-/// not decode).
-fn owner(message: &[u8], mut at: usize) -> Vec<u8> {
-    let mut name = Vec::new();
-    // Each pointer must go backwards, so this ends.
-    let mut limit = at;
+/// The next label of a name being read at `*at` (pointers followed, each only backwards so
+/// that the walk ends): `Some(label)`, or `None` at the root or on a name that does not
+/// decode (`*at` is then past the message, so that both read as ended, and differ).
+fn next_label<'a>(message: &'a [u8], at: &mut usize, limit: &mut usize) -> Option<&'a [u8]> {
     loop {
-        let Some(&len) = message.get(at) else {
-            return Vec::new();
-        };
+        let len = *message.get(*at)?;
         match len {
-            0 => return name,
+            0 => return None,
             1..=63 => {
-                let Some(label) = message.get(at..at + 1 + usize::from(len)) else {
-                    return Vec::new();
-                };
-                name.extend(label.iter().map(u8::to_ascii_lowercase));
-                at += 1 + usize::from(len);
+                let label = message.get(*at + 1..*at + 1 + usize::from(len))?;
+                *at += 1 + usize::from(len);
+                return Some(label);
             }
             0xc0..=0xff => {
-                let Some(&low) = message.get(at + 1) else {
-                    return Vec::new();
-                };
+                let low = *message.get(*at + 1)?;
                 let target = usize::from(u16::from_be_bytes([len & 0x3f, low]));
-                if target >= limit {
-                    return Vec::new();
+                if target >= *limit {
+                    *at = usize::MAX;
+                    return None;
                 }
-                limit = target;
-                at = target;
+                *limit = target;
+                *at = target;
             }
-            _ => return Vec::new(),
+            _ => {
+                *at = usize::MAX;
+                return None;
+            }
         }
     }
+}
+
+/// Whether the names at offsets `a` and `b` of `message` are the same name (ASCII case
+/// aside), compressed or not. A name that does not decode is the same as none.
+fn same_name(message: &[u8], a: usize, b: usize) -> bool {
+    let (mut at_a, mut limit_a, mut at_b, mut limit_b) = (a, a, b, b);
+    loop {
+        let left = next_label(message, &mut at_a, &mut limit_a);
+        let right = next_label(message, &mut at_b, &mut limit_b);
+        match (left, right) {
+            (None, None) => return at_a != usize::MAX && at_b != usize::MAX,
+            (Some(left), Some(right)) if left.eq_ignore_ascii_case(right) => {}
+            _ => return false,
+        }
+    }
+}
+
+/// *loadbalance* in place, for the shapes replies have: in each section, CNAMEs, then other
+/// records, then the A or the AAAA records of one owner, then at most one MX — the order
+/// CoreDNS's `roundRobin` leaves — so shuffling the addresses' RDATA among their records is
+/// the shuffle, and no byte of a name moves. The OPT record is passed over wherever it is.
+/// `Ok(false)`: another shape, for [`shuffle`] (which decodes) to do.
+pub fn shuffle_in_place(message: &mut [u8]) -> Result<bool, BadReply> {
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Stage {
+        Cname,
+        Other,
+        Address,
+        Mx,
+    }
+    let mut simple = true;
+    // Per section: the stage reached, the address type and first owner, the RDATA offsets.
+    let mut stage = Stage::Cname;
+    let mut section = 0u8;
+    let mut owner = 0usize;
+    let mut address_type = 0u16;
+    let mut rdata: smallvec::SmallVec<[usize; 16]> = smallvec::SmallVec::new();
+    let mut shuffles: smallvec::SmallVec<[(usize, usize, usize); 3]> = smallvec::SmallVec::new();
+    let mut positions: smallvec::SmallVec<[usize; 48]> = smallvec::SmallVec::new();
+    let mut close = |rdata: &mut smallvec::SmallVec<[usize; 16]>, address_type: u16| {
+        if rdata.len() > 1 {
+            let start = positions.len();
+            positions.extend(rdata.iter().copied());
+            let len = if address_type == rtype::A { 4 } else { 16 };
+            shuffles.push((start, positions.len(), len));
+        }
+        rdata.clear();
+    };
+    let view: &[u8] = message;
+    each_record(view, |record| {
+        if !simple || record.rtype == rtype::OPT {
+            return;
+        }
+        if record.section != section {
+            close(&mut rdata, address_type);
+            section = record.section;
+            stage = Stage::Cname;
+            address_type = 0;
+        }
+        let this = match record.rtype {
+            rtype::CNAME => Stage::Cname,
+            rtype::A | rtype::AAAA => Stage::Address,
+            rtype::MX => Stage::Mx,
+            _ => Stage::Other,
+        };
+        if this < stage || (this == Stage::Mx && stage == Stage::Mx) {
+            simple = false;
+            return;
+        }
+        stage = this;
+        if this == Stage::Address {
+            let rdlen = record.end - record.fixed - 10;
+            let expected = if record.rtype == rtype::A { 4 } else { 16 };
+            if address_type == 0 {
+                address_type = record.rtype;
+                owner = record.start;
+            } else if address_type != record.rtype || !same_name(view, owner, record.start) {
+                simple = false;
+                return;
+            }
+            if rdlen != expected {
+                simple = false;
+                return;
+            }
+            rdata.push(record.fixed + 10);
+        }
+    })?;
+    if !simple {
+        return Ok(false);
+    }
+    close(&mut rdata, address_type);
+    for &(start, end, len) in &shuffles {
+        let group = &positions[start..end];
+        for i in (1..group.len()).rev() {
+            let j = fastrand::usize(..=i);
+            if i != j {
+                let mut held = [0u8; 16];
+                held[..len].copy_from_slice(&message[group[i]..group[i] + len]);
+                message.copy_within(group[j]..group[j] + len, group[i]);
+                message[group[j]..group[j] + len].copy_from_slice(&held[..len]);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The *loadbalance* plugin on a reply from elsewhere (CoreDNS `roundRobin`, per section):
@@ -308,6 +445,109 @@ mod tests {
             m.edns = Some(edns);
         }
         m.to_vec().unwrap()
+    }
+
+    /// A reply of `records` (owner, type, data) in the answer section, for the shapes
+    /// *loadbalance* meets.
+    fn answers(records: &[(&str, RData)]) -> Vec<u8> {
+        let mut m = Message::new(7, MessageType::Response, OpCode::Query);
+        m.add_query(Query::query(
+            Name::from_str(records[0].0).unwrap(),
+            RecordType::A,
+        ));
+        for (owner, data) in records {
+            m.add_answer(Record::from_rdata(
+                Name::from_str(owner).unwrap(),
+                60,
+                data.clone(),
+            ));
+        }
+        let mut edns = HEdns::new();
+        edns.set_max_payload(1232);
+        m.edns = Some(edns);
+        m.to_vec().unwrap()
+    }
+
+    fn a(last: u8) -> RData {
+        RData::A(A::new(192, 0, 2, last))
+    }
+
+    #[test]
+    fn shuffling_in_place_permutes_the_addresses_behind_the_cnames() {
+        let original = reply(5, true);
+        let decoded = |bytes: &[u8]| {
+            let m = Message::from_vec(bytes).unwrap();
+            let types: Vec<RecordType> = m.answers.iter().map(Record::record_type).collect();
+            let firsts: Vec<String> = m.answers.iter().map(|r| r.data.to_string()).collect();
+            (types, firsts, m.additionals.len(), m.edns.is_some())
+        };
+        let (types, before, additional, opt) = decoded(&original);
+        let mut sorted_before = before.clone();
+        sorted_before.sort();
+        let mut first_seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let mut bytes = original.clone();
+            assert_eq!(shuffle_in_place(&mut bytes), Ok(true));
+            assert_eq!(bytes.len(), original.len(), "no byte added or lost");
+            let (shuffled_types, after, shuffled_additional, shuffled_opt) = decoded(&bytes);
+            assert_eq!(shuffled_types, types, "the CNAME stays first");
+            assert_eq!((shuffled_additional, shuffled_opt), (additional, opt));
+            let mut sorted_after = after.clone();
+            sorted_after.sort();
+            assert_eq!(sorted_after, sorted_before, "the same record set");
+            first_seen.insert(after[1].clone());
+        }
+        assert_eq!(first_seen.len(), 5, "every address comes first sometimes");
+    }
+
+    #[test]
+    fn shuffling_in_place_leaves_other_shapes_to_the_decoding_shuffle() {
+        let txt = RData::TXT(hickory_proto::rr::rdata::TXT::new(vec!["x".to_owned()]));
+        let aaaa = RData::AAAA(hickory_proto::rr::rdata::AAAA::new(
+            0x2001, 0xdb8, 0, 0, 0, 0, 0, 1,
+        ));
+        let mx = |pref| {
+            RData::MX(hickory_proto::rr::rdata::MX::new(
+                pref,
+                Name::from_str("mail.example.com.").unwrap(),
+            ))
+        };
+        let cases: [(&str, Vec<(&str, RData)>); 4] = [
+            (
+                "a record after the addresses",
+                vec![
+                    ("w.example.com.", a(1)),
+                    ("w.example.com.", a(2)),
+                    ("w.example.com.", txt),
+                ],
+            ),
+            (
+                "A and AAAA together",
+                vec![("w.example.com.", a(1)), ("w.example.com.", aaaa)],
+            ),
+            (
+                "addresses of two owners",
+                vec![("w.example.com.", a(1)), ("v.example.com.", a(2))],
+            ),
+            (
+                "two MX",
+                vec![("example.com.", mx(10)), ("example.com.", mx(20))],
+            ),
+        ];
+        for (case, records) in cases {
+            let mut bytes = answers(&records);
+            let original = bytes.clone();
+            assert_eq!(shuffle_in_place(&mut bytes), Ok(false), "{case}");
+            assert_eq!(bytes, original, "{case}: untouched");
+            assert!(
+                shuffle(&bytes).is_some(),
+                "{case}: the decoding shuffle takes it"
+            );
+        }
+        // Owners spelled in another case, and one compressed and one not, are one owner.
+        let mut bytes = answers(&[("w.example.com.", a(1)), ("W.Example.COM.", a(2))]);
+        assert_eq!(shuffle_in_place(&mut bytes), Ok(true));
+        assert_eq!(shuffle_in_place(&mut [0u8; 5]), Err(BadReply));
     }
 
     #[test]

@@ -9,9 +9,10 @@ use super::multicluster::{self, ImportView};
 use super::name::{WireName, parent};
 use super::node::Node;
 use super::records::{self, Filter, View};
-use super::rrset::{self, rtype};
+use super::rrset;
 use super::shards::Sharded;
 use super::{Map, ServedZone, Snapshot, Soa};
+use crate::codes::rtype;
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Pod, PodPhase, Service};
 

@@ -34,9 +34,10 @@ use super::builder::Builder;
 use super::name::{WireName, labels, suffix_offset};
 use super::node::Node;
 use super::records::{self, Filter, ServiceView, View};
-use super::rrset::{self, rtype};
+use super::rrset;
 use super::shards::Sharded;
 use super::{Answer, Rcode, Run, ServedZone, Soa};
+use crate::codes::rtype;
 use crate::config::{K8sExternalConfig, KubernetesConfig};
 use crate::model::{Cluster, Service};
 

@@ -36,12 +36,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use smallvec::SmallVec;
 
+use crate::codes::rtype;
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 pub use external::External;
 use name::{WireName, labels, suffix_offset};
 use node::Node;
 pub use records::{trim, trim_cluster};
-use rrset::{RrSet, rtype};
+use rrset::RrSet;
 use shards::Sharded;
 pub use update::{Applied, Change, Incremental};
 

@@ -171,7 +171,7 @@ impl<'a> Iterator for RrSets<'a> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::zone::rrset::rtype;
+    use crate::codes::rtype;
 
     #[test]
     fn packs_and_reads_back_every_part() {

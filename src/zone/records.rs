@@ -7,7 +7,8 @@ use std::net::IpAddr;
 use super::builder::Builder;
 use super::dashed_ip;
 use super::name::WireName;
-use super::rrset::{self, rtype};
+use super::rrset;
+use crate::codes::rtype;
 use crate::config::KubernetesConfig;
 use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
 use crate::model::{

@@ -8,41 +8,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::name::WireName;
-
-/// Record types the zone uses, by number.
-pub mod rtype {
-    /// A.
-    pub const A: u16 = 1;
-    /// NS.
-    pub const NS: u16 = 2;
-    /// CNAME.
-    pub const CNAME: u16 = 5;
-    /// SOA.
-    pub const SOA: u16 = 6;
-    /// PTR.
-    pub const PTR: u16 = 12;
-    /// HINFO (the *loop* plugin's probe).
-    pub const HINFO: u16 = 13;
-    /// MX.
-    pub const MX: u16 = 15;
-    /// TXT.
-    pub const TXT: u16 = 16;
-    /// AAAA.
-    pub const AAAA: u16 = 28;
-    /// SRV.
-    pub const SRV: u16 = 33;
-    /// OPT (EDNS0 pseudo-record).
-    pub const OPT: u16 = 41;
-    /// IXFR.
-    pub const IXFR: u16 = 251;
-    /// AXFR.
-    pub const AXFR: u16 = 252;
-    /// ANY.
-    pub const ANY: u16 = 255;
-}
-
-/// Class IN.
-pub const CLASS_IN: u16 = 1;
+use crate::codes::{class, rtype};
 
 /// The records of one name for one type, in wire format, as a [`Node`](super::node::Node)
 /// holds them.
@@ -148,7 +114,7 @@ impl RrSetBuilder {
 /// TYPE CLASS TTL RDLENGTH.
 pub(crate) fn write_rr_header(out: &mut Vec<u8>, rtype: u16, ttl: u32, rdlen: usize) {
     out.extend_from_slice(&rtype.to_be_bytes());
-    out.extend_from_slice(&CLASS_IN.to_be_bytes());
+    out.extend_from_slice(&class::IN.to_be_bytes());
     out.extend_from_slice(&ttl.to_be_bytes());
     // Every rdata built here is far below 65535 bytes (at most one name and a few integers).
     out.extend_from_slice(&(rdlen as u16).to_be_bytes());

@@ -13,8 +13,9 @@ use serde::Serialize;
 
 use super::name::{WireName, canonical_cmp};
 use super::node::Node;
-use super::rrset::{CLASS_IN, RrSet, rtype};
+use super::rrset::RrSet;
 use super::{Owner, Run, Snapshot};
+use crate::codes::{class, rtype};
 
 /// Every record of `zone` (an index into [`Snapshot::zones`]): the SOA first, then names in
 /// canonical order, types in numeric order, and the records of a set in text order.
@@ -52,7 +53,7 @@ fn decode_rrset(name: &[u8], set: RrSet<'_>) -> Vec<Record> {
     bytes.extend_from_slice(&[0, 0, 0, 0]);
     bytes.extend_from_slice(name);
     bytes.extend_from_slice(&set.rtype.to_be_bytes());
-    bytes.extend_from_slice(&CLASS_IN.to_be_bytes());
+    bytes.extend_from_slice(&class::IN.to_be_bytes());
     let run = Run::answers(set);
     debug_assert_eq!(run.owner, Owner::Question);
     let mut at = 0;

@@ -20,7 +20,7 @@ pub struct TestServer {
 impl TestServer {
     /// Starts `clusterdns ARGS...` and waits for it to listen on UDP and TCP.
     pub fn start(args: &[&str]) -> Self {
-        Self::start_command(Command::new(env!("CARGO_BIN_EXE_clusterdns")), args)
+        Self::start_with(Command::new(env!("CARGO_BIN_EXE_clusterdns")), args)
     }
 
     /// Starts `clusterdns ARGS...` under `prlimit --nofile=NOFILE` (`SOFT:HARD`): the
@@ -30,10 +30,12 @@ impl TestServer {
         command
             .arg(format!("--nofile={nofile}"))
             .arg(env!("CARGO_BIN_EXE_clusterdns"));
-        Self::start_command(command, args)
+        Self::start_with(command, args)
     }
 
-    fn start_command(mut command: Command, args: &[&str]) -> Self {
+    /// Starts `COMMAND ARGS...` (clusterdns behind a wrapper that execs it, such as
+    /// taskset) and waits for it to listen on UDP and TCP.
+    pub fn start_with(mut command: Command, args: &[&str]) -> Self {
         let mut child = command
             .args(args)
             .env("RUST_LOG", "info")

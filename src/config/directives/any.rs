@@ -41,27 +41,27 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "argument",
-                " any HINFO",
-                2,
-                "Invalid",
-                "any: expected exactly 0 arguments, got 1",
-            ),
-            (
-                "option",
-                " any {\n  ttl 5\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'ttl' in any",
-            ),
-            (
-                "twice",
-                " any\n any",
-                3,
-                "Invalid",
-                "any: may be used only once per server block (first at line 2;",
-            ),
+            Invalid {
+                name: "argument",
+                input: " any HINFO",
+                line: 2,
+                kind: "Invalid",
+                message: "any: expected exactly 0 arguments, got 1",
+            },
+            Invalid {
+                name: "option",
+                input: " any {\n  ttl 5\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'ttl' in any",
+            },
+            Invalid {
+                name: "twice",
+                input: " any\n any",
+                line: 3,
+                kind: "Invalid",
+                message: "any: may be used only once per server block (first at line 2;",
+            },
         ];
         check_invalid(cases);
     }

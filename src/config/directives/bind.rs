@@ -79,3 +79,96 @@ fn resolve(line: &Line, args: &[Token], context: &Context<'_>) -> Result<Vec<IpA
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::config::test_support::{Invalid, check_invalid_corefiles, ips, parse};
+
+    #[test]
+    fn bind() {
+        let cases: &[(&str, &str, &[&str])] = &[
+            ("one", "bind 127.0.0.1", &["127.0.0.1"]),
+            (
+                "several and v6",
+                "bind 127.0.0.1 ::1",
+                &["127.0.0.1", "::1"],
+            ),
+            (
+                "duplicates",
+                "bind 127.0.0.1 127.0.0.1\nbind 127.0.0.1",
+                &["127.0.0.1"],
+            ),
+            (
+                "lines add up",
+                "bind 127.0.0.1\nbind 127.0.0.2",
+                &["127.0.0.1", "127.0.0.2"],
+            ),
+            (
+                "interface, link-local skipped",
+                "bind eth0",
+                &["10.1.1.1", "fd00::5"],
+            ),
+            (
+                "except",
+                "bind eth0 lo {\n except fd00::5 lo\n}",
+                &["10.1.1.1"],
+            ),
+        ];
+        for (name, directives, want) in cases {
+            let config =
+                parse(&format!(". {{\n{directives}\n}}")).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(config.servers[0].bind, ips(want), "{name}");
+        }
+    }
+
+    /// Errors of the *bind* directive, in whole Corefiles.
+    #[test]
+    fn errors() {
+        let cases: &[Invalid<'_>] = &[
+            Invalid {
+                name: "bind nothing",
+                input: ". {\n bind\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "bind: expected at least 1 argument, got 0",
+            },
+            Invalid {
+                name: "bind bad",
+                input: ". {\n bind 127.0.0.1 nope0\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "bind: not a valid IP address or interface name: 'nope0'",
+            },
+            Invalid {
+                name: "bind except bad",
+                input: ". {\n bind eth0 {\n  except nope0\n }\n}",
+                line: 3,
+                kind: "Invalid",
+                message: "bind: except: not a valid IP address",
+            },
+            Invalid {
+                name: "bind except all",
+                input: ". {\n bind lo {\n  except 127.0.0.1\n }\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "every address is excluded",
+            },
+            Invalid {
+                name: "bind option",
+                input: ". {\n bind lo {\n  only 127.0.0.1\n }\n}",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'only' in bind",
+            },
+            Invalid {
+                name: "bind except empty",
+                input: ". {\n bind lo {\n  except\n }\n}",
+                line: 3,
+                kind: "Invalid",
+                message: "except: expected at least 1 argument",
+            },
+        ];
+        check_invalid_corefiles(cases);
+    }
+}

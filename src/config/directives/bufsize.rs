@@ -82,36 +82,48 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "too small",
-                " bufsize 511",
-                2,
-                "Invalid",
-                "bufsize: '511' is not a buffer size: SIZE must be an integer from 512 to 4096",
-            ),
-            ("too large", " bufsize 4097", 2, "Invalid", "'4097'"),
-            ("not a number", " bufsize big", 2, "Invalid", "'big'"),
-            (
-                "two",
-                " bufsize 512 1024",
-                2,
-                "Invalid",
-                "bufsize: expected at most 1 argument, got 2",
-            ),
-            (
-                "option",
-                " bufsize {\n  size 512\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'size' in bufsize",
-            ),
-            (
-                "twice",
-                " bufsize\n bufsize 512",
-                3,
-                "Invalid",
-                "bufsize: may be used only once per server block (first at line 2;",
-            ),
+            Invalid {
+                name: "too small",
+                input: " bufsize 511",
+                line: 2,
+                kind: "Invalid",
+                message: "bufsize: '511' is not a buffer size: SIZE must be an integer from 512 to 4096",
+            },
+            Invalid {
+                name: "too large",
+                input: " bufsize 4097",
+                line: 2,
+                kind: "Invalid",
+                message: "'4097'",
+            },
+            Invalid {
+                name: "not a number",
+                input: " bufsize big",
+                line: 2,
+                kind: "Invalid",
+                message: "'big'",
+            },
+            Invalid {
+                name: "two",
+                input: " bufsize 512 1024",
+                line: 2,
+                kind: "Invalid",
+                message: "bufsize: expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "option",
+                input: " bufsize {\n  size 512\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'size' in bufsize",
+            },
+            Invalid {
+                name: "twice",
+                input: " bufsize\n bufsize 512",
+                line: 3,
+                kind: "Invalid",
+                message: "bufsize: may be used only once per server block (first at line 2;",
+            },
         ];
         check_invalid(cases);
     }

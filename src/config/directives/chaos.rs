@@ -109,20 +109,20 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "option",
-                " chaos {\n  version 1\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'version' in chaos",
-            ),
-            (
-                "twice",
-                " chaos\n chaos",
-                3,
-                "Invalid",
-                "chaos: may be used only once per server block (first at line 2;",
-            ),
+            Invalid {
+                name: "option",
+                input: " chaos {\n  version 1\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'version' in chaos",
+            },
+            Invalid {
+                name: "twice",
+                input: " chaos\n chaos",
+                line: 3,
+                kind: "Invalid",
+                message: "chaos: may be used only once per server block (first at line 2;",
+            },
         ];
         check_invalid(cases);
     }

@@ -148,49 +148,55 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "no file",
-                " file",
-                2,
-                "Invalid",
-                "file: expected a zone file (file DBFILE [ZONES...])",
-            ),
-            (
-                "reload without a value",
-                " file db {\n  reload\n }",
-                3,
-                "Invalid",
-                "file: reload duration value is expected",
-            ),
-            (
-                "bad reload",
-                " file db {\n  reload soon\n }",
-                3,
-                "Invalid",
-                "file: reload: invalid duration 'soon'",
-            ),
-            (
-                "reload twice",
-                " file db {\n  reload 1s 2s\n }",
-                3,
-                "Invalid",
-                "reload: expected exactly 1 argument, got 2",
-            ),
-            (
-                "unknown option",
-                " file db {\n  transfer to *\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'transfer' in file",
-            ),
-            (
-                "reload_by_mtime with an argument",
-                " file db {\n  reload_by_mtime yes\n }",
-                3,
-                "Invalid",
-                "reload_by_mtime: expected exactly 0 arguments, got 1",
-            ),
-            ("bad zone", " file db exa..mple", 2, "Invalid", "file: "),
+            Invalid {
+                name: "no file",
+                input: " file",
+                line: 2,
+                kind: "Invalid",
+                message: "file: expected a zone file (file DBFILE [ZONES...])",
+            },
+            Invalid {
+                name: "reload without a value",
+                input: " file db {\n  reload\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "file: reload duration value is expected",
+            },
+            Invalid {
+                name: "bad reload",
+                input: " file db {\n  reload soon\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "file: reload: invalid duration 'soon'",
+            },
+            Invalid {
+                name: "reload twice",
+                input: " file db {\n  reload 1s 2s\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "reload: expected exactly 1 argument, got 2",
+            },
+            Invalid {
+                name: "unknown option",
+                input: " file db {\n  transfer to *\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'transfer' in file",
+            },
+            Invalid {
+                name: "reload_by_mtime with an argument",
+                input: " file db {\n  reload_by_mtime yes\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "reload_by_mtime: expected exactly 0 arguments, got 1",
+            },
+            Invalid {
+                name: "bad zone",
+                input: " file db exa..mple",
+                line: 2,
+                kind: "Invalid",
+                message: "file: ",
+            },
         ];
         check_invalid(cases);
     }

@@ -9,7 +9,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use super::{Context, arguments, duration, http_address, no_block, one_argument, unknown_property};
+use super::{Context, duration, http_listen, no_block, one_argument, unknown_property};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 
@@ -33,10 +33,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr =
 
 /// Parses the `health` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<HealthConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut lameduck = Duration::ZERO;
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -98,83 +95,83 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "twice",
-                " health\n health :8081",
-                3,
-                "Invalid",
-                "health: may be used only once per server block (first at line 2; CoreDNS would",
-            ),
-            (
-                "two addresses",
-                " health :8080 :8081",
-                2,
-                "Invalid",
-                "health: expected at most 1 argument, got 2",
-            ),
-            (
-                "no port",
-                " health 10.0.0.1",
-                2,
-                "Invalid",
-                "health: address '10.0.0.1' has no port",
-            ),
-            (
-                "bad port",
-                " health :http",
-                2,
-                "Invalid",
-                "port 'http' of ':http' is not a number",
-            ),
-            (
-                "empty port",
-                " health localhost:",
-                2,
-                "Invalid",
-                "port '' of 'localhost:'",
-            ),
-            (
-                "host name",
-                " health example.org:8080",
-                2,
-                "Invalid",
-                "host 'example.org' of 'example.org:8080' is not an IP address or localhost",
-            ),
-            (
-                "bare v6",
-                " health ::1:8080",
-                2,
-                "Invalid",
-                "must be in brackets",
-            ),
-            (
-                "bad v6",
-                " health [fd00:::1]:8080",
-                2,
-                "Invalid",
-                "'fd00:::1' in '[fd00:::1]:8080' is not an IPv6 address",
-            ),
-            (
-                "lameduck missing",
-                " health {\n  lameduck\n }",
-                3,
-                "Invalid",
-                "lameduck: expected exactly 1 argument, got 0",
-            ),
-            (
-                "lameduck unit",
-                " health {\n  lameduck 5\n }",
-                3,
-                "Invalid",
-                "lameduck: missing unit in duration '5'",
-            ),
-            (
-                "unknown",
-                " health {\n  path /healthz\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'path' in health",
-            ),
+            Invalid {
+                name: "twice",
+                input: " health\n health :8081",
+                line: 3,
+                kind: "Invalid",
+                message: "health: may be used only once per server block (first at line 2; CoreDNS would",
+            },
+            Invalid {
+                name: "two addresses",
+                input: " health :8080 :8081",
+                line: 2,
+                kind: "Invalid",
+                message: "health: expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "no port",
+                input: " health 10.0.0.1",
+                line: 2,
+                kind: "Invalid",
+                message: "health: address '10.0.0.1' has no port",
+            },
+            Invalid {
+                name: "bad port",
+                input: " health :http",
+                line: 2,
+                kind: "Invalid",
+                message: "port 'http' of ':http' is not a number",
+            },
+            Invalid {
+                name: "empty port",
+                input: " health localhost:",
+                line: 2,
+                kind: "Invalid",
+                message: "port '' of 'localhost:'",
+            },
+            Invalid {
+                name: "host name",
+                input: " health example.org:8080",
+                line: 2,
+                kind: "Invalid",
+                message: "host 'example.org' of 'example.org:8080' is not an IP address or localhost",
+            },
+            Invalid {
+                name: "bare v6",
+                input: " health ::1:8080",
+                line: 2,
+                kind: "Invalid",
+                message: "must be in brackets",
+            },
+            Invalid {
+                name: "bad v6",
+                input: " health [fd00:::1]:8080",
+                line: 2,
+                kind: "Invalid",
+                message: "'fd00:::1' in '[fd00:::1]:8080' is not an IPv6 address",
+            },
+            Invalid {
+                name: "lameduck missing",
+                input: " health {\n  lameduck\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "lameduck: expected exactly 1 argument, got 0",
+            },
+            Invalid {
+                name: "lameduck unit",
+                input: " health {\n  lameduck 5\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "lameduck: missing unit in duration '5'",
+            },
+            Invalid {
+                name: "unknown",
+                input: " health {\n  path /healthz\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'path' in health",
+            },
         ];
         check_invalid(cases);
     }

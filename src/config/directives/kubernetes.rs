@@ -460,3 +460,7 @@ pub(crate) fn is_dns_label(text: &str) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -87,48 +87,48 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "weighted",
-                " loadbalance weighted /etc/weights",
-                2,
-                "Invalid",
-                "loadbalance: the 'weighted' policy is not supported",
-            ),
-            (
-                "unknown policy",
-                " loadbalance random",
-                2,
-                "Invalid",
-                "loadbalance: unknown policy: 'random'",
-            ),
-            (
-                "extra",
-                " loadbalance round_robin x",
-                2,
-                "Invalid",
-                "unknown property 'x' for round_robin",
-            ),
-            (
-                "prefer",
-                " loadbalance {\n  prefer 10.0.0.0/8\n }",
-                3,
-                "UnsupportedProperty",
-                "property 'prefer' of loadbalance is not supported",
-            ),
-            (
-                "unknown option",
-                " loadbalance {\n  weights x\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'weights' in loadbalance",
-            ),
-            (
-                "twice",
-                " loadbalance\n loadbalance",
-                3,
-                "Invalid",
-                "loadbalance: may be used only once per server block (first at line 2;",
-            ),
+            Invalid {
+                name: "weighted",
+                input: " loadbalance weighted /etc/weights",
+                line: 2,
+                kind: "Invalid",
+                message: "loadbalance: the 'weighted' policy is not supported",
+            },
+            Invalid {
+                name: "unknown policy",
+                input: " loadbalance random",
+                line: 2,
+                kind: "Invalid",
+                message: "loadbalance: unknown policy: 'random'",
+            },
+            Invalid {
+                name: "extra",
+                input: " loadbalance round_robin x",
+                line: 2,
+                kind: "Invalid",
+                message: "unknown property 'x' for round_robin",
+            },
+            Invalid {
+                name: "prefer",
+                input: " loadbalance {\n  prefer 10.0.0.0/8\n }",
+                line: 3,
+                kind: "UnsupportedProperty",
+                message: "property 'prefer' of loadbalance is not supported",
+            },
+            Invalid {
+                name: "unknown option",
+                input: " loadbalance {\n  weights x\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'weights' in loadbalance",
+            },
+            Invalid {
+                name: "twice",
+                input: " loadbalance\n loadbalance",
+                line: 3,
+                kind: "Invalid",
+                message: "loadbalance: may be used only once per server block (first at line 2;",
+            },
         ];
         check_invalid(cases);
     }

@@ -265,62 +265,62 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "format not last",
-                " log {common} example.org",
-                2,
-                "Invalid",
-                "log: '{common}' looks like a FORMAT, which must be the last argument",
-            ),
-            (
-                "bad name",
-                " log a..b",
-                2,
-                "Invalid",
-                "log: zone 'a..b' has an empty label",
-            ),
-            (
-                "class nothing",
-                " log {\n  class\n }",
-                3,
-                "Invalid",
-                "class: expected at least 1 argument",
-            ),
-            (
-                "class bad",
-                " log {\n  class failure\n }",
-                3,
-                "Invalid",
-                "class: invalid class 'failure'",
-            ),
-            (
-                "class case",
-                " log {\n  class Denial\n }",
-                3,
-                "Invalid",
-                "'Denial'",
-            ),
-            (
-                "minDuration two",
-                " log {\n  minDuration 1s 2s\n }",
-                3,
-                "Invalid",
-                "minDuration: expected at most 1 argument, got 2",
-            ),
-            (
-                "minDuration bad",
-                " log {\n  minDuration fast\n }",
-                3,
-                "Invalid",
-                "minDuration: invalid duration 'fast'",
-            ),
-            (
-                "unknown",
-                " log {\n  format x\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'format' in log",
-            ),
+            Invalid {
+                name: "format not last",
+                input: " log {common} example.org",
+                line: 2,
+                kind: "Invalid",
+                message: "log: '{common}' looks like a FORMAT, which must be the last argument",
+            },
+            Invalid {
+                name: "bad name",
+                input: " log a..b",
+                line: 2,
+                kind: "Invalid",
+                message: "log: zone 'a..b' has an empty label",
+            },
+            Invalid {
+                name: "class nothing",
+                input: " log {\n  class\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "class: expected at least 1 argument",
+            },
+            Invalid {
+                name: "class bad",
+                input: " log {\n  class failure\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "class: invalid class 'failure'",
+            },
+            Invalid {
+                name: "class case",
+                input: " log {\n  class Denial\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "'Denial'",
+            },
+            Invalid {
+                name: "minDuration two",
+                input: " log {\n  minDuration 1s 2s\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "minDuration: expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "minDuration bad",
+                input: " log {\n  minDuration fast\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "minDuration: invalid duration 'fast'",
+            },
+            Invalid {
+                name: "unknown",
+                input: " log {\n  format x\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'format' in log",
+            },
         ];
         check_invalid(cases);
     }

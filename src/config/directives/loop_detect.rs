@@ -41,27 +41,27 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "argument",
-                " loop 1",
-                2,
-                "Invalid",
-                "loop: expected exactly 0 arguments, got 1",
-            ),
-            (
-                "block",
-                " loop {\n }",
-                2,
-                "Invalid",
-                "loop: takes no '{ ... }' block",
-            ),
-            (
-                "twice",
-                " loop\n loop",
-                3,
-                "Invalid",
-                "plugin/loop: this plugin can only be used once per Server Block (first at line 2)",
-            ),
+            Invalid {
+                name: "argument",
+                input: " loop 1",
+                line: 2,
+                kind: "Invalid",
+                message: "loop: expected exactly 0 arguments, got 1",
+            },
+            Invalid {
+                name: "block",
+                input: " loop {\n }",
+                line: 2,
+                kind: "Invalid",
+                message: "loop: takes no '{ ... }' block",
+            },
+            Invalid {
+                name: "twice",
+                input: " loop\n loop",
+                line: 3,
+                kind: "Invalid",
+                message: "plugin/loop: this plugin can only be used once per Server Block (first at line 2)",
+            },
         ];
         check_invalid(cases);
     }

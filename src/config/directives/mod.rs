@@ -431,11 +431,24 @@ pub(crate) fn number<T: FromStr>(directive: &str, line: &Line, arg: &Token) -> R
     })
 }
 
+/// The `[ADDRESS]` argument of an HTTP endpoint's line (*health*, *ready*, *prometheus*:
+/// at most one), as [`http_address`] reads it, or `default` without one.
+pub(crate) fn http_listen(
+    directive: &str,
+    line: &Line,
+    default: SocketAddr,
+) -> Result<SocketAddr, Error> {
+    match arguments(directive, line, 0, Some(1))?.first() {
+        Some(arg) => http_address(directive, line, arg),
+        None => Ok(default),
+    }
+}
+
 /// The address an HTTP endpoint (*health*, *ready*, *prometheus*) listens on, as CoreDNS takes
 /// it: `:PORT` (every IPv4 address), `IP:PORT`, `[IPV6]:PORT` or `localhost:PORT`
 /// (127.0.0.1). Host names are refused: they would need a DNS lookup before the DNS server
 /// is up.
-pub(crate) fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<SocketAddr, Error> {
+fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<SocketAddr, Error> {
     let bad = |why: String| bad_value(directive, line, arg, &why);
     let text = arg.text.as_str();
     let Some(colon) = text.rfind(':') else {

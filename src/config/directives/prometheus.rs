@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use hickory_proto::rr::Name;
 
 use super::{
-    Context, arguments, bad_value, http_address, no_block, number, one_argument, unknown_property,
+    Context, arguments, bad_value, http_listen, no_block, number, one_argument, unknown_property,
 };
 use crate::config::error::Error;
 use crate::config::syntax::Line;
@@ -59,10 +59,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr:
 
 /// Parses the `prometheus` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<PrometheusConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut search_path = SearchPathConfig::default();
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -170,48 +167,48 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "twice",
-                " prometheus\n prometheus :9153",
-                3,
-                "Invalid",
-                "plugin/prometheus: this plugin can only be used once per Server Block (first at line 2)",
-            ),
-            (
-                "two",
-                " prometheus :9153 :9154",
-                2,
-                "Invalid",
-                "expected at most 1 argument, got 2",
-            ),
-            (
-                "no port",
-                " prometheus localhost",
-                2,
-                "Invalid",
-                "has no port",
-            ),
-            (
-                "unknown option",
-                " prometheus :9153 {\n  lameduck 5s\n }",
-                3,
-                "UnknownProperty",
-                "lameduck",
-            ),
-            (
-                "search_path value",
-                " prometheus {\n  search_path maybe\n }",
-                3,
-                "Invalid",
-                "search_path: 'maybe' must be on or off",
-            ),
-            (
-                "too many namespaces",
-                " prometheus {\n  search_path_namespaces 65\n }",
-                3,
-                "Invalid",
-                "search_path_namespaces: 65 is not between 1 and 64",
-            ),
+            Invalid {
+                name: "twice",
+                input: " prometheus\n prometheus :9153",
+                line: 3,
+                kind: "Invalid",
+                message: "plugin/prometheus: this plugin can only be used once per Server Block (first at line 2)",
+            },
+            Invalid {
+                name: "two",
+                input: " prometheus :9153 :9154",
+                line: 2,
+                kind: "Invalid",
+                message: "expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "no port",
+                input: " prometheus localhost",
+                line: 2,
+                kind: "Invalid",
+                message: "has no port",
+            },
+            Invalid {
+                name: "unknown option",
+                input: " prometheus :9153 {\n  lameduck 5s\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "lameduck",
+            },
+            Invalid {
+                name: "search_path value",
+                input: " prometheus {\n  search_path maybe\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "search_path: 'maybe' must be on or off",
+            },
+            Invalid {
+                name: "too many namespaces",
+                input: " prometheus {\n  search_path_namespaces 65\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "search_path_namespaces: 65 is not between 1 and 64",
+            },
         ];
         check_invalid(cases);
     }

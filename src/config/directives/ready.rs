@@ -7,9 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use super::{
-    Context, arguments, bad_value, http_address, no_block, one_argument, unknown_property,
-};
+use super::{Context, bad_value, http_listen, no_block, one_argument, unknown_property};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 
@@ -32,10 +30,7 @@ pub(crate) const DEFAULT_ADDR: SocketAddr =
 
 /// Parses the `ready` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ReadyConfig, Error> {
-    let addr = match arguments(DIRECTIVE, line, 0, Some(1))?.first() {
-        Some(arg) => http_address(DIRECTIVE, line, arg)?,
-        None => DEFAULT_ADDR,
-    };
+    let addr = http_listen(DIRECTIVE, line, DEFAULT_ADDR)?;
     let mut continuously = false;
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -105,55 +100,55 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "twice",
-                " ready\n ready",
-                3,
-                "Invalid",
-                "plugin/ready: this plugin can only be used once per Server Block",
-            ),
-            (
-                "two arguments",
-                " ready localhost:1234 b",
-                2,
-                "Invalid",
-                "expected at most 1 argument, got 2",
-            ),
-            (
-                "no port",
-                " ready bla",
-                2,
-                "Invalid",
-                "address 'bla' has no port",
-            ),
-            (
-                "monitor value",
-                " ready localhost:1234 {\n  monitor 404\n }",
-                3,
-                "Invalid",
-                "monitor: '404' must be until-ready or continuously",
-            ),
-            (
-                "monitor missing",
-                " ready {\n  monitor\n }",
-                3,
-                "Invalid",
-                "monitor: expected exactly 1 argument, got 0",
-            ),
-            (
-                "monitor extra",
-                " ready {\n  monitor continuously extra\n }",
-                3,
-                "Invalid",
-                "expected exactly 1 argument, got 2",
-            ),
-            (
-                "typo",
-                " ready {\n  monitro continuously\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'monitro' in ready",
-            ),
+            Invalid {
+                name: "twice",
+                input: " ready\n ready",
+                line: 3,
+                kind: "Invalid",
+                message: "plugin/ready: this plugin can only be used once per Server Block",
+            },
+            Invalid {
+                name: "two arguments",
+                input: " ready localhost:1234 b",
+                line: 2,
+                kind: "Invalid",
+                message: "expected at most 1 argument, got 2",
+            },
+            Invalid {
+                name: "no port",
+                input: " ready bla",
+                line: 2,
+                kind: "Invalid",
+                message: "address 'bla' has no port",
+            },
+            Invalid {
+                name: "monitor value",
+                input: " ready localhost:1234 {\n  monitor 404\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "monitor: '404' must be until-ready or continuously",
+            },
+            Invalid {
+                name: "monitor missing",
+                input: " ready {\n  monitor\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "monitor: expected exactly 1 argument, got 0",
+            },
+            Invalid {
+                name: "monitor extra",
+                input: " ready {\n  monitor continuously extra\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "expected exactly 1 argument, got 2",
+            },
+            Invalid {
+                name: "typo",
+                input: " ready {\n  monitro continuously\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'monitro' in ready",
+            },
         ];
         check_invalid(cases);
     }

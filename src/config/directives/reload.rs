@@ -117,55 +117,55 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "three",
-                " reload 1m 10s 1s",
-                2,
-                "Invalid",
-                "reload: expected at most 2 arguments, got 3",
-            ),
-            (
-                "interval small",
-                " reload 1s",
-                2,
-                "Invalid",
-                "reload: interval value must be greater or equal to 2s, not 1s",
-            ),
-            (
-                "jitter small",
-                " reload 30s 500ms",
-                2,
-                "Invalid",
-                "jitter value must be greater or equal to 1s, not 500ms",
-            ),
-            (
-                "jitter zero",
-                " reload 30s 0s",
-                2,
-                "Invalid",
-                "jitter value",
-            ),
-            (
-                "interval unit",
-                " reload 30",
-                2,
-                "Invalid",
-                "reload: missing unit in duration '30'",
-            ),
-            (
-                "block",
-                " reload {\n }",
-                2,
-                "Invalid",
-                "reload: takes no '{ ... }' block",
-            ),
-            (
-                "twice",
-                " reload\n reload 1m",
-                3,
-                "Invalid",
-                "may be used only once per server block",
-            ),
+            Invalid {
+                name: "three",
+                input: " reload 1m 10s 1s",
+                line: 2,
+                kind: "Invalid",
+                message: "reload: expected at most 2 arguments, got 3",
+            },
+            Invalid {
+                name: "interval small",
+                input: " reload 1s",
+                line: 2,
+                kind: "Invalid",
+                message: "reload: interval value must be greater or equal to 2s, not 1s",
+            },
+            Invalid {
+                name: "jitter small",
+                input: " reload 30s 500ms",
+                line: 2,
+                kind: "Invalid",
+                message: "jitter value must be greater or equal to 1s, not 500ms",
+            },
+            Invalid {
+                name: "jitter zero",
+                input: " reload 30s 0s",
+                line: 2,
+                kind: "Invalid",
+                message: "jitter value",
+            },
+            Invalid {
+                name: "interval unit",
+                input: " reload 30",
+                line: 2,
+                kind: "Invalid",
+                message: "reload: missing unit in duration '30'",
+            },
+            Invalid {
+                name: "block",
+                input: " reload {\n }",
+                line: 2,
+                kind: "Invalid",
+                message: "reload: takes no '{ ... }' block",
+            },
+            Invalid {
+                name: "twice",
+                input: " reload\n reload 1m",
+                line: 3,
+                kind: "Invalid",
+                message: "may be used only once per server block",
+            },
         ];
         check_invalid(cases);
     }

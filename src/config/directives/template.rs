@@ -14,6 +14,7 @@
 use hickory_proto::rr::Name;
 
 use super::{Context, arguments, bad_value, invalid, no_block, number, unknown_property, zones};
+use crate::codes::{class, rcode};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 use crate::gotemplate::Template;
@@ -72,12 +73,12 @@ impl PartialEq for TemplateConfig {
 /// A class by its mnemonic (miekg/dns's `StringToClass`).
 pub(crate) fn class_number(text: &str) -> Option<u16> {
     Some(match text {
-        "IN" => 1,
-        "CS" => 2,
-        "CH" => 3,
-        "HS" => 4,
-        "NONE" => 254,
-        "ANY" => 255,
+        "IN" => class::IN,
+        "CS" => class::CS,
+        "CH" => class::CH,
+        "HS" => class::HS,
+        "NONE" => class::NONE,
+        "ANY" => class::ANY,
         _ => return None,
     })
 }
@@ -94,25 +95,25 @@ pub(crate) fn type_number(text: &str) -> Option<u16> {
 /// An rcode by its name (miekg/dns's `StringToRcode`).
 pub(crate) fn rcode_number(text: &str) -> Option<u16> {
     Some(match text {
-        "NOERROR" => 0,
-        "FORMERR" => 1,
-        "SERVFAIL" => 2,
-        "NXDOMAIN" => 3,
-        "NOTIMP" => 4,
-        "REFUSED" => 5,
-        "YXDOMAIN" => 6,
-        "YXRRSET" => 7,
-        "NXRRSET" => 8,
-        "NOTAUTH" => 9,
-        "NOTZONE" => 10,
-        "BADSIG" | "BADVERS" => 16,
-        "BADKEY" => 17,
-        "BADTIME" => 18,
-        "BADMODE" => 19,
-        "BADNAME" => 20,
-        "BADALG" => 21,
-        "BADTRUNC" => 22,
-        "BADCOOKIE" => 23,
+        "NOERROR" => rcode::NOERROR,
+        "FORMERR" => rcode::FORMERR,
+        "SERVFAIL" => rcode::SERVFAIL,
+        "NXDOMAIN" => rcode::NXDOMAIN,
+        "NOTIMP" => rcode::NOTIMP,
+        "REFUSED" => rcode::REFUSED,
+        "YXDOMAIN" => rcode::YXDOMAIN,
+        "YXRRSET" => rcode::YXRRSET,
+        "NXRRSET" => rcode::NXRRSET,
+        "NOTAUTH" => rcode::NOTAUTH,
+        "NOTZONE" => rcode::NOTZONE,
+        "BADSIG" | "BADVERS" => rcode::BADVERS,
+        "BADKEY" => rcode::BADKEY,
+        "BADTIME" => rcode::BADTIME,
+        "BADMODE" => rcode::BADMODE,
+        "BADNAME" => rcode::BADNAME,
+        "BADALG" => rcode::BADALG,
+        "BADTRUNC" => rcode::BADTRUNC,
+        "BADCOOKIE" => rcode::BADCOOKIE,
         _ => return None,
     })
 }
@@ -302,83 +303,83 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "no type",
-                " template IN",
-                2,
-                "Invalid",
-                "template: expected at least 2 arguments, got 1",
-            ),
-            (
-                "class",
-                " template XX A",
-                2,
-                "Invalid",
-                "template: invalid query class XX",
-            ),
-            (
-                "type",
-                " template IN AAA",
-                2,
-                "Invalid",
-                "template: invalid RR class AAA",
-            ),
-            (
-                "regex",
-                " template IN A {\n  match ([a-z\n }",
-                3,
-                "Invalid",
-                "template: match: could not parse regex: ([a-z",
-            ),
-            (
-                "template",
-                " template IN A {\n  answer \"{{ .Nmae }} 60 IN A 10.0.0.1\"\n }",
-                3,
-                "Invalid",
-                "could not compile template: {{ .Nmae }} 60 IN A 10.0.0.1, template: answer:1: can't evaluate field Nmae",
-            ),
-            (
-                "function",
-                " template IN A {\n  answer \"{{ upper .Name }} 60 IN A 10.0.0.1\"\n }",
-                3,
-                "Invalid",
-                "function \"upper\" not defined",
-            ),
-            (
-                "rcode",
-                " template IN A {\n  rcode NOPE\n }",
-                3,
-                "Invalid",
-                "template: rcode: unknown rcode NOPE",
-            ),
-            (
-                "rcode count",
-                " template IN A {\n  rcode NXDOMAIN NOERROR\n }",
-                3,
-                "Invalid",
-                "rcode: expected exactly 1 argument, got 2",
-            ),
-            (
-                "ederror",
-                " template IN A {\n  ederror x\n }",
-                3,
-                "Invalid",
-                "ederror: 'x' is not a non-negative integer",
-            ),
-            (
-                "empty answer",
-                " template IN A {\n  answer\n }",
-                3,
-                "Invalid",
-                "answer: expected at least 1 argument, got 0",
-            ),
-            (
-                "option",
-                " template IN A {\n  ttl 5\n }",
-                3,
-                "UnknownProperty",
-                "unknown property 'ttl' in template",
-            ),
+            Invalid {
+                name: "no type",
+                input: " template IN",
+                line: 2,
+                kind: "Invalid",
+                message: "template: expected at least 2 arguments, got 1",
+            },
+            Invalid {
+                name: "class",
+                input: " template XX A",
+                line: 2,
+                kind: "Invalid",
+                message: "template: invalid query class XX",
+            },
+            Invalid {
+                name: "type",
+                input: " template IN AAA",
+                line: 2,
+                kind: "Invalid",
+                message: "template: invalid RR class AAA",
+            },
+            Invalid {
+                name: "regex",
+                input: " template IN A {\n  match ([a-z\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "template: match: could not parse regex: ([a-z",
+            },
+            Invalid {
+                name: "template",
+                input: " template IN A {\n  answer \"{{ .Nmae }} 60 IN A 10.0.0.1\"\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "could not compile template: {{ .Nmae }} 60 IN A 10.0.0.1, template: answer:1: can't evaluate field Nmae",
+            },
+            Invalid {
+                name: "function",
+                input: " template IN A {\n  answer \"{{ upper .Name }} 60 IN A 10.0.0.1\"\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "function \"upper\" not defined",
+            },
+            Invalid {
+                name: "rcode",
+                input: " template IN A {\n  rcode NOPE\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "template: rcode: unknown rcode NOPE",
+            },
+            Invalid {
+                name: "rcode count",
+                input: " template IN A {\n  rcode NXDOMAIN NOERROR\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "rcode: expected exactly 1 argument, got 2",
+            },
+            Invalid {
+                name: "ederror",
+                input: " template IN A {\n  ederror x\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "ederror: 'x' is not a non-negative integer",
+            },
+            Invalid {
+                name: "empty answer",
+                input: " template IN A {\n  answer\n }",
+                line: 3,
+                kind: "Invalid",
+                message: "answer: expected at least 1 argument, got 0",
+            },
+            Invalid {
+                name: "option",
+                input: " template IN A {\n  ttl 5\n }",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'ttl' in template",
+            },
         ];
         check_invalid(cases);
     }

@@ -112,6 +112,7 @@ fn parse_peer(text: &str) -> Option<TransferPeer> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::test_support::{Invalid, check_invalid_corefiles, names, parse};
 
     #[test]
     fn peers() {
@@ -130,5 +131,79 @@ mod tests {
         for (name, text, want) in cases {
             assert_eq!(parse_peer(text), want, "{name}");
         }
+    }
+
+    #[test]
+    fn transfer() {
+        let text = "cluster.local {\n transfer {\n  to * 10.0.0.1:53\n  to 10.0.0.0/8\n }\n transfer example.org 10.0.0.0/24 {\n  to fd00::1\n }\n}";
+        let config = parse(text).unwrap();
+        let transfers = &config.servers[0].transfer;
+        assert_eq!(transfers.len(), 2);
+        assert_eq!(names(&transfers[0].zones), ["cluster.local."]);
+        assert_eq!(
+            transfers[0].to,
+            [
+                TransferPeer::Any,
+                TransferPeer::Net("10.0.0.1/32".parse().unwrap()),
+                TransferPeer::Net("10.0.0.0/8".parse().unwrap()),
+            ]
+        );
+        assert_eq!(transfers[0].line, 2);
+        assert_eq!(
+            names(&transfers[1].zones),
+            ["example.org.", "0.0.10.in-addr.arpa."]
+        );
+        assert!(transfers[1].to[0].allows("fd00::1".parse().unwrap()));
+        assert!(!transfers[1].to[0].allows("fd00::2".parse().unwrap()));
+    }
+
+    /// Errors of the *transfer* directive, in whole Corefiles.
+    #[test]
+    fn errors() {
+        let cases: &[Invalid<'_>] = &[
+            Invalid {
+                name: "transfer without to",
+                input: ". {\n transfer\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "transfer: 'to' is required",
+            },
+            Invalid {
+                name: "transfer empty block",
+                input: ". {\n transfer {\n }\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "'to' is required",
+            },
+            Invalid {
+                name: "transfer bad peer",
+                input: ". {\n transfer {\n  to example.org\n }\n}",
+                line: 3,
+                kind: "Invalid",
+                message: "to: 'example.org' is not '*', an IP address",
+            },
+            Invalid {
+                name: "transfer source",
+                input: ". {\n transfer {\n  to *\n  source 10.0.0.1\n }\n}",
+                line: 4,
+                kind: "UnsupportedProperty",
+                message: "'source' of transfer",
+            },
+            Invalid {
+                name: "transfer option",
+                input: ". {\n transfer {\n  from 10.0.0.1\n }\n}",
+                line: 3,
+                kind: "UnknownProperty",
+                message: "unknown property 'from' in transfer",
+            },
+            Invalid {
+                name: "transfer zone",
+                input: ". {\n transfer ex%ample {\n  to *\n }\n}",
+                line: 2,
+                kind: "Invalid",
+                message: "transfer: zone 'ex%ample' has an invalid character",
+            },
+        ];
+        check_invalid_corefiles(cases);
     }
 }

@@ -17,10 +17,10 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use super::chase::Chase;
 use super::{Ctx, Flow, Query};
+use crate::codes::rtype;
 use crate::metrics::dns::Plugin;
 use crate::wire::{self, Request, rcode, reply};
 use crate::zone::name::WireName;
-use crate::zone::rrset::rtype;
 
 /// The rest of a walk that reached a name outside the cluster zone.
 #[derive(Debug)]

@@ -1,12 +1,9 @@
 //! *chaos* on the request path (CoreDNS `plugin/chaos`): TXT in class CH for the server's
 //! version, authors and host name; everything else passes on.
 
+use crate::codes::{class, rtype};
 use crate::config::ChaosConfig;
 use crate::wire::{self, Request, rcode};
-use crate::zone::rrset::rtype;
-
-/// Class CH.
-const CLASS_CH: u16 = 3;
 
 /// The plugin, its answers ready as TXT RDATA.
 #[derive(Debug)]
@@ -58,13 +55,13 @@ impl Chaos {
     /// `version.server`, `hostname.bind` and `id.server`. TTL 0, not authoritative.
     pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> bool {
         let question = &request.question;
-        if question.qclass != CLASS_CH || question.qtype != rtype::TXT {
+        if question.qclass != class::CH || question.qtype != rtype::TXT {
             return false;
         }
         let mut reply = |records: &mut dyn Iterator<Item = &Vec<u8>>| {
             let mut answers = wire::QuestionAnswers::new(request, out);
             for rdata in records {
-                answers.answer(rtype::TXT, CLASS_CH, 0, rdata);
+                answers.answer(rtype::TXT, class::CH, 0, rdata);
             }
             answers.finish(rcode::NOERROR, false, limit);
         };

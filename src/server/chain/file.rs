@@ -33,11 +33,11 @@ use self::read::{ZoneError, read_zone};
 use self::zone::{Outcome, Zone};
 use super::chase::Chase;
 use super::{Ctx, Query};
+use crate::codes::rtype;
 use crate::config::FileConfig;
 use crate::metrics::dns::Plugin;
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, labels, suffix_offset};
-use crate::zone::rrset::rtype;
 
 /// What the plugin did with a query.
 pub(crate) enum Answered {

@@ -26,11 +26,11 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
+use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
 use crate::metrics::{Collect, Exposition, Kind};
 use crate::wire::{self, Request, rcode};
 use crate::zone::name::{WireName, suffix_offset};
-use crate::zone::rrset::{CLASS_IN, rtype};
 
 type Map<K, V> = HashMap<K, V, ahash::RandomState>;
 
@@ -332,7 +332,7 @@ impl Hosts {
                 }
                 let mut reply = wire::QuestionAnswers::new(request, out);
                 for name in names.into_iter().flatten().flatten() {
-                    reply.answer(rtype::PTR, CLASS_IN, ttl, name);
+                    reply.answer(rtype::PTR, class::IN, ttl, name);
                 }
                 reply.finish(rcode::NOERROR, authoritative, limit);
                 return Answered::Reply;
@@ -342,7 +342,7 @@ impl Hosts {
                 if !mine.is_empty() || !theirs.is_empty() {
                     let mut reply = wire::QuestionAnswers::new(request, out);
                     for ip in mine.iter().chain(theirs) {
-                        reply.answer(rtype::A, CLASS_IN, ttl, &ip.octets());
+                        reply.answer(rtype::A, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
                     return Answered::Reply;
@@ -353,7 +353,7 @@ impl Hosts {
                 if !mine.is_empty() || !theirs.is_empty() {
                     let mut reply = wire::QuestionAnswers::new(request, out);
                     for ip in mine.iter().chain(theirs) {
-                        reply.answer(rtype::AAAA, CLASS_IN, ttl, &ip.octets());
+                        reply.answer(rtype::AAAA, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
                     return Answered::Reply;

@@ -26,10 +26,10 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use self::cname::CnameTarget;
 use self::edns0::{Asked, Opt};
+use crate::codes::rtype;
 use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
 use crate::wire::{HEADER_LEN, Request, Transport, reply};
 use crate::zone::name::WireName;
-use crate::zone::rrset::rtype;
 
 /// The *rewrite* rules of one block.
 #[derive(Debug)]
@@ -330,7 +330,7 @@ fn rebuild(
     });
     let mut packet = Vec::with_capacity(HEADER_LEN + qname.len() + 4 + 11);
     packet.extend_from_slice(&bytes[..HEADER_LEN]);
-    packet[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(opt.is_some())]);
+    packet[4..HEADER_LEN].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(opt.is_some())]);
     packet.extend_from_slice(qname);
     packet.extend_from_slice(&qtype.to_be_bytes());
     packet.extend_from_slice(&qclass.to_be_bytes());

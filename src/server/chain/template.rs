@@ -25,12 +25,12 @@ use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::chase::Chase;
 use super::{Ctx, Query};
+use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
 use crate::metrics::{Collect, Exposition, Kind};
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, suffix_offset};
-use crate::zone::rrset::rtype as wire_type;
 
 /// What the plugin did with a query.
 pub(crate) enum Answered {
@@ -69,12 +69,12 @@ fn wire(name: &Name) -> Option<WireName> {
 /// A class's mnemonic, as miekg/dns's `ClassToString` gives it.
 pub(crate) fn class_name(class: u16) -> String {
     match class {
-        1 => "IN".to_owned(),
-        2 => "CS".to_owned(),
-        3 => "CH".to_owned(),
-        4 => "HS".to_owned(),
-        254 => "NONE".to_owned(),
-        255 => "ANY".to_owned(),
+        class::IN => "IN".to_owned(),
+        class::CS => "CS".to_owned(),
+        class::CH => "CH".to_owned(),
+        class::HS => "HS".to_owned(),
+        class::NONE => "NONE".to_owned(),
+        class::ANY => "ANY".to_owned(),
         other => format!("CLASS{other}"),
     }
 }
@@ -154,10 +154,10 @@ impl Templates {
                 continue;
             };
             let config = &one.config;
-            if config.class != 255 && qclass != 255 && qclass != config.class {
+            if config.class != class::ANY && qclass != class::ANY && qclass != config.class {
                 continue;
             }
-            if config.qtype != 255 && qtype != 255 && qtype != config.qtype {
+            if config.qtype != wire_type::ANY && qtype != wire_type::ANY && qtype != config.qtype {
                 continue;
             }
             let found = config
@@ -177,8 +177,16 @@ impl Templates {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
                 return Answered::Reply;
             };
-            let class = class_name(if qclass == 255 { config.class } else { qclass });
-            let rtype = type_name(if qtype == 255 { config.qtype } else { qtype });
+            let class = class_name(if qclass == class::ANY {
+                config.class
+            } else {
+                qclass
+            });
+            let rtype = type_name(if qtype == wire_type::ANY {
+                config.qtype
+            } else {
+                qtype
+            });
             self.metrics.matched(zone, &class, &rtype);
             if config.rcode == rcode::SERVFAIL {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
@@ -306,7 +314,7 @@ fn extended_error(reply: &mut Vec<u8>, code: u16, text: &str) {
     let Ok(option_len) = u16::try_from(option_len) else {
         return;
     };
-    reply.extend_from_slice(&15u16.to_be_bytes());
+    reply.extend_from_slice(&option::EDE.to_be_bytes());
     reply.extend_from_slice(&option_len.to_be_bytes());
     reply.extend_from_slice(&code.to_be_bytes());
     reply.extend_from_slice(text.as_bytes());

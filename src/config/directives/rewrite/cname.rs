@@ -47,24 +47,16 @@ pub(super) fn cname_rule(args: &[&str]) -> Result<RewriteAction, String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::tests::matcher_text;
+    use crate::config::RewriteAction;
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
-    use crate::config::{NameMatcher, RewriteAction};
 
     fn cname_of(s: &crate::config::ServerBlock) -> (String, String) {
         match &s.rewrite[0].action {
             RewriteAction::Cname {
                 matcher,
                 replacement,
-            } => {
-                let m = match matcher {
-                    NameMatcher::Exact(x) => format!("exact {x}"),
-                    NameMatcher::Prefix(x) => format!("prefix {x}"),
-                    NameMatcher::Suffix(x) => format!("suffix {x}"),
-                    NameMatcher::Substring(x) => format!("substring {x}"),
-                    NameMatcher::Regex(x) => format!("regex {}", x.as_str()),
-                };
-                (m, replacement.clone())
-            }
+            } => (matcher_text(matcher), replacement.clone()),
             other => panic!("not a cname rule: {other:?}"),
         }
     }
@@ -109,34 +101,34 @@ mod tests {
     #[test]
     fn invalid() {
         let cases: &[Invalid<'_>] = &[
-            (
-                "one argument",
-                " rewrite cname a.org",
-                2,
-                "Invalid",
-                "too few (1) arguments for a cname rule",
-            ),
-            (
-                "four arguments",
-                " rewrite cname exact a.org b.org c.org",
-                2,
-                "Invalid",
-                "too few (4) arguments for a cname rule",
-            ),
-            (
-                "match type",
-                " rewrite cname fuzzy a.org b.org",
-                2,
-                "Invalid",
-                "unknown cname rewrite type: fuzzy",
-            ),
-            (
-                "regex",
-                " rewrite cname regex (a b.org",
-                2,
-                "Invalid",
-                "invalid cname rewrite regex pattern",
-            ),
+            Invalid {
+                name: "one argument",
+                input: " rewrite cname a.org",
+                line: 2,
+                kind: "Invalid",
+                message: "too few (1) arguments for a cname rule",
+            },
+            Invalid {
+                name: "four arguments",
+                input: " rewrite cname exact a.org b.org c.org",
+                line: 2,
+                kind: "Invalid",
+                message: "too few (4) arguments for a cname rule",
+            },
+            Invalid {
+                name: "match type",
+                input: " rewrite cname fuzzy a.org b.org",
+                line: 2,
+                kind: "Invalid",
+                message: "unknown cname rewrite type: fuzzy",
+            },
+            Invalid {
+                name: "regex",
+                input: " rewrite cname regex (a b.org",
+                line: 2,
+                kind: "Invalid",
+                message: "invalid cname rewrite regex pattern",
+            },
         ];
         check_invalid(cases);
     }

@@ -11,14 +11,11 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use crate::codes::option::{NSID, SUBNET};
+use crate::codes::rtype;
 use crate::config::{Edns0Action, Edns0Data, Edns0Option, Edns0Rule};
 use crate::wire::{Request, Transport, reply};
-use crate::zone::rrset::rtype;
 
-/// The NSID option code (RFC 5001).
-const NSID: u16 = 3;
-/// The EDNS Client Subnet option code (RFC 7871).
-const SUBNET: u16 = 8;
 /// The payload of an OPT record a rule adds (CoreDNS's `SetEdns0(4096, false)`).
 const ADDED_PAYLOAD: u16 = 4096;
 

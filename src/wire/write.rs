@@ -1,0 +1,454 @@
+//! Writing a reply: the prepared records of a [`zone::Answer`](crate::zone::Answer) behind a
+//! pointer to the question, with name compression, respelling and the OPT record.
+
+use smallvec::SmallVec;
+
+use super::parse::{MAX_POINTERS, skip_name};
+use super::{
+    Edns, FLAG_AA, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, OPCODE_BITS, RCODE_BITS,
+    Request, reply,
+};
+use crate::codes::{rcode, rtype};
+use crate::zone::{Answer, Owner, Run, ServedZone};
+
+/// How many label positions a reply keeps as compression targets: enough for the names of
+/// the largest answers that fit in a UDP reply; past it, names are written whole.
+const COMPRESSION_TARGETS: usize = 192;
+
+/// Name compression (RFC 1035 §4.1.4) for a reply being written: where the labels of the
+/// names written so far start, so that a later name can end in a pointer to one of them.
+/// A fixed table on the stack: compressing allocates nothing.
+struct Compression {
+    at: [u16; COMPRESSION_TARGETS],
+    len: usize,
+}
+
+impl Compression {
+    fn new() -> Self {
+        Self {
+            at: [0; COMPRESSION_TARGETS],
+            len: 0,
+        }
+    }
+
+    /// Keeps the labels of the name at `start` in `out` written out in full (up to its end
+    /// or its first pointer) as targets.
+    fn record(&mut self, out: &[u8], mut start: usize) {
+        while let Some(&len) = out.get(start) {
+            if len == 0 || len > 63 || start >= 0x4000 || self.len == COMPRESSION_TARGETS {
+                return;
+            }
+            self.at[self.len] = start as u16;
+            self.len += 1;
+            start += 1 + usize::from(len);
+        }
+    }
+
+    /// The name written whole at the end of `out`, from `start`: its longest suffix that
+    /// an earlier name has is replaced with a pointer to it.
+    fn compress(&mut self, out: &mut Vec<u8>, start: usize) {
+        let mut suffix = start;
+        while let Some(&len) = out.get(suffix) {
+            if len == 0 || len > 63 {
+                break;
+            }
+            if let Some(&target) = self.at[..self.len]
+                .iter()
+                .find(|&&target| same_name(out, usize::from(target), &out[suffix..]))
+            {
+                out.truncate(suffix);
+                out.extend_from_slice(&(0xc000 | target).to_be_bytes());
+                break;
+            }
+            suffix += 1 + usize::from(len);
+        }
+        self.record(out, start);
+    }
+}
+
+/// Whether the name at `at` in `out` (its pointers followed) is `name` (whole, no pointer),
+/// byte for byte: the spelling a pointer gives is the spelling written.
+fn same_name(out: &[u8], mut at: usize, name: &[u8]) -> bool {
+    let mut i = 0;
+    let mut jumps = 0;
+    loop {
+        let Some(&len) = out.get(at) else {
+            return false;
+        };
+        if len >= 0xc0 {
+            jumps += 1;
+            let Some(&low) = out.get(at + 1) else {
+                return false;
+            };
+            if jumps > MAX_POINTERS {
+                return false;
+            }
+            at = (usize::from(len & 0x3f) << 8) | usize::from(low);
+            continue;
+        }
+        if name.get(i) != Some(&len) {
+            return false;
+        }
+        if len == 0 {
+            return true;
+        }
+        let n = usize::from(len);
+        if out.get(at + 1..at + 1 + n) != name.get(i + 1..i + 1 + n) {
+            return false;
+        }
+        at += 1 + n;
+        i += 1 + n;
+    }
+}
+
+/// A reply being written into a caller's buffer.
+struct Writer<'o> {
+    out: &'o mut Vec<u8>,
+    counts: [u16; 4],
+    names: Compression,
+}
+
+impl<'o> Writer<'o> {
+    fn new(out: &'o mut Vec<u8>, question: Option<&[u8]>) -> Self {
+        out.clear();
+        out.extend_from_slice(&[0; HEADER_LEN]);
+        let mut counts = [0; 4];
+        let mut names = Compression::new();
+        if let Some(question) = question {
+            out.extend_from_slice(question);
+            counts[0] = 1;
+            names.record(out, HEADER_LEN);
+        }
+        Self { out, counts, names }
+    }
+
+    /// Writes one run into `section` (1 answer, 2 authority, 3 additional); with `shuffle`
+    /// (the *loadbalance* plugin), A, AAAA and MX records go out in a random order.
+    fn run(&mut self, section: usize, run: &Run<'_>, respell: Option<&Respell<'_>>, shuffle: bool) {
+        self.run_within(section, run, respell, shuffle, usize::MAX);
+    }
+
+    /// [`run`](Self::run), keeping the message within `budget` bytes: an RRset (records in a
+    /// row with one owner and type) that would pass it is left out whole, and so is every
+    /// one after it. Whether all of the run went in.
+    fn run_within(
+        &mut self,
+        section: usize,
+        run: &Run<'_>,
+        respell: Option<&Respell<'_>>,
+        shuffle: bool,
+        budget: usize,
+    ) -> bool {
+        let data = &run.data[..];
+        let mut records: SmallVec<[(usize, usize, usize); 16]> = SmallVec::new();
+        let mut at = 0;
+        while at < data.len() {
+            let rr_start = match run.owner {
+                Owner::Embedded => match skip_name(data, at) {
+                    Some(end) => end,
+                    None => break,
+                },
+                Owner::Question | Owner::Name(_) => at,
+            };
+            let Some(fixed) = data.get(rr_start..rr_start + 10) else {
+                break;
+            };
+            let end = rr_start + 10 + usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
+            if end > data.len() {
+                break;
+            }
+            records.push((at, rr_start, end));
+            at = end;
+        }
+        if shuffle && records.len() > 1 {
+            let (_, rr_start, _) = records[0];
+            let rtype = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
+            if matches!(rtype, rtype::A | rtype::AAAA | rtype::MX) {
+                fastrand::shuffle(&mut records);
+            }
+        }
+        let mut named_at: Option<usize> = None;
+        // Where the RRset being written began: its offset, count and (owner, type).
+        let mut set_start = (self.out.len(), self.counts[section]);
+        let mut set_key: Option<(&[u8], &[u8])> = None;
+        for (owner_at, rr_start, end) in records {
+            let key = (&data[owner_at..rr_start], &data[rr_start..rr_start + 2]);
+            if set_key != Some(key) {
+                set_start = (self.out.len(), self.counts[section]);
+                set_key = Some(key);
+            }
+            match &run.owner {
+                Owner::Question => self.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]),
+                Owner::Name(name) => match named_at {
+                    Some(offset) if offset < 0x4000 => self
+                        .out
+                        .extend_from_slice(&(0xc000 | offset as u16).to_be_bytes()),
+                    _ => {
+                        let written = self.out.len();
+                        named_at = Some(written);
+                        self.out.extend_from_slice(name);
+                        self.names.compress(self.out, written);
+                    }
+                },
+                Owner::Embedded => {
+                    let written = self.out.len();
+                    self.out.extend_from_slice(&data[owner_at..rr_start]);
+                    if let Some(respell) = respell {
+                        respell.apply(&mut self.out[written..]);
+                    }
+                    self.names.compress(self.out, written);
+                }
+            }
+            let rr_type = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
+            let rdata_at = self.out.len() + 10;
+            self.out.extend_from_slice(&data[rr_start..end]);
+            if let Some(respell) = respell {
+                let target_at = match rr_type {
+                    rtype::SRV => Some(rdata_at + 6),
+                    rtype::NS => Some(rdata_at),
+                    _ => None,
+                };
+                if let Some(target_at) = target_at {
+                    respell.apply(&mut self.out[target_at..]);
+                }
+            }
+            match rr_type {
+                // The RDATA names RFC 3597 §4 lets a server compress, each the end of its
+                // RDATA; RDLENGTH follows.
+                rtype::NS | rtype::CNAME | rtype::PTR | rtype::MX => {
+                    let name_at = if rr_type == rtype::MX {
+                        rdata_at + 2
+                    } else {
+                        rdata_at
+                    };
+                    if name_at < self.out.len() {
+                        self.names.compress(self.out, name_at);
+                        let rdlen = (self.out.len() - rdata_at) as u16;
+                        self.out[rdata_at - 2..rdata_at].copy_from_slice(&rdlen.to_be_bytes());
+                    }
+                }
+                // An SRV target is never compressed (RFC 2782), but later names may point
+                // at it.
+                rtype::SRV => self.names.record(self.out, rdata_at + 6),
+                _ => {}
+            }
+            self.counts[section] += 1;
+            if self.out.len() > budget {
+                self.out.truncate(set_start.0);
+                self.counts[section] = set_start.1;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The zone's SOA in the authority section, owned by the zone as spelled in the question.
+    fn negative_soa(&mut self, zone_offset: usize, zone: &ServedZone) {
+        let soa = zone.soa();
+        let (mname, rname) = zone.soa_prefixes();
+        let pointer = (0xc000 | (HEADER_LEN + zone_offset) as u16).to_be_bytes();
+        self.out.extend_from_slice(&pointer);
+        // MNAME and RNAME: their labels in front of the zone (`ns.dns` and `hostmaster` for
+        // the cluster zone), then a pointer to the zone as asked.
+        let rdlen = mname.len() + 2 + rname.len() + 2 + 20;
+        crate::zone::rrset::write_rr_header(self.out, rtype::SOA, soa.ttl, rdlen);
+        self.out.extend_from_slice(mname);
+        self.out.extend_from_slice(&pointer);
+        self.out.extend_from_slice(rname);
+        self.out.extend_from_slice(&pointer);
+        self.out.extend_from_slice(&soa.tail());
+        self.counts[2] += 1;
+    }
+
+    fn opt(&mut self, edns: Option<&Edns>, rcode: u16) {
+        let Some(edns) = edns else { return };
+        self.out.push(0);
+        self.out.extend_from_slice(&rtype::OPT.to_be_bytes());
+        self.out.extend_from_slice(&edns.payload.to_be_bytes());
+        let extended = u32::from(rcode >> 4) << 24;
+        let dnssec_ok = if edns.dnssec_ok { 0x8000 } else { 0 };
+        self.out
+            .extend_from_slice(&(extended | dnssec_ok).to_be_bytes());
+        self.out.extend_from_slice(&[0, 0]);
+        self.counts[3] += 1;
+    }
+
+    fn header(
+        &mut self,
+        id: u16,
+        request_flags: u16,
+        authoritative: bool,
+        truncated: bool,
+        rcode: u16,
+    ) {
+        let mut flags =
+            FLAG_QR | (request_flags & (OPCODE_BITS | FLAG_RD | FLAG_CD)) | (rcode & RCODE_BITS);
+        if authoritative {
+            flags |= FLAG_AA;
+        }
+        if truncated {
+            flags |= FLAG_TC;
+        }
+        self.out[0..2].copy_from_slice(&id.to_be_bytes());
+        self.out[2..4].copy_from_slice(&flags.to_be_bytes());
+        for (index, count) in self.counts.iter().enumerate() {
+            self.out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+        }
+    }
+}
+
+/// Rewrites a name ending in the zone's lower-case spelling to the question's spelling.
+struct Respell<'r> {
+    lower: &'r [u8],
+    asked: &'r [u8],
+}
+
+impl Respell<'_> {
+    fn apply(&self, name: &mut [u8]) {
+        let Some(end) = skip_name(name, 0) else {
+            return;
+        };
+        if end < self.lower.len() || name[end - 1] != 0 {
+            return;
+        }
+        let start = end - self.lower.len();
+        if crate::zone::name::suffix_offset(&name[..end], self.lower) == Some(start)
+            && &name[start..end] == self.lower
+        {
+            name[start..end].copy_from_slice(self.asked);
+        }
+    }
+}
+
+/// Writes the reply to `request` carrying `answer` from `zone`, at most `limit` bytes:
+/// when it does not fit, the additional section keeps the glue that fits, then the answer
+/// and authority go, with TC set (the client retries over TCP). `shuffle` is the *loadbalance* plugin.
+pub fn write_answer(
+    request: &Request<'_>,
+    answer: &Answer<'_>,
+    zone: &ServedZone,
+    limit: usize,
+    shuffle: bool,
+    out: &mut Vec<u8>,
+) {
+    let rcode = match answer.rcode {
+        crate::zone::Rcode::NoError => rcode::NOERROR,
+        crate::zone::Rcode::NxDomain => rcode::NXDOMAIN,
+    };
+    let origin = zone.origin().as_bytes();
+    let zone_offset = request.question.len - origin.len();
+    let asked = &request.bytes[HEADER_LEN + zone_offset..HEADER_LEN + request.question.len];
+    let respell = (asked != origin).then_some(Respell {
+        lower: origin,
+        asked,
+    });
+    // Room for the OPT record, which goes last.
+    let opt_len = if request.edns.is_some() { 11 } else { 0 };
+    for truncated in [false, true] {
+        let mut writer = Writer::new(out, Some(request.question_bytes()));
+        if !truncated {
+            for run in &answer.answer {
+                writer.run(1, run, respell.as_ref(), shuffle);
+            }
+            if answer.is_negative() {
+                writer.negative_soa(zone_offset, zone);
+            }
+            // Glue is optional: as much of it as fits, whole RRsets, without TC (RFC 2181 §9).
+            let budget = limit.saturating_sub(opt_len);
+            for run in &answer.additional {
+                if !writer.run_within(3, run, respell.as_ref(), shuffle, budget) {
+                    break;
+                }
+            }
+        }
+        writer.opt(request.edns.as_ref(), rcode);
+        writer.header(request.id, request.flags, true, truncated, rcode);
+        if out.len() <= limit || truncated {
+            return;
+        }
+    }
+}
+
+/// A reply of records owned by the question's name (the *hosts*, *any* and *chaos* plugins):
+/// the question echoed, each record behind a pointer to it, the OPT record when the query
+/// had one. Written straight into the caller's buffer; nothing is allocated.
+pub struct QuestionAnswers<'o, 'r> {
+    writer: Writer<'o>,
+    request: &'r Request<'r>,
+}
+
+impl<'o, 'r> QuestionAnswers<'o, 'r> {
+    /// Starts the reply to `request` in `out`.
+    pub fn new(request: &'r Request<'r>, out: &'o mut Vec<u8>) -> Self {
+        Self {
+            writer: Writer::new(out, Some(request.question_bytes())),
+            request,
+        }
+    }
+
+    /// One answer record: TYPE, CLASS, TTL and RDATA, owned by the question's name.
+    pub fn answer(&mut self, rtype: u16, class: u16, ttl: u32, rdata: &[u8]) {
+        self.writer.out.extend_from_slice(&[0xc0, HEADER_LEN as u8]);
+        self.writer.out.extend_from_slice(&rtype.to_be_bytes());
+        self.writer.out.extend_from_slice(&class.to_be_bytes());
+        self.writer.out.extend_from_slice(&ttl.to_be_bytes());
+        self.writer
+            .out
+            .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
+        self.writer.out.extend_from_slice(rdata);
+        self.writer.counts[1] += 1;
+    }
+
+    /// Ends the reply with `rcode`; one that is larger than `limit` goes out without its
+    /// records and with TC set (the client asks again over TCP).
+    pub fn finish(mut self, rcode: u16, authoritative: bool, limit: usize) {
+        let opt_len = if self.request.edns.is_some() { 11 } else { 0 };
+        let truncated = self.writer.out.len() + opt_len > limit;
+        if truncated {
+            let end = HEADER_LEN + self.request.question.len + 4;
+            self.writer.out.truncate(end);
+            self.writer.counts = [1, 0, 0, 0];
+        }
+        self.writer.opt(self.request.edns.as_ref(), rcode);
+        self.writer.header(
+            self.request.id,
+            self.request.flags,
+            authoritative,
+            truncated,
+            rcode,
+        );
+    }
+}
+
+/// Lowers the UDP payload size the OPT record of `message` (a query) advertises to at most
+/// `size` (the *bufsize* plugin on a query sent upstream). A message without OPT, or one
+/// that does not parse, is left as it is.
+pub fn clamp_payload(message: &mut [u8], size: u16) {
+    let Ok(records) = reply::records(message) else {
+        return;
+    };
+    if let Some(opt) = records
+        .iter()
+        .find(|record| record.section == 3 && record.rtype == rtype::OPT)
+    {
+        let at = opt.fixed + 2;
+        let payload = u16::from_be_bytes([message[at], message[at + 1]]);
+        if payload > size {
+            message[at..at + 2].copy_from_slice(&size.to_be_bytes());
+        }
+    }
+}
+
+/// Writes a reply with `rcode` and no records: the question echoed when there is one, the
+/// OPT record when the query had one. Not authoritative.
+pub fn write_rcode(request: &Request<'_>, rcode: u16, out: &mut Vec<u8>) {
+    let mut writer = Writer::new(out, Some(request.question_bytes()));
+    writer.opt(request.edns.as_ref(), rcode);
+    writer.header(request.id, request.flags, false, false, rcode);
+}
+
+/// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].
+pub fn write_malformed(id: u16, flags: u16, rcode: u16, out: &mut Vec<u8>) {
+    let mut writer = Writer::new(out, None);
+    writer.header(id, flags, false, false, rcode);
+}
