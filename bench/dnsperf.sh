@@ -6,6 +6,8 @@
 #   SIZES=100 DURATION=5 bench/dnsperf.sh # a quick look
 #   SEARCH_PATH=on bench/dnsperf.sh       # with prometheus, the search-path tracker on
 #   SEARCH_PATH=off bench/dnsperf.sh      # with prometheus, the tracker off
+#   TRANSPORT=tcp bench/dnsperf.sh        # over TCP: dnsperf -m tcp, queries pipelined on
+#                                         # each of its connections
 #
 # Method (2 cores): each server pinned to CPU 0, dnsperf to CPU 1; a warm-up run, then
 # `dnsperf -T 4 -c 8 -q 200 -l DURATION` for qps, lost queries and the server's CPU time
@@ -29,7 +31,16 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 # Set (on or off): clusterdns runs the shorthand's Corefile with `prometheus` and its
 # `search_path` option, to measure what the search-path tracker costs (docs/observability.md).
 SEARCH_PATH=${SEARCH_PATH:-}
-DNSPERF_ARGS=(-T 4 -c 8 -q 200)
+# udp or tcp (dnsperf -m).
+TRANSPORT=${TRANSPORT:-udp}
+[[ "$TRANSPORT" == udp || "$TRANSPORT" == tcp ]] || { echo "TRANSPORT must be udp or tcp" >&2; exit 2; }
+# Over TCP dnsperf waits on each connection in turn: it takes many connections, each with
+# queries pipelined, to load a server at all (8 give both servers under 5,000 qps).
+if [[ "$TRANSPORT" == tcp ]]; then
+    DNSPERF_ARGS=(-m tcp -T 4 -c 128 -q 2000)
+else
+    DNSPERF_ARGS=(-m udp -T 4 -c 8 -q 200)
+fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out_dir="$repo/bench/out"
@@ -55,47 +66,14 @@ trap 'exit 130' INT TERM
 
 log() { printf '[dnsperf.sh] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/common.sh
+source "$repo/bench/common.sh"
 
 for tool in dnsperf knotd dig taskset cargo; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install dnsperf knot bind9-dnsutils util-linux)"
 done
 
-log "building (release)"
-if ! (cd "$repo" && cargo build --release --bin clusterdns --example gencluster --example querymix) >"$work/build.log" 2>&1; then
-    cat "$work/build.log" >&2
-    die "cargo build failed"
-fi
-target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-clusterdns="$target/release/clusterdns"
-gencluster="$target/release/examples/gencluster"
-querymix="$target/release/examples/querymix"
-clk_tck=$(getconf CLK_TCK)
-
-# utime+stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat, counted
-# after the command name, which may hold spaces).
-cpu_ticks() {
-    local stat
-    stat=$(<"/proc/$1/stat")
-    stat=${stat##*) }
-    awk '{ print $12 + $13 }' <<<"$stat"
-}
-
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-
-# Waits until the server on port $1 answers the SOA of zone $2 (up to $3 seconds).
-wait_ready() {
-    local port=$1 zone=$2 limit=$3 pid=$4 i
-    for ((i = 0; i < limit * 4; i++)); do
-        kill -0 "$pid" 2>/dev/null || die "server on port $port exited (see $work)"
-        # dig prints its errors on stdout too: look for the record itself.
-        if dig @127.0.0.1 -p "$port" +norec +time=1 +tries=1 +noall +answer SOA "$zone" 2>/dev/null |
-            grep -q $'\tSOA\t'; then
-            return 0
-        fi
-        sleep 0.25
-    done
-    die "server on port $port did not answer $zone SOA within ${limit}s"
-}
+build_release
 
 # status and sorted answer RRset of one question, on one line.
 ask() {
@@ -128,15 +106,6 @@ check_answers() {
     echo "$checked $mismatches"
 }
 
-# p50 and p99 in milliseconds from dnsperf -v output.
-percentiles() {
-    awk '$1 == ">" { print $NF * 1000 }' "$1" | sort -g |
-        awk '{ v[NR] = $1 } END {
-            if (NR == 0) { print "nan nan"; exit }
-            i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
-            i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
-            printf "%.3f %.3f\n", v[i50], v[i99] }'
-}
 
 # Runs dnsperf against port $1; prints
 # "qps completed lost cpu_s rss_kb p50_ms p99_ms fixed_p50_ms fixed_p99_ms".
@@ -163,13 +132,13 @@ measure() {
 
 mkdir -p "$out_dir"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-report="$out_dir/dnsperf-$stamp.md"
+report="$out_dir/dnsperf-$TRANSPORT-$stamp.md"
 {
-    echo "# dnsperf: clusterdns vs knotd ($stamp)"
+    echo "# dnsperf: clusterdns vs knotd, ${TRANSPORT^^} ($stamp)"
     echo
     echo "$(uname -srm); $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); $(knotd --version | head -n1); $(dnsperf -h 2>&1 | awk '/^Version/ { print "dnsperf " $2 }')"
     echo
-    echo "Servers pinned to CPU $SERVER_CPU, dnsperf to CPU $CLIENT_CPU; \`dnsperf ${DNSPERF_ARGS[*]} -l $DURATION\` after a ${WARMUP}s warm-up; qps, completed and lost from that run, server CPU time (utime+stime) over it; p50/p99 \"saturated\" from a second identical run with -v, \"at ${LATENCY_QPS}\" from a third with \`-Q $LATENCY_QPS -v\`; RSS (VmRSS) after the runs. $QUERIES-line query file (the mix of benches/support/queries.rs), UDP, no EDNS."
+    echo "Servers pinned to CPU $SERVER_CPU, dnsperf to CPU $CLIENT_CPU; \`dnsperf ${DNSPERF_ARGS[*]} -l $DURATION\` after a ${WARMUP}s warm-up; qps, completed and lost from that run, server CPU time (utime+stime) over it; p50/p99 \"saturated\" from a second identical run with -v, \"at ${LATENCY_QPS}\" from a third with \`-Q $LATENCY_QPS -v\`; RSS (VmRSS) after the runs. $QUERIES-line query file (the mix of benches/support/queries.rs), ${TRANSPORT^^}, no EDNS."
     echo
     echo "| services | pods | server | ready after s | qps | completed | lost | server CPU s | queries / CPU s | p50 / p99 ms saturated | p50 / p99 ms at $LATENCY_QPS qps | RSS MB |"
     echo "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -183,7 +152,7 @@ for size in $SIZES; do
     # every event there (dnsperf writing its output beside it, say) makes it re-read and
     # hash the whole file on its serving thread.
     objects="$dir/objects/objects.json"
-    mkdir -p "$dir/objects" "$dir/zones" "$dir/knot" "$dir/run"
+    mkdir -p "$dir/objects" "$dir/zones"
     log "$size services: generating"
     "$gencluster" --services "$size" --out "$objects" 2>"$dir/gencluster.txt"
     pods=$(grep -o '[0-9]* pods on' "$dir/gencluster.txt" | cut -d' ' -f1)
@@ -195,37 +164,7 @@ for size in $SIZES; do
     awk -v dir="$dir/zones" '
         /^\$ORIGIN / { origin = $2; sub(/\.$/, "", origin); file = dir "/" origin ".zone" }
         file != "" { print > file }' "$dir/all.zone"
-    {
-        echo "server:"
-        echo "    listen: 127.0.0.1@$KNOT_PORT"
-        echo "    rundir: \"$dir/run\""
-        echo "    udp-workers: 1"
-        echo "    tcp-workers: 1"
-        echo "    background-workers: 1"
-        echo "database:"
-        echo "    storage: \"$dir/knot\""
-        echo "template:"
-        echo "  - id: default"
-        echo "    storage: \"$dir/zones\""
-        echo "    file: \"%s.zone\""
-        echo "    journal-content: none"
-        echo "    zonefile-sync: -1"
-        echo "    zonefile-load: whole"
-        echo "    semantic-checks: off"
-        echo "log:"
-        echo "  - target: stderr"
-        echo "    any: warning"
-        echo "zone:"
-        for zone in cluster.local in-addr.arpa ip6.arpa; do
-            file="$dir/zones/$zone.zone"
-            [[ -s "$file" ]] || continue
-            # ip6.arpa only when it holds more than the apex records.
-            if [[ "$zone" == ip6.arpa ]] && ! grep -q $'\tPTR\t' "$file"; then
-                continue
-            fi
-            echo "  - domain: $zone"
-        done
-    } >"$dir/knot.conf"
+    knot_conf "$dir" "$KNOT_PORT" 1 cluster.local in-addr.arpa ip6.arpa
 
     log "$size services: starting clusterdns (port $CLUSTERDNS_PORT) and knotd (port $KNOT_PORT) on CPU $SERVER_CPU"
     serve_args=(serve --objects "$objects" --listen "127.0.0.1:$CLUSTERDNS_PORT")

@@ -1,0 +1,91 @@
+# Shared by the bench scripts: building, reading a process's CPU time and memory, waiting
+# for a server, latency percentiles. Sourced after `repo`, `work`, `log` and `die` are set.
+
+# Builds the release binaries and sets $clusterdns, $gencluster, $querymix and $clk_tck.
+build_release() {
+    log "building (release)"
+    if ! (cd "$repo" && cargo build --release --bin clusterdns --example gencluster --example querymix) >"$work/build.log" 2>&1; then
+        cat "$work/build.log" >&2
+        die "cargo build failed"
+    fi
+    target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+    clusterdns="$target/release/clusterdns"
+    gencluster="$target/release/examples/gencluster"
+    querymix="$target/release/examples/querymix"
+    clk_tck=$(getconf CLK_TCK)
+}
+
+# utime+stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat, counted
+# after the command name, which may hold spaces).
+cpu_ticks() {
+    local stat
+    stat=$(<"/proc/$1/stat")
+    stat=${stat##*) }
+    awk '{ print $12 + $13 }' <<<"$stat"
+}
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# Waits until the server on port $1 answers the SOA of zone $2 (up to $3 seconds).
+wait_ready() {
+    local port=$1 zone=$2 limit=$3 pid=$4 i
+    for ((i = 0; i < limit * 4; i++)); do
+        kill -0 "$pid" 2>/dev/null || die "server on port $port exited (see $work)"
+        # dig prints its errors on stdout too: look for the record itself.
+        if dig @127.0.0.1 -p "$port" +norec +time=1 +tries=1 +noall +answer SOA "$zone" 2>/dev/null |
+            grep -q $'\tSOA\t'; then
+            return 0
+        fi
+        sleep 0.25
+    done
+    die "server on port $port did not answer $zone SOA within ${limit}s"
+}
+
+# p50 and p99 in milliseconds from dnsperf -v output.
+percentiles() {
+    awk '$1 == ">" { print $NF * 1000 }' "$1" | sort -g |
+        awk '{ v[NR] = $1 } END {
+            if (NR == 0) { print "nan nan"; exit }
+            i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
+            i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
+            printf "%.3f %.3f\n", v[i50], v[i99] }'
+}
+
+# Writes a knotd configuration to $1/knot.conf: listening on 127.0.0.1@$2 with $3 UDP and
+# TCP workers, serving every $1/zones/ZONE.zone for the zones named after $4 (ip6.arpa only
+# when it holds PTR records).
+knot_conf() {
+    local dir=$1 port=$2 workers=$3 zone file
+    shift 3
+    {
+        echo "server:"
+        echo "    listen: 127.0.0.1@$port"
+        echo "    rundir: \"$dir/run\""
+        echo "    udp-workers: $workers"
+        echo "    tcp-workers: $workers"
+        echo "    background-workers: 1"
+        echo "database:"
+        echo "    storage: \"$dir/knot\""
+        echo "template:"
+        echo "  - id: default"
+        echo "    storage: \"$dir/zones\""
+        echo "    file: \"%s.zone\""
+        echo "    journal-content: none"
+        echo "    zonefile-sync: -1"
+        echo "    zonefile-load: whole"
+        echo "    semantic-checks: off"
+        echo "log:"
+        echo "  - target: stderr"
+        echo "    any: warning"
+        echo "zone:"
+        for zone in "$@"; do
+            file="$dir/zones/$zone.zone"
+            [[ -s "$file" ]] || continue
+            if [[ "$zone" == ip6.arpa ]] && ! grep -q $'\tPTR\t' "$file"; then
+                continue
+            fi
+            echo "  - domain: $zone"
+        done
+    } >"$dir/knot.conf"
+    mkdir -p "$dir/run" "$dir/knot"
+}
