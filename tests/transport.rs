@@ -302,3 +302,26 @@ fn one_udp_socket_per_usable_cpu() {
         }
     }
 }
+
+/// *multisocket* sets the count whatever the CPUs: three sockets on the port, each
+/// answering; the address's first block decides.
+#[test]
+fn multisocket_sets_the_udp_sockets_of_the_address() {
+    let corefile = TempCorefile::new(
+        ".:0 {\n bind 127.0.0.1\n multisocket 3\n kubernetes cluster.local {\n  objects {FIXTURES}/shop.json\n }\n}\n",
+    );
+    let server = serve(&corefile);
+    assert_eq!(udp_sockets_on(server.addr.port()), 3);
+    assert!(
+        server.log().contains("3 udp workers, one socket each"),
+        "{}",
+        server.log()
+    );
+    for _ in 0..8 {
+        let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
+        assert_eq!(
+            reply.answer,
+            expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+        );
+    }
+}

@@ -118,6 +118,7 @@ pub(crate) fn build(
                     loadbalance: found.loadbalance.clone(),
                     autopath: found.autopath.clone(),
                     bufsize: found.bufsize.clone(),
+                    multisocket: found.multisocket.clone(),
                     any: found.any.clone(),
                     chaos: found.chaos.clone(),
                     hosts: found.hosts.clone(),

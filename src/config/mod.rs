@@ -12,7 +12,7 @@
 //! directives implemented are those of kubeadm's Corefile and those the distributions and
 //! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
 //! `file`, `forward`, `health`, `hosts`, `k8s_external`, `kubernetes`, `loadbalance`, `log`,
-//! `loop`, `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with
+//! `loop`, `multisocket`, `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with
 //! CoreDNS's syntax, defaults and checks (the module of each directive lists where it
 //! differs). Every other CoreDNS plugin is refused with [`Error::Unsupported`] and any other
 //! name with [`Error::UnknownDirective`].
@@ -70,6 +70,7 @@ pub use directives::kubernetes::{ApiConfig, KubernetesConfig, PodMode, TlsFiles}
 pub use directives::loadbalance::LoadBalanceConfig;
 pub use directives::log::{LogClasses, LogConfig};
 pub use directives::loop_detect::LoopConfig;
+pub use directives::multisocket::MultisocketConfig;
 pub use directives::prometheus::{PrometheusConfig, SearchPathConfig};
 pub use directives::ready::ReadyConfig;
 pub use directives::reload::ReloadConfig;
@@ -170,6 +171,8 @@ pub struct ServerBlock {
     pub autopath: Option<AutopathConfig>,
     /// The *bufsize* directive.
     pub bufsize: Option<BufsizeConfig>,
+    /// The *multisocket* directive: how many UDP sockets and workers the address gets.
+    pub multisocket: Option<MultisocketConfig>,
     /// The *any* directive.
     pub any: Option<AnyConfig>,
     /// The *chaos* directive.

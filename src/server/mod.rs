@@ -108,6 +108,9 @@ pub struct Block {
     autopath: Option<crate::autopath::SearchPath>,
     /// The search-path tracker's options, when the block has *prometheus*.
     search_path: Option<crate::config::SearchPathConfig>,
+    /// *multisocket*: the UDP sockets its address gets, when the block says (and it is the
+    /// address's first block).
+    sockets: Option<Option<std::num::NonZeroUsize>>,
 }
 
 /// The *kubernetes* plugin of a block: its options and its published snapshot.
@@ -266,6 +269,7 @@ impl Block {
             metrics: plugins.metrics,
             autopath: config.autopath.as_ref().map(search_path),
             search_path: config.prometheus.as_ref().map(|p| p.search_path.clone()),
+            sockets: config.multisocket.as_ref().map(|m| m.sockets),
         }
     }
 
@@ -341,6 +345,7 @@ impl Block {
             metrics: Vec::new(),
             autopath: None,
             search_path: None,
+            sockets: None,
         }
     }
 }

@@ -362,7 +362,17 @@ impl Running {
             .filter(|addr| !self.listeners.contains_key(addr))
             .copied()
             .collect();
-        let bound = bind_all(&missing, usable_cpus()).await?;
+        let mut bound = Vec::with_capacity(missing.len());
+        for addr in &missing {
+            // As CoreDNS: the first block of the address decides (*multisocket*); without it,
+            // and for a bare `multisocket`, a socket per CPU the process may use.
+            let sockets = self.generation.by_addr[addr]
+                .first()
+                .and_then(|block| block.sockets)
+                .flatten()
+                .map_or_else(usable_cpus, std::num::NonZeroUsize::get);
+            bound.extend(bind_all(&[*addr], sockets).await?);
+        }
         for (configured, listener) in missing.into_iter().zip(bound) {
             // The handler is in place before the first packet can arrive.
             let handler = Arc::new(ArcSwap::from_pointee(

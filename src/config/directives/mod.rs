@@ -23,6 +23,7 @@ pub(crate) mod kubernetes;
 pub(crate) mod loadbalance;
 pub(crate) mod log;
 pub(crate) mod loop_detect;
+pub(crate) mod multisocket;
 pub(crate) mod prometheus;
 pub(crate) mod ready;
 pub(crate) mod reload;
@@ -46,8 +47,8 @@ use super::zone;
 use super::{
     AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
     ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
-    LoadBalanceConfig, LogConfig, LoopConfig, PrometheusConfig, ReadyConfig, ReloadConfig,
-    RewriteRule, TemplateConfig, TransferConfig,
+    LoadBalanceConfig, LogConfig, LoopConfig, MultisocketConfig, PrometheusConfig, ReadyConfig,
+    ReloadConfig, RewriteRule, TemplateConfig, TransferConfig,
 };
 
 /// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
@@ -165,6 +166,8 @@ pub(crate) struct Directives {
     pub(crate) autopath: Option<AutopathConfig>,
     /// The `bufsize` directive.
     pub(crate) bufsize: Option<BufsizeConfig>,
+    /// The `multisocket` directive.
+    pub(crate) multisocket: Option<MultisocketConfig>,
     /// The `any` directive.
     pub(crate) any: Option<AnyConfig>,
     /// The `chaos` directive.
@@ -275,6 +278,10 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
         "bufsize" => {
             once(line, out.bufsize.as_ref().map(|first| first.line))?;
             out.bufsize = Some(bufsize::parse(line, context)?);
+        }
+        "multisocket" => {
+            once(line, out.multisocket.as_ref().map(|first| first.line))?;
+            out.multisocket = Some(multisocket::parse(line, context)?);
         }
         "any" => {
             once(line, out.any.as_ref().map(|first| first.line))?;
