@@ -190,18 +190,10 @@ async fn connection(
             input.reserve(whole.saturating_sub(input.len()));
         }
         if !output.is_empty() {
-            // A client that does not read its replies is not waited for beyond the idle time.
-            match tokio::time::timeout(IDLE_TIMEOUT, writer.write_all(&output)).await {
-                Ok(Ok(())) => activity.touch(),
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, %peer, "tcp send");
-                    break;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "tcp send: the client reads no replies");
-                    break;
-                }
+            if !write_out(&mut writer, &output, peer).await {
+                break;
             }
+            activity.touch();
             output.clear();
             if output.capacity() > OUTPUT_KEPT {
                 output.shrink_to(OUTPUT_KEPT);
@@ -212,6 +204,33 @@ async fn connection(
     drop(registered);
 }
 
+/// Writes `output`, each [`WRITE_CHUNK`] of it within [`IDLE_TIMEOUT`]: a client that does
+/// not read its replies is not waited for beyond the idle time, and a zone transfer that
+/// keeps moving is not cut off for taking longer as a whole. False when the connection is
+/// done for.
+async fn write_out(
+    writer: &mut tokio::net::tcp::WriteHalf<'_>,
+    output: &[u8],
+    peer: SocketAddr,
+) -> bool {
+    for chunk in output.chunks(WRITE_CHUNK) {
+        match tokio::time::timeout(IDLE_TIMEOUT, writer.write_all(chunk)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(%error, %peer, "tcp send");
+                return false;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "tcp send: the client reads no replies");
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// How much of a connection's output one timed write carries.
+const WRITE_CHUNK: usize = 64 * 1024;
 /// How much a connection reads at a time, at least.
 const READ_SIZE: usize = 4096;
 /// The output buffer a connection keeps between writes; a zone transfer's is given back.
