@@ -29,28 +29,11 @@ DNSPERF_ARGS=(-T 4 -c 8 -q 200)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out_dir="$repo/bench/out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/clusterdns-cache.XXXXXX")
-pids=()
-
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [[ -n "${KEEP:-}" ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[cache.sh] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 # shellcheck source=bench/common.sh
 source "$repo/bench/common.sh"
+bench_start cache
+need_tools dnsperf knotd unbound dig taskset cargo
 
-for tool in dnsperf knotd unbound dig taskset cargo; do
-    command -v "$tool" >/dev/null || die "$tool not found (apt-get install dnsperf knot unbound bind9-dnsutils util-linux)"
-done
 build_release
 
 log "the upstream: $NAMES names in example.test"

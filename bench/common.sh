@@ -1,5 +1,49 @@
-# Shared by the bench scripts: building, reading a process's CPU time and memory, waiting
-# for a server, latency percentiles. Sourced after `repo`, `work`, `log` and `die` are set.
+# Shared by the bench scripts: the work directory and the processes to stop at exit,
+# logging, the tools check, building, reading a process's CPU time and memory, waiting for a
+# server, latency percentiles, knotd's configuration. Sourced after `repo` is set:
+#
+#   source "$repo/bench/common.sh"
+#   bench_start NAME           # $work, the exit trap, log and die as [NAME.sh]
+#   need_tools dnsperf knotd   # or die with the Debian packages to install
+#   build_release
+
+pids=()
+
+# Stops every process in $pids, then removes $work (kept with KEEP=1).
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    if [[ -n "${KEEP:-}" ]]; then
+        echo "kept $work" >&2
+    elif [[ -n "${work:-}" ]]; then
+        rm -rf "$work"
+    fi
+}
+
+# Makes $work, a temporary directory for script $1, and cleans up at exit.
+bench_start() {
+    bench_name=$1
+    work=$(mktemp -d "${TMPDIR:-/tmp}/clusterdns-$1.XXXXXX")
+    trap cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+log() { printf '[%s.sh] %s\n' "${bench_name:-bench}" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Dies unless every tool named is installed.
+need_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null ||
+            die "$tool not found (apt-get install dnsperf knot unbound bind9-dnsutils curl util-linux)"
+    done
+}
 
 # Builds the release binaries and sets $clusterdns, $gencluster, $querymix and $clk_tck.
 build_release() {

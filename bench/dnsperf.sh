@@ -44,35 +44,10 @@ fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out_dir="$repo/bench/out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/clusterdns-dnsperf.XXXXXX")
-pids=()
-
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-    if [[ -n "${KEEP:-}" ]]; then
-        echo "kept $work" >&2
-    else
-        rm -rf "$work"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[dnsperf.sh] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 # shellcheck source=bench/common.sh
 source "$repo/bench/common.sh"
-
-for tool in dnsperf knotd dig taskset cargo; do
-    command -v "$tool" >/dev/null || die "$tool not found (apt-get install dnsperf knot bind9-dnsutils util-linux)"
-done
-
+bench_start dnsperf
+need_tools dnsperf knotd dig taskset cargo
 build_release
 
 # status and sorted answer RRset of one question, on one line.

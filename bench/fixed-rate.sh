@@ -25,28 +25,11 @@ FIXED=(-T 2 -c 8 -q 100)
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out_dir="$repo/bench/out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/clusterdns-fixed.XXXXXX")
-pids=()
-
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    if [[ -n "${KEEP:-}" ]]; then echo "kept $work" >&2; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[fixed-rate.sh] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 # shellcheck source=bench/common.sh
 source "$repo/bench/common.sh"
+bench_start fixed-rate
+need_tools dnsperf knotd dig taskset cargo
 
-for tool in dnsperf knotd dig taskset cargo; do
-    command -v "$tool" >/dev/null || die "$tool not found (apt-get install dnsperf knot bind9-dnsutils util-linux)"
-done
 build_release
 
 objects="$work/objects/objects.json"

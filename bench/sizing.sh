@@ -21,39 +21,12 @@ IDLE=${IDLE:-30}
 PORT=${PORT:-15363}
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/clusterdns-sizing.XXXXXX")
-pid=""
+# shellcheck source=bench/common.sh
+source "$repo/bench/common.sh"
+bench_start sizing
+need_tools dnsperf curl taskset cargo
+build_release
 
-cleanup() {
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[sizing.sh] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-for tool in dnsperf curl taskset cargo; do
-    command -v "$tool" >/dev/null || die "$tool not found (apt-get install dnsperf curl util-linux)"
-done
-
-log "building (release)"
-(cd "$repo" && cargo build --release --bin clusterdns --example gencluster --example querymix) \
-    >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; die "cargo build failed"; }
-target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-clusterdns="$target/release/clusterdns"
-clk_tck=$(getconf CLK_TCK)
-
-cpu_ticks() {
-    local stat
-    stat=$(<"/proc/$1/stat")
-    stat=${stat##*) }
-    awk '{ print $12 + $13 }' <<<"$stat"
-}
 status_mb() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
 echo "| services / pods | peak RSS MB (load) | RSS MB when ready | RSS MB after ${IDLE} s idle | RSS MB after queries | queries / CPU-second | CPU ms per idle minute |"
@@ -79,6 +52,7 @@ for size in $SIZES; do
         sed "s|forward . /etc/resolv.conf|forward . 127.0.0.1:$((PORT + 4))|" >"$dir/Corefile"
     taskset -c 0 "$clusterdns" serve --corefile "$dir/Corefile" >"$dir/stdout.log" 2>"$dir/stderr.log" &
     pid=$!
+    pids+=("$pid")
     for ((i = 0; i < 1200; i++)); do
         kill -0 "$pid" 2>/dev/null || { cat "$dir/stderr.log" >&2; die "clusterdns exited"; }
         [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT + 2))/ready")" == 200 ]] && break

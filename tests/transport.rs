@@ -292,14 +292,21 @@ fn one_udp_socket_per_usable_cpu() {
             "{}",
             server.log()
         );
-        // Clients spread over the sockets by their ports; each is answered.
-        for _ in 0..8 {
-            let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
-            assert_eq!(
-                reply.answer,
-                expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"])
-            );
-        }
+        each_socket_answers(&server, 30);
+    }
+}
+
+/// Asks from eight client sockets, which the kernel spreads over the server's sockets by
+/// their ports: each gets web's address, with `ttl`.
+fn each_socket_answers(server: &TestServer, ttl: u32) {
+    for _ in 0..8 {
+        let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
+        assert_eq!(
+            reply.answer,
+            expect(&[&format!(
+                "web.shop.svc.cluster.local. {ttl} IN A 10.96.0.20"
+            )])
+        );
     }
 }
 
@@ -317,11 +324,5 @@ fn multisocket_sets_the_udp_sockets_of_the_address() {
         "{}",
         server.log()
     );
-    for _ in 0..8 {
-        let reply = server.ask_udp("web.shop.svc.cluster.local.", "A");
-        assert_eq!(
-            reply.answer,
-            expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
-        );
-    }
+    each_socket_answers(&server, 5);
 }
