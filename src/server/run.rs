@@ -366,8 +366,11 @@ impl Running {
         for addr in &missing {
             // As CoreDNS: the first block of the address decides (*multisocket*); without it,
             // and for a bare `multisocket`, a socket per CPU the process may use.
-            let sockets = self.generation.by_addr[addr]
-                .first()
+            let sockets = self
+                .generation
+                .by_addr
+                .get(addr)
+                .and_then(|blocks| blocks.first())
                 .and_then(|block| block.sockets)
                 .flatten()
                 .map_or_else(usable_cpus, std::num::NonZeroUsize::get);
