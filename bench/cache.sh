@@ -145,10 +145,8 @@ measure() {
     upstream_after=$(cpu_ticks "$upstream_pid")
     taskset -c "$CLIENT_CPU" dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.txt" "${DNSPERF_ARGS[@]}" \
         -l "$DURATION" -Q "$LATENCY_QPS" -v >"$prefix.latency.txt" 2>&1
-    cpu=$(awk -v t=$((after - before)) -v hz="$clk_tck" 'BEGIN { printf "%.2f", t / hz }')
-    qps=$(awk '/Queries per second:/ { printf "%.0f", $4 }' "$prefix.run.txt")
-    completed=$(awk '/Queries completed:/ { print $3 }' "$prefix.run.txt")
-    lost=$(awk '/Queries lost:/ { print $3 }' "$prefix.run.txt")
+    cpu=$(cpu_seconds "$before" "$after")
+    read -r qps completed lost < <(dnsperf_counts "$prefix.run.txt")
     read -r p50 p99 < <(percentiles "$prefix.latency.txt")
     log "$prefix: upstream CPU during the run $((upstream_after - upstream_before)) ticks"
     echo "$qps $completed $lost $cpu $(rss_kb "$pid") $p50 $p99"

@@ -68,6 +68,19 @@ cpu_ticks() {
     awk '{ print $12 + $13 }' <<<"$stat"
 }
 
+# "qps completed lost" of a dnsperf run's output file $1.
+dnsperf_counts() {
+    awk '/Queries per second:/ { qps = sprintf("%.0f", $4) }
+         /Queries completed:/ { completed = $3 }
+         /Queries lost:/ { lost = $3 }
+         END { print qps, completed, lost }' "$1"
+}
+
+# CPU seconds between two cpu_ticks readings $1 and $2, with $3 decimals (2 by default).
+cpu_seconds() {
+    awk -v t=$(($2 - $1)) -v hz="$clk_tck" -v d="${3:-2}" 'BEGIN { printf("%." d "f", t / hz) }'
+}
+
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # Waits until the server on port $1 answers the SOA of zone $2 (up to $3 seconds).

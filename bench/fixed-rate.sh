@@ -65,10 +65,8 @@ run() {
     dnsperf -s 127.0.0.1 -p "$port" -d "$work/queries.txt" -l "$DURATION" "$@" >"$output" 2>&1
     after=$(cpu_ticks "$pid")
     local cpu qps completed lost p50=nan p99=nan
-    cpu=$(awk -v t=$((after - before)) -v hz="$clk_tck" 'BEGIN { printf "%.3f", t / hz }')
-    qps=$(awk '/Queries per second:/ { printf "%.0f", $4 }' "$output")
-    completed=$(awk '/Queries completed:/ { print $3 }' "$output")
-    lost=$(awk '/Queries lost:/ { print $3 }' "$output")
+    cpu=$(cpu_seconds "$before" "$after" 3)
+    read -r qps completed lost < <(dnsperf_counts "$output")
     if grep -q '^> ' "$output"; then
         read -r p50 p99 < <(percentiles "$output")
     fi

@@ -32,17 +32,42 @@ fn query(name: &str, qtype: RecordType) -> Vec<u8> {
     message.to_vec().expect("encode")
 }
 
+/// The allocations of `measure` over up to three tries, stopping at the first that makes
+/// none. The counts are process-wide: the test harness's own threads (reporting the other
+/// test) can allocate during a measurement. Code that allocates does so every time, so it
+/// fails all three tries; noise from elsewhere does not repeat.
+fn tries(mut measure: impl FnMut()) -> Vec<u64> {
+    let mut counts = Vec::new();
+    for _ in 0..3 {
+        let before = allocations();
+        measure();
+        counts.push(allocations() - before);
+        if counts.last() == Some(&0) {
+            break;
+        }
+    }
+    counts
+}
+
+/// The blocks of the shorthand's Corefile over the shop fixture.
+fn shop_blocks() -> Vec<std::sync::Arc<server::Block>> {
+    let shop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
+    let config = clusterdns::config::shorthand(&[shop], "127.0.0.1:1053".parse().expect("addr"))
+        .expect("config");
+    server::load(&config)
+        .expect("load")
+        .into_iter()
+        .map(|loaded| loaded.block)
+        .collect()
+}
+
 #[test]
 fn answering_from_the_prepared_zone_does_not_allocate() {
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let _profiler = dhat::Profiler::builder().testing().build();
-    let shop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
-    let config = clusterdns::config::shorthand(&[shop], "127.0.0.1:1053".parse().expect("addr"))
-        .expect("config");
-    let blocks = server::load(&config).expect("load");
-    let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
+    let handler = Handler::new(shop_blocks());
     let questions = [
         ("web.shop.svc.cluster.local.", "A"),
         ("Web.Shop.svc.cluster.local.", "A"),
@@ -66,24 +91,15 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
     );
     for (name, qtype) in questions {
         let packet = query(name, RecordType::from_str(qtype).expect("type"));
-        // The counts are process-wide: the test harness's own threads (reporting the other
-        // test) can allocate during a measurement. A query that allocates does so every
-        // time, so it fails all three tries; noise from elsewhere does not repeat.
-        let mut counts = Vec::new();
-        for _ in 0..3 {
-            let before = allocations();
+        let counts = tries(|| {
             let outcome = handler.respond(
                 &packet,
                 ([127, 0, 0, 1], 5353).into(),
                 Transport::Udp,
                 &mut out,
             );
-            counts.push(allocations() - before);
             assert!(matches!(outcome, Outcome::Reply));
-            if counts.last() == Some(&0) {
-                break;
-            }
-        }
+        });
         assert_eq!(
             counts.last(),
             Some(&0),
@@ -104,14 +120,7 @@ fn following_search_path_walks_does_not_allocate() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let _profiler = dhat::Profiler::builder().testing().build();
-    let shop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
-    let config = clusterdns::config::shorthand(&[shop], "127.0.0.1:1053".parse().expect("addr"))
-        .expect("config");
-    let blocks: Vec<_> = server::load(&config)
-        .expect("load")
-        .into_iter()
-        .map(|loaded| loaded.block)
-        .collect();
+    let blocks = shop_blocks();
     let tracker = Arc::new(Tracker::new());
     let zone = b"\x07cluster\x05local\x00";
     let node: &[u8] = b"\x04corp\x07example\x00";
@@ -210,11 +219,7 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
             ..base
         },
     ];
-    // As above: recording that allocates does so on every try; the harness's noise does not
-    // repeat.
-    let mut counts = Vec::new();
-    for _ in 0..3 {
-        let before = allocations();
+    let counts = tries(|| {
         for _ in 0..1000 {
             for observation in &observations {
                 metrics.record(observation);
@@ -225,18 +230,14 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
                 ..base
             });
         }
-        counts.push(allocations() - before);
-        if counts.last() == Some(&0) {
-            break;
-        }
-    }
+    });
     assert_eq!(
         counts.last(),
         Some(&0),
         "recording allocated on every try: {counts:?}"
     );
-    let tries = counts.len() as u64;
-    assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), 2000 * tries);
+    let rounds = counts.len() as u64;
+    assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), 2000 * rounds);
 }
 
 /// A cached upstream answer is served like a cluster-zone one: found, fitted to the client,
@@ -310,22 +311,15 @@ fn answering_from_the_cache_does_not_allocate() {
     assert_eq!(Message::from_vec(&out).expect("reply").answers.len(), 4);
     let _profiler = dhat::Profiler::builder().testing().build();
     let _runtime = runtime.enter();
-    // Warm up (arc-swap's per-thread registration), then measure; as above, a hit that
-    // allocates does so on every try.
+    // Warm up (arc-swap's per-thread registration), then measure.
     assert!(matches!(
         handler.respond(&packet, client, Transport::Udp, &mut out),
         Outcome::Reply
     ));
-    let mut counts = Vec::new();
-    for _ in 0..3 {
-        let before = allocations();
+    let counts = tries(|| {
         let outcome = handler.respond(&packet, client, Transport::Udp, &mut out);
-        counts.push(allocations() - before);
         assert!(matches!(outcome, Outcome::Reply), "a cache hit");
-        if counts.last() == Some(&0) {
-            break;
-        }
-    }
+    });
     assert_eq!(
         counts.last(),
         Some(&0),

@@ -143,13 +143,13 @@ async fn connection(
             () = stop.cancelled(), if reading => reading = false,
             () = shed.cancelled() => break,
         }
-        let consumed = complete_messages(&input);
-        if consumed > 0 {
+        let mut frames = Frames(&input);
+        if let Some(first) = frames.next() {
             activity.touch();
             idle.as_mut()
                 .reset(tokio::time::Instant::now() + IDLE_TIMEOUT);
             let handler = current.load();
-            for message in Frames(&input[..consumed]) {
+            for message in std::iter::once(first).chain(frames.by_ref()) {
                 if message.is_empty() {
                     // A zero-length frame holds no message: nothing to answer.
                     continue;
@@ -182,11 +182,11 @@ async fn connection(
                     Outcome::Drop => {}
                 }
             }
-            input.drain(..consumed);
         }
+        let consumed = input.len() - frames.0.len();
+        input.drain(..consumed);
         // Room for the whole of a message that has begun, so one read can complete it.
-        if let Some(length) = input.get(..2) {
-            let whole = 2 + usize::from(u16::from_be_bytes([length[0], length[1]]));
+        if let Some(whole) = frame_length(&input) {
             input.reserve(whole.saturating_sub(input.len()));
         }
         if !output.is_empty() {
@@ -236,30 +236,24 @@ const READ_SIZE: usize = 4096;
 /// The output buffer a connection keeps between writes; a zone transfer's is given back.
 const OUTPUT_KEPT: usize = 64 * 1024;
 
-/// How many bytes at the start of `input` are whole length-prefixed messages.
-fn complete_messages(input: &[u8]) -> usize {
-    let mut at = 0;
-    while let Some(length) = input.get(at..at + 2) {
-        let end = at + 2 + usize::from(u16::from_be_bytes([length[0], length[1]]));
-        if end > input.len() {
-            break;
-        }
-        at = end;
-    }
-    at
+/// The length of the frame `bytes` begins with, its two-byte prefix included, once the
+/// prefix is there.
+fn frame_length(bytes: &[u8]) -> Option<usize> {
+    let prefix = bytes.get(..2)?;
+    Some(2 + usize::from(u16::from_be_bytes([prefix[0], prefix[1]])))
 }
 
-/// The messages of whole length-prefixed frames, in order.
+/// The messages of the whole length-prefixed frames at the start of a buffer, in order; what
+/// is left (a frame not yet complete) stays in `.0`.
 struct Frames<'a>(&'a [u8]);
 
 impl<'a> Iterator for Frames<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        let length = self.0.get(..2)?;
-        let length = usize::from(u16::from_be_bytes([length[0], length[1]]));
-        let message = self.0.get(2..2 + length)?;
-        self.0 = &self.0[2 + length..];
+        let whole = frame_length(self.0)?;
+        let message = self.0.get(2..whole)?;
+        self.0 = &self.0[whole..];
         Some(message)
     }
 }
