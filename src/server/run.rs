@@ -589,10 +589,10 @@ async fn close(mut listener: Listener) {
     let _ = (&mut listener.tcp).await;
 }
 
-/// The CPUs this process may run on: its affinity mask, and its cgroup's CPU quota
-/// (`cpu.max`, or v1's `cfs_quota_us`) rounded up, as the standard library counts them. A
-/// pod without a CPU limit counts every core of its node: a worker per core then, each
-/// blocked on its own socket until a packet comes for it.
+/// The CPUs this process may run on: its affinity mask, capped by its cgroup's CPU quota
+/// (`cpu.max`, or v1's `cfs_quota_us`) rounded down to at least one, as the standard
+/// library counts them. A pod without a CPU limit counts every core of its node: a worker
+/// per core then, each blocked on its own socket until a packet comes for it.
 fn usable_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
