@@ -331,14 +331,16 @@ fn entries(text: &str) -> Result<Vec<Entry>, (usize, String)> {
                 blank = c == ' ' || c == '\t';
             }
         }
+        if c == '\\' {
+            // An escape, quoted or not: the character after it is the field's as it is.
+            field.push(c);
+            if let Some(next) = chars.next() {
+                field.push(next);
+            }
+            continue;
+        }
         if quoted {
             match c {
-                '\\' => {
-                    field.push(c);
-                    if let Some(next) = chars.next() {
-                        field.push(next);
-                    }
-                }
                 '"' => {
                     field.push(c);
                     quoted = false;
@@ -349,12 +351,6 @@ fn entries(text: &str) -> Result<Vec<Entry>, (usize, String)> {
             continue;
         }
         match c {
-            '\\' => {
-                field.push(c);
-                if let Some(next) = chars.next() {
-                    field.push(next);
-                }
-            }
             '"' => {
                 field.push(c);
                 quoted = true;
