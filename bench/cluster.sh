@@ -7,11 +7,11 @@
 # nodes: a Deployment yields Pods that are scheduled, get addresses and turn Running and Ready,
 # and the real EndpointSlice controller writes real slices for them.
 #
-#   bench/cluster.sh up [--dir DIR] [--nodes N] [--owner PID] [--watch-cache-sizes LIST]
+#   bench/cluster.sh up [--dir DIR] [--nodes N] [--owner PID] [--compaction-interval DURATION]
+#                       [--watch-cache-sizes RESOURCE#SIZE,...]
 #   bench/cluster.sh env [--dir DIR]     # the exports for kubectl: eval "$(bench/cluster.sh env)"
 #   bench/cluster.sh down [--dir DIR]    # stops everything it started, by PID
 #   bench/cluster.sh stop|start|restart COMPONENT [--dir DIR]   # etcd, kube-apiserver, ...
-#   bench/cluster.sh compact [--dir DIR] # compacts etcd's history up to its current revision
 #
 # DIR (default $TMPDIR/clusterdns-cluster, or CLUSTER_DIR) holds everything: pki/,
 # admin.kubeconfig, the logs (log/), the PIDs (pid/), etcd's data and `ports`. With --owner,
@@ -21,7 +21,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 self="$repo/bench/cluster.sh"
 
-usage() { sed -n '10,15p' "$self" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '10,14p' "$self" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 say() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
@@ -39,12 +39,14 @@ esac
 dir=${CLUSTER_DIR:-${TMPDIR:-/tmp}/clusterdns-cluster}
 nodes=${CLUSTER_NODES:-3}
 owner=
+compaction_interval=
 watch_cache_sizes=
 while (($#)); do
     case "$1" in
         --dir) dir=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
         --owner) owner=$2; shift 2 ;;
+        --compaction-interval) compaction_interval=$2; shift 2 ;;
         --watch-cache-sizes) watch_cache_sizes=$2; shift 2 ;;
         *) usage ;;
     esac
@@ -288,6 +290,12 @@ up() {
         --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/log/audit.log"
         --audit-log-maxsize 200
         --allow-privileged=true --profiling=false)
+    # The API server compacts etcd every 5 min, to the revision of its previous round; a
+    # watch etcd serves from before that is answered 410 Gone. Watches the watch cache serves
+    # are 410 only from before its window (the cache is sized to hold 75 s of events, and
+    # starts anew with the API server), whatever etcd compacted; `services#0` makes etcd serve
+    # the services.
+    [[ -z "$compaction_interval" ]] || apiserver+=(--etcd-compaction-interval "$compaction_interval")
     [[ -z "$watch_cache_sizes" ]] || apiserver+=(--watch-cache-sizes "$watch_cache_sizes")
     save_run kube-apiserver "${apiserver[@]}"
     save_run kube-controller-manager "$peers/kube-controller-manager" \
@@ -360,14 +368,6 @@ case "$action" in
         start_component "$component"
         wait_ready "$component"
         say "$component running (pid $(pid_of "$component"))"
-        ;;
-    compact)
-        load_ports
-        rev=$(curl -sf "http://127.0.0.1:$ETCD_PORT/v3/kv/range" -X POST -d '{"key":"AA=="}' |
-            python3 -c 'import json,sys; print(json.load(sys.stdin)["header"]["revision"])')
-        curl -sf "http://127.0.0.1:$ETCD_PORT/v3/kv/compaction" -X POST \
-            -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null
-        echo "$rev"
         ;;
     *) usage ;;
 esac

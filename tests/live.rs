@@ -13,10 +13,15 @@ use crate::common::{Reply, TempCorefile, expect, fixture};
 
 /// How long a change may take to show in the answers (it takes milliseconds; the margin is
 /// for a loaded machine).
-const PATIENCE: Duration = Duration::from_secs(30);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
 /// Asks until `done` holds for the reply; the last reply.
-fn until(server: &TestServer, name: &str, qtype: &str, done: impl Fn(&Reply) -> bool) -> Reply {
+pub(crate) fn until(
+    server: &TestServer,
+    name: &str,
+    qtype: &str,
+    done: impl Fn(&Reply) -> bool,
+) -> Reply {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let reply = server.ask_udp(name, qtype);
@@ -33,7 +38,7 @@ fn until(server: &TestServer, name: &str, qtype: &str, done: impl Fn(&Reply) -> 
 }
 
 /// Polls `check` until it holds.
-fn eventually(what: &str, check: impl Fn() -> bool) {
+pub(crate) fn eventually(what: &str, check: impl Fn() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !check() {
         assert!(Instant::now() < deadline, "never: {what}");
@@ -80,7 +85,7 @@ fn modify(api: &ApiServer, kind: Kind, namespace: &str, name: &str, change: impl
     api.apply(object);
 }
 
-fn addresses(reply: &Reply) -> Vec<String> {
+pub(crate) fn addresses(reply: &Reply) -> Vec<String> {
     let mut ips: Vec<String> = reply
         .answer
         .iter()
@@ -90,7 +95,7 @@ fn addresses(reply: &Reply) -> Vec<String> {
     ips
 }
 
-fn metric(metrics: &str, prefix: &str) -> f64 {
+pub(crate) fn metric(metrics: &str, prefix: &str) -> f64 {
     metrics
         .lines()
         .find_map(|line| line.strip_prefix(prefix))

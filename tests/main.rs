@@ -6,6 +6,7 @@ mod answering;
 mod apiserver;
 mod architecture;
 mod autopath;
+mod cluster;
 mod common;
 mod corefile;
 mod dashboards;

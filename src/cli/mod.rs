@@ -257,12 +257,12 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 }
 
 /// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory-proto's warnings only,
-/// and kube-rs's client errors off: the API watch reports those itself, once
-/// per outage rather than once per retry).
+/// and kube-rs's client errors and watcher warnings off: the API watch reports those itself,
+/// naming the resource and what was refused, once per outage rather than once per retry).
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(
-            "info,hickory_proto=warn,kube_client=off,kube_runtime=warn",
+            "info,hickory_proto=warn,kube_client=off,kube_runtime=error",
         )
     });
     let _ = tracing_subscriber::fmt()

@@ -66,7 +66,7 @@ pub use directives::health::HealthConfig;
 pub use directives::hosts::HostsConfig;
 pub use directives::k8s_external::K8sExternalConfig;
 pub(crate) use directives::kubernetes::is_dns_label;
-pub use directives::kubernetes::{ApiConfig, KubernetesConfig, PodMode, TlsFiles};
+pub use directives::kubernetes::{ApiConfig, KubernetesConfig, ListMode, PodMode, TlsFiles};
 pub use directives::loadbalance::LoadBalanceConfig;
 pub use directives::log::{LogClasses, LogConfig};
 pub use directives::loop_detect::LoopConfig;

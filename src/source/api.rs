@@ -46,7 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::programming::Tracker;
 use super::publish::Publisher;
-use crate::config::{KubernetesConfig, PodMode};
+use crate::config::{KubernetesConfig, ListMode, PodMode};
 use crate::metrics::process::StoreMetrics;
 use crate::model::serviceimport::{ServiceImportObject, service_import};
 use crate::model::{Cluster, Object, convert};
@@ -84,6 +84,21 @@ impl Resource {
             Self::Pods => "pods",
             Self::ServiceImports => "serviceimports",
         }
+    }
+
+    /// The resource a request path reads: its last segment (`/api/v1/services`,
+    /// `/api/v1/namespaces/shop/services`, `/apis/discovery.k8s.io/v1/endpointslices`).
+    pub fn of_path(path: &str) -> Option<Self> {
+        let plural = path.rsplit('/').next()?;
+        [
+            Self::Namespaces,
+            Self::Services,
+            Self::EndpointSlices,
+            Self::Pods,
+            Self::ServiceImports,
+        ]
+        .into_iter()
+        .find(|resource| resource.as_str() == plural)
     }
 
     /// What `config` needs watched: pods only for `pods verified` (`endpoint_pod_names`
@@ -302,6 +317,9 @@ fn spawn_resource(
     };
     let filter = namespace_filter(config);
     let mut watch_config = watcher::Config::default();
+    if config.api.list_mode == ListMode::Streaming {
+        watch_config = watch_config.streaming_lists();
+    }
     match resource {
         Resource::Namespaces => {
             if let Some(selector) = &config.namespace_labels {

@@ -11,7 +11,6 @@
 use std::borrow::Cow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::watcher;
 
 use crate::model::serviceimport::ServiceImportObject;
 
@@ -41,17 +40,5 @@ impl kube::Resource for ServiceImportObject {
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
-    }
-}
-
-/// Whether a watcher error says the resource does not exist on the API server (HTTP 404: the
-/// CRD is not installed).
-pub(crate) fn is_absent(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 404,
-        watcher::Error::WatchError(status) => status.code == 404,
-        _ => false,
     }
 }

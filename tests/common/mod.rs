@@ -8,9 +8,11 @@ pub mod apiserver;
 pub mod binary;
 pub mod certs;
 pub mod cli;
+pub mod cluster;
 pub mod dot;
 pub mod golden;
 pub mod names;
+pub mod partition;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

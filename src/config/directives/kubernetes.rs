@@ -123,6 +123,19 @@ pub struct ApiConfig {
     pub burst: Option<u32>,
     /// `apiserver_max_inflight`.
     pub max_inflight: Option<u32>,
+    /// `list_mode streaming|paginated`: how a watch gets its initial state.
+    pub list_mode: ListMode,
+}
+
+/// `list_mode`: how each resource's initial state (and a re-list's) is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListMode {
+    /// A paginated LIST (`limit=500` pages), then a watch from its resourceVersion.
+    #[default]
+    Paginated,
+    /// One watch with `sendInitialEvents=true` (WatchList, KEP-3157): the API server streams
+    /// the objects from its watch cache and marks the end with a bookmark.
+    Streaming,
 }
 
 /// `tls CERT KEY CACERT`.
@@ -143,7 +156,7 @@ pub(crate) const DEFAULT_TTL: u32 = 5;
 /// CoreDNS's default `startup_timeout`.
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects` and `snapshot`; any
+/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects`, `snapshot` and `list_mode`; any
 /// other name is an unknown property.
 const OPTIONS: &[&str] = &[
     "endpoint",
@@ -161,6 +174,7 @@ const OPTIONS: &[&str] = &[
     "apiserver_qps",
     "apiserver_burst",
     "apiserver_max_inflight",
+    "list_mode",
     "startup_timeout",
     "multicluster",
     "zonal",
@@ -311,6 +325,20 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
             }
             "apiserver_max_inflight" => {
                 config.api.max_inflight = Some(positive(one()?, &bad)?);
+            }
+            "list_mode" => {
+                let arg = one()?;
+                config.api.list_mode = match arg.text.as_str() {
+                    "paginated" => ListMode::Paginated,
+                    "streaming" => ListMode::Streaming,
+                    other => {
+                        return Err(bad(
+                            arg,
+                            format!("'{other}' must be 'streaming' or 'paginated'"),
+                        ));
+                    }
+                };
+                connection_option.get_or_insert(&option.name);
             }
             "startup_timeout" => {
                 let arg = one()?;

@@ -1,6 +1,6 @@
 //! Connecting to the API server: the kube-rs client from the block's `kubeconfig`,
 //! `endpoint` and `tls`, or the pod's service account, with every response counted in the
-//! watch's status.
+//! watch's status (each attempt of a retried one too).
 
 use std::fmt::Debug;
 use std::path::PathBuf;
@@ -9,11 +9,15 @@ use std::time::Duration;
 
 use kube::Client;
 
+use super::Resource;
 use super::status::ApiStatus;
 use crate::config::ApiConfig;
 
 /// How long connecting to the API server may take before the attempt counts as failed.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Requests waiting for the client's stack at most (beyond that, callers wait their turn).
+const RETRY_BUFFER: usize = 1024;
 
 /// Why the API server cannot be reached as configured.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +112,10 @@ pub async fn connect(api: &ApiConfig, status: Arc<ApiStatus>) -> Result<Client, 
         kube::Config::incluster().map_err(|error| ConnectError::InCluster(error.to_string()))?
     };
     config.connect_timeout = Some(CONNECT_TIMEOUT);
+    // kube retries 429, 503 and 504 inside its own stack, where no layer of ours sees the
+    // answers: the same retries (kube's policy, Retry-After honoured) go outside the observer
+    // instead, so that each refusal is counted and said.
+    config.default_retry = false;
     let concurrency = api
         .max_inflight
         .map(|max| tower::limit::ConcurrencyLimitLayer::new(max as usize));
@@ -120,25 +128,72 @@ pub async fn connect(api: &ApiConfig, status: Arc<ApiStatus>) -> Result<Client, 
             Duration::from_secs_f64(f64::from(burst) / qps),
         )
     });
-    let observe = tower::util::MapResultLayer::new(observer(status));
+    let observe = Observe(status);
     let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(|error| ConnectError::Client(error.to_string()))?;
     Ok(builder
         .with_layer(&observe)
+        // The retry clones the service it retries; a buffer makes kube's stack cloneable.
+        .with_layer(&tower::buffer::BufferLayer::new(RETRY_BUFFER))
+        .with_layer(&tower::retry::RetryLayer::new(
+            kube::client::retry::RetryPolicy::server_retry(),
+        ))
         .with_layer(&tower::util::option_layer(concurrency))
         .with_layer(&tower::util::option_layer(rate))
         .build())
 }
 
-/// Reports each response (or its absence) to `status`.
-pub(super) fn observer<B, E: std::fmt::Display>(
-    status: Arc<ApiStatus>,
-) -> impl Fn(Result<http::Response<B>, E>) -> Result<http::Response<B>, E> + Clone {
-    move |result| {
-        match &result {
-            Ok(response) => status.answered(response.status().as_u16()),
-            Err(error) => status.unreachable(&error.to_string()),
+/// A layer reporting each response (or its absence) to the watch's status, with the
+/// resource its request was about.
+#[derive(Clone)]
+pub(super) struct Observe(pub(super) Arc<ApiStatus>);
+
+impl<S> tower::Layer<S> for Observe {
+    type Service = Observed<S>;
+
+    fn layer(&self, inner: S) -> Observed<S> {
+        Observed {
+            inner,
+            status: Arc::clone(&self.0),
         }
-        result
+    }
+}
+
+/// The service [`Observe`] wraps.
+#[derive(Clone)]
+pub(super) struct Observed<S> {
+    inner: S,
+    status: Arc<ApiStatus>,
+}
+
+impl<S, B, R> tower::Service<http::Request<B>> for Observed<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<R>>,
+    S::Error: std::fmt::Display,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures::future::BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let resource = Resource::of_path(request.uri().path());
+        let status = Arc::clone(&self.status);
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            let result = response.await;
+            match &result {
+                Ok(response) => status.answered(response.status().as_u16(), resource),
+                Err(error) => status.unreachable(&error.to_string()),
+            }
+            result
+        })
     }
 }

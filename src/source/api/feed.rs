@@ -18,7 +18,6 @@ use tokio_util::sync::CancellationToken;
 use super::Resource;
 use super::watched::{Change, namespace_key};
 use crate::model::{Object, ObjectKey, convert};
-use crate::source::mcs;
 
 /// One resource's watch and where its changes go.
 pub(super) struct Feed {
@@ -45,6 +44,7 @@ impl Feed {
             tx,
             stop,
         } = self;
+        let streaming = config.initial_list_strategy == watcher::InitialListStrategy::StreamingList;
         let stream = watcher::watcher(api, config).default_backoff();
         let mut stream = std::pin::pin!(stream);
         loop {
@@ -77,15 +77,75 @@ impl Feed {
                     }
                 }
                 Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
-                Err(error) if resource == Resource::ServiceImports && mcs::is_absent(&error) => {
+                // A 404 for ServiceImports: the Multi-Cluster Services CRD is not installed.
+                Err(error)
+                    if resource == Resource::ServiceImports
+                        && api_status(&error).is_some_and(|status| status.code == 404) =>
+                {
                     Change::Absent(resource)
                 }
-                Err(error) => Change::Failed(resource, error.to_string()),
+                Err(error) => Change::Failed(resource, describe(&error, resource, streaming)),
             };
             if tx.send(change).is_err() {
                 return;
             }
         }
+    }
+}
+
+/// The API server's Status in a watcher error, if it answered with one.
+fn api_status(error: &watcher::Error) -> Option<&kube::core::Status> {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => Some(status),
+        _ => None,
+    }
+}
+
+/// A watcher error as the log (and `/ready`) says it: the API server's own words when it
+/// answered with a Status. A refusal by RBAC names what was refused and to whom, from the
+/// server's message (`User "system:serviceaccount:kube-system:coredns" cannot list resource
+/// "services" in API group "" at the cluster scope`), and what to grant.
+fn describe(error: &watcher::Error, resource: Resource, streaming: bool) -> String {
+    let Some(status) = api_status(error) else {
+        return error.to_string();
+    };
+    let message = status.message.as_str();
+    let phase = match error {
+        watcher::Error::InitialListFailed(_) if !streaming => "listing",
+        watcher::Error::InitialListFailed(_) | watcher::Error::WatchStartFailed(_) => {
+            "starting the watch"
+        }
+        _ => "watching",
+    };
+    match status.code {
+        401 => format!(
+            "401 Unauthorized: the credentials were refused {phase} {} (an expired or revoked \
+             token, or a client certificate the API server does not trust): {message}",
+            resource.as_str()
+        ),
+        403 => {
+            let after = |prefix: &str, end: char| -> Option<&str> {
+                let rest = &message[message.find(prefix)? + prefix.len()..];
+                rest.find(end).map(|at| &rest[..at])
+            };
+            let verb =
+                after("cannot ", ' ').unwrap_or(if phase == "listing" { "list" } else { "watch" });
+            let user = after("User \"", '"').unwrap_or("this account");
+            let group = after("in API group \"", '"').unwrap_or_default();
+            let plural = resource.as_str();
+            format!(
+                "forbidden to {verb} {plural} in API group \"{group}\" as {user}: the \
+                 ClusterRole bound to it needs {verb} on {plural} (403: {message})"
+            )
+        }
+        code => format!(
+            "{code} {} {phase} {}: {message}",
+            status.reason,
+            resource.as_str()
+        ),
     }
 }
 

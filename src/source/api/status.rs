@@ -27,8 +27,10 @@ pub(super) struct State {
     pub(super) restored: Option<SystemTime>,
     /// The zone of the watch this one replaced is served until the first sync.
     pub(super) inherited: bool,
-    /// Since when, and why, the API server has not answered (or answered with an error).
-    pub(super) failing: Option<(SystemTime, String)>,
+    /// Since when, and why, the API server has not answered (or answered with an error): for
+    /// a resource (its requests refused: cleared by its next success), or for all (`None`: no
+    /// answer at all, cleared by any success).
+    pub(super) failing: BTreeMap<Option<Resource>, (SystemTime, String)>,
     /// When the API server last answered a request successfully.
     pub(super) last_success: Option<SystemTime>,
     /// Responses by HTTP status code; `error` for requests that got none.
@@ -98,8 +100,9 @@ impl ApiStatus {
         self.synced_tx.send_replace(true);
     }
 
-    /// The API server answered a request with HTTP `code`.
-    pub(super) fn answered(&self, code: u16) {
+    /// The API server answered a request about `resource` (if one of the watched resources)
+    /// with HTTP `code`.
+    pub(super) fn answered(&self, code: u16, resource: Option<Resource>) {
         let mut state = self.state();
         *state.requests.entry(code.to_string()).or_default() += 1;
         if code == 404 {
@@ -108,7 +111,12 @@ impl ApiStatus {
         }
         if (200..300).contains(&code) {
             state.last_success = Some(SystemTime::now());
-            if let Some((since, _)) = state.failing.take() {
+            let since = state.failing.values().map(|(since, _)| *since).min();
+            state.failing.remove(&None);
+            if resource.is_some() {
+                state.failing.remove(&resource);
+            }
+            if let Some(since) = since.filter(|_| state.failing.is_empty()) {
                 let down = SystemTime::now().duration_since(since).unwrap_or_default();
                 tracing::info!(
                     zone = %self.zone,
@@ -122,9 +130,12 @@ impl ApiStatus {
                 403 => "403 Forbidden: the service account may not list/watch (check the \
                         ClusterRole)"
                     .to_owned(),
+                429 => "429 Too Many Requests: the API server's priority and fairness turns \
+                        this client away; retrying as its Retry-After says"
+                    .to_owned(),
                 _ => format!("HTTP {code}"),
             };
-            self.failing(&mut state, reason);
+            self.failing(&mut state, resource, reason);
         }
     }
 
@@ -132,31 +143,41 @@ impl ApiStatus {
     pub(super) fn unreachable(&self, error: &str) {
         let mut state = self.state();
         *state.requests.entry("error".to_owned()).or_default() += 1;
-        self.failing(&mut state, error.to_owned());
+        self.failing(&mut state, None, error.to_owned());
     }
 
-    pub(super) fn failing(&self, state: &mut State, reason: String) {
-        match &mut state.failing {
+    /// Records that requests for `resource` (`None`: all) fail for `reason`; the first failure
+    /// of an outage is logged.
+    pub(super) fn failing(&self, state: &mut State, resource: Option<Resource>, reason: String) {
+        let first = state.failing.is_empty();
+        match state.failing.get_mut(&resource) {
             Some((_, last)) => *last = reason,
             None => {
-                tracing::warn!(
-                    zone = %self.zone,
-                    "API server request failed: {reason}; still serving the last known state, \
-                     retrying with backoff"
-                );
-                state.failing = Some((SystemTime::now(), reason));
+                if first {
+                    tracing::warn!(
+                        zone = %self.zone,
+                        "API server request failed: {reason}; still serving the last known \
+                         state, retrying with backoff"
+                    );
+                }
+                state.failing.insert(resource, (SystemTime::now(), reason));
             }
         }
     }
 
+    /// The watch of `resource` failed with `error` (which says more than the HTTP code the
+    /// request got: it is what `/ready` tells from now on).
     pub(super) fn watch_failed(&self, resource: Resource, error: &str) {
         let mut state = self.state();
         let count = state.watch_errors.entry(resource.as_str()).or_default();
         *count += 1;
-        if *count == 1 || state.failing.is_none() {
+        if *count == 1 || !state.failing.contains_key(&Some(resource)) {
             tracing::warn!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
         } else {
             tracing::debug!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+        }
+        if let Some((_, reason)) = state.failing.get_mut(&Some(resource)) {
+            *reason = error.to_owned();
         }
     }
 
@@ -204,10 +225,11 @@ impl ApiStatus {
                 self.zone
             ));
         }
-        if let Some((since, reason)) = &state.failing {
+        for (resource, (since, reason)) in &state.failing {
+            let what = resource.map_or(String::new(), |r| format!(" for {}", r.as_str()));
             notes.push(format!(
-                "kubernetes {}: API server failing for {} s ({reason}); serving the last known \
-                 state",
+                "kubernetes {}: API server failing{what} for {} s ({reason}); serving the last \
+                 known state",
                 self.zone,
                 age(*since)
             ));
@@ -234,7 +256,7 @@ impl Collect for ApiStatus {
             metrics::Kind::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(
-                state.failing.is_none() && state.last_success.is_some(),
+                state.failing.is_empty() && state.last_success.is_some(),
             )),
         );
         if let Some(at) = state.last_success {

@@ -133,7 +133,7 @@ fn status_tells_ready_notes_and_metrics() {
         notes.iter().any(|n| n.contains("connection refused")),
         "{notes:?}"
     );
-    status.answered(200);
+    status.answered(200, Some(Resource::Services));
     status.mark_synced(now);
     assert!(status.is_synced());
     assert!(status.notes(now).is_empty(), "{:?}", status.notes(now));
@@ -244,4 +244,60 @@ async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
         watch.inspect(services).await.expect_err("no answer"),
         InspectError::Stopped
     );
+}
+
+#[test]
+fn requests_are_told_apart_by_the_resource_of_their_path() {
+    for (path, resource) in [
+        ("/api/v1/services", Some(Resource::Services)),
+        ("/api/v1/namespaces/shop/services", Some(Resource::Services)),
+        ("/api/v1/namespaces", Some(Resource::Namespaces)),
+        (
+            "/apis/discovery.k8s.io/v1/endpointslices",
+            Some(Resource::EndpointSlices),
+        ),
+        (
+            "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/a/serviceimports",
+            Some(Resource::ServiceImports),
+        ),
+        ("/api/v1/namespaces/shop", None),
+        ("/version", None),
+    ] {
+        assert_eq!(Resource::of_path(path), resource, "{path}");
+    }
+}
+
+#[test]
+fn a_refused_resource_stays_failing_while_the_others_answer() {
+    let status = ApiStatus::new("cluster.local.");
+    let now = SystemTime::now();
+    status.answered(403, Some(Resource::EndpointSlices));
+    status.watch_failed(
+        Resource::EndpointSlices,
+        "forbidden to watch endpointslices",
+    );
+    status.answered(200, Some(Resource::Services));
+    let notes = status.notes(now);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("failing for endpointslices") && n.contains("forbidden to watch")),
+        "{notes:?}"
+    );
+    // No answer at all is every resource's failure, and any answer ends it.
+    status.unreachable("connection refused");
+    status.answered(200, Some(Resource::Services));
+    let notes = status.notes(now);
+    assert!(
+        !notes.iter().any(|n| n.contains("connection refused")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("failing for endpointslices")),
+        "{notes:?}"
+    );
+    status.answered(200, Some(Resource::EndpointSlices));
+    assert_eq!(status.state().failing.len(), 0);
 }

@@ -102,6 +102,15 @@ fn kubernetes_options() {
         ("inflight", "apiserver_max_inflight 50", |k| {
             k.api.max_inflight == Some(50)
         }),
+        ("list_mode default", "", |k| {
+            k.api.list_mode == ListMode::Paginated
+        }),
+        ("list_mode streaming", "list_mode streaming", |k| {
+            k.api.list_mode == ListMode::Streaming
+        }),
+        ("list_mode paginated", "list_mode paginated", |k| {
+            k.api.list_mode == ListMode::Paginated
+        }),
         ("startup_timeout", "startup_timeout 1m30s", |k| {
             k.startup_timeout == Duration::from_secs(90)
         }),
@@ -458,6 +467,13 @@ fn errors() {
             line: 3,
             kind: "Invalid",
             message: "apiserver_max_inflight",
+        },
+        Invalid {
+            name: "list_mode",
+            input: ". {\n kubernetes {\n  list_mode chunked\n }\n}",
+            line: 3,
+            kind: "Invalid",
+            message: "list_mode: 'chunked' must be 'streaming' or 'paginated'",
         },
         Invalid {
             name: "startup_timeout",
