@@ -20,7 +20,12 @@ use serde_json::{Value, json};
 use crate::common::binary::TestServer;
 use crate::common::cluster::Cluster;
 use crate::common::{Reply, expect};
-use crate::live::{PATIENCE, addresses, eventually, metric, until};
+use crate::live::{PATIENCE, addresses, eventually, metric, until, until_within};
+
+/// How long a change may take to show after an outage: kube's watcher backs off up to 30 s
+/// (with jitter) between retries, so the first retry after the API server is back may come
+/// that late.
+const RECOVERY: Duration = Duration::from_secs(90);
 
 /// The private clusters (the fault tests') run one at a time: each is five processes on a
 /// machine of two cores, beside the shared one.
@@ -289,6 +294,10 @@ fn a_deployment_scaled_0_5_0_is_answered_from_the_controllers_slices() {
     cluster.apply(&service(ns, "web", "web", json!({})));
     let dns = clusterdns(cluster, "");
     let headless = "web-headless.scale.svc.cluster.local.";
+    // It waited for the sync before it listened.
+    let log = dns.log();
+    let synced = log.find("synced with the API server").expect("synced");
+    assert!(synced < log.find("listening on udp").unwrap(), "{log}");
 
     // No pods: the headless Service has no endpoints, NXDOMAIN; the ClusterIP answers.
     assert_eq!(dns.ask_udp(headless, "A").rcode, "NXDOMAIN");
@@ -355,6 +364,15 @@ fn a_deployment_scaled_0_5_0_is_answered_from_the_controllers_slices() {
         ])
     );
 
+    // The controller stamps each slice it writes with the trigger time of the change: the
+    // programming latency is measured from it, per kind of Service.
+    eventually("a programming latency observation", || {
+        metric_or_zero(
+            &dns,
+            "coredns_kubernetes_dns_programming_duration_seconds_count{service_kind=\"headless_with_selector\"} ",
+        ) >= 1.0
+    });
+
     // Scaled to 0: kwok takes the pods away, the controller empties the slice, NXDOMAIN again.
     cluster.kubectl(&["scale", "deployment/web", "-n", ns, "--replicas=0"]);
     until(&dns, headless, "A", |reply| reply.rcode == "NXDOMAIN");
@@ -362,6 +380,14 @@ fn a_deployment_scaled_0_5_0_is_answered_from_the_controllers_slices() {
     assert_eq!(
         dns.ask_udp("web.scale.svc.cluster.local.", "A").rcode,
         "NOERROR"
+    );
+    // `pods insecure`: the pods are neither listed nor watched (no test runs ServiceAccount
+    // kube-system/coredns with `pods verified`).
+    let requests = requests_of(cluster, "system:serviceaccount:kube-system:coredns");
+    assert!(!requests.is_empty());
+    assert!(
+        !requests.iter().any(|(_, resource, _)| resource == "pods"),
+        "{requests:?}"
     );
 }
 
@@ -632,7 +658,8 @@ fn pods_verified_answers_the_real_pods_addresses_only() {
     cluster.apply(&deployment(ns, "app", 1));
     let ip = wait_ready_pods(cluster, ns, "app", 1).remove(0);
     // The ConfigMap says `pods insecure`; a second `pods` line wins, as in CoreDNS.
-    let dns = clusterdns(cluster, "pods verified");
+    account(cluster, ns, "verifier", "system:coredns");
+    let dns = clusterdns_as(cluster, ns, "verifier", "pods verified");
     let name = format!("{}.verified.pod.cluster.local.", dashed(&ip));
     until(&dns, &name, "A", |reply| {
         reply.answer == expect(&[&format!("{name} 30 IN A {ip}")])
@@ -651,8 +678,8 @@ fn pods_verified_answers_the_real_pods_addresses_only() {
     // The pod goes: so does its name.
     cluster.kubectl(&["scale", "deployment/app", "-n", ns, "--replicas=0"]);
     until(&dns, &name, "A", |reply| reply.rcode == "NXDOMAIN");
-    // The audit log: this server listed and watched pods, as ServiceAccount coredns.
-    let pods = requests_of(cluster, "system:serviceaccount:kube-system:coredns")
+    // The audit log: this server listed and watched pods.
+    let pods = requests_of(cluster, "system:serviceaccount:verified:verifier")
         .into_iter()
         .filter(|(verb, resource, _)| resource == "pods" && (verb == "list" || verb == "watch"))
         .count();
@@ -1041,6 +1068,8 @@ fn a_client_certificate_signed_by_the_cluster_ca_reaches_the_api_server() {
         key.display(),
         cluster.ca().display()
     );
+    let stranger_dir = dir.path().join("stranger");
+    std::fs::create_dir(&stranger_dir).unwrap();
     let dns = clusterdns_with(cluster, dir, &connection, "");
     assert!(
         dns.log().contains("synced with the API server"),
@@ -1051,6 +1080,210 @@ fn a_client_certificate_signed_by_the_cluster_ca_reaches_the_api_server() {
         dns.ask_udp("kube-dns.kube-system.svc.cluster.local.", "A")
             .answer,
         expect(&["kube-dns.kube-system.svc.cluster.local. 30 IN A 10.96.0.10"])
+    );
+
+    // The same name from a CA of its own, which the API server does not trust: refused,
+    // never synced, and said.
+    let (ca_key, ca_cert) = (stranger_dir.join("ca.key"), stranger_dir.join("ca.crt"));
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-keyout",
+        ca_key.to_str().unwrap(),
+        "-out",
+        ca_cert.to_str().unwrap(),
+        "-subj",
+        "/CN=stranger-ca",
+    ]);
+    let (cert, key) = (
+        stranger_dir.join("client.crt"),
+        stranger_dir.join("client.key"),
+    );
+    let csr = stranger_dir.join("client.csr");
+    run(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        key.to_str().unwrap(),
+        "-out",
+        csr.to_str().unwrap(),
+        "-subj",
+        "/CN=clusterdns-client",
+    ]);
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        csr.to_str().unwrap(),
+        "-CA",
+        ca_cert.to_str().unwrap(),
+        "-CAkey",
+        ca_key.to_str().unwrap(),
+        "-CAcreateserial",
+        "-CAserial",
+        stranger_dir.join("ca.srl").to_str().unwrap(),
+        "-days",
+        "1",
+        "-extfile",
+        ext.to_str().unwrap(),
+        "-out",
+        cert.to_str().unwrap(),
+    ]);
+    let connection = format!(
+        "endpoint {}\n       tls {} {} {}",
+        cluster.url(),
+        cert.display(),
+        key.display(),
+        cluster.ca().display()
+    );
+    let stranger = clusterdns_with(
+        cluster,
+        tempfile::tempdir().unwrap(),
+        &connection,
+        "startup_timeout 1s",
+    );
+    assert_eq!(
+        stranger
+            .ask_udp("kube-dns.kube-system.svc.cluster.local.", "A")
+            .rcode,
+        "SERVFAIL"
+    );
+    stranger.wait_log("the credentials were refused", PATIENCE);
+    assert_eq!(stranger.http_get("ready", "/ready").0, 503);
+}
+
+#[test]
+fn the_kubeconfig_context_the_corefile_names_is_the_one_used() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    let ns = "contexts";
+    cluster.apply(&namespace(ns));
+    cluster.apply(&service(ns, "web", "web", json!({})));
+    account(cluster, ns, "reader", "system:coredns");
+    // Two users: one with a token whose Secret is gone (refused), one with a good token; the
+    // current context is the refused one.
+    cluster.kubectl(&["create", "secret", "generic", "revoked", "-n", ns]);
+    let revoked = cluster.token(
+        ns,
+        "reader",
+        &[
+            "--bound-object-kind",
+            "Secret",
+            "--bound-object-name",
+            "revoked",
+        ],
+    );
+    cluster.kubectl(&["delete", "secret", "revoked", "-n", ns]);
+    let good = cluster.token(ns, "reader", &["--duration", "1h"]);
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let text = format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: {server}
+    certificate-authority: {ca}
+users:
+- name: stale
+  user:
+    token: {revoked}
+- name: reader
+  user:
+    token: {good}
+contexts:
+- name: stale
+  context: {{cluster: local, user: stale}}
+- name: kind-kind
+  context: {{cluster: local, user: reader}}
+current-context: stale
+",
+        server = cluster.url(),
+        ca = cluster.ca().display()
+    );
+    std::fs::write(&kubeconfig, text).unwrap();
+    let right = clusterdns_with(
+        cluster,
+        tempfile::tempdir().unwrap(),
+        &format!("kubeconfig {} kind-kind", kubeconfig.display()),
+        "",
+    );
+    until(&right, "web.contexts.svc.cluster.local.", "A", |r| {
+        r.rcode == "NOERROR"
+    });
+    // Without a context, the current one: its token is refused.
+    let wrong = clusterdns_with(
+        cluster,
+        tempfile::tempdir().unwrap(),
+        &format!("kubeconfig {}", kubeconfig.display()),
+        "startup_timeout 1s",
+    );
+    assert_eq!(
+        wrong.ask_udp("web.contexts.svc.cluster.local.", "A").rcode,
+        "SERVFAIL"
+    );
+    wrong.wait_log("the credentials were refused", PATIENCE);
+    let (status, body) = wrong.http_get("ready", "/ready");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("401 Unauthorized"), "{body}");
+}
+
+#[test]
+fn a_reload_that_keeps_the_block_keeps_the_watch() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    let ns = "reloads";
+    cluster.apply(&namespace(ns));
+    cluster.apply(&service(ns, "web", "web", json!({})));
+    account(cluster, ns, "reloader", "system:coredns");
+    let dns = clusterdns_as(cluster, ns, "reloader", "");
+    until(&dns, "web.reloads.svc.cluster.local.", "A", |r| {
+        r.rcode == "NOERROR"
+    });
+    let user = format!("system:serviceaccount:{ns}:reloader");
+    let lists = || {
+        requests_of(cluster, &user)
+            .iter()
+            .filter(|(verb, _, _)| verb == "list")
+            .count()
+    };
+    let before = lists();
+    // The ConfigMap's Corefile has `reload` (every 30 s): change it outside the block.
+    let path = dns.dir.path().join("Corefile");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("    loadbalance\n"), "{text}");
+    std::fs::write(
+        &path,
+        text.replace("    loadbalance\n", "    loadbalance\n    any\n"),
+    )
+    .unwrap();
+    dns.wait_log("Corefile reloaded", Duration::from_secs(90));
+    assert_eq!(
+        dns.ask_udp("web.reloads.svc.cluster.local.", "A").rcode,
+        "NOERROR"
+    );
+    cluster.apply(&service(ns, "after-reload", "web", json!({})));
+    until(&dns, "after-reload.reloads.svc.cluster.local.", "A", |r| {
+        r.rcode == "NOERROR"
+    });
+    assert_eq!(
+        lists(),
+        before,
+        "the watch was kept: no list since the reload"
     );
 }
 
@@ -1117,6 +1350,12 @@ fn a_restarted_api_server_is_ridden_out_and_followed_again() {
         ),
         0.0
     );
+    assert!(
+        metric_or_zero(
+            &dns,
+            "clusterdns_kubernetes_api_requests_total{code=\"error\",zone=\"cluster.local.\"} "
+        ) >= 1.0
+    );
 
     // A replica started meanwhile serves the snapshot file the first one wrote, at once,
     // and says so; what it does not know is SERVFAIL, never NXDOMAIN, until it syncs.
@@ -1130,15 +1369,21 @@ fn a_restarted_api_server_is_ridden_out_and_followed_again() {
         "",
     );
     let second = serve_corefile(dir, &text);
-    assert_eq!(
-        second
-            .ask_udp("leaving.restart.svc.cluster.local.", "A")
-            .rcode,
-        "NOERROR"
+    let from_snapshot = second.ask_udp("leaving.restart.svc.cluster.local.", "A");
+    assert_eq!(from_snapshot.rcode, "NOERROR");
+    assert!(
+        from_snapshot.message.answers.iter().all(|r| r.ttl <= 5),
+        "a snapshot's answers live 5 s at most: {from_snapshot:?}"
     );
     assert_eq!(
         second.ask_udp("nope.restart.svc.cluster.local.", "A").rcode,
         "SERVFAIL"
+    );
+    assert!(
+        metric_or_zero(
+            &second,
+            "clusterdns_kubernetes_snapshot_age_seconds{zone=\"cluster.local.\"} "
+        ) > 0.0
     );
     let (status, body) = second.http_get("ready", "/ready");
     assert_eq!(status, 200, "{body}");
@@ -1150,16 +1395,20 @@ fn a_restarted_api_server_is_ridden_out_and_followed_again() {
     cluster.apply(&service(ns, "arriving", "app", json!({})));
     cluster.kubectl(&["scale", "deployment/app", "-n", ns, "--replicas=3"]);
     let ips = wait_ready_pods(&cluster, ns, "app", 3);
-    until(&dns, "leaving.restart.svc.cluster.local.", "A", |r| {
-        r.rcode == "NXDOMAIN"
-    });
+    until_within(
+        RECOVERY,
+        &dns,
+        "leaving.restart.svc.cluster.local.",
+        "A",
+        |r| r.rcode == "NXDOMAIN",
+    );
     until(&dns, "arriving.restart.svc.cluster.local.", "A", |r| {
         r.rcode == "NOERROR"
     });
     until(&dns, "app-headless.restart.svc.cluster.local.", "A", |r| {
         addresses(r) == ips
     });
-    dns.wait_log("API server answers again", PATIENCE);
+    dns.wait_log("API server answers again", RECOVERY);
     for server in [&dns, &second] {
         eventually("/ready OK again", || {
             server.http_get("ready", "/ready") == (200, "OK".to_owned())
@@ -1172,7 +1421,12 @@ fn a_restarted_api_server_is_ridden_out_and_followed_again() {
             1.0
         );
     }
-    second.wait_log("synced with the API server", PATIENCE);
+    second.wait_log("synced with the API server", RECOVERY);
+    let (_, metrics) = second.http_get("metrics", "/metrics");
+    assert!(
+        !metrics.contains("snapshot_age"),
+        "synced: no snapshot age any more"
+    );
     until(&second, "leaving.restart.svc.cluster.local.", "A", |r| {
         r.rcode == "NXDOMAIN"
     });
@@ -1260,9 +1514,13 @@ fn after_etcd_compacts_a_resumed_watch_gets_410_gone_and_relists() {
     });
 
     partition.heal();
-    until(&dns, "leaving.compact.svc.cluster.local.", "A", |r| {
-        r.rcode == "NXDOMAIN"
-    });
+    until_within(
+        RECOVERY,
+        &dns,
+        "leaving.compact.svc.cluster.local.",
+        "A",
+        |r| r.rcode == "NXDOMAIN",
+    );
     let arriving = until(&dns, "arriving.compact.svc.cluster.local.", "A", |r| {
         r.rcode == "NOERROR"
     });
@@ -1486,9 +1744,13 @@ fn a_rotated_token_file_is_read_again_and_the_watch_carries_on() {
     partition.cut();
     partition.heal();
     cluster.apply(&service(ns, "after-rotation", "app", json!({})));
-    until(&dns, "after-rotation.tokens.svc.cluster.local.", "A", |r| {
-        r.rcode == "NOERROR"
-    });
+    until_within(
+        RECOVERY,
+        &dns,
+        "after-rotation.tokens.svc.cluster.local.",
+        "A",
+        |r| r.rcode == "NOERROR",
+    );
     assert_eq!(
         metric_or_zero(
             &dns,

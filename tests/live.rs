@@ -1,13 +1,19 @@
 //! The API watch against the API server stand-in (tests/common/apiserver.rs), end to end:
 //! the real binary lists and watches it with kube-rs, and is asked over DNS and HTTP while
 //! objects change and the stand-in misbehaves.
+//!
+//! Only faults the real API server cannot be made to produce are here; each test says why.
+//! Everything else the watch does is tested against the real control plane in
+//! tests/cluster.rs (answers following the controllers' slices, outages and restarts, 410
+//! after a compaction, 429, RBAC, credentials, TLS, selectors, `pods verified`, the
+//! snapshot file at a restart, programming latency, a reload keeping the watch).
 
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::apiserver::{ApiServer, Cut, Down, Kind};
+use crate::common::apiserver::{ApiServer, Cut, Kind};
 use crate::common::binary::TestServer;
 use crate::common::{Reply, TempCorefile, expect, fixture};
 
@@ -22,7 +28,18 @@ pub(crate) fn until(
     qtype: &str,
     done: impl Fn(&Reply) -> bool,
 ) -> Reply {
-    let deadline = Instant::now() + PATIENCE;
+    until_within(PATIENCE, server, name, qtype, done)
+}
+
+/// [`until`], for at most `patience`.
+pub(crate) fn until_within(
+    patience: Duration,
+    server: &TestServer,
+    name: &str,
+    qtype: &str,
+    done: impl Fn(&Reply) -> bool,
+) -> Reply {
+    let deadline = Instant::now() + patience;
     loop {
         let reply = server.ask_udp(name, qtype);
         if done(&reply) {
@@ -105,157 +122,38 @@ pub(crate) fn metric(metrics: &str, prefix: &str) -> f64 {
         .unwrap()
 }
 
+/// Stand-in only: a real API server sends an ERROR 410 inside a watch that is already open
+/// only when its watch cache falls behind etcd, which cannot be brought about on demand (a 410
+/// when a watch is resumed after etcd compacts is tests/cluster.rs's, against the real one).
 #[test]
-fn answers_follow_the_objects_on_the_api_server() {
+fn an_error_410_inside_an_open_watch_relists() {
     let api = shop();
     let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
     let server = serve(&corefile);
-    // The server waited for the sync before it listened.
-    assert!(
-        server.log().contains("synced with the API server"),
-        "{}",
-        server.log()
-    );
-
-    let web = server.ask_udp("web.shop.svc.cluster.local.", "A");
-    assert_eq!(
-        web.answer,
-        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
-    );
-    let headless = server.ask_udp("web-headless.shop.svc.cluster.local.", "A");
-    assert_eq!(
-        addresses(&headless),
-        ["10.244.1.5", "10.244.1.6", "10.244.2.7"]
-    );
-
-    // A pod turns unready: its endpoint leaves the headless answer.
-    modify(
-        &api,
-        Kind::EndpointSlice,
-        "shop",
-        "web-headless-b2hkp",
-        |slice| {
-            slice["endpoints"][1]["conditions"]["ready"] = json!(false);
-        },
-    );
-    until(
-        &server,
-        "web-headless.shop.svc.cluster.local.",
-        "A",
-        |reply| addresses(reply) == ["10.244.1.5", "10.244.2.7"],
-    );
-
-    // A Service deleted is NXDOMAIN (synced: not SERVFAIL), for every type.
-    api.delete(Kind::Service, "shop", "web");
-    until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
-        reply.rcode == "NXDOMAIN"
-    });
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "AAAA").rcode,
-        "NXDOMAIN"
-    );
-
-    // A Service created answers, and so does its reverse name.
-    api.apply(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "cart", "namespace": "shop"},
-        "spec": {"clusterIP": "10.96.0.77", "clusterIPs": ["10.96.0.77"],
-                 "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
-    }));
-    until(&server, "cart.shop.svc.cluster.local.", "A", |reply| {
-        reply.answer == expect(&["cart.shop.svc.cluster.local. 5 IN A 10.96.0.77"])
-    });
-    let ptr = server.ask_udp("77.0.96.10.in-addr.arpa.", "PTR");
-    assert_eq!(
-        ptr.answer,
-        expect(&["77.0.96.10.in-addr.arpa. 5 IN PTR cart.shop.svc.cluster.local."])
-    );
-
-    // A namespace deleted takes its names with it.
-    api.delete(Kind::Namespace, "shop", "shop");
-    until(&server, "cart.shop.svc.cluster.local.", "A", |reply| {
-        reply.rcode == "NXDOMAIN"
-    });
-
-    let (status, body) = server.http_get("ready", "/ready");
-    assert_eq!((status, body.as_str()), (200, "OK"));
-    let (_, metrics) = server.http_get("metrics", "/metrics");
-    assert_eq!(
-        metric(
-            &metrics,
-            "clusterdns_kubernetes_synced{zone=\"cluster.local.\"} "
-        ),
-        1.0
-    );
-    assert_eq!(
-        metric(
-            &metrics,
-            "clusterdns_kubernetes_api_up{zone=\"cluster.local.\"} "
-        ),
-        1.0
-    );
-    // pods disabled: the pods are neither listed nor watched.
-    let requests = api.requests();
-    assert!(
-        !requests.iter().any(|r| r.kind == Some(Kind::Pod)),
-        "{requests:?}"
-    );
-    for kind in [Kind::Namespace, Kind::Service, Kind::EndpointSlice] {
-        assert!(
-            requests
-                .iter()
-                .any(|r| r.kind == Some(kind) && r.is_list() && r.namespace.is_none()),
-            "no list of {kind:?}"
-        );
-    }
-}
-
-#[test]
-fn a_410_gone_relists_and_applies_what_the_watch_missed() {
-    let api = shop();
-    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
-    let server = serve(&corefile);
-    api.wait_for_watches(3);
-    assert_eq!(
-        server.ask_udp("db.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
-    );
-
-    // While the server is away, a Service goes and the history is compacted: resuming the
-    // watch from where it was gets 410 Gone, and only a re-list can tell the deletion.
-    api.set_down(Down::Refuse);
-    api.delete(Kind::Service, "shop", "db");
-    api.compact();
-    // Meanwhile the last state is served.
-    assert_eq!(
-        server.ask_udp("db.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
-    );
-    api.set_up();
-    until(&server, "db.shop.svc.cluster.local.", "A", |reply| {
-        reply.rcode == "NXDOMAIN"
-    });
-    server.wait_log("re-listing", PATIENCE);
-    let (_, metrics) = server.http_get("metrics", "/metrics");
-    assert!(
-        metric(
-            &metrics,
-            "clusterdns_kubernetes_relists_total{resource=\"services\",zone=\"cluster.local.\"} "
-        ) >= 1.0
-    );
-    // An ERROR 410 inside an open watch does the same.
     api.wait_for_watches(3);
     api.clear_requests();
     api.send_gone();
     eventually("a re-list after the ERROR event", || {
         api.requests().iter().any(|r| r.is_list())
     });
+    eventually("every watch re-listed", || {
+        let (_, metrics) = server.http_get("metrics", "/metrics");
+        ["services", "endpointslices", "namespaces"].iter().all(|resource| {
+            metrics.contains(&format!(
+                "clusterdns_kubernetes_relists_total{{resource=\"{resource}\",zone=\"cluster.local.\"}} 1"
+            ))
+        })
+    });
+    // No answer changed: the re-list found what the zone held.
     assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
     );
 }
 
+/// Stand-in only: a watch cut in the middle of a JSON line, aborted, or cut just before the
+/// event that carries a change is a fault placed byte by byte, which no real server can be
+/// asked for.
 #[test]
 fn watches_cut_mid_stream_resume_without_losing_a_change() {
     let api = shop();
@@ -281,277 +179,9 @@ fn watches_cut_mid_stream_resume_without_losing_a_change() {
     }
 }
 
-#[test]
-fn an_outage_keeps_the_last_state_and_says_so() {
-    let api = shop();
-    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
-    let server = serve(&corefile);
-    api.wait_for_watches(3);
-
-    api.set_down(Down::Refuse);
-    server.wait_log("API server request failed", PATIENCE);
-    for _ in 0..3 {
-        let web = server.ask_udp("web.shop.svc.cluster.local.", "A");
-        assert_eq!(
-            web.answer,
-            expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
-        );
-        assert_eq!(
-            server.ask_udp("nope.shop.svc.cluster.local.", "A").rcode,
-            "NXDOMAIN",
-            "synced once: what does not exist is still NXDOMAIN"
-        );
-    }
-    let (status, body) = server.http_get("ready", "/ready");
-    assert_eq!(status, 200, "{body}");
-    assert!(body.starts_with("OK\n"), "{body}");
-    assert!(body.contains("API server failing for"), "{body}");
-    assert!(body.contains("serving the last known state"), "{body}");
-    let (_, metrics) = server.http_get("metrics", "/metrics");
-    assert_eq!(
-        metric(
-            &metrics,
-            "clusterdns_kubernetes_api_up{zone=\"cluster.local.\"} "
-        ),
-        0.0
-    );
-    assert!(
-        metric(
-            &metrics,
-            "clusterdns_kubernetes_api_requests_total{code=\"error\",zone=\"cluster.local.\"} "
-        ) >= 1.0
-    );
-
-    // Back: changes flow again and /ready says nothing more.
-    api.set_up();
-    api.delete(Kind::Service, "shop", "web");
-    until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
-        reply.rcode == "NXDOMAIN"
-    });
-    server.wait_log("API server answers again", PATIENCE);
-    let (status, body) = server.http_get("ready", "/ready");
-    assert_eq!((status, body.as_str()), (200, "OK"));
-}
-
-#[test]
-fn credentials_come_from_the_kubeconfig_context() {
-    let api = shop();
-    api.require_token(Some("s3cret"));
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = api.kubeconfig(
-        dir.path(),
-        &[("stale", Some("expired")), ("kind-kind", Some("s3cret"))],
-    );
-
-    let right = corefile(
-        &format!("kubeconfig {} kind-kind", kubeconfig.display()),
-        "",
-        "",
-    );
-    let server = serve(&right);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
-    );
-    assert!(
-        api.requests()
-            .iter()
-            .all(|r| r.authorization.as_deref() == Some("Bearer s3cret")),
-        "every request carries the context's token"
-    );
-    drop(server);
-
-    // The current context ("stale") has a token the server refuses.
-    let wrong = corefile(
-        &format!("kubeconfig {}", kubeconfig.display()),
-        "startup_timeout 1s",
-        "",
-    );
-    let server = serve(&wrong);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "SERVFAIL"
-    );
-    let (status, body) = server.http_get("ready", "/ready");
-    assert_eq!(status, 503, "{body}");
-    assert!(body.contains("401 Unauthorized"), "{body}");
-    assert!(
-        server.log().contains("the credentials were refused"),
-        "{}",
-        server.log()
-    );
-}
-
-#[test]
-fn tls_client_certificates_reach_an_https_api_server() {
-    let api = ApiServer::start_tls();
-    api.apply_file(fixture("shop.json"));
-    let tls = api.tls_files().unwrap();
-    let corefile = corefile(
-        &format!(
-            "endpoint {}\n        tls {} {} {}",
-            api.url(),
-            tls.cert.display(),
-            tls.key.display(),
-            tls.ca.display()
-        ),
-        "",
-        "",
-    );
-    let server = serve(&corefile);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
-        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
-    );
-    // A certificate the server does not trust: never synced.
-    let stranger = corefile_with_cert(&api, &tls.stranger_cert, &tls.stranger_key, &tls.ca);
-    let server = serve(&stranger);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "SERVFAIL"
-    );
-}
-
-fn corefile_with_cert(api: &ApiServer, cert: &Path, key: &Path, ca: &Path) -> TempCorefile {
-    corefile(
-        &format!(
-            "endpoint {}\n        tls {} {} {}",
-            api.url(),
-            cert.display(),
-            key.display(),
-            ca.display()
-        ),
-        "startup_timeout 1s",
-        "",
-    )
-}
-
-#[test]
-fn filters_are_sent_as_server_side_selectors() {
-    let api = shop();
-    api.apply(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "internal", "namespace": "shop", "labels": {"tier": "internal"}},
-        "spec": {"clusterIP": "10.96.0.88", "ports": [{"port": 80}]},
-    }));
-    modify(&api, Kind::Service, "shop", "web", |svc| {
-        svc["metadata"]["labels"] = json!({"tier": "public"});
-    });
-    let corefile = corefile(
-        &format!("endpoint {}", api.url()),
-        "namespaces shop\n        labels tier=public",
-        "",
-    );
-    let server = serve(&corefile);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
-    );
-    for name in [
-        "internal.shop.svc.cluster.local.",
-        "kubernetes.default.svc.cluster.local.",
-    ] {
-        assert_eq!(server.ask_udp(name, "A").rcode, "NXDOMAIN", "{name}");
-    }
-    let watches = api.watches();
-    let service_watch = watches
-        .iter()
-        .find(|w| w.kind == Kind::Service)
-        .expect("a services watch");
-    assert_eq!(service_watch.namespace.as_deref(), Some("shop"));
-    assert_eq!(service_watch.label_selector.as_deref(), Some("tier=public"));
-    let namespace_watch = watches
-        .iter()
-        .find(|w| w.kind == Kind::Namespace)
-        .expect("a namespaces watch");
-    assert_eq!(
-        namespace_watch.field_selector.as_deref(),
-        Some("metadata.name=shop")
-    );
-}
-
-#[test]
-fn pods_verified_watches_the_pods() {
-    let api = shop();
-    let corefile = corefile(&format!("endpoint {}", api.url()), "pods verified", "");
-    let server = serve(&corefile);
-    assert_eq!(
-        server
-            .ask_udp("10-244-1-5.shop.pod.cluster.local.", "A")
-            .answer,
-        expect(&["10-244-1-5.shop.pod.cluster.local. 5 IN A 10.244.1.5"])
-    );
-    assert_eq!(
-        server
-            .ask_udp("10-9-9-9.shop.pod.cluster.local.", "A")
-            .rcode,
-        "NXDOMAIN"
-    );
-    api.delete(Kind::Pod, "shop", pod_with_ip(&api, "10.244.1.5").as_str());
-    until(
-        &server,
-        "10-244-1-5.shop.pod.cluster.local.",
-        "A",
-        |reply| reply.rcode == "NXDOMAIN",
-    );
-}
-
-fn pod_with_ip(api: &ApiServer, ip: &str) -> String {
-    api.objects(Kind::Pod)
-        .into_iter()
-        .find(|pod| pod["status"]["podIP"] == ip)
-        .and_then(|pod| pod["metadata"]["name"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no pod with IP {ip}"))
-}
-
-#[test]
-fn a_restart_serves_the_snapshot_before_the_api_server_answers() {
-    let api = shop();
-    let dir = tempfile::tempdir().unwrap();
-    let snapshot = dir.path().join("snapshot.json");
-    let corefile = corefile(
-        &format!("endpoint {}", api.url()),
-        &format!(
-            "snapshot {}\n        startup_timeout 30s",
-            snapshot.display()
-        ),
-        "",
-    );
-    let server = serve(&corefile);
-    eventually("the snapshot file is written", || snapshot.exists());
-    // A change is written too.
-    api.delete(Kind::Service, "shop", "db");
-    eventually("the deletion reaches the snapshot file", || {
-        std::fs::read_to_string(&snapshot).is_ok_and(|text| !text.contains("\"name\":\"db\""))
-    });
-    drop(server);
-
-    // The API server is down when the server restarts: the snapshot answers at once.
-    api.set_down(Down::Refuse);
-    let server = serve(&corefile);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
-        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
-    );
-    assert_eq!(
-        server.ask_udp("db.shop.svc.cluster.local.", "A").rcode,
-        "SERVFAIL",
-        "not in the snapshot: unknown until synced, never NXDOMAIN"
-    );
-    let (status, body) = server.http_get("ready", "/ready");
-    assert_eq!(status, 200, "{body}");
-    assert!(body.contains("serving the snapshot file"), "{body}");
-
-    // The API server comes back: synced, the snapshot age metric goes away.
-    api.set_up();
-    server.wait_log("synced with the API server", PATIENCE);
-    until(&server, "db.shop.svc.cluster.local.", "A", |reply| {
-        reply.rcode == "NXDOMAIN"
-    });
-    let (_, metrics) = server.http_get("metrics", "/metrics");
-    assert!(!metrics.contains("snapshot_age"), "{metrics}");
-}
-
+/// Stand-in only: the snapshot's pacing is measured against a change every 100 ms, each
+/// applied in microseconds; through the real API server each change takes a kubectl call and
+/// a controller round trip of varying length, so the count of writes would measure those.
 #[test]
 fn under_churn_the_snapshot_file_is_rewritten_every_few_seconds_not_every_change() {
     let api = shop();
@@ -602,37 +232,7 @@ fn under_churn_the_snapshot_file_is_rewritten_every_few_seconds_not_every_change
     }
 }
 
-#[test]
-fn programming_latency_is_measured_from_the_watch() {
-    let api = shop();
-    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
-    let server = serve(&corefile);
-    let count = |kind: &str| {
-        let (_, metrics) = server.http_get("metrics", "/metrics");
-        metric(
-            &metrics,
-            &format!(
-                "coredns_kubernetes_dns_programming_duration_seconds_count{{service_kind=\"{kind}\"}} "
-            ),
-        )
-    };
-    assert_eq!(count("cluster_ip"), 0.0, "the first listing is not latency");
-    let stamp = jiff::Timestamp::try_from(SystemTime::now())
-        .unwrap()
-        .to_string();
-    for (slice, kind) in [
-        ("web-6tq8z", "cluster_ip"),
-        ("web-headless-b2hkp", "headless_with_selector"),
-    ] {
-        modify(&api, Kind::EndpointSlice, "shop", slice, |object| {
-            object["metadata"]["annotations"] =
-                json!({"endpoints.kubernetes.io/last-change-trigger-time": stamp});
-            object["endpoints"][3]["conditions"]["ready"] = json!(true);
-        });
-        eventually(&format!("a {kind} observation"), || count(kind) >= 1.0);
-    }
-}
-
+/// Stand-in only: 400 ms added to every response is a fault only the stand-in injects.
 #[test]
 fn slow_api_responses_and_tight_client_limits_still_sync() {
     let api = shop();
@@ -659,33 +259,6 @@ fn slow_api_responses_and_tight_client_limits_still_sync() {
     until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
         reply.rcode == "NXDOMAIN"
     });
-}
-
-#[test]
-fn a_reload_that_keeps_the_block_keeps_the_watch() {
-    let api = shop();
-    let corefile = corefile(&format!("endpoint {}", api.url()), "", "reload 2s 1s");
-    let server = serve(&corefile);
-    api.wait_for_watches(3);
-    api.clear_requests();
-    // Change the Corefile outside the kubernetes block.
-    let text = std::fs::read_to_string(&corefile.path).unwrap();
-    std::fs::write(
-        &corefile.path,
-        text.replace("reload 2s 1s", "reload 2s 1s\n    loadbalance"),
-    )
-    .unwrap();
-    server.wait_log("Corefile reloaded", PATIENCE);
-    assert_eq!(
-        server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,
-        "NOERROR"
-    );
-    assert!(
-        !api.requests().iter().any(|r| r.is_list()),
-        "the watch was kept: no re-list\n{:?}",
-        api.requests()
-    );
-    assert_eq!(api.open_watches(), 3);
 }
 
 /// `VmHWM` and `VmRSS` of a process, in MB.
@@ -718,6 +291,8 @@ fn serve_at_scale(api: &ApiServer, pods: &str) -> (TestServer, TempCorefile, Dur
 /// Memory of the watch at scale: `bench/watch-memory.sh` runs it (release build) on a
 /// cluster from `examples/gencluster`, named by `CLUSTERDNS_SCALE_FILE`; with
 /// `CLUSTERDNS_SCALE_PODS=verified` the pods are watched too. Prints the figures.
+/// Stand-in for now: 150,000 pods are loaded into the stand-in in a second; on the real
+/// control plane, kwok and the controllers take minutes for them (issue 23 measures there).
 #[test]
 #[ignore = "a measurement, run by bench/watch-memory.sh"]
 fn watch_memory_at_scale() {
@@ -855,6 +430,8 @@ fn dnsperf(server: &TestServer, queries: &str, seconds: u32) -> Option<(f64, Dur
 /// `CLUSTERDNS_SCALE_QUERIES`, churn rate in `CLUSTERDNS_CHURN_RATE`, slice updates per
 /// second). Prints sync time, RSS, programming latency idle and under churn, the server's CPU
 /// spent on the churn and its query capacity during it against idle.
+/// Stand-in for now: slices rewritten at an exact rate for the whole run, which the real
+/// controller does only as fast as it is driven (issue 23 measures there).
 #[test]
 #[ignore = "a measurement, run by bench/churn.sh"]
 fn churn_at_scale() {

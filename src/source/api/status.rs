@@ -169,9 +169,11 @@ impl ApiStatus {
     /// request got: it is what `/ready` tells from now on).
     pub(super) fn watch_failed(&self, resource: Resource, error: &str) {
         let mut state = self.state();
+        let known =
+            state.failing.contains_key(&Some(resource)) || state.failing.contains_key(&None);
         let count = state.watch_errors.entry(resource.as_str()).or_default();
         *count += 1;
-        if *count == 1 || !state.failing.contains_key(&Some(resource)) {
+        if *count == 1 || !known {
             tracing::warn!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
         } else {
             tracing::debug!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
