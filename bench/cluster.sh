@@ -281,7 +281,7 @@ up() {
         --service-account-issuer https://kubernetes.default.svc.cluster.local
         --service-account-key-file "$pki/sa.pub"
         --service-account-signing-key-file "$pki/sa.key"
-        --service-cluster-ip-range "10.96.0.0/16,fd00:10:96::/112"
+        --service-cluster-ip-range "10.96.0.0/12,fd00:10:96::/112"
         # Nodes are kwok's: no node-lifecycle controller removes the not-ready taint this
         # plugin would put on them, and no kubelet holds an endpoint for the API server's
         # own Service (loopback addresses are not valid endpoints).

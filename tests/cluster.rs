@@ -788,7 +788,7 @@ fn every_grant_of_the_cluster_role_is_needed_and_a_missing_one_is_named() {
     let servers: Vec<((String, String, String), InCluster)> = all
         .iter()
         .map(|grant| {
-            let (group, resource, verb) = grant;
+            let (_, resource, verb) = grant;
             let name = format!("without-{resource}-{verb}");
             let mut rules: Vec<Value> = Vec::new();
             for (g, r, v) in all.iter().filter(|other| *other != grant) {
@@ -803,7 +803,6 @@ fn every_grant_of_the_cluster_role_is_needed_and_a_missing_one_is_named() {
                 .to_string(),
             );
             account(cluster, ns, &name, &role);
-            let _ = group;
             let server = clusterdns_as(
                 cluster,
                 ns,
@@ -861,6 +860,28 @@ fn every_grant_of_the_cluster_role_is_needed_and_a_missing_one_is_named() {
             assert_eq!(pod.rcode, "NOERROR", "{resource}: {pod:?}");
         }
     }
+
+    // The grant given back (the role of one of them made deploy/'s whole again): picked up at
+    // the next retry, no restart.
+    let ((_, resource, verb), server) = &servers[0];
+    let rules: Vec<Value> = all
+        .iter()
+        .map(|(g, r, v)| json!({"apiGroups": [g], "resources": [r], "verbs": [v]}))
+        .collect();
+    cluster.apply(
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": format!("clusterdns-test:without-{resource}-{verb}")},
+            "rules": rules,
+        })
+        .to_string(),
+    );
+    until_within(RECOVERY, server, "app.rbac.svc.cluster.local.", "A", |r| {
+        r.rcode == "NOERROR"
+    });
+    eventually("ready once granted", || {
+        server.http_get("ready", "/ready").0 == 200
+    });
 }
 
 #[test]
@@ -1760,4 +1781,69 @@ fn a_rotated_token_file_is_read_again_and_the_watch_carries_on() {
         "{}",
         dns.log()
     );
+}
+
+#[test]
+fn k8s_external_answers_the_addresses_written_into_a_services_status() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    let ns = "external";
+    cluster.apply(&namespace(ns));
+    cluster.apply(&service(ns, "lb", "lb", json!({"type": "LoadBalancer"})));
+    cluster.apply(&service(ns, "internal", "internal", json!({})));
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = service_account_kubeconfig(
+        cluster,
+        dir.path(),
+        "kube-system",
+        "coredns",
+        &cluster.url(),
+    );
+    let mut text = corefile_of_the_configmap(
+        cluster,
+        dir.path(),
+        &format!("kubeconfig {}", kubeconfig.display()),
+        "",
+    );
+    assert!(text.contains("    loadbalance\n"), "{text}");
+    text = text.replace(
+        "    loadbalance\n",
+        "    loadbalance\n    k8s_external example.org\n",
+    );
+    let dns = serve_corefile(dir, &text);
+    assert_eq!(
+        dns.ask_udp("lb.external.example.org.", "A").rcode,
+        "NXDOMAIN"
+    );
+    // What a cloud's controller does: an address in the load balancer's status; and an
+    // external address in a ClusterIP Service's spec.
+    let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.99"}]}}});
+    cluster.kubectl(&[
+        "patch",
+        "service",
+        "lb",
+        "-n",
+        ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    cluster.kubectl(&[
+        "patch",
+        "service",
+        "internal",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        r#"{"spec": {"externalIPs": ["192.0.2.40"]}}"#,
+    ]);
+    until(&dns, "lb.external.example.org.", "A", |r| {
+        r.answer == expect(&["lb.external.example.org. 5 IN A 203.0.113.99"])
+    });
+    until(&dns, "internal.external.example.org.", "A", |r| {
+        r.answer == expect(&["internal.external.example.org. 5 IN A 192.0.2.40"])
+    });
 }

@@ -124,7 +124,8 @@ fn every_metric_the_dashboard_and_the_rules_query_is_exported() {
     assert!(wanted.len() >= 25, "{wanted:?}");
 
     // Synced with the API stand-in: forward with an upstream that answers, the cache, a
-    // search-path walk, a re-list (410 Gone).
+    // search-path walk, a re-list (410 Gone). Stand-in: the re-list comes from an ERROR 410
+    // sent into the open watches on demand, which the real API server cannot be asked for.
     let api = ApiServer::start();
     api.apply_file(fixture("shop.json"));
     let upstream = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["example.com"]);

@@ -1,13 +1,10 @@
 //! *k8s_external* end to end: the real binary over loopback sockets, answering the external
-//! zone from the objects of the block's *kubernetes* plugin (fixtures/external.json, and the
-//! API server stand-in for a live change), and the plugin page's examples.
+//! zone from the objects of the block's *kubernetes* plugin (fixtures/external.json; a live
+//! change is tests/cluster.rs's, on the real API server), and the plugin page's examples.
 
-use std::time::{Duration, Instant};
-
-use crate::common::apiserver::{ApiServer, Kind};
 use crate::common::binary::TestServer;
 use crate::common::upstream::{Behaviour, TestUpstream};
-use crate::common::{Reply, TempCorefile, expect, fixture};
+use crate::common::{Reply, TempCorefile, expect};
 
 const SOA: &str = "example.org. 5 IN SOA ns1.dns.example.org. hostmaster.dns.example.org. SERIAL 7200 1800 86400 5";
 
@@ -222,46 +219,6 @@ fn fallthrough_hands_unknown_services_on() {
             "lb.cloud.example.net. 60 IN A 192.0.2.1",
         ])
     );
-}
-
-#[test]
-fn a_new_ingress_address_is_answered() {
-    let api = ApiServer::start();
-    api.apply_file(fixture("external.json"));
-    let corefile = crate::live::corefile(
-        &format!("endpoint {}", api.url()),
-        "",
-        "k8s_external example.org",
-    );
-    let server = crate::live::serve(&corefile);
-    let before = server.ask_udp("lb.shop.example.org.", "A");
-    assert_eq!(
-        before.answer,
-        expect(&["lb.shop.example.org. 5 IN A 203.0.113.10"])
-    );
-    let mut lb = api.get(Kind::Service, "shop", "lb").unwrap();
-    lb["status"]["loadBalancer"]["ingress"][0]["ip"] = "203.0.113.99".into();
-    api.apply(lb);
-    // And a ClusterIP Service given an external address gets a name.
-    let mut internal = api.get(Kind::Service, "default", "internal").unwrap();
-    internal["spec"]["externalIPs"] = serde_json::json!(["192.0.2.40"]);
-    api.apply(internal);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = server.ask_udp("internal.default.example.org.", "A");
-        let lb = server.ask_udp("lb.shop.example.org.", "A");
-        if now.answer == expect(&["internal.default.example.org. 5 IN A 192.0.2.40"])
-            && lb.answer == expect(&["lb.shop.example.org. 5 IN A 203.0.113.99"])
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never changed: {now:?} {lb:?}\n{}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

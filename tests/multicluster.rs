@@ -382,6 +382,8 @@ fn serviceimport_requests(api: &ApiServer) -> Vec<Verb> {
         .collect()
 }
 
+/// Stand-in: the ServiceImport CRD and its MCS slices as the fixture writes them, with no
+/// MCS controller to make them (none is among the peers).
 #[test]
 fn a_service_import_added_live_becomes_answerable() {
     let api = ApiServer::start();
@@ -429,6 +431,7 @@ fn a_service_import_added_live_becomes_answerable() {
     );
 }
 
+/// Stand-in: it records every request by kind, which is what is asserted.
 #[test]
 fn without_multicluster_service_imports_are_not_watched() {
     let api = ApiServer::start();
@@ -444,6 +447,8 @@ fn without_multicluster_service_imports_are_not_watched() {
     assert_eq!(serviceimport_requests(&api), []);
 }
 
+/// Stand-in: a CRD missing, then there between two retries, is a 404 it can stop giving at
+/// once; the real API server needs a CRD manifest we do not carry.
 #[test]
 fn a_missing_crd_is_logged_once_and_serves_no_imports_until_installed() {
     let api = ApiServer::start();

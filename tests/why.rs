@@ -412,6 +412,8 @@ fn watching(api: &ApiServer, options: &str) -> (TempCorefile, TestServer) {
     (corefile, server)
 }
 
+/// Stand-in: it holds the shop fixture's EndpointSlices as written (ready and not, hand-made
+/// names), which the real EndpointSlice controller would replace with its own.
 #[test]
 fn debug_why_from_the_api_watch() {
     let api = ApiServer::start();
@@ -534,6 +536,7 @@ fn debug_why_from_the_api_watch() {
     assert_eq!(json["zone"], "cluster.local.");
 }
 
+/// Stand-in: the shop fixture's EndpointSlices as written (see above).
 #[test]
 fn debug_why_from_an_api_watch_the_api_server_filters() {
     let api = ApiServer::start();
@@ -591,6 +594,8 @@ fn debug_why_from_an_api_watch_the_api_server_filters() {
     );
 }
 
+/// Stand-in only: Services failing with 500 while namespaces list is a fault the real API
+/// server cannot be asked for.
 #[test]
 fn debug_why_before_the_api_watch_has_synced() {
     let api = ApiServer::start();
