@@ -88,7 +88,7 @@ impl Resource {
 
     /// The resource a request path reads: its last segment (`/api/v1/services`,
     /// `/api/v1/namespaces/shop/services`, `/apis/discovery.k8s.io/v1/endpointslices`).
-    pub fn of_path(path: &str) -> Option<Self> {
+    fn of_path(path: &str) -> Option<Self> {
         let plural = path.rsplit('/').next()?;
         [
             Self::Namespaces,

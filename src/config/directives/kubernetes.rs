@@ -156,8 +156,8 @@ pub(crate) const DEFAULT_TTL: u32 = 5;
 /// CoreDNS's default `startup_timeout`.
 pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects`, `snapshot` and `list_mode`; any
-/// other name is an unknown property.
+/// The options CoreDNS's *kubernetes* has (as of 1.14), plus `objects`, `snapshot` and
+/// `list_mode`; any other name is an unknown property.
 const OPTIONS: &[&str] = &[
     "endpoint",
     "tls",
