@@ -169,16 +169,7 @@ fn both_list_modes_sync_the_same_zone_with_the_requests_they_name() {
         return;
     };
     let ns = "modes";
-    cluster.apply(&namespace(ns));
-    cluster.apply(&deployment(ns, "app", 3));
-    cluster.apply(&service(ns, "app", "app", json!({})));
-    cluster.apply(&service(
-        ns,
-        "app-headless",
-        "app",
-        json!({"clusterIP": "None"}),
-    ));
-    let ips = wait_ready_pods(cluster, ns, "app", 3);
+    let ips = workload(cluster, ns, 3);
     account(cluster, ns, "streaming", "system:coredns");
     account(cluster, ns, "paginated", "system:coredns");
     let streaming = clusterdns_as(cluster, ns, "streaming", "list_mode streaming");

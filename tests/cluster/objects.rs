@@ -333,16 +333,7 @@ fn a_deleted_namespace_takes_all_its_names() {
         return;
     };
     let ns = "doomed";
-    cluster.apply(&namespace(ns));
-    cluster.apply(&deployment(ns, "app", 2));
-    cluster.apply(&service(ns, "app", "app", json!({})));
-    cluster.apply(&service(
-        ns,
-        "app-headless",
-        "app",
-        json!({"clusterIP": "None"}),
-    ));
-    let ips = wait_ready_pods(cluster, ns, "app", 2);
+    let ips = workload(cluster, ns, 2);
     let dns = clusterdns(cluster, "");
     until(
         &dns,
