@@ -238,7 +238,7 @@ metadata:
     kubernetes.io/hostname: kwok-node-$i
     kubernetes.io/os: linux
     kubernetes.io/arch: amd64
-    topology.kubernetes.io/zone: zone-$((i % 2 == 0 ? 0 : 1))
+    topology.kubernetes.io/zone: zone-$((i % 2))
 spec:
   podCIDR: 10.244.$i.0/24
   podCIDRs: [10.244.$i.0/24, "$v6"]
