@@ -429,32 +429,14 @@ fn the_kubeconfig_context_the_corefile_names_is_the_one_used() {
     let good = cluster.token(ns, "reader", &["--duration", "1h"]);
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let text = format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: {server}
-    certificate-authority: {ca}
-users:
-- name: stale
-  user:
-    token: {revoked}
-- name: reader
-  user:
-    token: {good}
-contexts:
-- name: stale
-  context: {{cluster: local, user: stale}}
-- name: kind-kind
-  context: {{cluster: local, user: reader}}
-current-context: stale
-",
-        server = cluster.url(),
-        ca = cluster.ca().display()
+    cluster.write_kubeconfig_contexts(
+        &kubeconfig,
+        &cluster.url(),
+        &[
+            ("stale", &format!("    token: {revoked}")),
+            ("kind-kind", &format!("    token: {good}")),
+        ],
     );
-    std::fs::write(&kubeconfig, text).unwrap();
     let right = clusterdns_with(
         cluster,
         tempfile::tempdir().unwrap(),

@@ -267,27 +267,26 @@ impl Cluster {
     /// A kubeconfig at `path` for `server` (the API server, or a proxy in front of it) whose
     /// user is `user` (the YAML of a kubeconfig `user:` mapping, indented by 4).
     pub fn write_kubeconfig(&self, path: &Path, server: &str, user: &str) {
-        let text = format!(
-            "apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: {server}
-    certificate-authority: {ca}
-users:
-- name: clusterdns
-  user:
-{user}
-contexts:
-- name: clusterdns
-  context:
-    cluster: local
-    user: clusterdns
-current-context: clusterdns
-",
-            ca = self.ca().display()
+        self.write_kubeconfig_contexts(path, server, &[("clusterdns", user)]);
+    }
+
+    /// A kubeconfig at `path` for `server` with a context per `(name, user)`, its user's YAML
+    /// indented by 4; the first is the current context.
+    pub fn write_kubeconfig_contexts(&self, path: &Path, server: &str, contexts: &[(&str, &str)]) {
+        let mut text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {server}\n    certificate-authority: {}\nusers:\n",
+            self.ca().display()
         );
+        for (name, user) in contexts {
+            text.push_str(&format!("- name: {name}\n  user:\n{user}\n"));
+        }
+        text.push_str("contexts:\n");
+        for (name, _) in contexts {
+            text.push_str(&format!(
+                "- name: {name}\n  context:\n    cluster: local\n    user: {name}\n"
+            ));
+        }
+        text.push_str(&format!("current-context: {}\n", contexts[0].0));
         std::fs::write(path, text).unwrap();
     }
 
