@@ -6,7 +6,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,6 @@ pub struct Partition {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
-    accepted: Arc<AtomicU64>,
 }
 
 impl Partition {
@@ -24,13 +23,10 @@ impl Partition {
         let addr = listener.local_addr().unwrap();
         let cut = Arc::new(AtomicBool::new(false));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let accepted = Arc::new(AtomicU64::new(0));
-        let (cut_flag, open_list, count) =
-            (Arc::clone(&cut), Arc::clone(&open), Arc::clone(&accepted));
+        let (cut_flag, open_list) = (Arc::clone(&cut), Arc::clone(&open));
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
-                count.fetch_add(1, Ordering::Relaxed);
                 if cut_flag.load(Ordering::Acquire) {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
@@ -48,22 +44,12 @@ impl Partition {
                 relay(server, client);
             }
         });
-        Self {
-            addr,
-            cut,
-            open,
-            accepted,
-        }
+        Self { addr, cut, open }
     }
 
     /// Where clients connect.
     pub fn addr(&self) -> SocketAddr {
         self.addr
-    }
-
-    /// Connections accepted so far (cut ones included).
-    pub fn accepted(&self) -> u64 {
-        self.accepted.load(Ordering::Relaxed)
     }
 
     /// Closes every connection through the relay; new ones are closed at once until `heal`.
