@@ -326,3 +326,145 @@ fn multisocket_sets_the_udp_sockets_of_the_address() {
     );
     each_socket_answers(&server, 5);
 }
+
+/// Set in the copy of the test binary that runs inside a private network namespace.
+const IN_NETNS: &str = "CLUSTERDNS_TRANSPORT_IN_NETNS";
+
+/// On a wildcard bind, a reply leaves from the address its query was sent to, as CoreDNS's
+/// do: in a network namespace of its own with two IPv4 and two IPv6 addresses on one link,
+/// each address is asked from a client socket bound to the other one and `connect()`ed to
+/// the address asked — such a socket, as dig's, takes no reply from any other address; the
+/// kernel's own choice of source for the reply would be the client's address. Both the
+/// cluster zone's answers (the batched path) and forwarded ones (sent from the runtime),
+/// then bursts to all four addresses together, whose batches mix them.
+/// Skipped where `ip` or `unshare` is missing or the machine refuses a network namespace.
+#[test]
+fn wildcard_udp_replies_leave_from_the_address_asked() {
+    const TEST: &str = "transport::wildcard_udp_replies_leave_from_the_address_asked";
+    if std::env::var_os(IN_NETNS).is_some() {
+        replies_from_the_address_asked();
+        return;
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("ip (iproute2) not installed: skipped");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let mut refused = Vec::new();
+    // As root, a network namespace alone; otherwise in a user namespace of its own.
+    for prefix in [["unshare", "-n"].as_slice(), &["unshare", "-rn"]] {
+        let output = Command::new(prefix[0])
+            .args(&prefix[1..])
+            .arg(&exe)
+            .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+            .env(IN_NETNS, "1")
+            .output();
+        let output = match output {
+            Ok(output) => output,
+            Err(error) => {
+                refused.push(format!("{}: {error}", prefix.join(" ")));
+                continue;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // unshare(1) reports its own failure on stderr and exits 1; the test binary exits 0
+        // or 101.
+        if !output.status.success() && stderr.starts_with("unshare:") {
+            refused.push(format!("{}: {}", prefix.join(" "), stderr.trim()));
+            continue;
+        }
+        eprint!("{stdout}{stderr}");
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the check failed inside `{}` (its output is above)",
+            prefix.join(" ")
+        );
+        return;
+    }
+    eprintln!(
+        "no network namespace to be had: skipped\n{}",
+        refused.join("\n")
+    );
+}
+
+/// The namespace's side of [`wildcard_udp_replies_leave_from_the_address_asked`].
+fn replies_from_the_address_asked() {
+    let ip = |args: &str| {
+        let output = Command::new("ip").args(args.split(' ')).output().unwrap();
+        assert!(
+            output.status.success(),
+            "ip {args}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    ip("link set lo up");
+    ip("link add cdns0 type veth peer name cdns1");
+    ip("link set cdns0 up");
+    ip("link set cdns1 up");
+    for address in ["10.77.0.1/24", "10.77.0.2/24"] {
+        ip(&format!("addr add {address} dev cdns0"));
+    }
+    for address in ["fd77::1/64", "fd77::2/64"] {
+        ip(&format!("addr add {address} dev cdns0 nodad"));
+    }
+    let rt = runtime(1);
+    let upstream = rt.block_on(TestUpstream::start(Behaviour::Answer));
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{\n kubernetes cluster.local {{\n  objects {{FIXTURES}}/shop.json\n }}\n forward . {}\n}}\n",
+        upstream.addr
+    ));
+    let server = serve(&corefile);
+    assert!(
+        server.log().contains("listening on udp [::]:"),
+        "{}",
+        server.log()
+    );
+    let port = server.addr.port();
+    let pairs = [
+        ("10.77.0.1", "10.77.0.2"),
+        ("10.77.0.2", "10.77.0.1"),
+        ("fd77::1", "fd77::2"),
+        ("fd77::2", "fd77::1"),
+    ];
+    let mut sockets = Vec::new();
+    for (index, (client, asked)) in pairs.into_iter().enumerate() {
+        let client: std::net::IpAddr = client.parse().unwrap();
+        let asked: std::net::IpAddr = asked.parse().unwrap();
+        let socket = UdpSocket::bind((client, 0)).unwrap();
+        socket.connect((asked, port)).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let forwarded = format!("host{index}.example.org.");
+        for (name, answer) in [
+            (
+                "web.shop.svc.cluster.local.",
+                "web.shop.svc.cluster.local. 5 IN A 10.96.0.20".to_owned(),
+            ),
+            (&forwarded, format!("{forwarded} 60 IN A 192.0.2.1")),
+        ] {
+            socket.send(&query(name, "A", Some(1232))).unwrap();
+            let mut buf = vec![0u8; 65535];
+            let len = socket.recv(&mut buf).unwrap_or_else(|error| {
+                panic!("{name} asked of {asked} from {client}: no reply from {asked} ({error})")
+            });
+            let reply = Reply::decode(&buf[..len]);
+            assert_eq!(reply.answer, expect(&[&answer]), "{name} asked of {asked}");
+        }
+        sockets.push(socket);
+    }
+    // Bursts to all four addresses at once, so that batches hold replies from several.
+    let per_socket = 48;
+    for socket in &sockets {
+        for id in 0..per_socket {
+            let packet = query_with_id("web.shop.svc.cluster.local.", "A", id);
+            socket.send(&packet).unwrap();
+        }
+    }
+    for (socket, (_, asked)) in sockets.iter().zip(pairs) {
+        let replies = read_replies(socket, usize::from(per_socket));
+        assert_eq!(replies.len(), usize::from(per_socket), "burst to {asked}");
+    }
+    drop(upstream);
+}

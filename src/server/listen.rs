@@ -9,6 +9,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
+use nix::sys::socket::{setsockopt, sockopt};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 
@@ -105,12 +106,21 @@ fn socket(addr: SocketAddr, kind: Type, protocol: Protocol) -> io::Result<Socket
 }
 
 /// One socket of a UDP group: blocking, with `SO_REUSEPORT` so the next one can share the
-/// port (the kernel only lets sockets of the same user join a group).
+/// port (the kernel only lets sockets of the same user join a group). A wildcard's socket
+/// is told each datagram's destination (`IP_PKTINFO`; `IPV6_RECVPKTINFO`, which covers the
+/// IPv4 it takes too), for its reply to leave from that address (see [`super::udp`]).
 fn bind_udp(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let socket = socket(addr, Type::DGRAM, Protocol::UDP)?;
     socket.set_nonblocking(false)?;
     socket.set_reuse_port(true)?;
     socket.set_read_timeout(Some(RECEIVE_TIMEOUT))?;
+    if addr.ip().is_unspecified() {
+        if addr.is_ipv6() {
+            setsockopt(&socket, sockopt::Ipv6RecvPacketInfo, &true)?;
+        } else {
+            setsockopt(&socket, sockopt::Ipv4PacketInfo, &true)?;
+        }
+    }
     socket.bind(&addr.into())?;
     Ok(socket.into())
 }
