@@ -258,12 +258,68 @@ fn objects_changes_are_served_and_bad_reloads_keep_the_last_good_zone() {
 
     // A broken file: the last good zone stays, and the log says why.
     std::fs::write(&objects, "{\"kind\": \"List\", \"items\": [").unwrap();
-    wait_for(|| server.log().contains("objects reload failed"), &server);
+    let failure = reload_failure(&server);
+    assert!(
+        failure.contains(&format!("{}:1:27: invalid JSON", objects.display())),
+        "the reload error names the file and the place: {failure}"
+    );
     assert_eq!(
         server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
         want
     );
     assert_eq!(serial(&server), after);
+}
+
+/// The log line of the first failed objects reload, once there is one.
+fn reload_failure(server: &TestServer) -> String {
+    wait_for(|| server.log().contains("objects reload failed"), server);
+    let log = server.log();
+    log.lines()
+        .find(|line| line.contains("objects reload failed"))
+        .unwrap()
+        .to_owned()
+}
+
+/// The Corefile's `objects` files are watched the same way: a rewrite with bad JSON, and
+/// then with an object of the wrong shape, is logged with the file (as the Corefile names
+/// it, relative to the Corefile's directory) and the line or JSON path, as a bad file at
+/// start is; the last good zone is still served.
+#[test]
+fn a_bad_reload_of_a_corefile_objects_file_names_the_file() {
+    let corefile = TempCorefile::new(
+        ".:0 {\n bind 127.0.0.1\n kubernetes cluster.local {\n  objects shop.json\n }\n}\n",
+    );
+    let objects = corefile.dir.path().join("shop.json");
+    std::fs::copy(fixture("shop.json"), &objects).unwrap();
+    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
+    let want = expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"]);
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        want
+    );
+
+    std::fs::write(&objects, "{\"kind\": \"List\",\n \"items\": [").unwrap();
+    let failure = reload_failure(&server);
+    assert!(
+        failure.contains(&format!("{}:2:11: invalid JSON", objects.display())),
+        "the reload error names the file and the place: {failure}"
+    );
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        want
+    );
+
+    std::fs::write(
+        &objects,
+        r#"{"kind": "List", "items": [{"kind": "Service", "apiVersion": "v1", "metadata": {"name": "x", "namespace": "y"}, "spec": {"ports": "bad"}}]}"#,
+    )
+    .unwrap();
+    let wrong_shape = format!("{}: items[0] (Service y/x): spec.ports:", objects.display());
+    server.wait_log(&wrong_shape, Duration::from_secs(10));
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        want
+    );
 }
 
 fn wait_for(mut condition: impl FnMut() -> bool, server: &TestServer) {
