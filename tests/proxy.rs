@@ -1626,6 +1626,50 @@ fn explain_agreeing_layers_exit_zero() {
     assert_eq!(code, 0, "{headless}");
 }
 
+/// `--zone` is the zone explain's DNS lookup is served from, not only the name it asks: a
+/// cluster whose domain is not cluster.local agrees with itself, and the ExternalName's
+/// CNAME is the same as under the default zone.
+#[test]
+fn explain_asks_dns_in_the_zone_given() {
+    for zone in ["example.internal", "example.internal."] {
+        let text = ok(&[
+            "explain",
+            "shop/web",
+            "--objects",
+            "fixtures/shop.json",
+            "--zone",
+            zone,
+        ]);
+        assert!(
+            text.contains("dns: web.shop.svc.example.internal. -> 10.96.0.20\n"),
+            "--zone {zone}: {text}"
+        );
+        assert!(
+            text.ends_with("findings: none, every layer agrees\n"),
+            "--zone {zone}: {text}"
+        );
+    }
+    let (code, json) = explain_json(&[
+        "rules/ext",
+        "--objects",
+        "fixtures/rules.json",
+        "--zone",
+        "example.internal",
+    ]);
+    assert_eq!(code, 0, "{json}");
+    // Not a zone name: an error saying so, before any lookup.
+    let run = clusterdns(&[
+        "explain",
+        "shop/web",
+        "--objects",
+        "fixtures/shop.json",
+        "--zone",
+        "bad zone {",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--zone"), "{}", run.stderr);
+}
+
 /// A Service whose name DNS does not answer is drift, whatever the other layers say.
 #[test]
 fn explain_a_name_that_does_not_resolve_is_drift() {

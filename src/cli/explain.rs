@@ -38,19 +38,22 @@ pub(super) struct ExplainArgs {
     /// The cluster's pod CIDRs (comma-separated).
     #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = crate::config::parse_cidr)]
     cluster_cidr: Vec<IpNet>,
-    /// The cluster zone DNS answers for.
-    #[arg(long, value_name = "ZONE", default_value = "cluster.local")]
+    /// The cluster zone DNS answers for: the lookup asks for NAME.NS.svc.ZONE of the objects
+    /// served under it.
+    #[arg(long, value_name = "ZONE", default_value = config::DEFAULT_ZONE,
+          value_parser = config::parse_cluster_zone)]
     zone: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
 
-/// What the cluster's DNS (the server's own request path, over the same objects) answers for
-/// `name`, A and AAAA.
-fn lookup(objects: &[PathBuf], name: &str) -> anyhow::Result<DnsAnswer> {
+/// What the cluster's DNS (the server's own request path, over the same objects, serving
+/// `zone`) answers for `name`, A and AAAA.
+fn lookup(objects: &[PathBuf], zone: &str, name: &str) -> anyhow::Result<DnsAnswer> {
     let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
     options.resolv_conf = None;
+    zone.clone_into(&mut options.zone);
     let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
     let blocks = server::load(&config).map_err(|error| super::start_error(None, error))?;
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
@@ -114,11 +117,8 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
             Some((parsed, path.display().to_string()))
         }
     };
-    let dns_name = format!(
-        "{name}.{namespace}.svc.{}.",
-        args.zone.trim_end_matches('.')
-    );
-    let dns = lookup(&args.objects, &dns_name)?;
+    let dns_name = format!("{name}.{namespace}.svc.{}.", args.zone);
+    let dns = lookup(&args.objects, &args.zone, &dns_name)?;
     let slices_computed = loaded.computed_slices.contains(&key);
     let input = ExplainInput {
         cluster: &loaded.cluster,

@@ -89,12 +89,12 @@ pub use resolv_conf::{
     Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,
 };
 pub use shorthand::{
-    DEFAULT_RESOLV_CONF, SHORTHAND_FILE, ShorthandOptions, shorthand, shorthand_corefile,
-    shorthand_corefile_with, shorthand_with,
+    DEFAULT_RESOLV_CONF, DEFAULT_ZONE, SHORTHAND_FILE, ShorthandOptions, shorthand,
+    shorthand_corefile, shorthand_corefile_with, shorthand_with,
 };
 pub(crate) use stream::MAX_FILE_BYTES;
 pub use tls::{ClientIdentity, ForwardTls};
-pub use zone::parse_cidr;
+pub use zone::{parse_cidr, parse_cluster_zone};
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
 pub fn read_corefile(path: &Path) -> Result<Config, Error> {

@@ -32,6 +32,9 @@ use super::{Config, parse_corefile_in};
 /// `objects` paths stay relative to the working directory, as given on the command line.
 pub const SHORTHAND_FILE: &str = "(--objects shorthand)";
 
+/// The cluster zone of kubeadm's Corefile.
+pub const DEFAULT_ZONE: &str = "cluster.local";
+
 /// The resolv.conf the shorthand forwards to, as kubeadm's Corefile does.
 pub const DEFAULT_RESOLV_CONF: &str = "/etc/resolv.conf";
 
@@ -53,6 +56,10 @@ pub struct ShorthandOptions {
     /// Whether `resolv_conf` was asked for (`--upstream FILE`): then a file that gives no
     /// usable upstream is an error, as in a Corefile, rather than a warning.
     pub resolv_conf_required: bool,
+    /// The cluster zone *kubernetes* serves (and *cache* leaves alone): `cluster.local`
+    /// unless a command was given another (`explain --zone`); [`shorthand_with`] refuses one
+    /// that [`super::parse_cluster_zone`] does not take.
+    pub zone: String,
 }
 
 impl ShorthandOptions {
@@ -65,6 +72,7 @@ impl ShorthandOptions {
             metrics: None,
             resolv_conf: Some(PathBuf::from(DEFAULT_RESOLV_CONF)),
             resolv_conf_required: false,
+            zone: DEFAULT_ZONE.to_owned(),
         }
     }
 }
@@ -121,7 +129,7 @@ fn build(objects: &[PathBuf], options: &ShorthandOptions) -> (String, usize, usi
     }
     let files: Vec<String> = objects.iter().map(|path| quote(path)).collect();
     lines.extend([
-        "    kubernetes cluster.local in-addr.arpa ip6.arpa {".to_owned(),
+        format!("    kubernetes {} in-addr.arpa ip6.arpa {{", options.zone),
         "        pods insecure".to_owned(),
         "        fallthrough in-addr.arpa ip6.arpa".to_owned(),
         "        ttl 30".to_owned(),
@@ -138,18 +146,15 @@ fn build(objects: &[PathBuf], options: &ShorthandOptions) -> (String, usize, usi
         forward_line = lines.len();
         lines.extend(["        max_concurrent 1000".to_owned(), "    }".to_owned()]);
     }
-    lines.extend(
-        [
-            "    cache 30 {",
-            "        disable success cluster.local",
-            "        disable denial cluster.local",
-            "    }",
-            "    loop",
-            "    loadbalance",
-            "}",
-        ]
-        .map(str::to_owned),
-    );
+    lines.extend([
+        "    cache 30 {".to_owned(),
+        format!("        disable success {}", options.zone),
+        format!("        disable denial {}", options.zone),
+        "    }".to_owned(),
+        "    loop".to_owned(),
+        "    loadbalance".to_owned(),
+        "}".to_owned(),
+    ]);
     let mut text = lines.join("\n");
     text.push('\n');
     (text, objects_line, forward_line)
@@ -178,6 +183,12 @@ pub fn shorthand_with(objects: &[PathBuf], options: &ShorthandOptions) -> Result
         );
         options.resolv_conf = None;
     }
+    options.zone = super::parse_cluster_zone(&options.zone).map_err(|message| Error::Invalid {
+        directive: "kubernetes".into(),
+        message: format!("the zone '{}': {message}", options.zone),
+        file: file.to_owned(),
+        line: 0,
+    })?;
     let (text, objects_line, forward_line) = build(objects, &options);
     for path in objects {
         check_quoting(path, "kubernetes", "objects", objects_line, quote)?;

@@ -81,6 +81,29 @@ fn split_port(text: &str) -> Result<(&str, Option<&str>), String> {
     }
 }
 
+/// A cluster zone given on a command line (`explain --zone`): a domain name of letters,
+/// digits, `-` and `_` between dots, with or without the final dot. It comes back lower-case
+/// and without the dot, as a Corefile writes zones (so it is one plain Corefile token).
+pub fn parse_cluster_zone(text: &str) -> Result<String, String> {
+    let bare = text.strip_suffix('.').unwrap_or(text);
+    let plain = !bare.is_empty()
+        && bare.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+        });
+    if !plain {
+        return Err(
+            "not a domain name: expected labels of letters, digits, '-' and '_' between dots, \
+             as cluster.local"
+                .to_owned(),
+        );
+    }
+    Name::from_ascii(bare).map_err(|error| format!("not a domain name: {error}"))?;
+    Ok(bare.to_ascii_lowercase())
+}
+
 /// A CIDR (`10.244.0.0/16`, `fd00::/64`); the error says what is wrong, in words (a
 /// prefix too long, not "invalid IP address syntax"), without repeating the text.
 pub fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
