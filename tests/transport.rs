@@ -369,7 +369,13 @@ fn wildcard_udp_replies_leave_from_the_address_asked() {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         // unshare(1) reports its own failure on stderr and exits 1; the test binary exits 0
-        // or 101.
+        // or 101. A test binary it cannot run (rebuilt under it) is no refusal: that fails.
+        assert!(
+            !stderr.contains("failed to execute"),
+            "{}: {}",
+            prefix.join(" "),
+            stderr.trim()
+        );
         if !output.status.success() && stderr.starts_with("unshare:") {
             refused.push(format!("{}: {}", prefix.join(" "), stderr.trim()));
             continue;
