@@ -113,7 +113,7 @@ fn the_answering_plugins_in_one_chain() {
     );
     assert_eq!(
         server.ask_udp("www.example.com.", "A").answer,
-        expect(&["www.example.com. 60 IN A 192.0.2.1"])
+        expect(&["www.example.com. 30 IN A 192.0.2.1"])
     );
 
     // The file changes: read again at the next reload; gone, the last entries stay.
@@ -154,7 +154,7 @@ fn the_answering_plugins_in_one_chain() {
     let out = server.ask_udp("www.upstream.example.", "A");
     assert_eq!(
         out.answer,
-        expect(&["www.upstream.example. 60 IN A 192.0.2.1"])
+        expect(&["www.upstream.example. 30 IN A 192.0.2.1"])
     );
     assert_eq!(
         out.message.queries[0].name().to_ascii(),

@@ -126,8 +126,8 @@ fn run(name: &str, upstreams: usize, prepare: impl FnOnce(&mut String, &Path)) -
 
 impl Running {
     /// The cluster zone answers from the objects with `ttl`, reverse names too, and other
-    /// names go to the first upstream.
-    fn answers_the_cluster_zone(&self, ttl: u32) {
+    /// names go to the first upstream, their TTL (60) capped by the cache at `cached`.
+    fn answers_the_cluster_zone(&self, ttl: u32, cached: u32) {
         let web = self.server.ask_udp("web.shop.svc.cluster.local.", "A");
         assert_eq!(
             (web.rcode.as_str(), web.authoritative),
@@ -163,7 +163,7 @@ impl Running {
         assert_eq!(outside.rcode, "NOERROR");
         assert_eq!(
             outside.answer,
-            expect(&["www.example.com. 60 IN A 192.0.2.1"])
+            expect(&[&format!("www.example.com. {cached} IN A 192.0.2.1")])
         );
         assert_eq!(self.upstreams[0].queries_for("www.example.com."), 1);
         assert_eq!(
@@ -253,7 +253,7 @@ fn every_fixture_says_where_it_comes_from() {
 #[test]
 fn kubeadm() {
     let running = run("kubeadm", 1, |_, _| {});
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
 }
 
@@ -265,7 +265,7 @@ fn kind_runs_kubeadms_corefile() {
         "kind installs kubeadm's addon"
     );
     let running = run("kind", 1, |_, _| {});
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
 }
 
@@ -279,7 +279,7 @@ fn k3s() {
         )
         .unwrap();
     });
-    running.answers_the_cluster_zone(5);
+    running.answers_the_cluster_zone(5, 30);
     running.serves_health_ready_and_metrics();
     // hosts: the nodes by name and address, TTL 60, and the rest falls through.
     assert_eq!(
@@ -310,14 +310,14 @@ fn k3s() {
 fn rke2_with_its_runs_of_spaces() {
     assert!(fixture("rke2").contains("kubernetes  cluster.local  in-addr.arpa"));
     let running = run("rke2", 1, |_, _| {});
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
 }
 
 #[test]
 fn minikube() {
     let running = run("minikube", 1, |_, _| {});
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
     // hosts: host.minikube.internal is the host (hosts' default TTL, 3600).
     let host = running.server.ask_udp("host.minikube.internal.", "A");
@@ -340,7 +340,7 @@ fn minikube() {
 #[test]
 fn microk8s_logs_only_errors() {
     let running = run("microk8s", 1, |_, _| {});
-    running.answers_the_cluster_zone(5);
+    running.answers_the_cluster_zone(5, 30);
     running.serves_health_ready_and_metrics();
     running.upstreams[0].set(Behaviour::Rcode(2));
     assert_eq!(
@@ -371,7 +371,7 @@ fn aks() {
         // The coredns-custom ConfigMap, mounted as custom/ beside the Corefile: empty.
         std::fs::create_dir_all(dir.join("custom")).unwrap();
     });
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
     // template: search-path completions under internal.cloudapp.net with four labels or
     // more, and anything under reddog.microsoft.com, are NXDOMAIN without asking upstream.
@@ -392,7 +392,7 @@ fn aks() {
         .ask_udp("aks-nodepool1.abc.internal.cloudapp.net.", "A");
     assert_eq!(
         vm.answer,
-        expect(&["aks-nodepool1.abc.internal.cloudapp.net. 60 IN A 192.0.2.1"])
+        expect(&["aks-nodepool1.abc.internal.cloudapp.net. 30 IN A 192.0.2.1"])
     );
     let log = running.server.log();
     assert_eq!(
@@ -405,14 +405,14 @@ fn aks() {
 #[test]
 fn eks_has_the_default_ttl() {
     let running = run("eks", 1, |_, _| {});
-    running.answers_the_cluster_zone(5);
+    running.answers_the_cluster_zone(5, 30);
     running.serves_health_ready_and_metrics();
 }
 
 #[test]
 fn openshift() {
     let running = run("openshift", 2, |_, _| {});
-    running.answers_the_cluster_zone(5);
+    running.answers_the_cluster_zone(5, 60);
     running.serves_health_ready_and_metrics();
     // policy sequential: the first upstream takes every query while it answers.
     for i in 0..5 {
@@ -454,7 +454,7 @@ fn openshift() {
 #[test]
 fn talos() {
     let running = run("talos", 1, |_, _| {});
-    running.answers_the_cluster_zone(30);
+    running.answers_the_cluster_zone(30, 30);
     running.serves_health_ready_and_metrics();
     let stdout = running.stdout_after(Duration::from_millis(300));
     assert!(
@@ -480,7 +480,7 @@ fn nodelocaldns() {
     let web = running.server.ask_udp("web.shop.svc.cluster.local.", "A");
     assert_eq!(
         web.answer,
-        expect(&["web.shop.svc.cluster.local. 60 IN A 10.96.0.20"]),
+        expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"]),
         "{}",
         running.server.log()
     );
@@ -498,7 +498,7 @@ fn nodelocaldns() {
     let outside = running.server.ask_udp("www.example.com.", "A");
     assert_eq!(
         outside.answer,
-        expect(&["www.example.com. 60 IN A 192.0.2.1"])
+        expect(&["www.example.com. 30 IN A 192.0.2.1"])
     );
     assert_eq!(kube_dns.queries_for("www.example.com."), 0);
     // Both bind addresses answer (NodeLocal's link-local IP and kube-dns's ClusterIP).

@@ -180,7 +180,10 @@ impl Cache {
             };
             let expires = entry.expires();
             let (hit, ttl) = if now < expires {
-                let remaining = (expires - now).as_secs() as u32;
+                // Whole seconds gone are taken off, as CoreDNS counts: a reply within the
+                // first second of the entry still says its full TTL.
+                let gone = now.duration_since(entry.stored).as_secs();
+                let remaining = entry.ttl.as_secs().saturating_sub(gone).max(1) as u32;
                 let hit = if self.should_prefetch(entry, now, remaining) {
                     Hit::Prefetch
                 } else {
@@ -212,6 +215,7 @@ impl Cache {
                 // The message was stored whole, so it walks again.
                 let _ = reply::set_ttls(out, ttl);
             }
+            reply::answered_from_cache(out, request);
             self.metrics.hits[index].inc();
             match hit {
                 Hit::Prefetch => self.metrics.prefetch.inc(),
@@ -247,9 +251,16 @@ impl Cache {
 
     /// Stores `reply` (from upstream) as the answer to `request`, when its class is cached
     /// for that name.
-    pub fn put(&self, request: &Request<'_>, reply: &[u8], now: Instant) {
+    /// Stores `reply` to `request` if it is cached at all, its TTLs first set to how long it
+    /// is kept (CoreDNS's cache does the same to the reply it passes on, so that the client's
+    /// TTL does not jump from the upstream's to the cache's on the next query).
+    pub fn put(&self, request: &Request<'_>, reply: &mut [u8], now: Instant) {
         match self.classify(request, reply) {
             Ok(Some((class, ttl))) => {
+                if !self.keepttl {
+                    let _ = reply::set_ttls(reply, ttl.as_secs() as u32);
+                }
+                let reply = &*reply;
                 let (hash, key) = self.key(request);
                 let shards = match class {
                     Class::Success => &self.success,

@@ -82,7 +82,7 @@ fn ttls(cache: &Cache, name: &str, now: Instant) -> Option<(Hit, Vec<u32>, u16)>
 
 fn store(cache: &Cache, name: &str, reply: &[u8], now: Instant) {
     let packet = query(name, false);
-    cache.put(&Request::parse(&packet).unwrap(), reply, now);
+    cache.put(&Request::parse(&packet).unwrap(), &mut reply.to_vec(), now);
 }
 
 #[test]
@@ -111,6 +111,36 @@ fn hits_count_the_ttl_down_and_carry_the_clients_id() {
         "expired"
     );
     assert_eq!(ttls(&cache, "other.example.com.", t0), None);
+}
+
+#[test]
+fn hits_are_sent_as_coredns_sends_them() {
+    let cache = Cache::new(&config(), "dns://:53");
+    let t0 = Instant::now();
+    // What the client is sent on the miss is what is kept: the TTL clamped (3600 at most).
+    let packet = query("www.example.com.", false);
+    let mut reply = answer("www.example.com.", 7200, ResponseCode::NoError);
+    cache.put(&Request::parse(&packet).unwrap(), &mut reply, t0);
+    let sent = Message::from_vec(&reply).unwrap();
+    assert_eq!(sent.answers[0].ttl, 3600);
+    assert!(
+        !sent.metadata.authoritative,
+        "the miss passes the upstream's flags on"
+    );
+
+    // A hit within the entry's first second says the whole TTL; whole seconds count down.
+    let within = t0 + Duration::from_millis(999);
+    assert_eq!(ttls(&cache, "www.example.com.", within).unwrap().1, [3600]);
+    let later = t0 + Duration::from_millis(2500);
+    assert_eq!(ttls(&cache, "www.example.com.", later).unwrap().1, [3598]);
+
+    // The question as this client asked it (its letter case), and AA, as CoreDNS's cache.
+    let packet = query("WWW.Example.COM.", false);
+    let mut out = Vec::new();
+    cache.get(&Request::parse(&packet).unwrap(), within, 1232, &mut out);
+    let hit = Message::from_vec(&out).unwrap();
+    assert_eq!(hit.queries[0].name().to_string(), "WWW.Example.COM.");
+    assert!(hit.metadata.authoritative);
 }
 
 #[test]
@@ -207,7 +237,7 @@ fn the_dnssec_ok_bit_is_part_of_the_key() {
     let packet = query("do.example.com.", true);
     cache.put(
         &Request::parse(&packet).unwrap(),
-        &answer("do.example.com.", 60, ResponseCode::NoError),
+        &mut answer("do.example.com.", 60, ResponseCode::NoError),
         t0,
     );
     assert!(ttls(&cache, "do.example.com.", t0).is_none());

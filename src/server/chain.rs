@@ -531,10 +531,10 @@ fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
         let Some(forward) = block.forward.get(forwarder) else {
             return;
         };
-        if let Forwarded::Reply(bytes) = forward.forward(&packet, Transport::Udp).await
+        if let Forwarded::Reply(mut bytes) = forward.forward(&packet, Transport::Udp).await
             && let Some(cache) = &block.cache
         {
-            cache.put(&request, &bytes, Instant::now());
+            cache.put(&request, &mut bytes, Instant::now());
         }
     });
 }

@@ -323,9 +323,9 @@ impl Handler {
             }
         }
         let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
-        if let Some(bytes) = last {
+        if let Some(mut bytes) = last {
             if let Some(cache) = cache {
-                cache.put(&asked_request, &bytes, Instant::now());
+                cache.put(&asked_request, &mut bytes, Instant::now());
             }
             let bytes = self
                 .retargeted(&ctx, &request, bytes, revert, Plugin::Forward)

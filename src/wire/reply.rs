@@ -113,6 +113,22 @@ pub fn set_id(message: &mut [u8], id: u16) {
     }
 }
 
+/// Makes a reply taken from the cache what CoreDNS's cache sends: the client's question as
+/// it was asked, letter case included (the stored one is whoever asked first; resolvers that
+/// randomise case check it), and AA set (CoreDNS sets it on every cached answer, for old
+/// glibc stubs that drop answers without it).
+pub fn answered_from_cache(message: &mut [u8], request: &super::Request<'_>) {
+    let name = HEADER_LEN..HEADER_LEN + request.question.name().len();
+    if let (Some(ours), Some(asked)) = (message.get(name.clone()), request.bytes.get(name.clone()))
+        && ours.eq_ignore_ascii_case(asked)
+    {
+        message[name].copy_from_slice(asked);
+    }
+    if let Some(flags) = message.get_mut(2) {
+        *flags |= 0x04;
+    }
+}
+
 /// Sets the TTL of every record but OPT to `ttl`.
 pub fn set_ttls(message: &mut [u8], ttl: u32) -> Result<(), BadReply> {
     // Every field is found first and written after, so the walk reads an unchanged message;

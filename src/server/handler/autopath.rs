@@ -92,9 +92,9 @@ async fn upstream(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Vec<u
             Forwarded::Failed(_) => return None,
         }
     }
-    let bytes = last?;
+    let mut bytes = last?;
     if let Some(cache) = cache {
-        cache.put(&request, &bytes, Instant::now());
+        cache.put(&request, &mut bytes, Instant::now());
     }
     Some(bytes)
 }
