@@ -225,6 +225,9 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, servers: &[(WireName, IpAddr)]) 
         set.push_extra_address(name, ttl, *ip);
     }
     if let Ok(ns) = origin.prepend_all(["ns", "dns"]) {
+        // The SOA's MNAME exists without addresses too (a server on loopback alone has
+        // none): NODATA, as CoreDNS answers it.
+        b.touch(&ns);
         for (_, ip) in servers {
             let (rtype, rdata) = rrset::address_rdata(*ip);
             b.set(&ns, rtype, ttl).push(&rdata);
