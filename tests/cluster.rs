@@ -25,6 +25,7 @@ use crate::common::{Reply, expect};
 use crate::live::{PATIENCE, addresses, eventually, metric, until, until_within};
 
 mod access;
+mod differential;
 mod faults;
 mod objects;
 

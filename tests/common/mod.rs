@@ -9,6 +9,7 @@ pub mod binary;
 pub mod certs;
 pub mod cli;
 pub mod cluster;
+pub mod coredns;
 pub mod dot;
 pub mod golden;
 pub mod names;
