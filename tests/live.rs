@@ -217,12 +217,12 @@ fn under_churn_the_snapshot_file_is_rewritten_every_few_seconds_not_every_change
     );
     assert!(
         (1..=3).contains(&writes.len()),
-        "{} writes in 8 s of a change every 100 ms: at most one per 5 s",
+        "{} writes in 8 s of a change every 100 ms: at most one per 15 s",
         writes.len()
     );
     // The last change reaches the file within the interval.
     let last = format!("\"port\":{}", 10_000 + n - 1);
-    let deadline = Instant::now() + Duration::from_secs(7);
+    let deadline = Instant::now() + Duration::from_secs(17);
     while !std::fs::read_to_string(&snapshot).is_ok_and(|text| text.contains(&last)) {
         assert!(
             Instant::now() < deadline,
