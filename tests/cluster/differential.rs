@@ -511,10 +511,7 @@ fn check(cluster: &Cluster, namespaces: usize, services: usize, rounds: usize) -
                 false,
                 documented,
             );
-            pass.asked += more.asked;
-            pass.transient += more.transient;
-            pass.differences.extend(more.differences);
-            pass.transient_example = pass.transient_example.or(more.transient_example);
+            pass.absorb(more);
         }
         passes.push((format!("idle, pods {}", side.mode), pass));
     }
@@ -548,10 +545,7 @@ fn check(cluster: &Cluster, namespaces: usize, services: usize, rounds: usize) -
                 true,
                 documented,
             );
-            pass.asked += more.asked;
-            pass.transient += more.transient;
-            pass.differences.extend(more.differences);
-            pass.transient_example = pass.transient_example.or(more.transient_example);
+            pass.absorb(more);
         }
         stop.store(true, Ordering::SeqCst);
         (pass, churner.join().unwrap())

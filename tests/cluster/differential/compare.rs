@@ -345,14 +345,19 @@ pub(super) fn pass(
     });
     let mut total = Pass::default();
     for part in results {
-        total.asked += part.asked;
-        total.transient += part.transient;
-        total.differences.extend(part.differences);
-        if total.transient_example.is_none() {
-            total.transient_example = part.transient_example;
-        }
+        total.absorb(part);
     }
     total
+}
+
+impl Pass {
+    /// Adds what `more` found (the first transient example kept).
+    pub(super) fn absorb(&mut self, more: Pass) {
+        self.asked += more.asked;
+        self.transient += more.transient;
+        self.differences.extend(more.differences);
+        self.transient_example = self.transient_example.take().or(more.transient_example);
+    }
 }
 
 /// One question asked one way of one pair of servers.
