@@ -50,15 +50,6 @@ bench_start dnsperf
 need_tools dnsperf knotd dig taskset cargo
 build_release
 
-# status and sorted answer RRset of one question, on one line.
-ask() {
-    local port=$1 name=$2 type=$3 reply status
-    reply=$(dig @127.0.0.1 -p "$port" +norec +time=2 +tries=1 +noall +comments +answer "$name" "$type" 2>&1) || true
-    status=$(grep -o 'status: [A-Z]*' <<<"$reply" | head -n1 | cut -d' ' -f2)
-    printf '%s |' "${status:-TIMEOUT}"
-    grep -v '^;' <<<"$reply" | grep . | tr '[:upper:]' '[:lower:]' | tr -s ' \t' ' ' | sort | tr '\n' '|' || true
-}
-
 # Compares the two servers on the first $CHECK distinct questions of the query file.
 check_answers() {
     local queries=$1 label=$2 name type a b checked=0 mismatches=0

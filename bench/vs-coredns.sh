@@ -450,15 +450,6 @@ column_percentiles() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "nan") printf "%.2f", a / b; else printf "—" }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
-# status and sorted answer RRset of one question, on one line (as bench/dnsperf.sh).
-ask() {
-    local port=$1 name=$2 type=$3 reply status
-    reply=$(dig @127.0.0.1 -p "$port" +norec +time=2 +tries=1 +noall +comments +answer "$name" "$type" 2>&1) || true
-    status=$(grep -o 'status: [A-Z]*' <<<"$reply" | head -n1 | cut -d' ' -f2)
-    printf '%s |' "${status:-TIMEOUT}"
-    grep -v '^;' <<<"$reply" | grep . | tr '[:upper:]' '[:lower:]' | tr -s ' \t' ' ' | sort | tr '\n' '|' || true
-}
-
 # dnsperf against instance $1, pinned: "qps completed lost cpu_s".
 dnsperf_run() {
     local id=$1 prefix=$2 queries=$3 pid before after qps completed lost
