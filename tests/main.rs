@@ -21,6 +21,7 @@ mod k8s_external;
 mod live;
 mod loader;
 mod multicluster;
+mod netfilter;
 mod observe;
 mod plugins;
 mod protocol;

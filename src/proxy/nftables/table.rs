@@ -153,7 +153,11 @@ pub(super) fn duration(seconds: u32) -> String {
     out
 }
 
-/// nft's name for a standard priority, as `prio2str` picks it for the hook.
+/// nft's name for a standard priority, as nft 1.0.6 (Debian 12, kind's node image) lists it:
+/// a name within 10 of the priority, but `dstnat` only on the prerouting hook and `srcnat`
+/// only on postrouting; a number otherwise. That nft also refuses those two names on other
+/// hooks as input, so a listing that names them (as newer nft releases print `dstnat - 10` on
+/// output) does not load back into it; kube-proxy itself writes numbers (knftables).
 pub(super) fn priority_text(hook: &str, priority: i32) -> String {
     let standard: &[(i32, &str)] = &[
         (-300, "raw"),
@@ -167,8 +171,8 @@ pub(super) fn priority_text(hook: &str, priority: i32) -> String {
         let offset = priority - value;
         if offset.abs() <= 10 {
             let compatible = match *name {
-                "dstnat" => matches!(hook, "prerouting" | "output"),
-                "srcnat" => matches!(hook, "input" | "postrouting"),
+                "dstnat" => hook == "prerouting",
+                "srcnat" => hook == "postrouting",
                 _ => true,
             };
             if !compatible {
@@ -350,12 +354,17 @@ mod tests {
     #[test]
     fn priorities_print_like_nft() {
         assert_eq!(priority_text("prerouting", -110), "dstnat - 10");
-        assert_eq!(priority_text("output", -110), "dstnat - 10");
+        assert_eq!(priority_text("output", -110), "-110");
         assert_eq!(priority_text("input", -110), "-110");
+        assert_eq!(priority_text("output", -100), "-100");
+        assert_eq!(priority_text("input", 100), "100");
+        assert_eq!(priority_text("postrouting", 110), "srcnat + 10");
+        assert_eq!(priority_text("output", -145), "mangle + 5");
         assert_eq!(priority_text("forward", 0), "filter");
         assert_eq!(priority_text("prerouting", -100), "dstnat");
         assert_eq!(priority_text("postrouting", 100), "srcnat");
-        assert_eq!(priority_text("output", -90), "dstnat + 10");
+        assert_eq!(priority_text("output", -90), "-90");
+        assert_eq!(priority_text("prerouting", -90), "dstnat + 10");
         assert_eq!(priority_text("input", 200), "200");
     }
 

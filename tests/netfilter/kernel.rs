@@ -1,0 +1,1 @@
+//! Trace against the kernel (being built).
