@@ -13,7 +13,13 @@ use crate::common::cli::ok;
 
 /// The fixtures with Services kube-proxy writes rules for.
 const FIXTURES: &[&str] = &[
-    "shop", "proxy", "dualstack", "external", "zonal", "rules", "mcs",
+    "shop",
+    "proxy",
+    "dualstack",
+    "external",
+    "zonal",
+    "rules",
+    "mcs",
 ];
 
 /// The nodes whose local endpoints matter (externalTrafficPolicy and internalTrafficPolicy
@@ -168,7 +174,8 @@ fn iptables_renders_load_and_save_back_as_rendered() {
         for (family, tool) in [("ipv4", "iptables"), ("ipv6", "ip6tables")] {
             for node in NODES {
                 let render = render(fixture, family, *node, "iptables", "list");
-                let saved = load_and_list(&render, &format!("{tool}-restore"), &format!("{tool}-save"));
+                let saved =
+                    load_and_list(&render, &format!("{tool}-restore"), &format!("{tool}-save"));
                 assert_eq!(
                     without_comments(&saved),
                     without_comments(&render.text),
@@ -221,6 +228,9 @@ fn a_kind_nodes_own_nftables_listing_loads_back() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/node.nft");
     in_fresh_namespace(
         "nft -f fixtures/node.nft",
-        &format!("nft -f {}\nnft list table ip kube-proxy >/dev/null", file.display()),
+        &format!(
+            "nft -f {}\nnft list table ip kube-proxy >/dev/null",
+            file.display()
+        ),
     );
 }
