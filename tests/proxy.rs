@@ -431,8 +431,8 @@ fn iptables_render_with_nfacct_has_kube_proxys_counters() {
     assert_eq!(
         added,
         [
-            "-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP",
-            "-A KUBE-NODEPORTS -d 127.0.0.0/8 -p tcp -m comment --comment \"shop/checkout:http\" -m tcp --dport 30080 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-FAXFPGMJVQWLKPGL",
+            "-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP",
+            "-A KUBE-NODEPORTS -d 127.0.0.0/8 -p tcp -m comment --comment \"shop/checkout:http\" -m tcp --dport 30080 -m nfacct --nfacct-name  localhost_nps_accepted_pkts -j KUBE-EXT-FAXFPGMJVQWLKPGL",
         ]
     );
     let dir = tempfile::tempdir().unwrap();

@@ -50,6 +50,13 @@ const PROXY_FIREWALL: &str = "KUBE-PROXY-FIREWALL";
 const KUBELET_FIREWALL: &str = "KUBE-FIREWALL";
 const CANARY: &str = "KUBE-PROXY-CANARY";
 
+/// The nfacct match of counter `name` as iptables-save 1.8.9 prints it: two spaces before
+/// the name (tests/fixtures/kube-proxy/iptables-save.txt, a node of kube-proxy v1.36.3),
+/// where kube-proxy's restore input has one.
+fn nfacct(name: &str) -> String {
+    format!("-m nfacct --nfacct-name  {name}")
+}
+
 /// The chain names of one Service port.
 struct Chains {
     svc: String,
@@ -474,7 +481,7 @@ impl<'a> Tables<'a> {
                     .proto(protocol)
                     .comment(name)
                     .matching(format!("-m {protocol} --dport {node_port}"))
-                    .matching("-m nfacct --nfacct-name localhost_nps_accepted_pkts")
+                    .matching(nfacct("localhost_nps_accepted_pkts"))
                     .jump(&rules.chains.ext),
             );
         }
@@ -692,7 +699,7 @@ impl<'a> Tables<'a> {
         let filter = &mut self.filter;
         let invalid = Rule::new().matching("-m conntrack --ctstate INVALID");
         let invalid = if self.options.nfacct {
-            invalid.matching("-m nfacct --nfacct-name ct_state_invalid_dropped_pkts")
+            invalid.matching(nfacct("ct_state_invalid_dropped_pkts"))
         } else {
             invalid
         };

@@ -22,6 +22,16 @@
 //! order they were created. Element order in a map is the kernel's hash order on a node;
 //! here it is the order kube-proxy adds them.
 //!
+//! kube-proxy 1.36 ([`NftLayout::DnatMaps`], as its v1.36.3 was seen to write on a node by
+//! tests/cluster/kube_proxy.rs) leaves the per-endpoint chains out unless the Service has
+//! ClientIP affinity: a `service-` or `local-` chain DNATs itself, `dnat ip to numgen random
+//! mod N map { 0 : ip . port, ... }`; the hairpin mark is gone for a `hairpin-connections` set
+//! of this node's endpoints (`ip . ip . proto . port`) that `masquerading` matches after DNAT;
+//! the off-cluster ClusterIP mark is one rule in `services` over `@cluster-ips`; marks are set
+//! inline (no `mark-for-masquerade` chain) and `masquerading` is one rule. The default,
+//! [`NftLayout::EndpointChains`], is the layout before it (kind's node in fixtures/node.nft),
+//! the one `proxy trace` reads.
+//!
 //! Without `node_ips`, NodePorts answer on every local address (`fib daddr type local`);
 //! with them, on those addresses only (the `nodeport-ips` set, kube-proxy's default
 //! `--nodeport-addresses primary` in nftables mode). `service_cidrs` adds the rule that
@@ -49,14 +59,28 @@ pub struct NftOptions {
     pub service_cidrs: Vec<IpNet>,
 }
 
+/// The shape of kube-proxy's table, which changed in 1.36.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NftLayout {
+    /// A chain per endpoint with the hairpin mark and the DNAT, `numgen ... vmap` to them,
+    /// and a `mark-for-masquerade` chain.
+    #[default]
+    EndpointChains,
+    /// kube-proxy 1.36: the DNAT in the Service chain (`dnat ip to numgen ... map`),
+    /// endpoint chains for ClientIP affinity only, the `hairpin-connections` set.
+    DnatMaps,
+}
+
 /// kube-proxy's masquerade mark.
 const MARK: u32 = 0x4000;
 
 /// Builds kube-proxy's table for `plan`.
-fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
+fn build(plan: &Plan, names: NameScheme, options: &NftOptions, layout: NftLayout) -> Builder {
     let family = plan.options.family;
+    let dnat_maps = layout == NftLayout::DnatMaps;
     let mut b = Builder {
         family,
+        dnat_maps,
         sets: Vec::new(),
         chains: Vec::new(),
     };
@@ -67,11 +91,15 @@ fn build(plan: &Plan, names: NameScheme, options: &NftOptions) -> Builder {
         .filter(|ip| family.contains(*ip))
         .collect();
     base_chains(&mut b);
-    masquerading(&mut b);
+    if dnat_maps {
+        hairpin_masquerading(&mut b);
+    } else {
+        masquerading(&mut b);
+    }
     cluster_ips_check(&mut b, options);
     no_endpoint_checks(&mut b, &node_ips);
     firewall_check(&mut b);
-    service_dispatch(&mut b, &node_ips);
+    service_dispatch(&mut b, &node_ips, plan.options.cluster_cidr());
 
     let cidr = plan.options.cluster_cidr();
     for port in &plan.ports {
@@ -147,6 +175,52 @@ fn masquerading(b: &mut Builder) {
         },
     );
     b.rule("masquerading", NftRule::same("masquerade fully-random"));
+}
+
+/// kube-proxy 1.36's masquerading: the mark, or a hairpin connection (an endpoint of this
+/// node reaching itself through a Service), in one rule each.
+fn hairpin_masquerading(b: &mut Builder) {
+    let (ip, addr_type) = (b.ip(), b.addr_type());
+    b.sets.push(declared_set(
+        "hairpin-connections",
+        false,
+        format!("{addr_type} . {addr_type} . inet_proto . inet_service"),
+        "service hairpin connections",
+        false,
+    ));
+    b.rule(
+        "masquerading",
+        NftRule {
+            list: format!(
+                "meta mark & {MARK:#010x} != 0x00000000 meta mark set meta mark ^ {MARK:#010x} masquerade fully-random"
+            ),
+            input: format!("mark and {MARK:#x} != 0 mark set mark xor {MARK:#x} masquerade fully-random"),
+        },
+    );
+    b.rule(
+        "masquerading",
+        NftRule::same(format!(
+            "ct status dnat {ip} saddr . {ip} daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random"
+        )),
+    );
+}
+
+/// The masquerade mark as a rule's action: kube-proxy 1.36 sets it inline, before it through
+/// `mark-for-masquerade`.
+fn mark_rule(b: &Builder, test: &str) -> NftRule {
+    let test = if test.is_empty() {
+        String::new()
+    } else {
+        format!("{test} ")
+    };
+    if b.dnat_maps {
+        NftRule {
+            list: format!("{test}meta mark set meta mark | {MARK:#010x}"),
+            input: format!("{test}mark set mark or {MARK:#x}"),
+        }
+    } else {
+        NftRule::same(format!("{test}jump mark-for-masquerade"))
+    }
 }
 
 /// A set or map kube-proxy declares, without elements yet.
@@ -284,9 +358,17 @@ fn firewall_check(b: &mut Builder) {
     );
 }
 
-/// The Service maps and the `services` chain's lookups into them.
-fn service_dispatch(b: &mut Builder, node_ips: &[IpAddr]) {
+/// The Service maps and the `services` chain's lookups into them (kube-proxy 1.36: after
+/// the mark for off-cluster sources of a ClusterIP).
+fn service_dispatch(b: &mut Builder, node_ips: &[IpAddr], cidr: Option<IpNet>) {
     let (ip, addr_type, match_all) = (b.ip(), b.addr_type(), node_ips.is_empty());
+    if b.dnat_maps
+        && let Some(cidr) = cidr
+    {
+        let rule = mark_rule(b, &format!("{ip} daddr @cluster-ips {ip} saddr != {cidr}"))
+            .comment("masquerade clusterIP traffic from outside cluster");
+        b.rule("services", rule);
+    }
     b.sets.push(declared_set(
         "service-ips",
         true,
@@ -322,11 +404,31 @@ fn service_dispatch(b: &mut Builder, node_ips: &[IpAddr]) {
 
 /// kube-proxy's table as `nft list table ip kube-proxy` (or `ip6`) prints it.
 pub fn render_list(plan: &Plan, names: NameScheme, options: &NftOptions) -> String {
-    build(plan, names, options).list_text()
+    render_list_as(plan, names, options, NftLayout::default())
+}
+
+/// kube-proxy's table in `layout`, as `nft list table` prints it.
+pub fn render_list_as(
+    plan: &Plan,
+    names: NameScheme,
+    options: &NftOptions,
+    layout: NftLayout,
+) -> String {
+    build(plan, names, options, layout).list_text()
 }
 
 /// kube-proxy's table as the `nft -f` transaction it writes: the table, its sets and maps,
 /// then per Service port its chains, rules and elements.
 pub fn render_transaction(plan: &Plan, names: NameScheme, options: &NftOptions) -> String {
-    build(plan, names, options).transaction_text()
+    render_transaction_as(plan, names, options, NftLayout::default())
+}
+
+/// kube-proxy's table in `layout`, as the `nft -f` transaction it writes.
+pub fn render_transaction_as(
+    plan: &Plan,
+    names: NameScheme,
+    options: &NftOptions,
+    layout: NftLayout,
+) -> String {
+    build(plan, names, options, layout).transaction_text()
 }

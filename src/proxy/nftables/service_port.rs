@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
+use super::mark_rule;
 use super::table::{Builder, Element, NftRule, SetDecl, anonymous};
 use crate::proxy::names::NameScheme;
 use crate::proxy::plan::{PortPlan, ProxyEndpoint, join_host_port};
@@ -28,6 +29,8 @@ struct Port<'p> {
     chains: PortChains,
     /// The loadBalancerSourceRanges firewall chain is in use.
     uses_fw: bool,
+    /// kube-proxy 1.36's layout: endpoint chains for ClientIP affinity only.
+    dnat_maps: bool,
     /// The `no-endpoint-services` verdict for internal traffic.
     internal_verdict: Option<&'static str>,
     /// The `no-endpoint-services` / `no-endpoint-nodeports` verdict for external traffic.
@@ -43,6 +46,7 @@ pub(super) fn service_port(
 ) {
     let port = Port::new(b, names, port);
     port.declare_chains(b);
+    port.hairpin_elements(b);
     port.cluster_ip(b);
     port.external_ips(b);
     port.load_balancer_ips(b);
@@ -78,6 +82,7 @@ impl<'p> Port<'p> {
                 firewall: names.nft_port("firewall-", &port.name),
             },
             uses_fw: !port.load_balancer_ips.is_empty() && !port.source_ranges.is_empty(),
+            dnat_maps: b.dnat_maps,
             internal_verdict,
             external_verdict,
         }
@@ -132,11 +137,19 @@ impl<'p> Port<'p> {
         }
     }
 
+    /// Whether the port has a chain per endpoint: always before kube-proxy 1.36, with ClientIP
+    /// affinity only since.
+    fn endpoint_chains_used(&self) -> bool {
+        !self.dnat_maps || self.port.affinity_timeout.is_some()
+    }
+
     /// The chains, in the order kube-proxy creates them.
     fn declare_chains(&self, b: &mut Builder) {
         let (port, chains) = (self.port, &self.chains);
-        for endpoint in &port.reachable {
-            b.chain(&self.endpoint_chain(endpoint));
+        if self.endpoint_chains_used() {
+            for endpoint in &port.reachable {
+                b.chain(&self.endpoint_chain(endpoint));
+            }
         }
         if port.uses_cluster_chain() {
             b.chain(&chains.service);
@@ -149,6 +162,30 @@ impl<'p> Port<'p> {
         }
         if self.uses_fw {
             b.chain(&chains.firewall);
+        }
+    }
+
+    /// kube-proxy 1.36: this node's endpoints in `hairpin-connections`, so that one reaching
+    /// itself through the Service is masqueraded.
+    fn hairpin_elements(&self, b: &mut Builder) {
+        if !self.dnat_maps {
+            return;
+        }
+        for endpoint in self.port.reachable.iter().filter(|e| e.local) {
+            let key = format!(
+                "{ip} . {ip} . {} . {}",
+                self.protocol,
+                endpoint.port,
+                ip = endpoint.ip
+            );
+            b.element(
+                "hairpin-connections",
+                Element {
+                    key,
+                    comment: None,
+                    value: None,
+                },
+            );
         }
     }
 
@@ -245,7 +282,8 @@ impl<'p> Port<'p> {
     /// Internal traffic: masquerade off-cluster sources.
     fn masquerade_off_cluster(&self, b: &mut Builder, cidr: Option<IpNet>) {
         let (port, ip) = (self.port, self.ip);
-        if port.has_internal_endpoints()
+        if !self.dnat_maps
+            && port.has_internal_endpoints()
             && let Some(cidr) = cidr
         {
             b.rule(
@@ -265,7 +303,11 @@ impl<'p> Port<'p> {
             return;
         }
         if !port.external_local {
-            b.rule(&chains.external, NftRule::same("jump mark-for-masquerade"));
+            let mut rule = mark_rule(b, "");
+            if self.dnat_maps {
+                rule = rule.comment("masquerade");
+            }
+            b.rule(&chains.external, rule);
         } else {
             if let Some(cidr) = cidr {
                 b.rule(
@@ -274,11 +316,8 @@ impl<'p> Port<'p> {
                         .comment("short-circuit pod traffic"),
                 );
             }
-            b.rule(
-                &chains.external,
-                NftRule::same("fib saddr type local jump mark-for-masquerade")
-                    .comment("masquerade local traffic"),
-            );
+            let rule = mark_rule(b, "fib saddr type local").comment("masquerade local traffic");
+            b.rule(&chains.external, rule);
             b.rule(
                 &chains.external,
                 NftRule::same(format!("fib saddr type local goto {}", chains.service))
@@ -348,8 +387,37 @@ impl<'p> Port<'p> {
         }
     }
 
+    /// kube-proxy 1.36 without affinity: the DNAT itself, through a `numgen` map of the
+    /// endpoints' addresses and ports.
+    fn dnat_map(&self, b: &mut Builder, chain: &str, endpoints: &[ProxyEndpoint]) {
+        let (ip, protocol) = (self.ip, self.protocol);
+        let targets: Vec<String> = endpoints
+            .iter()
+            .enumerate()
+            .map(|(slot, e)| format!("{slot} : {} . {}", e.ip, e.port))
+            .collect();
+        let n = endpoints.len();
+        b.rule(
+            chain,
+            NftRule {
+                list: format!(
+                    "meta l4proto {protocol} dnat {ip} to numgen random mod {n} map {{ {} }}",
+                    targets.join(", ")
+                ),
+                input: format!(
+                    "meta l4proto {protocol} dnat {ip} addr . port to numgen random mod {n} map {{ {} }}",
+                    targets.join(" , ")
+                ),
+            },
+        );
+    }
+
     /// The affinity checks, then `numgen` over `endpoints`, in `chain`.
     fn dispatch(&self, b: &mut Builder, chain: &str, endpoints: &[ProxyEndpoint]) {
+        if !self.endpoint_chains_used() {
+            self.dnat_map(b, chain, endpoints);
+            return;
+        }
         let ip = self.ip;
         if self.port.affinity_timeout.is_some() {
             for endpoint in endpoints {
@@ -388,15 +456,20 @@ impl<'p> Port<'p> {
     /// Endpoint chains: the hairpin mark, the affinity update, the DNAT.
     fn endpoint_chains(&self, b: &mut Builder) {
         let (port, ip, protocol) = (self.port, self.ip, self.protocol);
+        if !self.endpoint_chains_used() {
+            return;
+        }
         for endpoint in &port.reachable {
             let chain = self.endpoint_chain(endpoint);
-            b.rule(
-                &chain,
-                NftRule::same(format!(
-                    "{ip} saddr {} jump mark-for-masquerade",
-                    endpoint.ip
-                )),
-            );
+            if !self.dnat_maps {
+                b.rule(
+                    &chain,
+                    NftRule::same(format!(
+                        "{ip} saddr {} jump mark-for-masquerade",
+                        endpoint.ip
+                    )),
+                );
+            }
             if port.affinity_timeout.is_some() {
                 b.rule(
                     &chain,

@@ -68,6 +68,8 @@ pub(super) struct ChainDecl {
 /// The table being built.
 pub(super) struct Builder {
     pub(super) family: IpFamily,
+    /// kube-proxy 1.36's layout ([`super::NftLayout::DnatMaps`]).
+    pub(super) dnat_maps: bool,
     pub(super) sets: Vec<SetDecl>,
     pub(super) chains: Vec<ChainDecl>,
 }
