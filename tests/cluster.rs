@@ -27,6 +27,7 @@ use crate::live::{PATIENCE, addresses, eventually, metric, until, until_within};
 mod access;
 mod differential;
 mod faults;
+mod kube_proxy;
 mod objects;
 
 /// How long a change may take to show after an outage: kube's watcher backs off up to 30 s

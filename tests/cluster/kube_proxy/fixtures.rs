@@ -1,0 +1,153 @@
+//! The saved dumps of the real kube-proxy (tests/fixtures/kube-proxy/, see its README.md)
+//! against `proxy render` and `explain`, without the cluster: CI checks these with or
+//! without the peers built.
+
+use std::path::PathBuf;
+
+use clusterdns::proxy::plan::IpFamily;
+use serde_json::Value;
+
+use super::compare::{self, Kind, assert_explained, assert_known_documented, compare};
+use super::render::{CLUSTER_CIDRS, NODE, Shape, nftables_command_line, render};
+use crate::common::cli::clusterdns;
+use crate::common::root;
+
+/// A fixture of tests/fixtures/kube-proxy/.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/kube-proxy").join(name)
+}
+
+/// Each dump, what it is and how render writes it.
+pub const DUMPS: [(&str, Shape, IpFamily); 4] = [
+    ("iptables-save.txt", Shape::IptablesSave, IpFamily::V4),
+    ("ip6tables-save.txt", Shape::IptablesSave, IpFamily::V6),
+    ("nft-list.nft", Shape::NftList, IpFamily::V4),
+    ("nft6-list.nft", Shape::NftList, IpFamily::V6),
+];
+
+/// `text` cut into objects as its shape is.
+pub fn parse(shape: Shape, text: &str) -> compare::Dump {
+    match shape {
+        Shape::IptablesSave => compare::iptables(text),
+        Shape::NftList => compare::nft(text),
+    }
+}
+
+#[test]
+fn renders_equal_the_real_kube_proxy_dumps() {
+    assert_known_documented();
+    let objects = fixture("objects.json");
+    for (file, shape, family) in DUMPS {
+        let real = std::fs::read_to_string(fixture(file)).unwrap();
+        let rendered = render(&objects, shape, family);
+        let comparison = compare(&parse(shape, &real), &parse(shape, &rendered));
+        eprintln!("{}", assert_explained(file, &comparison));
+    }
+}
+
+#[test]
+fn the_command_lines_nftables_layout_is_the_one_before_1_36() {
+    // What `proxy render --mode nftables` writes differs from kube-proxy 1.36 by its
+    // endpoint chains and mark-for-masquerade (docs/differences.md `## kube-proxy`); the
+    // figure is how much the library's 1.36 layout fixes.
+    let objects = fixture("objects.json");
+    for (file, family) in [
+        ("nft-list.nft", IpFamily::V4),
+        ("nft6-list.nft", IpFamily::V6),
+    ] {
+        let real = compare::nft(&std::fs::read_to_string(fixture(file)).unwrap());
+        let old = compare(
+            &real,
+            &compare::nft(&nftables_command_line(&objects, family)),
+        );
+        assert!(
+            old.differences
+                .iter()
+                .any(|d| d.kind == Kind::Extra && d.object == "chain mark-for-masquerade"),
+            "{file}: the command line no longer writes mark-for-masquerade: update the doc"
+        );
+        eprintln!(
+            "{file}: the command line's layout: {} of {} lines equal, {} differences",
+            old.equal,
+            old.compared,
+            old.differences.len()
+        );
+    }
+}
+
+/// Every Service of the objects, `namespace/name`.
+fn services() -> Vec<String> {
+    let objects: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("objects.json")).unwrap()).unwrap();
+    let mut out: Vec<String> = objects["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["kind"] == "Service")
+        .map(|s| {
+            format!(
+                "{}/{}",
+                s["metadata"]["namespace"].as_str().unwrap(),
+                s["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `clusterdns explain SERVICE` over the fixture's objects and `ruleset`: its exit code and
+/// its findings' lines.
+pub fn explain(service: &str, ruleset: &std::path::Path) -> (i32, Vec<String>) {
+    let objects = fixture("objects.json");
+    let run = clusterdns(&[
+        "explain",
+        service,
+        "--objects",
+        objects.to_str().unwrap(),
+        "--ruleset",
+        ruleset.to_str().unwrap(),
+        "--node",
+        NODE,
+        "--cluster-cidr",
+        CLUSTER_CIDRS,
+    ]);
+    assert!(
+        run.code == 0 || run.code == 1,
+        "explain {service}: {}",
+        run.stderr
+    );
+    let findings = run
+        .stdout
+        .split("findings")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect();
+    (run.code, findings)
+}
+
+/// Services whose objects, not the node, are the finding: no endpoint at all.
+const WITHOUT_ENDPOINTS: [&str; 2] = ["default/kubernetes", "kp/empty"];
+
+#[test]
+fn explain_finds_no_drift_on_the_real_node() {
+    let ruleset = fixture("iptables-save.txt");
+    let all = services();
+    assert!(all.len() > 15, "{all:?}");
+    for service in &all {
+        let (code, findings) = explain(service, &ruleset);
+        if WITHOUT_ENDPOINTS.contains(&service.as_str()) {
+            assert_eq!(code, 1, "{service}");
+            assert!(
+                findings.iter().all(|f| f.starts_with("no-endpoints:")),
+                "{service}: {findings:?}"
+            );
+        } else {
+            assert_eq!(code, 0, "{service}: drift on the real node: {findings:?}");
+        }
+    }
+}
