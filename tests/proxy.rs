@@ -1013,6 +1013,70 @@ fn trace_reads_rules_in_the_order_kube_proxy_writes_them() {
     assert_eq!(endpoint_list(&web).len(), 3);
 }
 
+/// kube-proxy's iptables-restore input (what its tests expect, what it logs at high
+/// verbosity) holds only its own chains: it installs the jumps from PREROUTING, INPUT,
+/// FORWARD, OUTPUT and POSTROUTING apart. Traced, such a text goes where the node's whole
+/// ruleset goes, through kube-proxy's standard jumps, and says that it assumed them.
+#[test]
+fn trace_assumes_kube_proxys_jumps_when_the_text_has_none() {
+    let built_in = ["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"];
+    let whole = std::fs::read_to_string(
+        crate::common::root().join("tests/fixtures/kube-proxy-restore-shop.txt"),
+    )
+    .unwrap();
+    let own: String = whole
+        .lines()
+        .filter(|line| {
+            !built_in.iter().any(|chain| {
+                line.starts_with(&format!(":{chain} ")) || line.starts_with(&format!("-A {chain} "))
+            })
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restore.txt");
+    std::fs::write(&path, &own).unwrap();
+    let own = path.to_str().unwrap();
+    let restore = "tests/fixtures/kube-proxy-restore-shop.txt";
+    let probes: &[&[&str]] = &[
+        &["--to", "10.96.0.20:80"],
+        &["--to", "10.96.0.20:80", "--local"],
+        &["--to", "10.96.0.40:80"],
+        &["--to", "10.96.0.40:80", "--local"],
+        &["--to", "10.96.0.10:53", "--proto", "udp"],
+        &["--to", "172.18.0.3:30080", "--node-local"],
+        &["--to", "172.18.0.3:30080", "--node-local", "--local"],
+    ];
+    for probe in probes {
+        let (code, node) = trace_json(restore, probe);
+        let (own_code, assumed) = trace_json(own, probe);
+        assert_eq!(code, own_code, "{probe:?}: {assumed}");
+        assert_eq!(node["verdict"], assumed["verdict"], "{probe:?}: {assumed}");
+        assert_eq!(endpoint_list(&node), endpoint_list(&assumed), "{probe:?}");
+        assert_eq!(
+            node["masquerade"].as_array().map(Vec::len),
+            assumed["masquerade"].as_array().map(Vec::len)
+        );
+        assert!(node.get("assumed_jumps").is_none(), "{probe:?}: {node}");
+        assert_eq!(
+            assumed["assumed_jumps"].as_array().unwrap().len(),
+            14,
+            "{assumed}"
+        );
+    }
+    let (_, empty) = trace_json(own, &["--to", "10.96.0.40:80"]);
+    assert_eq!(empty["verdict"], "reject", "{empty}");
+    let text = ok(&["proxy", "trace", "--ruleset", own, "--to", "10.96.0.20:80"]);
+    assert!(
+        text.contains("note: no built-in chain jumps into kube-proxy's chains"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  nat PREROUTING assumed: -A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n"),
+        "{text}"
+    );
+}
+
 /// `iptables-save -t nat` (what the lesson takes) has no filter table, where kube-proxy's
 /// REJECT and the firewall are: the trace says so instead of a bare no-match, and a
 /// masquerade without kube-proxy's mark says which rule did it.

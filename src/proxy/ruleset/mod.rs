@@ -72,6 +72,10 @@ pub struct Ruleset {
     pub format: Format,
     /// Its tables, in input order.
     pub tables: Vec<Table>,
+    /// The jumps from the built-in chains into kube-proxy's that the text lacked and that
+    /// were added as a node running kube-proxy has them (`*TABLE -A CHAIN ...`; iptables
+    /// only: see `iptables_save::jumps`).
+    pub assumed_jumps: Vec<String>,
 }
 
 /// The families a table applies to.

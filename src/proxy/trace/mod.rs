@@ -197,6 +197,10 @@ pub struct TraceReport {
     /// Service address nothing answers on).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// kube-proxy's jumps from the built-in chains that the ruleset lacked and the walk
+    /// assumed (`*TABLE -A CHAIN ...`), for a text holding only kube-proxy's own chains.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumed_jumps: Vec<String>,
     /// The node's addresses the walk used (given, and named by the ruleset).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub node_ips: Vec<String>,

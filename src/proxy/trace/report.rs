@@ -183,6 +183,7 @@ pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
             .collect(),
         warnings: tracer.warnings.into_values().collect(),
         notes,
+        assumed_jumps: ruleset.assumed_jumps.clone(),
         node_ips: tracer.node_ips.iter().map(ToString::to_string).collect(),
     }
 }
@@ -316,6 +317,14 @@ fn notes(
     verdict: TraceVerdict,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    if !ruleset.assumed_jumps.is_empty() {
+        notes.push(format!(
+            "no built-in chain jumps into kube-proxy's chains (kube-proxy's iptables-restore \
+             input holds only its own chains; it installs the jumps apart): traced as if its \
+             standard jumps were installed ({} rules, shown as `assumed`)",
+            ruleset.assumed_jumps.len()
+        ));
+    }
     let nat_only = ruleset.format == Format::IptablesSave
         && ruleset.tables.iter().any(|t| t.name == "nat")
         && !ruleset.tables.iter().any(|t| t.name == "filter");
@@ -370,6 +379,10 @@ fn notes(
 }
 
 pub(super) fn step_line(step: &Hop) -> String {
+    if step.line == 0 {
+        // A jump the text lacked (`Ruleset::assumed_jumps`).
+        return format!("{} {} assumed: {}", step.table, step.chain, step.rule);
+    }
     format!(
         "{} {} line {}: {}",
         step.table, step.chain, step.line, step.rule

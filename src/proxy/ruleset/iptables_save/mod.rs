@@ -13,6 +13,7 @@
 //! option without its value, a bad address, a rule before its table, a jump to a chain that
 //! does not exist) is an error with its line.
 
+mod jumps;
 mod rule;
 #[cfg(test)]
 mod tests;
@@ -240,10 +241,33 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
         }
         check_targets(table)?;
     }
-    Ok(Ruleset {
+    let mut ruleset = Ruleset {
         format: Format::IptablesSave,
         tables,
-    })
+        assumed_jumps: Vec::new(),
+    };
+    jumps::assume(&mut ruleset);
+    Ok(ruleset)
+}
+
+/// One `-A CHAIN options...` line read as a rule of line 0.
+fn parse_rules(line: &str) -> Result<Vec<Rule>, ParseError> {
+    let words = words(line, 0)?;
+    let reader = RuleReader {
+        words: words.get(2..).unwrap_or_default(),
+        at: 0,
+        line: 0,
+        rule: Rule {
+            line: 0,
+            text: line.to_owned(),
+            matches: Vec::new(),
+            actions: Vec::new(),
+            comment: None,
+        },
+        protocol: None,
+        modules: Vec::new(),
+    };
+    Ok(vec![reader.read()?])
 }
 
 fn declare(table: &mut Table, name: &str, policy: &str, line: usize) -> Result<(), ParseError> {

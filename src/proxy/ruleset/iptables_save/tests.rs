@@ -284,3 +284,64 @@ fn netmasks_and_ranges() {
         Some(("fd00::1".parse().expect("ip"), None))
     );
 }
+
+/// The chain names of `chain`'s rules' jump targets, in order.
+fn jumps_of(ruleset: &Ruleset, table: &str, chain: &str) -> Vec<String> {
+    let table = ruleset
+        .tables
+        .iter()
+        .find(|t| t.name == table)
+        .expect("table");
+    table
+        .chain(chain)
+        .map(|c| {
+            c.rules
+                .iter()
+                .flat_map(|r| &r.actions)
+                .filter_map(|a| match a {
+                    Action::Verdict(Verdict::Jump(to)) => Some(to.clone()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn kube_proxys_jumps_are_assumed_only_where_none_exists() {
+    let own = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-POSTROUTING - [0:0]\n-A KUBE-POSTROUTING -j RETURN\nCOMMIT\n\
+               *filter\n:KUBE-SERVICES - [0:0]\n:KUBE-FORWARD - [0:0]\n:KUBE-NODEPORTS - [0:0]\nCOMMIT\n";
+    let ruleset = parse(own).expect("parses");
+    assert_eq!(jumps_of(&ruleset, "nat", "PREROUTING"), ["KUBE-SERVICES"]);
+    assert_eq!(
+        jumps_of(&ruleset, "nat", "POSTROUTING"),
+        ["KUBE-POSTROUTING"]
+    );
+    // Only to chains the text has: no KUBE-PROXY-FIREWALL, KUBE-EXTERNAL-SERVICES or
+    // KUBE-FIREWALL here.
+    assert_eq!(jumps_of(&ruleset, "filter", "INPUT"), ["KUBE-NODEPORTS"]);
+    assert_eq!(
+        jumps_of(&ruleset, "filter", "FORWARD"),
+        ["KUBE-FORWARD", "KUBE-SERVICES"]
+    );
+    assert_eq!(
+        ruleset.assumed_jumps.len(),
+        7,
+        "{:?}",
+        ruleset.assumed_jumps
+    );
+    assert!(ruleset.assumed_jumps[0].starts_with("*nat -A PREROUTING "));
+    let chain = ruleset.tables[0].chain("PREROUTING").expect("added");
+    assert_eq!(chain.base.map(|b| b.priority), Some(-100));
+    assert_eq!(chain.rules[0].line, 0);
+
+    // One jump of the node's own is enough: nothing is assumed in that table.
+    let node = "*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n\
+                -A PREROUTING -j KUBE-SERVICES\nCOMMIT\n";
+    let ruleset = parse(node).expect("parses");
+    assert!(ruleset.assumed_jumps.is_empty());
+    assert_eq!(jumps_of(&ruleset, "nat", "OUTPUT"), Vec::<String>::new());
+    // A table that is not kube-proxy's is left alone.
+    let other = "*filter\n:INPUT ACCEPT [0:0]\n:MINE - [0:0]\nCOMMIT\n";
+    assert!(parse(other).expect("parses").assumed_jumps.is_empty());
+}

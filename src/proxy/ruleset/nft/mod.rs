@@ -84,5 +84,9 @@ pub fn parse(text: &str, format: Format) -> Result<Ruleset, ParseError> {
         _ => parse_list(text, &tokens)?,
     };
     check_targets(&tables)?;
-    Ok(Ruleset { format, tables })
+    Ok(Ruleset {
+        format,
+        tables,
+        assumed_jumps: Vec::new(),
+    })
 }
