@@ -13,6 +13,7 @@ pub mod coredns;
 pub mod dot;
 pub mod golden;
 pub mod names;
+pub mod netns;
 pub mod partition;
 pub mod upstream;
 

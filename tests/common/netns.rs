@@ -1,0 +1,545 @@
+//! Network namespaces for tests that send real packets through the kernel: namespaces made
+//! with `ip netns add` (removed on drop, their veths with them), commands run inside one
+//! (`ip netns exec`), a prober that opens sockets inside one (a small Python program started
+//! there, which connects many sockets at once and says what each got), and a listener for
+//! the conntrack table's events in one (what `conntrack -E` reads), which sees every
+//! connection the kernel confirmed, with its NAT, even one a RST ended at once (conntrack
+//! deletes a connection whose only reply is a RST, so `conntrack -L` no longer lists it).
+//!
+//! Sockets are opened by helper processes because entering a namespace (`setns`) is not
+//! reachable from safe Rust with this crate's dependencies; a long-lived `python3` per
+//! namespace costs one start-up per topology, not one per connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::IpAddr;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The environment variable that turns a skip into a failure (CI sets it).
+pub const REQUIRE: &str = "CLUSTERDNS_REQUIRE_NETFILTER";
+
+/// The programs the kernel tests run.
+const TOOLS: &[&str] = &[
+    "ip",
+    "iptables-restore",
+    "ip6tables-restore",
+    "nft",
+    "python3",
+];
+
+/// Namespaces made by this process so far: the counter in their names.
+static MADE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether namespaces can be made here and every tool is installed: `Ok`, or why not.
+pub fn available() -> Result<(), String> {
+    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !on_path(t)).collect();
+    if !missing.is_empty() {
+        return Err(format!("{} not installed", missing.join(", ")));
+    }
+    Netns::new("check").map(drop)
+}
+
+/// Whether the test `test` must stop because `available` failed: says so on stderr and
+/// returns true, or panics when [`REQUIRE`] is set.
+pub fn skip(test: &str) -> bool {
+    let Err(problem) = available() else {
+        return false;
+    };
+    assert!(
+        std::env::var_os(REQUIRE).is_none(),
+        "{test}: {problem}, and {REQUIRE} is set"
+    );
+    eprintln!("skipping {test}: {problem} (set {REQUIRE} to make this a failure)");
+    true
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+/// A network namespace, `cdns-PID-N-ROLE`, deleted (with its interfaces) on drop.
+pub struct Netns {
+    /// The name under /run/netns.
+    pub name: String,
+}
+
+impl Netns {
+    /// Makes a namespace named for this process, a counter and `role`, with `lo` up.
+    pub fn new(role: &str) -> Result<Self, String> {
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let name = format!("cdns-{}-{n}-{role}", std::process::id());
+        let out = run(Command::new("ip").args(["netns", "add", &name]))?;
+        if !out.status.success() {
+            return Err(format!(
+                "`ip netns add {name}` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let ns = Self { name };
+        ns.ip(&["link set lo up"]);
+        Ok(ns)
+    }
+
+    /// Runs `ip -n NAME -batch -` with `commands` (one `ip` command line each, without `ip`);
+    /// panics with the failing command's error.
+    pub fn ip(&self, commands: &[&str]) {
+        let mut child = Command::new("ip")
+            .args(["-n", &self.name, "-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ip -batch");
+        let mut stdin = child.stdin.take().expect("ip's stdin");
+        stdin
+            .write_all(commands.join("\n").as_bytes())
+            .expect("write ip's commands");
+        drop(stdin);
+        let out = child.wait_with_output().expect("wait for ip -batch");
+        assert!(
+            out.status.success(),
+            "in {}: ip -batch failed: {}\ncommands:\n{}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            commands.join("\n")
+        );
+    }
+
+    /// `ip netns exec NAME PROGRAM ARGS...`, its output (whatever its status).
+    pub fn exec(&self, program: &str, args: &[&str]) -> Output {
+        run(&mut self.command(program, args))
+            .unwrap_or_else(|e| panic!("in {}: {program} {args:?}: {e}", self.name))
+    }
+
+    /// [`exec`](Self::exec), panicking unless it exits 0.
+    pub fn exec_ok(&self, program: &str, args: &[&str]) -> String {
+        let out = self.exec(program, args);
+        assert!(
+            out.status.success(),
+            "in {}: {program} {args:?} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A command that runs `program args...` inside the namespace.
+    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.name, program])
+            .args(args);
+        command
+    }
+
+    /// Sets sysctls (`key=value`) inside the namespace; panics when one is refused.
+    pub fn sysctl(&self, settings: &[&str]) {
+        let mut args = vec!["-qw"];
+        args.extend_from_slice(settings);
+        self.exec_ok("sysctl", &args);
+    }
+
+    /// A veth pair: `here` in this namespace, `there` in `peer`, both up.
+    pub fn veth(&self, here: &str, peer: &Netns, there: &str) {
+        let add = format!(
+            "link add {here} netns {} type veth peer name {there} netns {}",
+            self.name, peer.name
+        );
+        let out = run(Command::new("ip").args(add.split(' ')))
+            .unwrap_or_else(|e| panic!("ip {add}: {e}"));
+        assert!(
+            out.status.success(),
+            "ip {add}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        self.ip(&[&format!("link set {here} up")]);
+        peer.ip(&[&format!("link set {there} up")]);
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// Runs a command to completion, its output captured; the error says what could not start.
+fn run(command: &mut Command) -> Result<Output, String> {
+    command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("could not run {:?}: {e}", command.get_program()))
+}
+
+/// The transport of a probe connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+impl Proto {
+    /// The name the listener and `proxy trace --proto` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+        }
+    }
+}
+
+/// One connection to open: a TCP SYN (connect) or a UDP datagram, from `src:sport`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conn {
+    pub proto: Proto,
+    pub src: IpAddr,
+    pub sport: u16,
+    pub dst: IpAddr,
+    pub dport: u16,
+}
+
+/// What the sending socket saw of one connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// TCP: the handshake completed; UDP: a datagram came back.
+    Answered,
+    /// Nothing came back before the timeout (dropped, or lost beyond the node).
+    Silent,
+    /// The socket's error, by errno name (`ECONNREFUSED` for a RST or an ICMP port
+    /// unreachable, `EHOSTUNREACH`, `ENETUNREACH`, ...).
+    Error(String),
+}
+
+/// The prober: it binds each socket to its source address and port, connects them all at
+/// once (non-blocking, in one epoll loop), and answers with one word per connection.
+const PROBER: &str = r#"
+import errno, json, resource, selectors, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+def name(code):
+    return errno.errorcode.get(code, str(code))
+def start(proto, src, sport, dst, dport):
+    family = socket.AF_INET6 if ':' in dst else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM if proto == 'tcp' else socket.SOCK_DGRAM)
+    s.setblocking(False)
+    try:
+        s.bind((src, sport))
+    except OSError as e:
+        s.close()
+        raise RuntimeError('bind %s:%d: %s' % (src, sport, name(e.errno)))
+    try:
+        if proto == 'tcp':
+            code = s.connect_ex((dst, dport))
+            return s, None if code in (0, errno.EINPROGRESS) else name(code)
+        s.connect((dst, dport))
+        s.send(b'clusterdns probe')
+        return s, None
+    except OSError as e:
+        return s, name(e.errno)
+def probe(request):
+    conns, out, socks = request['conns'], {}, []
+    sel = selectors.DefaultSelector()
+    for i, c in enumerate(conns):
+        s, done = start(*c)
+        socks.append(s)
+        if done:
+            out[i] = done
+        else:
+            sel.register(s, selectors.EVENT_WRITE if c[0] == 'tcp' else selectors.EVENT_READ, i)
+    deadline = time.monotonic() + request['timeout']
+    while len(out) < len(conns) and deadline > time.monotonic():
+        for key, _ in sel.select(deadline - time.monotonic()):
+            i, s = key.data, key.fileobj
+            if conns[i][0] == 'tcp':
+                code = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                out[i] = 'answered' if code == 0 else name(code)
+            else:
+                try:
+                    s.recv(512)
+                    out[i] = 'answered'
+                except OSError as e:
+                    out[i] = name(e.errno)
+            sel.unregister(s)
+    for s in socks:
+        s.close()
+    return [out.get(i, 'silent') for i in range(len(conns))]
+for line in sys.stdin:
+    try:
+        reply = {'seen': probe(json.loads(line))}
+    except Exception as e:
+        reply = {'error': str(e)}
+    print(json.dumps(reply), flush=True)
+"#;
+
+/// A prober running inside a namespace, asked over its stdin and stdout.
+pub struct Prober {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// The namespace it runs in, for messages.
+    ns: String,
+}
+
+impl Prober {
+    /// Starts the prober in `ns`.
+    pub fn start(ns: &Netns) -> Self {
+        let mut child = ns
+            .command("python3", &["-c", PROBER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start the prober in {}: {e}", ns.name));
+        let stdin = child.stdin.take().expect("the prober's stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("the prober's stdout"));
+        Self {
+            child,
+            stdin,
+            stdout,
+            ns: ns.name.clone(),
+        }
+    }
+
+    /// Opens every connection in `conns` at once and waits up to `timeout` for answers:
+    /// what each saw, in order.
+    pub fn probe(&mut self, conns: &[Conn], timeout: Duration) -> Vec<Seen> {
+        let list: Vec<serde_json::Value> = conns
+            .iter()
+            .map(|c| serde_json::json!([c.proto.name(), c.src, c.sport, c.dst, c.dport]))
+            .collect();
+        let request = serde_json::json!({"conns": list, "timeout": timeout.as_secs_f64()});
+        writeln!(self.stdin, "{request}")
+            .unwrap_or_else(|e| panic!("the prober in {} is gone: {e}", self.ns));
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("read the prober in {}: {e}", self.ns));
+        let reply: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the prober in {} said {line:?}: {e}", self.ns));
+        let seen = reply["seen"].as_array().unwrap_or_else(|| {
+            panic!("the prober in {} failed: {}", self.ns, reply["error"]);
+        });
+        seen.iter()
+            .map(|s| parse_seen(s.as_str().unwrap_or("")))
+            .collect()
+    }
+}
+
+/// One of the prober's words as a [`Seen`].
+fn parse_seen(word: &str) -> Seen {
+    match word {
+        "answered" => Seen::Answered,
+        "silent" => Seen::Silent,
+        other => Seen::Error(other.to_owned()),
+    }
+}
+
+impl Drop for Prober {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Four fields of a conntrack tuple: addresses and ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuple {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub sport: u16,
+    pub dport: u16,
+}
+
+/// A connection conntrack confirmed: its protocol, original and reply tuples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub proto: Proto,
+    pub original: Tuple,
+    pub reply: Tuple,
+}
+
+impl Entry {
+    /// Where the kernel sent the connection when it rewrote the destination: the reply's
+    /// source; `None` when the destination was kept.
+    pub fn dnat(&self) -> Option<(IpAddr, u16)> {
+        let to = (self.reply.src, self.reply.sport);
+        (to != (self.original.dst, self.original.dport)).then_some(to)
+    }
+
+    /// Whether the source was rewritten (SNAT or masquerade): the reply goes to another
+    /// address or port than the one that sent. `MASQUERADE --random-fully` to the sender's
+    /// own address (a node calling itself over `lo`) changes only the port.
+    pub fn snat(&self) -> bool {
+        (self.reply.dst, self.reply.dport) != (self.original.src, self.original.sport)
+    }
+}
+
+/// The listener: a netlink socket subscribed to ctnetlink's NEW group (what
+/// `conntrack -E -e NEW` reads), with a 64 MiB buffer forced on it. `conntrack -E -b` does
+/// not enlarge the socket it reads events from (conntrack-tools 1.4.7), so under load the
+/// kernel's default (~166 events) overflows and events are lost. One line per confirmed
+/// connection: `PROTO SRC DST SPORT DPORT RSRC RDST RSPORT RDPORT` (original, then reply
+/// tuple); `lost ERRNO` when the kernel still could not deliver some; `ready` once
+/// subscribed.
+const LISTENER: &str = r#"
+import socket, struct, sys
+NETLINK_NETFILTER, SO_RCVBUFFORCE, NFNLGRP_CONNTRACK_NEW = 12, 33, 1
+CT_NEW = 1 << 8  # NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_NEW
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
+s.bind((0, 1 << (NFNLGRP_CONNTRACK_NEW - 1)))
+print('ready', flush=True)
+def attributes(data):
+    out, i = {}, 0
+    while i + 4 <= len(data):
+        size, kind = struct.unpack_from('=HH', data, i)
+        if size < 4:
+            break
+        out[kind & 0x3fff] = data[i + 4:i + size]
+        i += (size + 3) & ~3
+    return out
+def tuple_of(data):
+    t = attributes(data)
+    ip, proto = attributes(t[1]), attributes(t[2])  # CTA_TUPLE_IP, CTA_TUPLE_PROTO
+    if 1 in ip:  # CTA_IP_V4_SRC, _DST
+        src, dst = socket.inet_ntop(socket.AF_INET, ip[1]), socket.inet_ntop(socket.AF_INET, ip[2])
+    else:  # CTA_IP_V6_SRC, _DST
+        src, dst = socket.inet_ntop(socket.AF_INET6, ip[3]), socket.inet_ntop(socket.AF_INET6, ip[4])
+    ports = struct.unpack('!H', proto[2])[0], struct.unpack('!H', proto[3])[0]
+    return proto[1][0], [src, dst, str(ports[0]), str(ports[1])]
+while True:
+    try:
+        data = s.recv(1 << 16)
+    except OSError as e:
+        print('lost', e.errno, flush=True)
+        continue
+    i = 0
+    while i + 16 <= len(data):
+        size, kind = struct.unpack_from('=IH', data, i)
+        if size < 16:
+            break
+        if kind == CT_NEW:
+            a = attributes(data[i + 20:i + size])  # after nlmsghdr and nfgenmsg
+            try:
+                number, original = tuple_of(a[1])  # CTA_TUPLE_ORIG
+                _, reply = tuple_of(a[2])  # CTA_TUPLE_REPLY
+                name = {6: 'tcp', 17: 'udp'}.get(number, str(number))
+                print(name, ' '.join(original + reply), flush=True)
+            except (KeyError, IndexError, ValueError, struct.error):
+                pass
+        i += (size + 3) & ~3
+"#;
+
+/// A listener line as an [`Entry`] (`None` for other lines and protocols).
+pub fn parse_event(line: &str) -> Option<Entry> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [proto, fields @ ..] = words.as_slice() else {
+        return None;
+    };
+    let proto = match *proto {
+        "tcp" => Proto::Tcp,
+        "udp" => Proto::Udp,
+        _ => return None,
+    };
+    let tuple = |f: &[&str]| -> Option<Tuple> {
+        Some(Tuple {
+            src: f.first()?.parse().ok()?,
+            dst: f.get(1)?.parse().ok()?,
+            sport: f.get(2)?.parse().ok()?,
+            dport: f.get(3)?.parse().ok()?,
+        })
+    };
+    (fields.len() == 8).then_some(())?;
+    Some(Entry {
+        proto,
+        original: tuple(&fields[..4])?,
+        reply: tuple(&fields[4..])?,
+    })
+}
+
+/// The conntrack events of a namespace: every connection the kernel confirmed there (with
+/// its NAT), kept, even one a RST ended at once and `conntrack -L` no longer lists. When the
+/// kernel could not deliver some events, [`lost`](Self::lost) says so.
+pub struct Events {
+    child: Child,
+    seen: Arc<Mutex<Vec<Entry>>>,
+    lost: Arc<AtomicBool>,
+}
+
+impl Events {
+    /// Starts listening in `ns` and waits until the listener is subscribed.
+    pub fn start(ns: &Netns) -> Self {
+        let mut child = ns
+            .command("python3", &["-c", LISTENER])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start the conntrack listener in {}: {e}", ns.name));
+        let mut lines = BufReader::new(child.stdout.take().expect("the listener's stdout")).lines();
+        let first = lines.next().and_then(Result::ok);
+        assert_eq!(
+            first.as_deref(),
+            Some("ready"),
+            "the conntrack listener in {} did not start",
+            ns.name
+        );
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let lost = Arc::new(AtomicBool::new(false));
+        let (sink, flag) = (Arc::clone(&seen), Arc::clone(&lost));
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(entry) = parse_event(&line) {
+                    sink.lock().expect("the events").push(entry);
+                } else if line.starts_with("lost") {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        });
+        Self { child, seen, lost }
+    }
+
+    /// Whether events were lost since the last call (and forgets it).
+    pub fn lost(&self) -> bool {
+        self.lost.swap(false, Ordering::SeqCst)
+    }
+
+    /// The entry whose original tuple is `conn`'s, if the kernel confirmed one.
+    pub fn find(&self, conn: &Conn) -> Option<Entry> {
+        let seen = self.seen.lock().expect("the events");
+        seen.iter().copied().find(|e| {
+            e.proto == conn.proto
+                && e.original
+                    == Tuple {
+                        src: conn.src,
+                        dst: conn.dst,
+                        sport: conn.sport,
+                        dport: conn.dport,
+                    }
+        })
+    }
+
+    /// Waits up to `timeout` for `conn`'s entry: whether it came.
+    pub fn wait_for(&self, conn: &Conn, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.find(conn).is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
