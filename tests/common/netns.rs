@@ -143,6 +143,15 @@ impl Netns {
         self.exec_ok("sysctl", &args);
     }
 
+    /// Creates nfacct counters (what `nfacct add NAME` does, over netlink): iptables rules
+    /// with `-m nfacct --nfacct-name NAME` load only when the counter exists, and kube-proxy
+    /// makes its own before it writes them.
+    pub fn nfacct(&self, names: &[&str]) {
+        let mut args = vec!["-c", NFACCT];
+        args.extend_from_slice(names);
+        self.exec_ok("python3", &args);
+    }
+
     /// A veth pair: `here` in this namespace, `there` in `peer`, both up.
     pub fn veth(&self, here: &str, peer: &Netns, there: &str) {
         let add = format!(
@@ -169,6 +178,26 @@ impl Drop for Netns {
             .status();
     }
 }
+
+/// Sends NFNL_MSG_ACCT_NEW (NFNL_SUBSYS_ACCT) with NFACCT_NAME for each name in argv; an
+/// existing counter (EEXIST) is fine.
+const NFACCT: &str = r#"
+import socket, struct, sys
+NETLINK_NETFILTER, NFNL_SUBSYS_ACCT, NFACCT_NAME = 12, 7, 1
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_CREATE, EEXIST = 1, 4, 0x400, 17
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+s.bind((0, 0))
+for seq, name in enumerate(sys.argv[1:], 1):
+    value = name.encode() + b'\0'
+    attribute = struct.pack('=HH', 4 + len(value), NFACCT_NAME) + value
+    attribute += b'\0' * (-len(attribute) % 4)
+    body = struct.pack('=BBH', socket.AF_UNSPEC, 0, 0) + attribute
+    flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE
+    s.send(struct.pack('=IHHII', 16 + len(body), NFNL_SUBSYS_ACCT << 8, flags, seq, 0) + body)
+    error = struct.unpack_from('=i', s.recv(4096), 16)[0]
+    if error not in (0, -EEXIST):
+        sys.exit('nfacct add %s: errno %d' % (name, -error))
+"#;
 
 /// Runs a command to completion, its output captured; the error says what could not start.
 fn run(command: &mut Command) -> Result<Output, String> {

@@ -15,12 +15,13 @@ pub(super) const SHARE_CONNECTIONS: usize = 300;
 
 /// How far an endpoint's count may stray from trace's share, in standard deviations of the
 /// binomial. If the kernel picks as trace says, an endpoint with share p gets
-/// Binomial(N, p) of N connections: mean Np, deviation σ = √(Np(1−p)). Np ≥ 60 here (shares
-/// down to 1/5 of 300), where the normal approximation holds, and |count − Np| > 4.5σ has
-/// probability ≈ 7·10⁻⁶; over the ~100 endpoint counts of all the tables a false alarm
-/// comes once in ~1,500 runs. 4.5σ of 300 connections is 12 points of share at p = 1/3: it
-/// catches a cascade whose probabilities are not conditional (1/3, 1/3, rest gives 1/3, 2/9,
-/// 4/9) or an endpoint that never gets picked.
+/// Binomial(N, p) of N connections: mean Np, deviation σ = √(Np(1−p)). Np ≥ 60 in the
+/// tables (shares down to 1/5 of 300), where the normal approximation holds, and
+/// |count − Np| > 4.5σ has probability ≈ 7·10⁻⁶; over the ~330 endpoint counts of both
+/// tables a false alarm comes about once in 450 full runs. The bound is 12 points of share
+/// at p = 1/3 or 1/2 and 10.6 at p = 1/5: it catches an endpoint never picked, one at half
+/// or double its share, or a five-endpoint cascade of unconditional 1/5s (which leaves 41% to
+/// the last); a three-endpoint one (1/3, 2/9, 4/9, 11 points off) would need N ≈ 600.
 pub(super) const SIGMAS: f64 = 4.5;
 
 /// One endpoint trace gives for a probe.
@@ -41,11 +42,26 @@ pub(super) struct Trace {
     pub endpoints: Vec<Endpoint>,
     /// For `no-match`: whether the source is masqueraded anyway.
     pub masquerade: bool,
+    /// What trace could not evaluate (`line N: problem`).
+    pub warnings: Vec<String>,
 }
 
 impl Trace {
-    /// A one-line account, as summaries print it.
+    /// A one-line account, as summaries print it, with the first thing trace could not
+    /// evaluate.
     pub fn describe(&self) -> String {
+        match self.warnings.as_slice() {
+            [] => self.outcome(),
+            [first, rest @ ..] => format!(
+                "{} (trace warns: {first}{})",
+                self.outcome(),
+                if rest.is_empty() { "" } else { ", ..." }
+            ),
+        }
+    }
+
+    /// The verdict and endpoints, in a line.
+    fn outcome(&self) -> String {
         match self.verdict.as_str() {
             "dnat" => {
                 let to: Vec<String> = self
@@ -131,10 +147,22 @@ fn parse(json: &serde_json::Value) -> Trace {
             }
         })
         .collect();
+    let warnings = json["warnings"].as_array().cloned().unwrap_or_default();
+    let warnings = warnings
+        .iter()
+        .map(|w| {
+            format!(
+                "line {}: {}",
+                w["line"],
+                w["problem"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
     Trace {
         verdict: json["verdict"].as_str().expect("a verdict").to_owned(),
         endpoints,
         masquerade: masqueraded(None),
+        warnings,
     }
 }
 

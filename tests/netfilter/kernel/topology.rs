@@ -286,7 +286,20 @@ fn sysctls(spec: &Spec, namespaces: [&Netns; 4]) {
 fn load(node: &Netns, ruleset: &Path, format: Format) -> Result<(), String> {
     let file = ruleset.to_str().expect("a UTF-8 path");
     let out = match format {
-        Format::Iptables => node.exec("iptables-restore", &[file]),
+        Format::Iptables => {
+            let text = std::fs::read_to_string(ruleset).expect("read the ruleset");
+            let mut counters: Vec<&str> = text
+                .split("--nfacct-name")
+                .skip(1)
+                .filter_map(|rest| rest.split_whitespace().next())
+                .collect();
+            counters.sort_unstable();
+            counters.dedup();
+            if !counters.is_empty() {
+                node.nfacct(&counters);
+            }
+            node.exec("iptables-restore", &[file])
+        }
         Format::Nft => node.exec("nft", &["-f", file]),
     };
     if out.status.success() {
