@@ -1077,6 +1077,99 @@ fn trace_assumes_kube_proxys_jumps_when_the_text_has_none() {
     );
 }
 
+/// kube-proxy 1.36's nftables mode picks the endpoint in the Service chain (`dnat ip to
+/// numgen random mod N map { ... }`) and masquerades hairpin connections through the
+/// `@hairpin-connections` set: the real kube-proxy's dumps (tests/fixtures/kube-proxy/),
+/// both forms, traced.
+#[test]
+fn trace_reads_kube_proxy_136s_nftables_rules() {
+    let three = [
+        ("10.244.0.1".to_owned(), 8080, 1.0 / 3.0),
+        ("10.244.1.1".to_owned(), 8080, 1.0 / 3.0),
+        ("10.244.2.1".to_owned(), 8080, 1.0 / 3.0),
+    ];
+    for ruleset in [
+        "tests/fixtures/kube-proxy/nft-list.nft",
+        "tests/fixtures/kube-proxy/nft-transaction.nft",
+    ] {
+        let (code, json) = trace_json(ruleset, &["--to", "10.96.100.10:80"]);
+        assert_eq!(code, 0, "{json}");
+        let endpoints = endpoint_list(&json);
+        assert_eq!(endpoints.len(), 3, "{json}");
+        for (got, want) in endpoints.iter().zip(&three) {
+            assert_eq!((&got.0, got.1), (&want.0, want.1));
+            assert!((got.2 - want.2).abs() < 1e-9, "{json}");
+        }
+        assert_eq!(json["endpoints"][0]["probability"], "1/3");
+        assert!(json["warnings"].as_array().unwrap().is_empty(), "{json}");
+        let masquerade = json["masquerade"].as_array().unwrap();
+        let hairpin = masquerade
+            .iter()
+            .find(|m| m["why"].as_str().unwrap().starts_with("hairpin"))
+            .unwrap_or_else(|| panic!("no hairpin masquerade: {json}"));
+        assert_eq!(hairpin["when"], "the source is 10.244.0.1");
+        assert_eq!(hairpin["endpoints"][0], "10.244.0.1:8080");
+        assert!(
+            masquerade
+                .iter()
+                .any(|m| m["when"] == "the source is not in 10.244.0.0/16"
+                    && m["why"]
+                        .as_str()
+                        .unwrap()
+                        .contains("outside the cluster's pod CIDR")),
+            "{json}"
+        );
+        // From the endpoint itself, to itself: masqueraded; to the others: not.
+        let (_, own) = trace_json(
+            ruleset,
+            &["--to", "10.96.100.10:80", "--from", "10.244.0.1"],
+        );
+        assert_eq!(
+            own["masquerade"][0]["endpoints"][0], "10.244.0.1:8080",
+            "{own}"
+        );
+        assert_eq!(own["masquerade"].as_array().unwrap().len(), 1, "{own}");
+    }
+}
+
+/// A packet from the network rewritten to a loopback address is a martian: the kernel drops
+/// it unless route_localnet is set, which kube-proxy's nftables mode never does (the kernel
+/// agrees: tests/netfilter/kernel.rs).
+#[test]
+fn trace_drops_a_packet_from_the_network_rewritten_to_loopback_in_nftables_mode() {
+    let render = ok(&[
+        "proxy",
+        "render",
+        "--mode",
+        "nftables",
+        "--objects",
+        "fixtures/external.json",
+        "--cluster-cidr",
+        "10.244.0.0/16",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rules.nft");
+    std::fs::write(&path, render).unwrap();
+    let path = path.to_str().unwrap();
+    let probe = ["--to", "10.96.0.10:53", "--proto", "udp"];
+    let (code, json) = trace_json(path, &probe);
+    assert_eq!(
+        (code, json["verdict"].as_str()),
+        (1, Some("drop")),
+        "{json}"
+    );
+    assert!(
+        json["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("a loopback address: the kernel drops"),
+        "{json}"
+    );
+    let mut local = probe.to_vec();
+    local.push("--local");
+    assert_eq!(trace_json(path, &local).1["verdict"], "dnat");
+}
+
 /// `iptables-save -t nat` (what the lesson takes) has no filter table, where kube-proxy's
 /// REJECT and the firewall are: the trace says so instead of a bare no-match, and a
 /// masquerade without kube-proxy's mark says which rule did it.

@@ -139,41 +139,6 @@ const RENDER_MODES: &[(&str, Format, &[&str])] = &[
 /// probe of every ruleset agrees.
 const KNOWN: &[(&str, &str)] = &[];
 
-/// Disagreements that are trace's fault, found by this table and reported: (the start of
-/// the case's name, a probe's label or "" for every disagreement of the case, what is
-/// wrong). They still fail the test; the summary marks them.
-const REPORTED: &[(&str, &str, &str)] = &[
-    (
-        "external nft-",
-        "kube-system/kube-dns:dns cluster IP 10.96.0.10:53/udp from client 172.18.0.100",
-        LOOPBACK,
-    ),
-    (
-        "external nft-",
-        "kube-system/kube-dns:dns external IP 192.0.2.53:53/udp from client 172.18.0.100",
-        LOOPBACK,
-    ),
-    ("tests/fixtures/kube-proxy/nft-", "", DNAT_MAP),
-];
-
-/// Why trace's DNAT to 127.0.0.1 disagrees in nftables mode.
-const LOOPBACK: &str = "a packet from the network DNATed to 127.0.0.1 is dropped by the \
-    kernel's routing as a martian unless net.ipv4.conf.*.route_localnet=1, which kube-proxy's \
-    iptables mode sets and its nftables mode does not; trace says dnat without a condition";
-
-/// Why trace disagrees on kube-proxy 1.36's nftables rules.
-const DNAT_MAP: &str = "kube-proxy 1.36 DNATs in the Service chain with `dnat ip to numgen \
-    random mod N map { I : ADDR . PORT }`, which trace cannot evaluate and takes as not \
-    matching";
-
-/// The reported trace bug a disagreement of `case` at `label` is, if any.
-fn reported(case: &str, label: &str) -> Option<&'static str> {
-    REPORTED
-        .iter()
-        .find(|(c, l, _)| case.starts_with(c) && (l.is_empty() || *l == label))
-        .map(|(_, _, why)| *why)
-}
-
 /// One ruleset to run: its file, its form, its objects and node.
 struct Case {
     name: String,
@@ -285,9 +250,7 @@ fn check(what: &str, cases: &[Case]) {
             Err(e) => failures.push(format!("{}: did not load: {e}", report.case)),
             Ok(rows) => failures.extend(rows.iter().filter(|r| !r.agreed).filter_map(|r| {
                 let known = KNOWN.contains(&(report.case.as_str(), r.label.as_str()));
-                let bug = reported(&report.case, &r.label).is_some();
-                let mark = if bug { " [reported trace bug]" } else { "" };
-                (!known).then(|| format!("{}: {}{mark}", report.case, r.label))
+                (!known).then(|| format!("{}: {}", report.case, r.label))
             })),
         }
     }
@@ -344,10 +307,8 @@ fn summary(what: &str, reports: &[Report]) -> String {
             *total += n;
         }
         for row in rows.iter().filter(|r| !r.agreed) {
-            let bug = reported(&report.case, &row.label);
-            let mark = bug.map_or(String::new(), |why| format!(" [TRACE BUG: {why}]"));
             out += &format!(
-                "    DISAGREE{mark} {}\n      trace:  {}\n      kernel: {}\n",
+                "    DISAGREE {}\n      trace:  {}\n      kernel: {}\n",
                 row.label, row.trace, row.kernel
             );
         }

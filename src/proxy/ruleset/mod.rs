@@ -373,6 +373,16 @@ pub enum Match {
         /// The name.
         name: String,
     },
+    /// `ip saddr . ip daddr . meta l4proto . th dport @set`: the packet's concatenated key is
+    /// an element of a named set (kube-proxy 1.36's `@hairpin-connections`).
+    KeySet {
+        /// The fields, in order.
+        key: Vec<KeyPart>,
+        /// `!=`.
+        negated: bool,
+        /// The set.
+        set: String,
+    },
     /// Always true for the tracer (`-m nfacct`, `counter`).
     Always,
     /// A match the tracer cannot evaluate; the text says which.
@@ -476,6 +486,19 @@ pub struct Slot {
     pub verdict: Verdict,
 }
 
+/// One slot range of a `dnat to numgen random mod N map { ... }`: the endpoint it picks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnatSlot {
+    /// First value, inclusive.
+    pub low: u32,
+    /// Last value, inclusive.
+    pub high: u32,
+    /// The new destination address.
+    pub ip: IpAddr,
+    /// The new destination port (unchanged when `None`).
+    pub port: Option<u16>,
+}
+
 /// One statement of a rule.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -508,6 +531,14 @@ pub enum Action {
         key: Vec<KeyPart>,
         /// The map.
         map: MapRef,
+    },
+    /// `dnat ip to numgen random mod N map { 0 : ADDRESS . PORT, ... }` (kube-proxy 1.36's
+    /// nftables mode picks the endpoint in the Service chain itself).
+    DnatMap {
+        /// N.
+        modulus: u32,
+        /// The endpoints, by generated number.
+        slots: Vec<DnatSlot>,
     },
     /// `numgen random mod N vmap { ... }`.
     Numgen {

@@ -8,7 +8,8 @@ use ipnet::IpNet;
 use super::state::{Tracer, Walk};
 use crate::proxy::cascade::Stored;
 use crate::proxy::ruleset::{
-    Action, AddrValue, CtState, KeyValue, Match, ProtoValue, RecentOp, Rule, Side, Table, Verdict,
+    Action, AddrValue, CtState, KeyPart, KeyValue, Match, ProtoValue, RecentOp, Rule, Side, Table,
+    Verdict,
 };
 
 /// What the matches of a rule say.
@@ -86,7 +87,70 @@ pub(super) fn key_matches(value: &KeyValue, packet: &KeyValue) -> bool {
     }
 }
 
+/// What a concatenated membership test (`ip saddr . ip daddr . ... @set`) says.
+pub(super) enum KeyLookup {
+    /// Decided: whether the packet's key is in the set.
+    Found(bool),
+    /// The source is not known: the sources whose elements match the rest of the key.
+    Sources(Vec<String>),
+    /// Cannot be decided (no such set, a source port).
+    Unknown(String),
+}
+
 impl<'r> Tracer<'r> {
+    /// Looks the packet's `key` up in the named set `name`.
+    pub(super) fn key_set(
+        &self,
+        table: &Table,
+        key: &[KeyPart],
+        name: &str,
+        walk: &Walk,
+    ) -> KeyLookup {
+        let Some(set) = table.sets.get(name) else {
+            return KeyLookup::Unknown(format!("no set @{name} in the table"));
+        };
+        let mut packet: Vec<Option<KeyValue>> = Vec::new();
+        for part in key {
+            packet.push(match part {
+                KeyPart::Daddr => Some(KeyValue::Net(IpNet::from(walk.dst))),
+                KeyPart::Saddr => self.options.from.map(|ip| KeyValue::Net(IpNet::from(ip))),
+                KeyPart::L4proto => Some(KeyValue::Proto(self.packet_protocol())),
+                KeyPart::Dport if self.options.icmp => return KeyLookup::Found(false),
+                KeyPart::Dport => Some(KeyValue::Port(walk.dport, walk.dport)),
+                KeyPart::Sport => {
+                    return KeyLookup::Unknown(
+                        "the source port is not known (an ephemeral port)".to_owned(),
+                    );
+                }
+            });
+        }
+        let matching = set.elements.iter().filter(|element| {
+            element.key.len() == packet.len()
+                && element
+                    .key
+                    .iter()
+                    .zip(&packet)
+                    .all(|(value, field)| field.as_ref().is_none_or(|f| key_matches(value, f)))
+        });
+        match key.iter().position(|part| *part == KeyPart::Saddr) {
+            Some(at) if packet[at].is_none() => {
+                let mut sources: Vec<String> = matching
+                    .filter_map(|element| match &element.key[at] {
+                        KeyValue::Net(net) if net.prefix_len() == net.max_prefix_len() => {
+                            Some(net.addr().to_string())
+                        }
+                        KeyValue::Net(net) => Some(net.to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                sources.sort();
+                sources.dedup();
+                KeyLookup::Sources(sources)
+            }
+            _ => KeyLookup::Found(matching.count() > 0),
+        }
+    }
+
     pub(super) fn set_contains(&self, table: &Table, name: &str, ip: IpAddr) -> Option<bool> {
         let set = table.sets.get(name)?;
         Some(set.elements.iter().any(|element| {
@@ -229,6 +293,22 @@ impl<'r> Tracer<'r> {
                     ));
                     continue;
                 }
+                Match::KeySet { key, negated, set } => match self.key_set(table, key, set, walk) {
+                    KeyLookup::Found(found) => Some(found != *negated),
+                    KeyLookup::Sources(sources) if sources.is_empty() => Some(*negated),
+                    KeyLookup::Sources(sources) if !*negated => {
+                        source.push(format!("the source is {}", sources.join(" or ")));
+                        continue;
+                    }
+                    KeyLookup::Sources(_) => {
+                        source.push(format!("the source is not in @{set}"));
+                        continue;
+                    }
+                    KeyLookup::Unknown(why) => {
+                        unknown.get_or_insert(why);
+                        continue;
+                    }
+                },
                 Match::Always => Some(true),
                 Match::Unsupported(text) => {
                     unknown.get_or_insert(format!("cannot evaluate `{text}`"));

@@ -275,6 +275,8 @@ fn masquerades(walks: &[Walk]) -> Vec<Masquerade> {
             let marked_by = walk.marked_by.clone();
             let why = marked_by.as_ref().map_or_else(
                 || match comment_of(&by.rule) {
+                    // kube-proxy 1.36's hairpin rule masquerades by itself, with no mark.
+                    _ if by.rule.contains("@hairpin-connections") => why(by, None),
                     Some(comment) => format!("a rule that tests no kube-proxy mark: \"{comment}\""),
                     None => "a rule that tests no kube-proxy mark".to_owned(),
                 },
@@ -317,6 +319,14 @@ fn notes(
     verdict: TraceVerdict,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    if let Some(ip) = tracer.martian {
+        notes.push(format!(
+            "the rules rewrite the packet to {ip}, a loopback address: the kernel drops a \
+             packet from the network sent there (a martian) unless it is IPv4 and \
+             net.ipv4.conf.*.route_localnet is 1, which kube-proxy's iptables mode sets and \
+             its nftables mode does not"
+        ));
+    }
     if !ruleset.assumed_jumps.is_empty() {
         notes.push(format!(
             "no built-in chain jumps into kube-proxy's chains (kube-proxy's iptables-restore \

@@ -9,7 +9,7 @@ use ipnet::IpNet;
 use super::{Hop, Masquerade, TraceOptions, TraceVerdict, Warning};
 use crate::proxy::plan::IpFamily;
 use crate::proxy::ruleset::{
-    Action, AddrValue, KeyValue, Match, ProtoValue, Rule, Ruleset, Side, Table, Verdict,
+    Action, AddrValue, Format, KeyValue, Match, ProtoValue, Rule, Ruleset, Side, Table, Verdict,
 };
 
 /// How a chain ended.
@@ -74,6 +74,9 @@ pub(super) struct Tracer<'r> {
     pub(super) mode: Mode,
     pub(super) warnings: BTreeMap<usize, Warning>,
     pub(super) conditions: BTreeSet<(usize, String)>,
+    /// A loopback address a packet from the network was rewritten to, which the kernel
+    /// drops as a martian.
+    pub(super) martian: Option<IpAddr>,
 }
 
 /// The node's own addresses as kube-proxy's rules name them: with `--nodeport-addresses`,
@@ -133,6 +136,12 @@ pub(super) fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Hop>) {
 pub(super) fn why(step: &Hop, when: Option<&str>) -> String {
     let chain = step.chain.as_str();
     let rule = step.rule.as_str();
+    if rule.contains("@hairpin-connections") {
+        return "hairpin: the endpoint is calling its own Service and would otherwise answer itself".to_owned();
+    }
+    if rule.contains("clusterIP traffic from outside cluster") {
+        return "a source outside the cluster's pod CIDR sent to a ClusterIP: the reply must come back through this node".to_owned();
+    }
     if rule.contains("masquerade LOCAL traffic") || rule.contains("masquerade local traffic") {
         return "sent by the node itself to the Service's external address: the reply must come back to the node".to_owned();
     }
@@ -173,6 +182,7 @@ impl<'r> Tracer<'r> {
             mode,
             warnings: BTreeMap::new(),
             conditions: BTreeSet::new(),
+            martian: None,
         }
     }
 
@@ -182,6 +192,13 @@ impl<'r> Tracer<'r> {
             rule: rule.text.clone(),
             problem: problem.into(),
         });
+    }
+
+    /// Whether the kernel routes a packet from the network that was rewritten to loopback
+    /// address `ip`: only IPv4 with `net.ipv4.conf.*.route_localnet=1`, which kube-proxy's
+    /// iptables mode sets (for NodePorts on localhost) and its nftables mode never does.
+    pub(super) fn routes_to_loopback(&self, ip: IpAddr) -> bool {
+        ip.is_ipv4() && self.ruleset.format == Format::IptablesSave
     }
 
     pub(super) fn is_local(&self, ip: IpAddr) -> bool {

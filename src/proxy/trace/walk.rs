@@ -8,7 +8,7 @@ use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
 use super::{Hop, Masquerade};
 use crate::proxy::cascade::Stored;
 use crate::proxy::ruleset::{
-    Action, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Slot, Table, Verdict,
+    Action, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Table, Verdict,
 };
 
 pub(super) const MAX_DEPTH: usize = 64;
@@ -45,17 +45,22 @@ impl<'r> Tracer<'r> {
         }
     }
 
-    /// Splits `walk` on a numgen: (walk, slot or none).
-    pub(super) fn numgen<'s>(
+    /// Splits `walk` on a numgen over `ranges` (inclusive slot ranges): (walk, the index of
+    /// the range the number falls in, or none).
+    pub(super) fn numgen(
         &mut self,
         walk: Walk,
         modulus: u32,
-        slots: &'s [Slot],
-    ) -> Vec<(Walk, Option<&'s Slot>)> {
-        let slot_of = |value: u32| slots.iter().find(|s| s.low <= value && value <= s.high);
+        ranges: &[(u32, u32)],
+    ) -> Vec<(Walk, Option<usize>)> {
+        let slot_of = |value: u32| {
+            ranges
+                .iter()
+                .position(|(low, high)| *low <= value && value <= *high)
+        };
         match &mut self.mode {
             Mode::Explore => {
-                let mut counts: Vec<(Option<&Slot>, u32)> = Vec::new();
+                let mut counts: Vec<(Option<usize>, u32)> = Vec::new();
                 for value in 0..modulus {
                     let slot = slot_of(value);
                     match counts.iter_mut().find(|(s, _)| *s == slot) {
@@ -103,12 +108,27 @@ impl<'r> Tracer<'r> {
                 }
                 Decision::Source(conditions) => {
                     let when = conditions.join(" and ");
+                    let masquerades = rule
+                        .actions
+                        .iter()
+                        .any(|a| matches!(a, Action::Masquerade | Action::Snat(_)));
                     if let Some((and, xor)) = self.mark_only(table, rule) {
                         walk.cond_marks.push(CondMark {
                             and,
                             xor,
                             when,
                             step: Self::step(table, chain_name, rule),
+                        });
+                    } else if masquerades {
+                        // Masqueraded by the rule itself, for some sources only (kube-proxy
+                        // 1.36's `@hairpin-connections`): a condition of the report.
+                        let step = Self::step(table, chain_name, rule);
+                        walk.cond_masquerade.push(Masquerade {
+                            why: why(&step, Some(&when)),
+                            when: Some(when),
+                            marked_by: None,
+                            masqueraded_by: step,
+                            endpoints: Vec::new(),
                         });
                     } else {
                         self.conditions.insert((
@@ -195,10 +215,30 @@ impl<'r> Tracer<'r> {
                             .verdict(walk, table, chain_name, index, &verdict, &step, depth);
                     }
                 }
-                Action::Numgen { modulus, slots } => {
+                Action::DnatMap { modulus, slots } => {
+                    let ranges: Vec<(u32, u32)> = slots.iter().map(|s| (s.low, s.high)).collect();
                     let mut out = Vec::new();
-                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, slots) {
-                        match slot {
+                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, &ranges) {
+                        let Some(slot) = slot.map(|at| &slots[at]) else {
+                            // A number no element maps: the lookup fails and so does the rule.
+                            out.extend(self.chain(branch, table, chain_name, index + 1, depth));
+                            continue;
+                        };
+                        branch.path.push(step.clone());
+                        branch.probability =
+                            Some(format!("{}/{}", slot.high - slot.low + 1, modulus));
+                        branch.dst = slot.ip;
+                        branch.dport = slot.port.unwrap_or(branch.dport);
+                        branch.dnat = Some((slot.ip, branch.dport, step.clone()));
+                        out.push((branch, Flow::Accept));
+                    }
+                    return out;
+                }
+                Action::Numgen { modulus, slots } => {
+                    let ranges: Vec<(u32, u32)> = slots.iter().map(|s| (s.low, s.high)).collect();
+                    let mut out = Vec::new();
+                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, &ranges) {
+                        match slot.map(|at| &slots[at]) {
                             Some(slot) => {
                                 branch.path.push(step.clone());
                                 branch.probability =
@@ -421,7 +461,17 @@ impl<'r> Tracer<'r> {
             Hook::Prerouting
         };
         let mut done = Vec::new();
-        for walk in self.hook(walk, first) {
+        for mut walk in self.hook(walk, first) {
+            if walk.end.is_none()
+                && !self.options.local
+                && walk.dst.is_loopback()
+                && !self.routes_to_loopback(walk.dst)
+                && let Some((_, _, step)) = &walk.dnat
+            {
+                // The routing decision: a martian destination.
+                self.martian = Some(walk.dst);
+                walk.end = Some(End::Drop(step.clone()));
+            }
             if walk.end.is_some() {
                 done.push(walk);
                 continue;

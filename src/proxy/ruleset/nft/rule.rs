@@ -1,5 +1,7 @@
 //! One nft rule read into matches and actions, statement by statement.
 
+use std::net::IpAddr;
+
 use ipnet::IpNet;
 
 use super::elements::{key_value, parse_elements, verdict_of};
@@ -7,8 +9,8 @@ use super::lexer::{Tok, Token, describe, text_of};
 use crate::model::Protocol;
 use crate::proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
 use crate::proxy::ruleset::{
-    Action, AddrValue, CtState, KeyPart, KeyValue, MapRef, Match, ParseError, Rule, Side, Slot,
-    Verdict,
+    Action, AddrValue, CtState, DnatSlot, KeyPart, KeyValue, MapRef, Match, ParseError, Rule, Side,
+    Slot, Verdict,
 };
 
 /// What reading one statement leaves: more of the rule to read, or the rest kept as one
@@ -178,9 +180,20 @@ impl<'t> RuleParser<'t> {
         }
     }
 
-    /// `SELECTOR . SELECTOR ... vmap MAP`: a concatenated lookup.
+    /// `SELECTOR . SELECTOR ... vmap MAP`: a concatenated lookup; `SELECTOR . ... @set`: a
+    /// concatenated membership test.
     fn verdict_map(&mut self, start: usize) -> Result<Read, ParseError> {
         let key = self.concatenation().unwrap_or_default();
+        let negated = self.word(0) == Some("!=");
+        let member = self.word(usize::from(negated));
+        if let Some(set) = member.and_then(|w| w.strip_prefix('@'))
+            && !key.is_empty()
+        {
+            let set = set.to_owned();
+            self.at += 1 + usize::from(negated);
+            self.rule.matches.push(Match::KeySet { key, negated, set });
+            return Ok(Read::More);
+        }
         if self.word(0) != Some("vmap") {
             self.at = start;
             self.unsupported();
@@ -473,16 +486,28 @@ impl<'t> RuleParser<'t> {
         Ok(Read::More)
     }
 
-    /// `dnat`/`snat [ip|ip6] to ADDRESS` and its flags.
+    /// `dnat`/`snat [ip|ip6] to ADDRESS` and its flags; `dnat ip [addr . port] to numgen
+    /// random mod N map { ... }`.
     fn nat(&mut self, word: &str, start: usize) -> Result<Read, ParseError> {
         self.at += 1;
         if matches!(self.word(0), Some("ip" | "ip6")) {
             self.at += 1;
+            // The transaction's spelling of an address-and-port mapping.
+            if self.word(0) == Some("addr")
+                && self.word(1) == Some(".")
+                && self.word(2) == Some("port")
+            {
+                self.at += 3;
+            }
         }
         if self.word(0) != Some("to") {
             self.at = start;
             self.unsupported();
             return Ok(Read::Done);
+        }
+        if word == "dnat" && self.word(1) == Some("numgen") {
+            self.at += 1;
+            return self.dnat_numgen(start);
         }
         let Some(target) = self.word(1).map(str::to_owned) else {
             return Err(ParseError::new(
@@ -507,6 +532,86 @@ impl<'t> RuleParser<'t> {
             }
         }
         Ok(Read::More)
+    }
+
+    /// `numgen random mod N [offset K] map { SLOT : ADDRESS . PORT, ... }` after `dnat to`.
+    fn dnat_numgen(&mut self, start: usize) -> Result<Read, ParseError> {
+        let line = self.line();
+        let Some((modulus, offset)) = self.numgen_head()? else {
+            self.at = start;
+            self.unsupported();
+            return Ok(Read::Done);
+        };
+        if self.word(0) != Some("map") {
+            self.at = start;
+            self.unsupported();
+            return Ok(Read::Done);
+        }
+        self.at += 1;
+        let inner = self.braced()?;
+        let mut slots = Vec::new();
+        for part in inner.split(|t| t.tok == Tok::Comma) {
+            let words: Vec<&str> = part
+                .iter()
+                .filter_map(|t| match &t.tok {
+                    Tok::Word(w) => Some(w.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            let Some((low, high, ip, port)) = dnat_slot(&words) else {
+                return Err(ParseError::new(
+                    line,
+                    format!(
+                        "dnat to numgen map: expected SLOT : ADDRESS . PORT, found {:?}",
+                        words.join(" ")
+                    ),
+                ));
+            };
+            if high < offset {
+                continue;
+            }
+            slots.push(DnatSlot {
+                low: low.saturating_sub(offset),
+                high: high - offset,
+                ip,
+                port,
+            });
+        }
+        while matches!(self.word(0), Some("random" | "fully-random" | "persistent")) {
+            self.at += 1;
+        }
+        self.rule.actions.push(Action::DnatMap { modulus, slots });
+        Ok(Read::More)
+    }
+
+    /// `numgen random mod N [offset K]`, consumed: (N, K), or `None` for another numgen.
+    fn numgen_head(&mut self) -> Result<Option<(u32, u32)>, ParseError> {
+        if self.word(1) != Some("random") || self.word(2) != Some("mod") {
+            return Ok(None);
+        }
+        let Some(modulus) = self
+            .word(3)
+            .and_then(|w| w.parse::<u32>().ok())
+            .filter(|m| *m > 0)
+        else {
+            return Err(ParseError::new(
+                self.line(),
+                "numgen random mod: expected a positive number",
+            ));
+        };
+        self.at += 4;
+        let mut offset = 0;
+        if self.word(0) == Some("offset") {
+            offset = self
+                .word(1)
+                .and_then(|w| w.parse::<u32>().ok())
+                .unwrap_or(0);
+            self.at += 2;
+        }
+        Ok(Some((modulus, offset)))
     }
 
     /// `masquerade` and its flags.
@@ -660,29 +765,10 @@ impl<'t> RuleParser<'t> {
     /// `numgen random mod N [offset K] vmap { slot : verdict, ... }`.
     pub(super) fn numgen(&mut self) -> Result<(), ParseError> {
         let start = self.at;
-        if self.word(1) != Some("random") || self.word(2) != Some("mod") {
+        let Some((modulus, offset)) = self.numgen_head()? else {
             self.unsupported();
             return Ok(());
-        }
-        let Some(modulus) = self
-            .word(3)
-            .and_then(|w| w.parse::<u32>().ok())
-            .filter(|m| *m > 0)
-        else {
-            return Err(ParseError::new(
-                self.line(),
-                "numgen random mod: expected a positive number",
-            ));
         };
-        self.at += 4;
-        let mut offset = 0;
-        if self.word(0) == Some("offset") {
-            offset = self
-                .word(1)
-                .and_then(|w| w.parse::<u32>().ok())
-                .unwrap_or(0);
-            self.at += 2;
-        }
         if self.word(0) != Some("vmap") {
             self.at = start;
             self.unsupported();
@@ -726,6 +812,28 @@ impl<'t> RuleParser<'t> {
         self.rule.actions.push(Action::Numgen { modulus, slots });
         Ok(())
     }
+}
+
+/// One element of a `dnat to numgen` map, `SLOT : ADDRESS [. PORT]`: (low, high, address,
+/// port).
+fn dnat_slot(words: &[&str]) -> Option<(u32, u32, IpAddr, Option<u16>)> {
+    let [key, ":", ip, rest @ ..] = words else {
+        return None;
+    };
+    let port = match rest {
+        [] => None,
+        [".", port] => Some(port.parse::<u16>().ok()?),
+        _ => return None,
+    };
+    let KeyValue::Port(low, high) = key_value(key) else {
+        return None;
+    };
+    let ip = ip
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    Some((u32::from(low), u32::from(high), ip, port))
 }
 
 /// Parses the statements of one rule.

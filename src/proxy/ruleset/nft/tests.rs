@@ -1,6 +1,8 @@
 use super::declare::parse_priority;
 use super::*;
-use crate::proxy::ruleset::{Action, ChainKind, Hook, Match, Slot, TableFamily, Verdict};
+use crate::proxy::ruleset::{
+    Action, ChainKind, DnatSlot, Hook, KeyPart, Match, Slot, TableFamily, Verdict,
+};
 
 const LIST: &str = "table ip kube-proxy { # handle 18
 \tcomment \"rules for kube-proxy\"
@@ -256,4 +258,77 @@ fn priorities() {
     ] {
         assert_eq!(parse_priority(words, 1).expect("parses"), want, "{words:?}");
     }
+}
+
+/// The one rule of `chain` in a transaction holding `rule` there (and set `hp`).
+fn one_rule(rule: &str) -> crate::proxy::ruleset::Rule {
+    let text = format!(
+        "add table ip t\nadd set ip t hp {{ type ipv4_addr . ipv4_addr . inet_proto . inet_service ; }}\n\
+         add chain ip t c\nadd rule ip t c {rule}\n"
+    );
+    let ruleset = parse(&text, Format::NftTransaction).expect("parses");
+    ruleset.tables[0].chain("c").expect("chain").rules[0].clone()
+}
+
+#[test]
+fn kube_proxy_136s_dnat_maps_and_hairpin_set() {
+    // The listing's and the transaction's spellings of one rule.
+    for rule in [
+        "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.1.1 . 8080 }",
+        "meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.244.0.1 . 8080 , 1 : 10.244.1.1 . 8080 }",
+    ] {
+        let parsed = one_rule(rule);
+        assert_eq!(
+            parsed.actions,
+            vec![Action::DnatMap {
+                modulus: 2,
+                slots: vec![
+                    DnatSlot {
+                        low: 0,
+                        high: 0,
+                        ip: "10.244.0.1".parse().expect("ip"),
+                        port: Some(8080),
+                    },
+                    DnatSlot {
+                        low: 1,
+                        high: 1,
+                        ip: "10.244.1.1".parse().expect("ip"),
+                        port: Some(8080),
+                    },
+                ],
+            }],
+            "{rule}"
+        );
+    }
+    let v6 = one_rule("dnat ip6 to numgen random mod 1 map { 0 : fd00:10:244::1 . 53 }");
+    assert!(
+        matches!(&v6.actions[..], [Action::DnatMap { slots, .. }] if slots[0].ip == "fd00:10:244::1".parse::<std::net::IpAddr>().expect("ip")),
+        "{v6:?}"
+    );
+    let hairpin = one_rule(
+        "ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hp masquerade fully-random",
+    );
+    assert_eq!(
+        hairpin.matches[1],
+        Match::KeySet {
+            key: vec![
+                KeyPart::Saddr,
+                KeyPart::Daddr,
+                KeyPart::L4proto,
+                KeyPart::Dport
+            ],
+            negated: false,
+            set: "hp".to_owned(),
+        }
+    );
+    assert_eq!(hairpin.actions, vec![Action::Masquerade]);
+    let error = parse(
+        "add table ip t\nadd chain ip t c\nadd rule ip t c dnat ip to numgen random mod 2 map { 0 : nowhere }\n",
+        Format::NftTransaction,
+    )
+    .expect_err("a bad element");
+    assert!(
+        error.message.contains("expected SLOT : ADDRESS . PORT"),
+        "{error}"
+    );
 }
