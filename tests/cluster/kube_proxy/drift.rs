@@ -1,6 +1,7 @@
-//! `explain` on the real node's rules (tests/fixtures/kube-proxy/iptables-save.txt) edited to
-//! drift from the objects the way a node does: an endpoint's rules gone, a chain left behind
-//! for an endpoint that is gone, a probability that is not 1/n. Each must be named.
+//! `explain` on the real node's rules (tests/fixtures/kube-proxy/iptables-save.txt and
+//! nft-list.nft) edited to drift from the objects the way a node does: an endpoint's rules
+//! gone, rules left behind for an endpoint that is gone, a probability that is not 1/n. Each
+//! must be named.
 
 use super::fixtures::{explain, fixture};
 
@@ -85,11 +86,78 @@ const DRIFTS: &[Drift] = &[
     },
 ];
 
+/// kp/multi:http's DNAT map in kube-proxy 1.36's nftables rules.
+const NFT_MULTI: &str =
+    "mod 3 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.1.1 . 8080, 2 : 10.244.2.1 . 8080 }";
+
+/// kp/multi:http's Service chain with its DNAT map `map` instead.
+fn nft_multi(dump: &str, map: &str) -> String {
+    let chain = "chain service-5C5F4CRV-kp/multi/tcp/http {\n";
+    let at = dump.find(chain).expect("kp/multi's chain") + chain.len();
+    let end = at + dump[at..].find('\n').unwrap();
+    assert!(dump[at..end].contains(NFT_MULTI), "{}", &dump[at..end]);
+    format!(
+        "{}{}{}",
+        &dump[..at],
+        dump[at..end].replace(NFT_MULTI, map),
+        &dump[end..]
+    )
+}
+
+const NFT_DRIFTS: &[Drift] = &[
+    Drift {
+        what: "one endpoint gone from the DNAT map",
+        service: "kp/multi",
+        edit: |d| {
+            nft_multi(
+                d,
+                "mod 2 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.1.1 . 8080 }",
+            )
+        },
+        words: &["missing-from-rules", "10.244.2.1:8080", "not reached"],
+    },
+    Drift {
+        what: "an endpoint that is gone left in the DNAT map",
+        service: "kp/multi",
+        edit: |d| {
+            nft_multi(
+                d,
+                "mod 4 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.1.1 . 8080, 2 : 10.244.2.1 . 8080, 3 : 10.244.2.9 . 8080 }",
+            )
+        },
+        words: &["stale-rules", "10.244.2.9:8080", "which no endpoint has"],
+    },
+    Drift {
+        what: "one endpoint in two slots of the DNAT map",
+        service: "kp/multi",
+        edit: |d| {
+            nft_multi(
+                d,
+                "mod 4 map { 0 : 10.244.0.1 . 8080, 1 : 10.244.0.1 . 8080, 2 : 10.244.1.1 . 8080, 3 : 10.244.2.1 . 8080 }",
+            )
+        },
+        words: &["unequal-shares", "10.244.0.1:8080 50.00%"],
+    },
+];
+
 #[test]
 fn explain_names_each_drift() {
-    let real = std::fs::read_to_string(fixture("iptables-save.txt")).unwrap();
+    check_drifts("iptables-save.txt", DRIFTS);
+}
+
+#[test]
+fn explain_names_each_drift_in_nftables_rules() {
+    check_drifts("nft-list.nft", NFT_DRIFTS);
+}
+
+/// Each of `drifts` made to the fixture `file` is named by explain, which finds none in the
+/// file as it is.
+fn check_drifts(file: &str, drifts: &[Drift]) {
+    let real = std::fs::read_to_string(fixture(file)).unwrap();
+    let (code, findings) = explain("kp/multi", &fixture(file));
+    assert_eq!(code, 0, "{file}: drift in the real dump: {findings:#?}");
     let dir = tempfile::tempdir().unwrap();
-    for drift in DRIFTS {
+    for drift in drifts {
         let edited = (drift.edit)(&real);
         assert_ne!(edited, real, "{}: the edit changed nothing", drift.what);
         let path = dir.path().join("edited.txt");
