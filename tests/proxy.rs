@@ -1464,6 +1464,17 @@ fn nftables_renders_are_golden() {
             ],
         },
         Golden {
+            file: "nftables-proxy-kind-worker-endpoint-chains.nft",
+            objects: "fixtures/proxy.json",
+            args: &[
+                "--node",
+                "kind-worker",
+                "--kube-proxy-names",
+                "--nft-layout",
+                "endpoint-chains",
+            ],
+        },
+        Golden {
             file: "nftables-proxy-kind-worker.tx",
             objects: "fixtures/proxy.json",
             args: &[
@@ -1485,8 +1496,23 @@ fn nftables_reads_like_a_node() {
         &["--node", "kind-worker", "--kube-proxy-names"],
     );
     assert!(shop.starts_with("table ip kube-proxy {\n\tcomment \"rules for kube-proxy\"\n"));
-    // numgen instead of a cascade.
-    assert!(shop.contains("\t\tnumgen random mod 3 vmap { 0 : goto endpoint-FDH7QP7U-shop/web/tcp/http__10.244.1.5/8080, 1 : goto endpoint-SH75W6A6-shop/web/tcp/http__10.244.1.6/8080, 2 : goto endpoint-W7KABZCH-shop/web/tcp/http__10.244.2.7/8080 }\n"));
+    // numgen instead of a cascade: kube-proxy 1.36 DNATs in the Service chain.
+    assert!(shop.contains("\t\tmeta l4proto tcp dnat ip to numgen random mod 3 map { 0 : 10.244.1.5 . 8080, 1 : 10.244.1.6 . 8080, 2 : 10.244.2.7 . 8080 }\n"));
+    assert!(!shop.contains("chain endpoint-"));
+    // Before 1.36, through a chain per endpoint.
+    let before = render_nft(
+        "fixtures/shop.json",
+        &[
+            "--node",
+            "kind-worker",
+            "--kube-proxy-names",
+            "--nft-layout",
+            "endpoint-chains",
+        ],
+    );
+    assert!(before.contains("\t\tnumgen random mod 3 vmap { 0 : goto endpoint-FDH7QP7U-shop/web/tcp/http__10.244.1.5/8080, 1 : goto endpoint-SH75W6A6-shop/web/tcp/http__10.244.1.6/8080, 2 : goto endpoint-W7KABZCH-shop/web/tcp/http__10.244.2.7/8080 }\n"));
+    assert!(before.contains("\t\tmeta mark set meta mark | 0x00004000\n"));
+    assert!(before.contains("\t\tmeta mark & 0x00004000 == 0x00000000 return\n"));
     // Names as on real nodes.
     assert!(
         shop.contains("10.96.0.1 . tcp . 443 : goto service-2QRHZV4L-default/kubernetes/tcp/https")
@@ -1498,9 +1524,9 @@ fn nftables_reads_like_a_node() {
     assert!(shop.contains(
         "elements = { 10.96.0.40 . tcp . 80 comment \"shop/empty:http\" : goto reject-chain }"
     ));
-    // Masquerading, NodePorts.
-    assert!(shop.contains("\t\tmeta mark set meta mark | 0x00004000\n"));
-    assert!(shop.contains("\t\tmeta mark & 0x00004000 == 0x00000000 return\n"));
+    // Masquerading (marks set inline, hairpin connections by set), NodePorts.
+    assert!(shop.contains("\t\tip daddr @cluster-ips ip saddr != 10.244.0.0/16 meta mark set meta mark | 0x00004000 comment \"masquerade clusterIP traffic from outside cluster\"\n"));
+    assert!(shop.contains("\t\tct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random\n"));
     assert!(
         shop.contains("elements = { tcp . 30080 : goto external-2EUJKCR2-shop/checkout/tcp/http }")
     );
@@ -1548,9 +1574,9 @@ fn nftables_reads_like_a_node() {
         ],
     );
     assert!(v6.starts_with("table ip6 kube-proxy {"));
-    assert!(v6.contains("meta l4proto tcp dnat to [fd00:10:244:1::90]:8080"));
+    assert!(v6.contains("meta l4proto tcp dnat ip6 to numgen random mod 2 map { 0 : fd00:10:244:1::90 . 8080, 1 : fd00:10:244:2::90 . 8080 }"));
     assert!(v6.contains(
-        "ip6 daddr fd00:10:96::2:70 ip6 saddr != fd00:10:244::/56 jump mark-for-masquerade"
+        "ip6 daddr @cluster-ips ip6 saddr != fd00:10:244::/56 meta mark set meta mark | 0x00004000"
     ));
 }
 

@@ -137,6 +137,9 @@ struct RenderArgs {
     /// `nft -f` input kube-proxy writes.
     #[arg(long, value_enum, default_value_t = NftFormat::List)]
     nft_format: NftFormat,
+    /// nftables: the shape of kube-proxy's table, which changed in kube-proxy 1.36.
+    #[arg(long, value_enum, default_value_t = NftLayoutArg::DnatMaps)]
+    nft_layout: NftLayoutArg,
     /// The node's addresses that accept NodePorts (kube-proxy's `--nodeport-addresses`; the
     /// nftables mode's default is `primary`, the node's own address); without it, every
     /// local address does.
@@ -145,6 +148,17 @@ struct RenderArgs {
     /// nftables: the Service CIDRs; traffic to an unallocated ClusterIP in them is dropped.
     #[arg(long, value_name = "CIDR", value_delimiter = ',', value_parser = crate::config::parse_cidr)]
     service_cidr: Vec<IpNet>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum NftLayoutArg {
+    /// kube-proxy 1.36 and later: each Service chain DNATs itself (`dnat ip to numgen random
+    /// mod N map { ... }`), endpoint chains only for ClientIP affinity, hairpin connections
+    /// masqueraded through the `hairpin-connections` set.
+    DnatMaps,
+    /// kube-proxy 1.29 to 1.35: a chain per endpoint (`numgen random mod N vmap { ... }` to
+    /// them), and a `mark-for-masquerade` chain.
+    EndpointChains,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -301,9 +315,15 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
                 node_ips: args.node_ip.clone(),
                 service_cidrs: args.service_cidr.clone(),
             };
+            let layout = match args.nft_layout {
+                NftLayoutArg::DnatMaps => nftables::NftLayout::DnatMaps,
+                NftLayoutArg::EndpointChains => nftables::NftLayout::EndpointChains,
+            };
             match args.nft_format {
-                NftFormat::List => nftables::render_list(&plan, names, &options),
-                NftFormat::Transaction => nftables::render_transaction(&plan, names, &options),
+                NftFormat::List => nftables::render_list_as(&plan, names, &options, layout),
+                NftFormat::Transaction => {
+                    nftables::render_transaction_as(&plan, names, &options, layout)
+                }
             }
         }
     };

@@ -133,6 +133,18 @@ const RENDER_MODES: &[(&str, Format, &[&str])] = &[
         Format::Nft,
         &["--mode", "nftables", "--nft-format", "list"],
     ),
+    (
+        "nft-list-endpoint-chains",
+        Format::Nft,
+        &[
+            "--mode",
+            "nftables",
+            "--nft-format",
+            "list",
+            "--nft-layout",
+            "endpoint-chains",
+        ],
+    ),
 ];
 
 /// Disagreements that cannot be helped, as (case, probe label) with the reason. Empty: every

@@ -26,6 +26,9 @@ const FIXTURES: &[&str] = &[
 /// Local in `fixtures/proxy.json`); `None` renders without `--node`.
 const NODES: &[Option<&str>] = &[None, Some("kind-worker")];
 
+/// kube-proxy's nftables layouts (`--nft-layout`): 1.36's, and the one before it.
+const LAYOUTS: &[&str] = &["dnat-maps", "endpoint-chains"];
+
 /// Whether this machine can load rules into a namespace of its own: `unshare -n` works and
 /// the tools are there. Without, the test says so and passes, unless
 /// `CLUSTERDNS_REQUIRE_NETFILTER` is set (`.ci/run`), where it fails.
@@ -84,8 +87,9 @@ struct Render {
     file: tempfile::NamedTempFile,
 }
 
-/// Renders `fixture` for `family` in `mode` (`iptables` or `nftables` with `nft_format`).
-fn render(fixture: &str, family: &str, node: Option<&str>, mode: &str, format: &str) -> Render {
+/// Renders `fixture` for `family`: iptables (`layout` empty), or nftables in `format` and
+/// `layout`.
+fn render(fixture: &str, family: &str, node: Option<&str>, format: &str, layout: &str) -> Render {
     let objects = format!("fixtures/{fixture}.json");
     let cidr = if family == "ipv4" {
         "10.244.0.0/16"
@@ -95,17 +99,25 @@ fn render(fixture: &str, family: &str, node: Option<&str>, mode: &str, format: &
     let mut args = vec![
         "proxy",
         "render",
-        "--mode",
-        mode,
         "--objects",
         &objects,
         "--cluster-cidr",
         cidr,
         "--family",
         family,
-        "--nft-format",
-        format,
     ];
+    if layout.is_empty() {
+        args.extend(["--mode", "iptables"]);
+    } else {
+        args.extend([
+            "--mode",
+            "nftables",
+            "--nft-format",
+            format,
+            "--nft-layout",
+            layout,
+        ]);
+    }
     if let Some(node) = node {
         args.extend(["--node", node]);
     }
@@ -173,7 +185,7 @@ fn iptables_renders_load_and_save_back_as_rendered() {
     for fixture in FIXTURES {
         for (family, tool) in [("ipv4", "iptables"), ("ipv6", "ip6tables")] {
             for node in NODES {
-                let render = render(fixture, family, *node, "iptables", "list");
+                let render = render(fixture, family, *node, "", "");
                 let saved =
                     load_and_list(&render, &format!("{tool}-restore"), &format!("{tool}-save"));
                 assert_eq!(
@@ -197,9 +209,12 @@ fn nftables_renders_load_and_list_back_as_rendered() {
     let mut loaded = 0;
     for fixture in FIXTURES {
         for (family, table) in [("ipv4", "ip"), ("ipv6", "ip6")] {
-            for node in NODES {
-                let list = render(fixture, family, *node, "nftables", "list");
-                let transaction = render(fixture, family, *node, "nftables", "transaction");
+            for (node, layout) in NODES
+                .iter()
+                .flat_map(|n| LAYOUTS.iter().map(move |l| (n, l)))
+            {
+                let list = render(fixture, family, *node, "list", layout);
+                let transaction = render(fixture, family, *node, "transaction", layout);
                 let print = format!("nft list table {table} kube-proxy");
                 let want = elements_sorted(&list.text);
                 for form in [&list, &transaction] {

@@ -28,9 +28,9 @@
 //! mod N map { 0 : ip . port, ... }`; the hairpin mark is gone for a `hairpin-connections` set
 //! of this node's endpoints (`ip . ip . proto . port`) that `masquerading` matches after DNAT;
 //! the off-cluster ClusterIP mark is one rule in `services` over `@cluster-ips`; marks are set
-//! inline (no `mark-for-masquerade` chain) and `masquerading` is one rule. The default,
-//! [`NftLayout::EndpointChains`], is the layout before it (kind's node in fixtures/node.nft),
-//! the one `proxy trace` reads.
+//! inline (no `mark-for-masquerade` chain) and `masquerading` is one rule. That is the
+//! default; [`NftLayout::EndpointChains`] is the layout before it (kind's node in
+//! fixtures/node.nft). `proxy trace` reads both.
 //!
 //! Without `node_ips`, NodePorts answer on every local address (`fib daddr type local`);
 //! with them, on those addresses only (the `nodeport-ips` set, kube-proxy's default
@@ -62,12 +62,12 @@ pub struct NftOptions {
 /// The shape of kube-proxy's table, which changed in 1.36.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum NftLayout {
-    /// A chain per endpoint with the hairpin mark and the DNAT, `numgen ... vmap` to them,
-    /// and a `mark-for-masquerade` chain.
-    #[default]
+    /// kube-proxy before 1.36: a chain per endpoint with the hairpin mark and the DNAT,
+    /// `numgen ... vmap` to them, and a `mark-for-masquerade` chain.
     EndpointChains,
-    /// kube-proxy 1.36: the DNAT in the Service chain (`dnat ip to numgen ... map`),
-    /// endpoint chains for ClientIP affinity only, the `hairpin-connections` set.
+    /// kube-proxy 1.36 and later: the DNAT in the Service chain (`dnat ip to numgen ...
+    /// map`), endpoint chains for ClientIP affinity only, the `hairpin-connections` set.
+    #[default]
     DnatMaps,
 }
 

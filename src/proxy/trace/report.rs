@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::state::{Mode, Tracer, Walk, verdict_of, why};
+use super::state::{Mode, Tracer, Walk, on_walk_stack, verdict_of, why};
 use super::{
     EndpointShare, Hop, Masquerade, Simulation, TraceOptions, TraceReport, TraceVerdict,
     VerdictShare,
@@ -125,6 +125,11 @@ pub(super) fn common_prefix(paths: &[&[Hop]]) -> usize {
 
 /// Traces a new connection through `ruleset`.
 pub fn trace(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
+    on_walk_stack(|| trace_walks(ruleset, options))
+}
+
+/// [`trace`], on the walk's stack.
+fn trace_walks(ruleset: &Ruleset, options: &TraceOptions) -> TraceReport {
     let mut tracer = Tracer::new(ruleset, options, Mode::Explore);
     if !ruleset
         .tables

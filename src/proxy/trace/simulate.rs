@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::state::{Mode, Tracer, verdict_of};
+use super::state::{Mode, Tracer, on_walk_stack, verdict_of};
 use super::{TraceOptions, TraceVerdict};
 use crate::proxy::plan::join_host_port;
 use crate::proxy::ruleset::Ruleset;
@@ -33,6 +33,16 @@ pub struct SimulatedCount {
 
 /// Draws `connections` new connections through `ruleset` with a generator seeded by `seed`.
 pub fn simulate(
+    ruleset: &Ruleset,
+    options: &TraceOptions,
+    connections: u64,
+    seed: u64,
+) -> Simulation {
+    on_walk_stack(|| simulate_walks(ruleset, options, connections, seed))
+}
+
+/// [`simulate`], on the walk's stack.
+fn simulate_walks(
     ruleset: &Ruleset,
     options: &TraceOptions,
     connections: u64,

@@ -132,6 +132,27 @@ pub(super) fn verdict_of(walk: &Walk) -> (TraceVerdict, Option<Hop>) {
     }
 }
 
+/// The stack a walk runs on: each nested jump (up to `walk::MAX_DEPTH`) stacks the frames of
+/// a chain, its rule and the verdict, which an unoptimised build makes large.
+const WALK_STACK: usize = 64 << 20;
+
+/// Runs `walk` on a thread of its own with [`WALK_STACK`] of stack (only the pages used are
+/// committed), so a deep ruleset never overflows the caller's.
+pub(super) fn on_walk_stack<T: Send>(walk: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("trace".to_owned())
+            .stack_size(WALK_STACK)
+            .spawn_scoped(scope, walk)
+        {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(error) => panic!("cannot start the tracer's thread: {error}"),
+        }
+    })
+}
+
 /// Why kube-proxy masquerades, read from the marking rule's shape.
 pub(super) fn why(step: &Hop, when: Option<&str>) -> String {
     let chain = step.chain.as_str();

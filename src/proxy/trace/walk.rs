@@ -8,10 +8,27 @@ use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
 use super::{Hop, Masquerade};
 use crate::proxy::cascade::Stored;
 use crate::proxy::ruleset::{
-    Action, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Table, Verdict,
+    Action, DnatSlot, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Slot, Table, Verdict,
 };
 
 pub(super) const MAX_DEPTH: usize = 64;
+
+/// Where a rule is: its table, chain, index and the depth of jumps.
+struct At<'r, 'c> {
+    table: &'r Table,
+    chain: &'c str,
+    index: usize,
+    depth: usize,
+}
+
+/// What a numgen's slots lead to.
+#[derive(Clone, Copy)]
+enum Slots<'r> {
+    /// `dnat to numgen ... map`: an endpoint each.
+    Dnat(&'r [DnatSlot]),
+    /// `numgen ... vmap`: a verdict each.
+    Verdict(&'r [Slot]),
+}
 
 impl<'r> Tracer<'r> {
     /// Splits `walk` on a random match: (walk, matched).
@@ -216,53 +233,73 @@ impl<'r> Tracer<'r> {
                     }
                 }
                 Action::DnatMap { modulus, slots } => {
-                    let ranges: Vec<(u32, u32)> = slots.iter().map(|s| (s.low, s.high)).collect();
-                    let mut out = Vec::new();
-                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, &ranges) {
-                        let Some(slot) = slot.map(|at| &slots[at]) else {
-                            // A number no element maps: the lookup fails and so does the rule.
-                            out.extend(self.chain(branch, table, chain_name, index + 1, depth));
-                            continue;
-                        };
-                        branch.path.push(step.clone());
-                        branch.probability =
-                            Some(format!("{}/{}", slot.high - slot.low + 1, modulus));
-                        branch.dst = slot.ip;
-                        branch.dport = slot.port.unwrap_or(branch.dport);
-                        branch.dnat = Some((slot.ip, branch.dport, step.clone()));
-                        out.push((branch, Flow::Accept));
-                    }
-                    return out;
+                    let at = At {
+                        table,
+                        chain: chain_name,
+                        index,
+                        depth,
+                    };
+                    return self.split(walk, &at, &step, *modulus, Slots::Dnat(slots));
                 }
                 Action::Numgen { modulus, slots } => {
-                    let ranges: Vec<(u32, u32)> = slots.iter().map(|s| (s.low, s.high)).collect();
-                    let mut out = Vec::new();
-                    for (mut branch, slot) in self.numgen(walk.clone(), *modulus, &ranges) {
-                        match slot.map(|at| &slots[at]) {
-                            Some(slot) => {
-                                branch.path.push(step.clone());
-                                branch.probability =
-                                    Some(format!("{}/{}", slot.high - slot.low + 1, modulus));
-                                out.extend(self.verdict(
-                                    branch,
-                                    table,
-                                    chain_name,
-                                    index,
-                                    &slot.verdict,
-                                    &step,
-                                    depth,
-                                ));
-                            }
-                            None => {
-                                out.extend(self.chain(branch, table, chain_name, index + 1, depth))
-                            }
-                        }
-                    }
-                    return out;
+                    let at = At {
+                        table,
+                        chain: chain_name,
+                        index,
+                        depth,
+                    };
+                    return self.split(walk, &at, &step, *modulus, Slots::Verdict(slots));
                 }
             }
         }
         self.chain(walk, table, chain_name, index + 1, depth)
+    }
+
+    /// A numgen's branches: each slot's DNAT (`dnat to numgen ... map`) or verdict
+    /// (`numgen ... vmap`); a number no slot has fails the rule, and the chain goes on. Apart
+    /// from [`Self::act`], whose frame every nested jump stacks.
+    #[inline(never)]
+    fn split(
+        &mut self,
+        walk: Walk,
+        at: &At<'r, '_>,
+        step: &Hop,
+        modulus: u32,
+        slots: Slots<'r>,
+    ) -> Vec<(Walk, Flow)> {
+        let ranges: Vec<(u32, u32)> = match slots {
+            Slots::Dnat(slots) => slots.iter().map(|s| (s.low, s.high)).collect(),
+            Slots::Verdict(slots) => slots.iter().map(|s| (s.low, s.high)).collect(),
+        };
+        let mut out = Vec::new();
+        for (mut branch, slot) in self.numgen(walk, modulus, &ranges) {
+            let Some(slot) = slot else {
+                out.extend(self.chain(branch, at.table, at.chain, at.index + 1, at.depth));
+                continue;
+            };
+            let (low, high) = ranges[slot];
+            branch.path.push(step.clone());
+            branch.probability = Some(format!("{}/{modulus}", high - low + 1));
+            match slots {
+                Slots::Dnat(slots) => {
+                    let slot = &slots[slot];
+                    branch.dst = slot.ip;
+                    branch.dport = slot.port.unwrap_or(branch.dport);
+                    branch.dnat = Some((slot.ip, branch.dport, step.clone()));
+                    out.push((branch, Flow::Accept));
+                }
+                Slots::Verdict(slots) => out.extend(self.verdict(
+                    branch,
+                    at.table,
+                    at.chain,
+                    at.index,
+                    &slots[slot].verdict,
+                    step,
+                    at.depth,
+                )),
+            }
+        }
+        out
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clusterdns::proxy::plan::IpFamily;
 use serde_json::Value;
 
-use super::compare::{self, Kind, assert_explained, assert_known_documented, compare};
-use super::render::{CLUSTER_CIDRS, NODE, Shape, nftables_command_line, render};
+use super::compare::{self, assert_explained, assert_known_documented, compare};
+use super::render::{CLUSTER_CIDRS, NODE, Shape, render};
 use crate::common::cli::clusterdns;
 use crate::common::root;
 
@@ -42,36 +42,6 @@ fn renders_equal_the_real_kube_proxy_dumps() {
         let rendered = render(&objects, shape, family);
         let comparison = compare(&parse(shape, &real), &parse(shape, &rendered));
         eprintln!("{}", assert_explained(file, &comparison));
-    }
-}
-
-#[test]
-fn the_command_lines_nftables_layout_is_the_one_before_1_36() {
-    // What `proxy render --mode nftables` writes differs from kube-proxy 1.36 by its
-    // endpoint chains and mark-for-masquerade (docs/differences.md `## kube-proxy`); the
-    // figure is how much the library's 1.36 layout fixes.
-    let objects = fixture("objects.json");
-    for (file, family) in [
-        ("nft-list.nft", IpFamily::V4),
-        ("nft6-list.nft", IpFamily::V6),
-    ] {
-        let real = compare::nft(&std::fs::read_to_string(fixture(file)).unwrap());
-        let old = compare(
-            &real,
-            &compare::nft(&nftables_command_line(&objects, family)),
-        );
-        assert!(
-            old.differences
-                .iter()
-                .any(|d| d.kind == Kind::Extra && d.object == "chain mark-for-masquerade"),
-            "{file}: the command line no longer writes mark-for-masquerade: update the doc"
-        );
-        eprintln!(
-            "{file}: the command line's layout: {} of {} lines equal, {} differences",
-            old.equal,
-            old.compared,
-            old.differences.len()
-        );
     }
 }
 

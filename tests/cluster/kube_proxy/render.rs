@@ -1,14 +1,9 @@
-//! `proxy render` for the node kube-proxy ran as, in each of the four dumps' shapes: the
-//! iptables modes through the binary (`clusterdns proxy render`), the nftables modes through
-//! the library, whose `NftLayout::DnatMaps` is kube-proxy 1.36's table (the command line
-//! writes the layout before it, docs/differences.md `## kube-proxy`).
+//! `proxy render` for the node kube-proxy ran as, in each of the four dumps' shapes, through
+//! the binary (`clusterdns proxy render`).
 
 use std::path::Path;
 
-use clusterdns::proxy::endpoints::{SliceSource, with_slices};
-use clusterdns::proxy::names::NameScheme;
-use clusterdns::proxy::nftables::{NftLayout, NftOptions, render_list_as};
-use clusterdns::proxy::plan::{IpFamily, PlanOptions, plan};
+use clusterdns::proxy::plan::IpFamily;
 
 use crate::common::cli::ok;
 
@@ -63,32 +58,9 @@ fn iptables(objects: &Path, family: IpFamily) -> String {
     ])
 }
 
-/// kube-proxy 1.36's nftables table for the node, through the library.
+/// `clusterdns proxy render --mode nftables --kube-proxy-names` for the node (kube-proxy
+/// 1.36's layout, the default).
 fn nftables(objects: &Path, family: IpFamily) -> String {
-    let loaded = clusterdns::source::file::read_objects(&[objects.to_path_buf()]).unwrap();
-    let cluster = with_slices(&loaded.cluster, SliceSource::Input);
-    let options = PlanOptions {
-        family,
-        node: Some(NODE.to_owned()),
-        cluster_cidrs: CLUSTER_CIDRS
-            .split(',')
-            .map(|c| c.parse().unwrap())
-            .collect(),
-    };
-    let nft = NftOptions {
-        node_ips: NODE_IPS.iter().map(|ip| ip.parse().unwrap()).collect(),
-        service_cidrs: SERVICE_CIDRS.iter().map(|c| c.parse().unwrap()).collect(),
-    };
-    render_list_as(
-        &plan(&cluster, &options),
-        NameScheme::KubeProxy,
-        &nft,
-        NftLayout::DnatMaps,
-    )
-}
-
-/// `proxy render --mode nftables` as the command line writes it (the layout before 1.36).
-pub fn nftables_command_line(objects: &Path, family: IpFamily) -> String {
     let (family, node_ip, cidr) = match family {
         IpFamily::V4 => ("ipv4", NODE_IPS[0], SERVICE_CIDRS[0]),
         IpFamily::V6 => ("ipv6", NODE_IPS[1], SERVICE_CIDRS[1]),
