@@ -105,11 +105,17 @@ const WITHOUT_ENDPOINTS: [&str; 2] = ["default/kubernetes", "kp/empty"];
 
 #[test]
 fn explain_finds_no_drift_on_the_real_node() {
-    let ruleset = fixture("iptables-save.txt");
+    for file in ["iptables-save.txt", "nft-list.nft", "iptables-restore.txt"] {
+        no_drift(&fixture(file));
+    }
+}
+
+/// explain on every Service of the objects and `ruleset` finds no drift but the objects' own.
+fn no_drift(ruleset: &std::path::Path) {
     let all = services();
     assert!(all.len() > 15, "{all:?}");
     for service in &all {
-        let (code, findings) = explain(service, &ruleset);
+        let (code, findings) = explain(service, ruleset);
         if WITHOUT_ENDPOINTS.contains(&service.as_str()) {
             assert_eq!(code, 1, "{service}");
             assert!(
@@ -117,7 +123,112 @@ fn explain_finds_no_drift_on_the_real_node() {
                 "{service}: {findings:?}"
             );
         } else {
-            assert_eq!(code, 0, "{service}: drift on the real node: {findings:?}");
+            assert_eq!(
+                code,
+                0,
+                "{service}: drift on the real node ({}): {findings:?}",
+                ruleset.display()
+            );
         }
+    }
+}
+
+/// `proxy trace --output json` of `ruleset` for `probe`.
+fn trace(ruleset: &str, probe: &[&str]) -> Value {
+    let mut args = vec!["proxy", "trace", "--ruleset", ruleset, "--output", "json"];
+    args.extend_from_slice(probe);
+    let run = clusterdns(&args);
+    assert!(run.code == 0 || run.code == 1, "{args:?}: {}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// What a trace says of where a connection goes: verdict, endpoints and shares, masquerade.
+fn outcome(json: &Value) -> (Value, Vec<(Value, Value, String)>, Vec<Value>) {
+    let endpoints = json["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["address"].clone(),
+                e["port"].clone(),
+                format!("{:.9}", e["share"].as_f64().unwrap()),
+            )
+        })
+        .collect();
+    let masquerade = json["masquerade"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["when"].clone())
+        .collect();
+    (json["verdict"].clone(), endpoints, masquerade)
+}
+
+#[test]
+fn kube_proxys_restore_text_traces_as_the_node_it_made() {
+    // kube-proxy's own iptables-restore input has no jump from the built-in chains; traced
+    // with its standard jumps assumed, every ClusterIP and NodePort goes where the node's
+    // iptables-save says.
+    let restore = fixture("iptables-restore.txt");
+    let saved = fixture("iptables-save.txt");
+    let (restore, saved) = (restore.to_str().unwrap(), saved.to_str().unwrap());
+    let objects: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("objects.json")).unwrap()).unwrap();
+    let mut probes: Vec<Vec<String>> = Vec::new();
+    for service in objects["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "Service")
+    {
+        let spec = &service["spec"];
+        for port in spec["ports"].as_array().into_iter().flatten() {
+            let proto = port["protocol"].as_str().unwrap_or("TCP").to_lowercase();
+            if let Some(ip) = spec["clusterIP"].as_str().filter(|ip| ip.contains('.')) {
+                let to = format!("{ip}:{}", port["port"]);
+                probes.push(vec![
+                    "--to".into(),
+                    to.clone(),
+                    "--proto".into(),
+                    proto.clone(),
+                ]);
+                probes.push(vec![
+                    "--to".into(),
+                    to,
+                    "--proto".into(),
+                    proto.clone(),
+                    "--local".into(),
+                ]);
+            }
+            if let Some(node_port) = port["nodePort"].as_u64() {
+                let to = format!("10.0.0.10:{node_port}");
+                probes.push(vec![
+                    "--to".into(),
+                    to,
+                    "--proto".into(),
+                    proto,
+                    "--node-ip".into(),
+                    "10.0.0.10".into(),
+                ]);
+            }
+        }
+    }
+    assert!(probes.len() > 40, "{}", probes.len());
+    for probe in &probes {
+        let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
+        let from_restore = trace(restore, &probe);
+        let from_node = trace(saved, &probe);
+        assert_eq!(
+            outcome(&from_restore),
+            outcome(&from_node),
+            "{probe:?}: {from_restore}"
+        );
+        assert!(from_node.get("assumed_jumps").is_none(), "{probe:?}");
+        assert_eq!(
+            from_restore["assumed_jumps"].as_array().map(Vec::len),
+            Some(14),
+            "{probe:?}"
+        );
     }
 }
