@@ -28,7 +28,7 @@ use super::private_turn;
 use crate::common::cluster::{Cluster, peers};
 use compare::{assert_explained, assert_known_documented};
 use fixtures::{DUMPS, fixture, parse};
-use node::{KubeProxy, Netns, kubeconfig, netfilter_available, relay};
+use node::{KubeProxy, Netns, kubeconfig, relay};
 use render::{NODE, Shape, render};
 
 /// How long kube-proxy may take to program the objects.
@@ -210,7 +210,7 @@ fn real_kube_proxy() {
         eprintln!("skipped: kube-proxy is not built (bench/peers/build.sh)");
         return;
     };
-    if !netfilter_available() {
+    if crate::common::netns::skip("real_kube_proxy") {
         return;
     }
     assert_known_documented();

@@ -20,11 +20,14 @@ use std::time::{Duration, Instant};
 /// The environment variable that turns a skip into a failure (CI sets it).
 pub const REQUIRE: &str = "CLUSTERDNS_REQUIRE_NETFILTER";
 
-/// The programs the kernel tests run.
+/// The programs the netfilter tests run (tests/netfilter/, tests/cluster/kube_proxy.rs).
 const TOOLS: &[&str] = &[
     "ip",
+    "unshare",
     "iptables-restore",
+    "iptables-save",
     "ip6tables-restore",
+    "ip6tables-save",
     "nft",
     "python3",
 ];

@@ -29,39 +29,6 @@ const NODES: &[Option<&str>] = &[None, Some("kind-worker")];
 /// kube-proxy's nftables layouts (`--nft-layout`): 1.36's, and the one before it.
 const LAYOUTS: &[&str] = &["dnat-maps", "endpoint-chains"];
 
-/// Whether this machine can load rules into a namespace of its own: `unshare -n` works and
-/// the tools are there. Without, the test says so and passes, unless
-/// `CLUSTERDNS_REQUIRE_NETFILTER` is set (`.ci/run`), where it fails.
-pub(super) fn netfilter_available(test: &str) -> bool {
-    let tools = ["iptables-restore", "ip6tables-restore", "nft", "conntrack"];
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|tool| !runs(&["sh", "-c", &format!("command -v {tool}")]))
-        .collect();
-    let problem = if !missing.is_empty() {
-        format!("{} not installed", missing.join(", "))
-    } else if !runs(&["unshare", "-n", "true"]) {
-        "unshare -n is not allowed here (needs root or CAP_SYS_ADMIN)".to_owned()
-    } else {
-        return true;
-    };
-    assert!(
-        std::env::var_os("CLUSTERDNS_REQUIRE_NETFILTER").is_none(),
-        "{test}: {problem}, and CLUSTERDNS_REQUIRE_NETFILTER is set"
-    );
-    eprintln!("skipping {test}: {problem}");
-    false
-}
-
-/// Whether `command` runs and exits 0, its output discarded.
-fn runs(command: &[&str]) -> bool {
-    Command::new(command[0])
-        .args(&command[1..])
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
 /// A shell script run in a network namespace of its own, made for it: its stdout, or a panic
 /// with what it printed on stderr.
 fn in_fresh_namespace(what: &str, script: &str) -> String {
@@ -178,7 +145,7 @@ fn load_and_list(render: &Render, load: &str, list: &str) -> String {
 
 #[test]
 fn iptables_renders_load_and_save_back_as_rendered() {
-    if !netfilter_available("iptables_renders_load_and_save_back_as_rendered") {
+    if crate::common::netns::skip("iptables_renders_load_and_save_back_as_rendered") {
         return;
     }
     let mut loaded = 0;
@@ -203,7 +170,7 @@ fn iptables_renders_load_and_save_back_as_rendered() {
 
 #[test]
 fn nftables_renders_load_and_list_back_as_rendered() {
-    if !netfilter_available("nftables_renders_load_and_list_back_as_rendered") {
+    if crate::common::netns::skip("nftables_renders_load_and_list_back_as_rendered") {
         return;
     }
     let mut loaded = 0;
@@ -237,7 +204,7 @@ fn nftables_renders_load_and_list_back_as_rendered() {
 fn a_kind_nodes_own_nftables_listing_loads_back() {
     // fixtures/node.nft is what `nft list table ip kube-proxy` printed on a kind node: what
     // `proxy trace` reads must be what a node's nft takes.
-    if !netfilter_available("a_kind_nodes_own_nftables_listing_loads_back") {
+    if crate::common::netns::skip("a_kind_nodes_own_nftables_listing_loads_back") {
         return;
     }
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/node.nft");

@@ -10,33 +10,6 @@ use std::process::{Child, Command, Stdio};
 use super::render::{CLUSTER_CIDRS, NODE};
 use crate::common::cluster::Cluster;
 
-/// Whether network namespaces, iptables and nft can be used here (root, the tools
-/// installed); said on stderr when not. Fails instead under `CLUSTERDNS_REQUIRE_NETFILTER`.
-pub fn netfilter_available() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let tools = ["ip", "iptables-save", "ip6tables-save", "nft"]
-        .iter()
-        .all(|tool| on_path(tool));
-    if root && tools {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CLUSTERDNS_REQUIRE_NETFILTER").is_none(),
-        "CLUSTERDNS_REQUIRE_NETFILTER is set but this is not root with ip, iptables-save and nft"
-    );
-    eprintln!("skipped: needs root with ip, iptables-save, ip6tables-save and nft");
-    false
-}
-
-/// Whether `tool` is an executable on `PATH`.
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
-}
-
 /// Runs `program ARGS`, panicking with its stderr if it fails; its stdout.
 fn run(program: &str, args: &[&str]) -> String {
     let output = Command::new(program)
