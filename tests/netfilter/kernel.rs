@@ -66,12 +66,15 @@ const DUMPS: &[Dump] = &[
         node_ip: Ipv4Addr::new(172, 18, 0, 3),
     },
     // The real kube-proxy v1.36.3 on kwok-node-0 (10.0.0.10), tests/fixtures/kube-proxy/
-    // README.md. Its `iptables-restore` input is left out: kube-proxy adds the jumps from
-    // the built-in chains with separate `iptables` calls, so that text alone leaves the
-    // kernel's built-in chains empty (trace assumes the jumps, and says so).
+    // README.md; its `iptables-restore` input holds no jump from the built-in chains, which
+    // kube-proxy installs apart (the harness does as it does; trace assumes them).
     kube_proxy(
         "tests/fixtures/kube-proxy/iptables-save.txt",
         Format::Iptables,
+    ),
+    kube_proxy(
+        "tests/fixtures/kube-proxy/iptables-restore.txt",
+        Format::IptablesRestore,
     ),
     kube_proxy("tests/fixtures/kube-proxy/nft-list.nft", Format::Nft),
     kube_proxy("tests/fixtures/kube-proxy/nft-transaction.nft", Format::Nft),
@@ -370,7 +373,7 @@ fn run_case(case: &Case) -> Report {
         client_ip,
         extra_sources: plan.extra_sources.clone(),
         endpoints: plan.endpoints.clone(),
-        route_localnet: case.format == Format::Iptables,
+        route_localnet: matches!(case.format, Format::Iptables | Format::IptablesRestore),
     };
     let rows = Topology::build(spec, &case.ruleset, case.format)
         .map(|mut topology| probe_all(&mut topology, &plan.probes, &traces));

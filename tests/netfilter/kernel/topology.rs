@@ -37,8 +37,12 @@ const EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The form a ruleset file is in, which decides the tool that loads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Format {
-    /// `iptables-save` output or `iptables-restore` input.
+    /// `iptables-save` output (or `iptables-restore` input with its jumps).
     Iptables,
+    /// kube-proxy's own `iptables-restore` input, which holds no jump from the built-in
+    /// chains: loaded as kube-proxy loads it (`--noflush`), then those jumps installed as it
+    /// installs them ([`KUBE_PROXY_JUMPS`]).
+    IptablesRestore,
     /// `nft list table` output or an `nft -f` transaction.
     Nft,
 }
@@ -282,29 +286,227 @@ fn sysctls(spec: &Spec, namespaces: [&Netns; 4]) {
     }
 }
 
+/// The jumps kube-proxy v1.36 installs from the built-in chains, in the order it installs
+/// them, each prepended (`iptables -I CHAIN 1`): its proxier's `iptablesJumpChains`, then
+/// `iptablesKubeletJumpChains` (pkg/proxy/iptables/proxier.go). Written here from its source,
+/// apart from what `proxy trace` assumes, so the kernel is the judge of that too.
+const KUBE_PROXY_JUMPS: &[(&str, &str, &[&str])] = &[
+    (
+        "filter",
+        "INPUT",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes externally-visible service portals",
+            "-j",
+            "KUBE-EXTERNAL-SERVICES",
+        ],
+    ),
+    (
+        "filter",
+        "FORWARD",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes externally-visible service portals",
+            "-j",
+            "KUBE-EXTERNAL-SERVICES",
+        ],
+    ),
+    (
+        "filter",
+        "INPUT",
+        &[
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes health check service ports",
+            "-j",
+            "KUBE-NODEPORTS",
+        ],
+    ),
+    (
+        "filter",
+        "FORWARD",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes service portals",
+            "-j",
+            "KUBE-SERVICES",
+        ],
+    ),
+    (
+        "filter",
+        "OUTPUT",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes service portals",
+            "-j",
+            "KUBE-SERVICES",
+        ],
+    ),
+    (
+        "filter",
+        "FORWARD",
+        &[
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes forwarding rules",
+            "-j",
+            "KUBE-FORWARD",
+        ],
+    ),
+    (
+        "filter",
+        "INPUT",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes load balancer firewall",
+            "-j",
+            "KUBE-PROXY-FIREWALL",
+        ],
+    ),
+    (
+        "filter",
+        "OUTPUT",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes load balancer firewall",
+            "-j",
+            "KUBE-PROXY-FIREWALL",
+        ],
+    ),
+    (
+        "filter",
+        "FORWARD",
+        &[
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "NEW",
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes load balancer firewall",
+            "-j",
+            "KUBE-PROXY-FIREWALL",
+        ],
+    ),
+    (
+        "nat",
+        "OUTPUT",
+        &[
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes service portals",
+            "-j",
+            "KUBE-SERVICES",
+        ],
+    ),
+    (
+        "nat",
+        "PREROUTING",
+        &[
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes service portals",
+            "-j",
+            "KUBE-SERVICES",
+        ],
+    ),
+    (
+        "nat",
+        "POSTROUTING",
+        &[
+            "-m",
+            "comment",
+            "--comment",
+            "kubernetes postrouting rules",
+            "-j",
+            "KUBE-POSTROUTING",
+        ],
+    ),
+    ("filter", "INPUT", &["-j", "KUBE-FIREWALL"]),
+    ("filter", "OUTPUT", &["-j", "KUBE-FIREWALL"]),
+];
+
+/// Installs [`KUBE_PROXY_JUMPS`] in `node` as kube-proxy does after its restore.
+fn install_kube_proxy_jumps(node: &Netns) -> Result<(), String> {
+    for (table, chain, rule) in KUBE_PROXY_JUMPS {
+        let mut args = vec!["-w", "-t", table, "-I", chain, "1"];
+        args.extend_from_slice(rule);
+        let out = node.exec("iptables", &args);
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+    }
+    Ok(())
+}
+
 /// Loads `ruleset` into `node` with the tool for its format.
 fn load(node: &Netns, ruleset: &Path, format: Format) -> Result<(), String> {
     let file = ruleset.to_str().expect("a UTF-8 path");
-    let out = match format {
-        Format::Iptables => {
-            let text = std::fs::read_to_string(ruleset).expect("read the ruleset");
-            let mut counters: Vec<&str> = text
-                .split("--nfacct-name")
-                .skip(1)
-                .filter_map(|rest| rest.split_whitespace().next())
-                .collect();
-            counters.sort_unstable();
-            counters.dedup();
-            if !counters.is_empty() {
-                node.nfacct(&counters);
-            }
-            node.exec("iptables-restore", &[file])
+    if format != Format::Nft {
+        // kube-proxy's `-m nfacct` rules load only where their counters exist.
+        let text = std::fs::read_to_string(ruleset).expect("read the ruleset");
+        let mut counters: Vec<&str> = text
+            .split("--nfacct-name")
+            .skip(1)
+            .filter_map(|rest| rest.split_whitespace().next())
+            .collect();
+        counters.sort_unstable();
+        counters.dedup();
+        if !counters.is_empty() {
+            node.nfacct(&counters);
         }
+    }
+    let out = match format {
+        Format::Iptables => node.exec("iptables-restore", &[file]),
+        Format::IptablesRestore => node.exec("iptables-restore", &["--noflush", file]),
         Format::Nft => node.exec("nft", &["-f", file]),
     };
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
     }
+    if format == Format::IptablesRestore {
+        install_kube_proxy_jumps(node)?;
+    }
+    Ok(())
 }
