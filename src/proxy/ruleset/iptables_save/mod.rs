@@ -166,21 +166,7 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
                     position = Some(n.saturating_sub(1));
                     start = 3;
                 }
-                let reader = RuleReader {
-                    words: &words[start..],
-                    at: 0,
-                    line: number,
-                    rule: Rule {
-                        line: number,
-                        text: line.to_owned(),
-                        matches: Vec::new(),
-                        actions: Vec::new(),
-                        comment: None,
-                    },
-                    protocol: None,
-                    modules: Vec::new(),
-                };
-                let rule = reader.read()?;
+                let rule = read_rule(&words[start..], line, number)?;
                 if table.chain(&chain).is_none() && headerless {
                     declare(table, &chain, "-", number)?;
                 }
@@ -253,21 +239,30 @@ pub fn parse(text: &str) -> Result<Ruleset, ParseError> {
 /// One `-A CHAIN options...` line read as a rule of line 0.
 fn parse_rules(line: &str) -> Result<Vec<Rule>, ParseError> {
     let words = words(line, 0)?;
-    let reader = RuleReader {
-        words: words.get(2..).unwrap_or_default(),
+    Ok(vec![read_rule(
+        words.get(2..).unwrap_or_default(),
+        line,
+        0,
+    )?])
+}
+
+/// The options of a rule (after `-A CHAIN`) written as `text` on line `number`, read.
+fn read_rule(options: &[String], text: &str, number: usize) -> Result<Rule, ParseError> {
+    RuleReader {
+        words: options,
         at: 0,
-        line: 0,
+        line: number,
         rule: Rule {
-            line: 0,
-            text: line.to_owned(),
+            line: number,
+            text: text.to_owned(),
             matches: Vec::new(),
             actions: Vec::new(),
             comment: None,
         },
         protocol: None,
         modules: Vec::new(),
-    };
-    Ok(vec![reader.read()?])
+    }
+    .read()
 }
 
 fn declare(table: &mut Table, name: &str, policy: &str, line: usize) -> Result<(), ParseError> {
