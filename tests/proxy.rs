@@ -2072,3 +2072,30 @@ fn explain_errors() {
         run.stderr
     );
 }
+
+/// The offline tools say only what they were asked on stdout and, unless something is
+/// wrong, nothing on stderr: the server's INFO lines ("zone loaded") are not for them
+/// (`RUST_LOG` still turns them on).
+#[test]
+fn the_tools_are_quiet_on_stderr_by_default() {
+    let run = |args: &[&str], log: Option<&str>| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"));
+        command
+            .args(args)
+            .current_dir(crate::common::root())
+            .env_remove("RUST_LOG");
+        if let Some(log) = log {
+            command.env("RUST_LOG", log);
+        }
+        command.output().unwrap()
+    };
+    let explain = ["explain", "shop/web", "--objects", "fixtures/shop.json"];
+    let records = ["records", "--objects", "fixtures/shop.json"];
+    for args in [&explain[..], &records[..]] {
+        let out = run(args, None);
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+    let loud = run(&explain, Some("info"));
+    assert!(String::from_utf8_lossy(&loud.stderr).contains("zone loaded"));
+}

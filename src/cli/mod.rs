@@ -187,7 +187,13 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {
     let cli = Cli::parse_from(coredns_args(std::env::args_os()));
-    init_logging();
+    // The server logs what it does; the tools print what they were asked, and only
+    // warnings beside it.
+    init_logging(if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    });
     let result = match cli.command {
         Command::Serve(args) => serve::run(&args),
         Command::Records(args) => records::run(&args),
@@ -256,14 +262,15 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     out
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the default (info, with hickory-proto's warnings only,
-/// and kube-rs's client errors and watcher warnings off: the API watch reports those itself,
-/// naming the resource and what was refused, once per outage rather than once per retry).
-fn init_logging() {
+/// Logs go to stderr; `RUST_LOG` overrides the default (`level`, with hickory-proto's warnings
+/// only, and kube-rs's client errors and watcher warnings off: the API watch reports those
+/// itself, naming the resource and what was refused, once per outage rather than once per
+/// retry).
+fn init_logging(level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(
-            "info,hickory_proto=warn,kube_client=off,kube_runtime=error",
-        )
+        tracing_subscriber::EnvFilter::new(format!(
+            "{level},hickory_proto=warn,kube_client=off,kube_runtime=error"
+        ))
     });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
