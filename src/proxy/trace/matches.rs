@@ -97,7 +97,33 @@ pub(super) enum KeyLookup {
     Unknown(String),
 }
 
+/// A field of the packet, as a set's or map's key reads it.
+pub(super) enum Field {
+    /// Its value.
+    Known(KeyValue),
+    /// The source address, not given (`--from`).
+    Source,
+    /// The packet has no such field (an ICMP packet's port).
+    Absent,
+    /// The source port: ephemeral, never known.
+    SourcePort,
+}
+
 impl<'r> Tracer<'r> {
+    /// What `part` of the packet in `walk` is.
+    pub(super) fn field(&self, part: KeyPart, walk: &Walk) -> Field {
+        match part {
+            KeyPart::Daddr => Field::Known(KeyValue::Net(IpNet::from(walk.dst))),
+            KeyPart::Saddr => self.options.from.map_or(Field::Source, |ip| {
+                Field::Known(KeyValue::Net(IpNet::from(ip)))
+            }),
+            KeyPart::L4proto => Field::Known(KeyValue::Proto(self.packet_protocol())),
+            KeyPart::Dport if self.options.icmp => Field::Absent,
+            KeyPart::Dport => Field::Known(KeyValue::Port(walk.dport, walk.dport)),
+            KeyPart::Sport => Field::SourcePort,
+        }
+    }
+
     /// Looks the packet's `key` up in the named set `name`.
     pub(super) fn key_set(
         &self,
@@ -111,13 +137,11 @@ impl<'r> Tracer<'r> {
         };
         let mut packet: Vec<Option<KeyValue>> = Vec::new();
         for part in key {
-            packet.push(match part {
-                KeyPart::Daddr => Some(KeyValue::Net(IpNet::from(walk.dst))),
-                KeyPart::Saddr => self.options.from.map(|ip| KeyValue::Net(IpNet::from(ip))),
-                KeyPart::L4proto => Some(KeyValue::Proto(self.packet_protocol())),
-                KeyPart::Dport if self.options.icmp => return KeyLookup::Found(false),
-                KeyPart::Dport => Some(KeyValue::Port(walk.dport, walk.dport)),
-                KeyPart::Sport => {
+            packet.push(match self.field(*part, walk) {
+                Field::Known(value) => Some(value),
+                Field::Source => None,
+                Field::Absent => return KeyLookup::Found(false),
+                Field::SourcePort => {
                     return KeyLookup::Unknown(
                         "the source port is not known (an ephemeral port)".to_owned(),
                     );

@@ -1,14 +1,12 @@
 //! The walk engine: chains in hook order, rules in chain order, jumps and gotos, verdicts,
 //! NAT, and the branches a statistic match or `numgen` makes.
 
-use ipnet::IpNet;
-
-use super::matches::{Decision, key_matches};
+use super::matches::{Decision, Field, key_matches};
 use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
 use super::{Hop, Masquerade};
 use crate::proxy::cascade::Stored;
 use crate::proxy::ruleset::{
-    Action, DnatSlot, Element, Hook, KeyPart, KeyValue, MapRef, Rule, Slot, Table, Verdict,
+    Action, DnatSlot, Element, Hook, KeyPart, MapRef, Rule, Slot, Table, Verdict,
 };
 
 pub(super) const MAX_DEPTH: usize = 64;
@@ -19,6 +17,17 @@ struct At<'r, 'c> {
     chain: &'c str,
     index: usize,
     depth: usize,
+}
+
+impl<'r, 'c> At<'r, 'c> {
+    fn new(table: &'r Table, chain: &'c str, index: usize, depth: usize) -> Self {
+        Self {
+            table,
+            chain,
+            index,
+            depth,
+        }
+    }
 }
 
 /// What a numgen's slots lead to.
@@ -233,21 +242,11 @@ impl<'r> Tracer<'r> {
                     }
                 }
                 Action::DnatMap { modulus, slots } => {
-                    let at = At {
-                        table,
-                        chain: chain_name,
-                        index,
-                        depth,
-                    };
+                    let at = At::new(table, chain_name, index, depth);
                     return self.split(walk, &at, &step, *modulus, Slots::Dnat(slots));
                 }
                 Action::Numgen { modulus, slots } => {
-                    let at = At {
-                        table,
-                        chain: chain_name,
-                        index,
-                        depth,
-                    };
+                    let at = At::new(table, chain_name, index, depth);
                     return self.split(walk, &at, &step, *modulus, Slots::Verdict(slots));
                 }
             }
@@ -358,23 +357,18 @@ impl<'r> Tracer<'r> {
     ) -> Option<Verdict> {
         let mut packet = Vec::new();
         for part in key {
-            packet.push(match part {
-                KeyPart::Daddr => KeyValue::Net(IpNet::from(walk.dst)),
-                KeyPart::Saddr => match self.options.from {
-                    Some(ip) => KeyValue::Net(IpNet::from(ip)),
-                    None => {
-                        self.warn(
-                            rule,
-                            "a map keyed by the source address needs --from; assumed not found",
-                        );
-                        return None;
-                    }
-                },
-                KeyPart::L4proto => KeyValue::Proto(self.packet_protocol()),
+            packet.push(match self.field(*part, walk) {
+                Field::Known(value) => value,
+                Field::Source => {
+                    self.warn(
+                        rule,
+                        "a map keyed by the source address needs --from; assumed not found",
+                    );
+                    return None;
+                }
                 // No element of kube-proxy's maps is keyed by an ICMP packet's bytes.
-                KeyPart::Dport if self.options.icmp => return None,
-                KeyPart::Dport => KeyValue::Port(walk.dport, walk.dport),
-                KeyPart::Sport => {
+                Field::Absent => return None,
+                Field::SourcePort => {
                     self.warn(
                         rule,
                         "a map keyed by the source port cannot be looked up; assumed not found",
