@@ -193,6 +193,7 @@ fn loadbalance_shuffles_prepared_address_runs() {
         owner: Owner::Question,
         count: 10,
         data: Cow::Owned(data),
+        holder: &[],
     });
     let mut packet = header(1, 0, [1, 0, 0, 0]);
     packet.extend(question(WEB, 1));

@@ -9,6 +9,7 @@ use super::{
     Request, reply,
 };
 use crate::codes::{rcode, rtype};
+use crate::zone::rrset::expand_name;
 use crate::zone::{Answer, Owner, Run, ServedZone};
 
 /// How many label positions a reply keeps as compression targets: enough for the names of
@@ -192,7 +193,9 @@ impl<'o> Writer<'o> {
                 },
                 Owner::Embedded => {
                     let written = self.out.len();
-                    self.out.extend_from_slice(&data[owner_at..rr_start]);
+                    if expand_name(&data[owner_at..rr_start], run.holder, self.out).is_none() {
+                        self.out.extend_from_slice(&data[owner_at..rr_start]);
+                    }
                     if let Some(respell) = respell {
                         respell.apply(&mut self.out[written..]);
                     }
@@ -201,7 +204,21 @@ impl<'o> Writer<'o> {
             }
             let rr_type = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
             let rdata_at = self.out.len() + 10;
-            self.out.extend_from_slice(&data[rr_start..end]);
+            // An SRV target is a stored name: written whole, and RDLENGTH with it.
+            let stored_target = data
+                .get(rr_start + 16..end)
+                .filter(|_| rr_type == rtype::SRV);
+            match stored_target {
+                Some(target) => {
+                    self.out.extend_from_slice(&data[rr_start..rr_start + 16]);
+                    if expand_name(target, run.holder, self.out).is_none() {
+                        self.out.extend_from_slice(target);
+                    }
+                    let rdlen = (self.out.len() - rdata_at) as u16;
+                    self.out[rdata_at - 2..rdata_at].copy_from_slice(&rdlen.to_be_bytes());
+                }
+                _ => self.out.extend_from_slice(&data[rr_start..end]),
+            }
             if let Some(respell) = respell {
                 let target_at = match rr_type {
                     rtype::SRV => Some(rdata_at + 6),

@@ -196,7 +196,12 @@ pub struct Run<'a> {
     /// How many records `data` holds.
     pub count: u16,
     /// TYPE CLASS TTL RDLENGTH RDATA per record (owner first when [`Owner::Embedded`]).
+    /// SRV targets and embedded owners are stored names: whole, or ending in a pointer into
+    /// `holder` (see [`rrset`]'s "names stored once").
     pub data: Cow<'a, [u8]>,
+    /// The name that held the records (lower-case wire), which the pointers of their
+    /// stored names point into; empty for records built for the question.
+    pub holder: &'a [u8],
 }
 
 impl<'a> Run<'a> {
@@ -205,6 +210,7 @@ impl<'a> Run<'a> {
             owner: Owner::Question,
             count: set.count,
             data: Cow::Borrowed(set.body),
+            holder: set.owner,
         }
     }
 
@@ -213,6 +219,7 @@ impl<'a> Run<'a> {
             owner: Owner::Embedded,
             count: set.extra_count,
             data: Cow::Borrowed(set.extra),
+            holder: set.owner,
         })
     }
 }
@@ -497,6 +504,7 @@ impl Snapshot {
                 owner: Owner::Question,
                 count: 1,
                 data: Cow::Owned(data),
+                holder: &[],
             });
         }
         answer

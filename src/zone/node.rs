@@ -85,6 +85,7 @@ impl Node {
         let count = self.0[count_at] as usize;
         let headers = count_at + 1;
         RrSets {
+            owner: self.name(),
             bytes: &self.0,
             header: headers,
             end: headers + count * SET_HEADER,
@@ -132,6 +133,8 @@ impl fmt::Debug for Node {
 /// The RRsets of a [`Node`].
 #[derive(Debug, Clone)]
 pub(crate) struct RrSets<'a> {
+    /// The node's name.
+    owner: &'a [u8],
     bytes: &'a [u8],
     /// The next set's header.
     header: usize,
@@ -158,6 +161,7 @@ impl<'a> Iterator for RrSets<'a> {
         self.header += SET_HEADER;
         self.data = extra_at + extra_len;
         Some(RrSet {
+            owner: self.owner,
             rtype: u16_at(0),
             count: u16_at(2),
             body: &self.bytes[body_at..extra_at],

@@ -602,12 +602,13 @@ pub(crate) fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_
     let srv_ttl = b.srv_ttl;
     for entry in entries {
         let Some(port) = entry.port else { continue };
+        let target = rrset::stored_name(entry.target, owner);
         let set = b.set(owner, rtype::SRV, srv_ttl);
         if srv_seen.insert((entry.target, port)) {
-            set.push(&rrset::srv_rdata(0, weight, port, entry.target));
+            set.push(&rrset::srv_rdata_stored(0, weight, port, &target));
         }
         if glue_seen.insert((entry.target, entry.ip)) {
-            set.push_extra_address(entry.target, ttl, entry.ip);
+            set.push_extra_address_stored(&target, ttl, entry.ip);
         }
     }
 }

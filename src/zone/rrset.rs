@@ -4,8 +4,24 @@
 //! writer puts a compression pointer to the question in front of each one, so the answer
 //! carries the query's own spelling of the name for free. Records with another owner (SRV
 //! and NS glue) are stored whole, owner included.
+//!
+//! # Names stored once
+//!
+//! An SRV target and the owner of its glue are nearly always the name that holds them or a
+//! name below one of its suffixes: an endpoint name's SRV points at itself, a headless
+//! Service's at `<endpoint>.<its own name>`, `_http._tcp.<svc>`'s at `<endpoint>.<svc>`. Such a
+//! name is stored as its labels in front of that suffix and a pointer to it,
+//! `0xc000 | (12 + k)` where `k` is where the suffix starts in the holding name: the offset
+//! the holding name would have as the question of a message. [`expand_name`] writes it out
+//! whole again from the holding name (the [`RrSet::owner`]), so answers are byte for byte
+//! what they were with whole names; the zone-file listing decodes the sets inside a message
+//! whose question is the holding name, where the pointer is an ordinary one. No other
+//! stored name holds a pointer but the SOA's, which points at the question itself and is
+//! written as it is.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use smallvec::SmallVec;
 
 use super::name::WireName;
 use crate::codes::{class, rtype};
@@ -14,6 +30,9 @@ use crate::codes::{class, rtype};
 /// holds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RrSet<'a> {
+    /// The name that holds the set (lower-case wire): where its stored names' pointers
+    /// point ([`expand_name`]).
+    pub(crate) owner: &'a [u8],
     pub(crate) rtype: u16,
     pub(crate) count: u16,
     /// `count` records without owner: TYPE CLASS TTL RDLENGTH RDATA, back to back.
@@ -84,10 +103,16 @@ impl RrSetBuilder {
 
     /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
     pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
+        self.push_extra_address_stored(owner.as_bytes(), ttl, ip);
+    }
+
+    /// [`push_extra_address`](Self::push_extra_address) with the owner as stored (whole, or
+    /// in front of a pointer into the holding name: [`stored_name`]).
+    pub(crate) fn push_extra_address_stored(&mut self, owner: &[u8], ttl: u32, ip: IpAddr) {
         if self.extra_count == u16::MAX {
             return;
         }
-        self.extra.extend_from_slice(owner.as_bytes());
+        self.extra.extend_from_slice(owner);
         let (rtype, rdata) = address_rdata(ip);
         write_rr_header(&mut self.extra, rtype, ttl, rdata.len());
         self.extra.extend_from_slice(&rdata);
@@ -128,14 +153,81 @@ pub(crate) fn address_rdata(ip: IpAddr) -> (u16, Vec<u8>) {
     }
 }
 
-/// SRV RDATA: priority, weight, port, target (never compressed, RFC 2782).
+/// SRV RDATA: priority, weight, port, target (never compressed on the wire, RFC 2782).
 pub(crate) fn srv_rdata(priority: u16, weight: u16, port: u16, target: &WireName) -> Vec<u8> {
-    let mut rdata = Vec::with_capacity(6 + target.as_bytes().len());
+    srv_rdata_stored(priority, weight, port, target.as_bytes())
+}
+
+/// [`srv_rdata`] with the target as stored ([`stored_name`]).
+pub(crate) fn srv_rdata_stored(priority: u16, weight: u16, port: u16, target: &[u8]) -> Vec<u8> {
+    let mut rdata = Vec::with_capacity(6 + target.len());
     rdata.extend_from_slice(&priority.to_be_bytes());
     rdata.extend_from_slice(&weight.to_be_bytes());
     rdata.extend_from_slice(&port.to_be_bytes());
-    rdata.extend_from_slice(target.as_bytes());
+    rdata.extend_from_slice(target);
     rdata
+}
+
+/// The offset a holding name has as the question of a message, which a stored name's
+/// pointer adds to the suffix's offset in it.
+const QUESTION_AT: usize = 12;
+
+/// `name` as a set held by `holder` stores it: its labels in front of the longest suffix of
+/// `holder` it ends with (at a label boundary of both), then a pointer to that suffix; the
+/// whole name when they share no more than the root.
+pub(crate) fn stored_name(name: &WireName, holder: &WireName) -> SmallVec<[u8; 64]> {
+    let name = name.as_bytes();
+    let holder = holder.as_bytes();
+    let mut suffix_at = 0;
+    while let Some(&len) = holder.get(suffix_at) {
+        if len == 0 {
+            break;
+        }
+        let suffix = &holder[suffix_at..];
+        if let Some(prefix) = name.len().checked_sub(suffix.len())
+            && &name[prefix..] == suffix
+            && is_label_start(name, prefix)
+        {
+            let mut out = SmallVec::from_slice(&name[..prefix]);
+            out.extend_from_slice(&(0xc000 | (QUESTION_AT + suffix_at) as u16).to_be_bytes());
+            return out;
+        }
+        suffix_at += 1 + usize::from(len);
+    }
+    SmallVec::from_slice(name)
+}
+
+fn is_label_start(name: &[u8], at: usize) -> bool {
+    let mut i = 0;
+    while i < at {
+        i += 1 + usize::from(name[i]);
+    }
+    i == at
+}
+
+/// Writes the stored name at the start of `stored` (whole, or labels and a pointer into
+/// `holder`, [`stored_name`]) whole at the end of `out`; the stored length, or `None` when
+/// `stored` does not start with a stored name.
+pub(crate) fn expand_name(stored: &[u8], holder: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let len = usize::from(*stored.get(at)?);
+        match len {
+            0 => {
+                out.extend_from_slice(&stored[..=at]);
+                return Some(at + 1);
+            }
+            1..=63 => at += 1 + len,
+            0xc0..=0xff => {
+                let low = usize::from(*stored.get(at + 1)?);
+                let suffix = (((len & 0x3f) << 8) | low).checked_sub(QUESTION_AT)?;
+                out.extend_from_slice(&stored[..at]);
+                out.extend_from_slice(holder.get(suffix..)?);
+                return Some(at + 2);
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// TXT RDATA of one character-string.
@@ -235,6 +327,58 @@ mod tests {
                 .to_string()
                 .starts_with("1.0.0.0.0.0.0.0.")
         );
+    }
+
+    #[test]
+    fn stored_names_point_into_their_holder_and_expand_whole() {
+        let name = |dotted: &str| WireName::from_dotted(dotted).unwrap();
+        let base = name("web.shop.svc.cluster.local.");
+        let srv = name("_http._tcp.web.shop.svc.cluster.local.");
+        let endpoint = name("10-244-1-5.web.shop.svc.cluster.local.");
+        let elsewhere = name("example.com.");
+        let cases = [
+            // (name, holder, labels kept in front of the pointer, suffix offset in holder)
+            (&endpoint, &endpoint, 0, Some(0)),
+            (&endpoint, &base, 1, Some(0)),
+            (&endpoint, &srv, 1, Some(11)),
+            (&base, &srv, 0, Some(11)),
+            // Only the zone in common: `10-244-1-5.web.shop.svc` in front of it.
+            (&endpoint, &name("other.cluster.local."), 4, Some(6)),
+            (&elsewhere, &base, 2, None),
+        ];
+        for (stored_of, holder, kept, suffix) in cases {
+            let stored = stored_name(stored_of, holder);
+            let mut at = 0;
+            for _ in 0..kept {
+                at += 1 + usize::from(stored[at]);
+            }
+            match suffix {
+                Some(k) => assert_eq!(
+                    &stored[at..],
+                    &(0xc000u16 | (12 + k) as u16).to_be_bytes(),
+                    "{stored_of} in {holder}"
+                ),
+                None => assert_eq!(&stored[..], stored_of.as_bytes()),
+            }
+            let mut out = vec![0xaa];
+            let mut tail = stored.to_vec();
+            tail.extend_from_slice(b"rest");
+            assert_eq!(
+                expand_name(&tail, holder.as_bytes(), &mut out),
+                Some(stored.len())
+            );
+            assert_eq!(&out[1..], stored_of.as_bytes(), "{stored_of} in {holder}");
+        }
+        // A label that only looks like the holder's suffix is not one.
+        let stored = stored_name(&name("xweb.shop.svc.cluster.local."), &base);
+        assert_eq!(
+            stored.len(),
+            5 + 2,
+            "xweb and a pointer to shop.svc.cluster.local"
+        );
+        let mut out = Vec::new();
+        assert_eq!(expand_name(&[0xc0, 0x05], base.as_bytes(), &mut out), None);
+        assert_eq!(expand_name(&[3, b'a'], base.as_bytes(), &mut out), None);
     }
 
     #[test]
