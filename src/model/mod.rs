@@ -197,6 +197,21 @@ impl Cluster {
         }
     }
 
+    /// The keys of the objects of `kind`, in order (a Namespace's with an empty namespace).
+    pub fn keys_of(&self, kind: Kind) -> Box<dyn Iterator<Item = ObjectKey> + '_> {
+        match kind {
+            Kind::Namespace => Box::new(
+                self.namespaces
+                    .keys()
+                    .map(|n| ObjectKey::new("", n.as_str())),
+            ),
+            Kind::Service => Box::new(self.services.keys().cloned()),
+            Kind::EndpointSlice => Box::new(self.endpoint_slices.keys().cloned()),
+            Kind::Pod => Box::new(self.pods.keys().cloned()),
+            Kind::ServiceImport => Box::new(self.service_imports.keys().cloned()),
+        }
+    }
+
     /// How many objects of each kind it holds.
     pub fn len_of(&self, kind: Kind) -> usize {
         match kind {

@@ -6,9 +6,11 @@
 //! the minimal model (the API objects are converted and dropped at once: only the fields the
 //! zone needs are kept). One task owns the `Cluster` those changes apply to and publishes a
 //! new zone as soon as changes arrive (what arrives during a publication goes into the next)
-//! — never while a resource is being re-listed
-//! (a re-list updates the objects in place and removes, at its end, those it did not see, so
-//! there is never a half-listed zone and never a second full copy of the objects).
+//! — never while a resource is being re-listed. A re-list is a diff against the objects
+//! held: what it finds changed, and at its end what it did not see, are queued as changes and
+//! published together as an update of the names they touch, so there is never a half-listed
+//! zone, never a second copy of the objects and (unless most of them changed) never a second
+//! whole zone beside the served one.
 //!
 //! [`ApiStatus`] tells the rest of the server how the watch is doing: whether the store has
 //! synced (until then an NXDOMAIN is answered SERVFAIL, as CoreDNS does), whether the API

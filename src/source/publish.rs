@@ -10,6 +10,7 @@
 //! one and never ahead of the clock: publications within one second share it, as CoreDNS's
 //! `Modified()` does.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::programming::{self, SliceTrigger, Tracker};
 use crate::config::KubernetesConfig;
 use crate::metrics::process::{ObjectCounts, StoreMetrics};
-use crate::model::{Cluster, Kind, Object};
+use crate::model::{Cluster, Kind, Object, ObjectKey};
 use crate::store::Store;
 use crate::zone::{self, Applied, BuildContext, Change, Incremental, Snapshot};
 
@@ -35,6 +36,9 @@ pub struct Publisher {
     zone: Option<Incremental>,
     /// Changes not published yet.
     pending: Vec<Change>,
+    /// The kind and key of each change in `pending`, and whether the last of them leaves
+    /// the object present (an upsert) or not (a delete).
+    pending_keys: HashMap<(Kind, ObjectKey), bool>,
     store: Arc<Store>,
     metrics: Option<Arc<StoreMetrics>>,
     tracker: Option<Tracker>,
@@ -69,6 +73,7 @@ impl Publisher {
             cluster: Cluster::default(),
             zone: None,
             pending: Vec::new(),
+            pending_keys: HashMap::new(),
             store,
             metrics,
             tracker: None,
@@ -126,6 +131,7 @@ impl Publisher {
 
     /// The objects to edit directly (a list in progress): the next publication is whole.
     pub fn edit(&mut self) -> &mut Cluster {
+        self.pending_keys.clear();
         for change in std::mem::take(&mut self.pending) {
             apply(&mut self.cluster, change);
         }
@@ -142,25 +148,57 @@ impl Publisher {
 
     /// Queues `change` for the next publication.
     pub fn change(&mut self, mut change: Change) {
-        if let Change::Upsert(object) = &mut change {
-            zone::trim(object, &self.config);
-            // A change of nothing the zone reads (a pod's conditions, an object's
-            // annotations) is no change.
-            let (kind, key) = (object.kind(), object.key());
-            if self.cluster.get(kind, &key) == Some(object.borrowed())
-                && !self
-                    .pending
-                    .iter()
-                    .any(|queued| queued.kind() == kind && queued.key() == key)
-            {
-                return;
+        let (kind, key) = (change.kind(), change.key());
+        let queued = self.pending_keys.get(&(kind, key.clone())).copied();
+        match &mut change {
+            Change::Upsert(object) => {
+                zone::trim(object, &self.config);
+                // A change of nothing the zone reads (a pod's conditions, an object's
+                // annotations) is no change.
+                if queued.is_none() && self.cluster.get(kind, &key) == Some(object.borrowed()) {
+                    return;
+                }
+            }
+            // Deleting what is not there (or already going) is no change.
+            Change::Delete(..) => {
+                if !queued.unwrap_or_else(|| self.cluster.get(kind, &key).is_some()) {
+                    return;
+                }
             }
         }
         if self.zone.is_none() {
             apply(&mut self.cluster, change);
         } else {
+            let present = matches!(change, Change::Upsert(_));
+            self.pending_keys.insert((kind, key), present);
             self.pending.push(change);
         }
+    }
+
+    /// Whether the object of `kind` at `key` is there once the queued changes are applied.
+    pub fn holds(&self, kind: Kind, key: &ObjectKey) -> bool {
+        match self.pending_keys.get(&(kind, key.clone())) {
+            Some(present) => *present,
+            None => self.cluster.get(kind, key).is_some(),
+        }
+    }
+
+    /// The keys of the objects of `kind` there once the queued changes are applied.
+    pub fn keys_held(&self, kind: Kind) -> Vec<ObjectKey> {
+        let mut keys: Vec<ObjectKey> = self
+            .cluster
+            .keys_of(kind)
+            .filter(|key| self.pending_keys.get(&(kind, key.clone())) != Some(&false))
+            .collect();
+        keys.extend(
+            self.pending_keys
+                .iter()
+                .filter(|((queued, key), present)| {
+                    *queued == kind && **present && self.cluster.get(kind, key).is_none()
+                })
+                .map(|((_, key), _)| key.clone()),
+        );
+        keys
     }
 
     /// Queues the changes that turn the objects into `cluster` (an objects file read again).
@@ -191,6 +229,7 @@ impl Publisher {
         let serial = unix_seconds(at).max(previous.serial());
         let started = Instant::now();
         let changes = std::mem::take(&mut self.pending);
+        self.pending_keys.clear();
         let touched: Vec<(Kind, crate::model::ObjectKey)> = changes
             .iter()
             .filter(|change| change.kind() == Kind::EndpointSlice)

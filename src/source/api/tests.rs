@@ -96,6 +96,82 @@ fn a_relist_updates_in_place_and_removes_what_it_did_not_see() {
 }
 
 #[test]
+fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services], publisher());
+    for change in [
+        Change::Init(Resource::Namespaces),
+        Change::Upsert(namespace("shop")),
+        Change::InitDone(Resource::Namespaces),
+        Change::Init(Resource::Services),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(service("shop", "db")),
+        Change::InitDone(Resource::Services),
+    ] {
+        watched.apply(change, &status);
+    }
+    let first = watched
+        .publisher
+        .publish(SystemTime::now())
+        .expect("first sync");
+    assert!(first.whole);
+    // 410 Gone: the services are listed again; db went and cart came while the watch was
+    // down, web is as it was. Meanwhile a namespace's watch reports one added and deleted.
+    for change in [
+        Change::Init(Resource::Services),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(namespace("gone-soon")),
+        Change::Upsert(service("shop", "cart")),
+        Change::Delete(Resource::Namespaces, ObjectKey::new("", "gone-soon")),
+    ] {
+        watched.apply(change, &status);
+    }
+    assert!(!watched.complete(), "never publish half a re-list");
+    assert_eq!(names(&watched), ["shop/db", "shop/web"], "served as it was");
+    watched.apply(Change::InitDone(Resource::Services), &status);
+    assert!(watched.complete());
+    let published = watched
+        .publisher
+        .publish(SystemTime::now())
+        .expect("changed");
+    assert!(!published.whole, "a diff against what is held");
+    assert_eq!(names(&watched), ["shop/cart", "shop/web"]);
+    assert!(
+        !watched
+            .publisher
+            .cluster()
+            .namespaces
+            .contains_key("gone-soon")
+    );
+    let store = watched.publisher.store().load();
+    let lookup = |name: &str| {
+        let wire = crate::zone::name::WireName::from_dotted(name).expect("name");
+        store
+            .lookup(wire.as_bytes(), crate::codes::rtype::A)
+            .map(|answer| answer.rcode)
+    };
+    assert_eq!(
+        lookup("cart.shop.svc.cluster.local."),
+        Some(crate::zone::Rcode::NoError)
+    );
+    assert_eq!(
+        lookup("db.shop.svc.cluster.local."),
+        Some(crate::zone::Rcode::NxDomain)
+    );
+    // A re-list that finds nothing changed publishes nothing.
+    for change in [
+        Change::Init(Resource::Services),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(service("shop", "cart")),
+        Change::InitDone(Resource::Services),
+    ] {
+        watched.apply(change, &status);
+    }
+    assert!(watched.publisher.publish(SystemTime::now()).is_none());
+    assert_eq!(status.state().relists.get("services"), Some(&2));
+}
+
+#[test]
 fn deletes_and_failures() {
     let status = ApiStatus::new("cluster.local.");
     let mut watched = Watched::new(vec![Resource::Services], publisher());

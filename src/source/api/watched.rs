@@ -84,10 +84,11 @@ impl Watched {
                 false
             }
             Change::Upsert(object) => {
-                if let Some(seen) = self.listing.get_mut(&resource_of(&object)) {
+                let resource = resource_of(&object);
+                if let Some(seen) = self.listing.get_mut(&resource) {
                     seen.insert(object.key());
                 }
-                if self.complete() {
+                if self.as_changes(resource) {
                     self.publisher.change(zone::Change::Upsert(object));
                 } else {
                     self.publisher.insert_listed(*object);
@@ -96,10 +97,10 @@ impl Watched {
             }
             Change::Delete(resource, key) => {
                 let kind = kind_of(resource);
-                if self.publisher.cluster().get(kind, &key).is_none() {
+                if !self.publisher.holds(kind, &key) {
                     return false;
                 }
-                if self.complete() {
+                if self.as_changes(resource) {
                     self.publisher.change(zone::Change::Delete(kind, key));
                 } else {
                     self.publisher.edit().remove(kind, &key);
@@ -108,16 +109,24 @@ impl Watched {
             }
             Change::InitDone(resource) => {
                 let seen = self.listing.remove(&resource).unwrap_or_default();
+                let relist = self.listed.contains(&resource);
                 self.listed.insert(resource);
                 let kind = kind_of(resource);
-                let gone: Vec<ObjectKey> = self
-                    .keys(resource)
-                    .filter(|key| !seen.contains(key))
-                    .collect();
-                if !gone.is_empty() {
-                    let cluster = self.publisher.edit();
-                    for key in &gone {
-                        cluster.remove(kind, key);
+                if relist {
+                    let held = self.publisher.keys_held(kind);
+                    for key in held.into_iter().filter(|key| !seen.contains(key)) {
+                        self.publisher.change(zone::Change::Delete(kind, key));
+                    }
+                } else {
+                    let gone: Vec<ObjectKey> = self
+                        .keys(resource)
+                        .filter(|key| !seen.contains(key))
+                        .collect();
+                    if !gone.is_empty() {
+                        let cluster = self.publisher.edit();
+                        for key in &gone {
+                            cluster.remove(kind, key);
+                        }
                     }
                 }
                 // The end of a list always counts: it may complete the state.
@@ -146,15 +155,17 @@ impl Watched {
         }
     }
 
+    /// Whether what the watch of `resource` reports goes to the publisher as changes: always
+    /// once it has been listed, a re-list included — a re-list is a diff against the objects
+    /// held, published (when it is complete) as an update of the names it touched, never a
+    /// second whole build beside the served zone. Only a resource's first list edits the
+    /// objects directly, for the whole build that the first sync is.
+    fn as_changes(&self, resource: Resource) -> bool {
+        self.listed.contains(&resource)
+    }
+
     pub(super) fn keys(&self, resource: Resource) -> Box<dyn Iterator<Item = ObjectKey> + '_> {
-        let cluster = self.publisher.cluster();
-        match resource {
-            Resource::Namespaces => Box::new(cluster.namespaces.keys().map(|n| namespace_key(n))),
-            Resource::Services => Box::new(cluster.services.keys().cloned()),
-            Resource::EndpointSlices => Box::new(cluster.endpoint_slices.keys().cloned()),
-            Resource::Pods => Box::new(cluster.pods.keys().cloned()),
-            Resource::ServiceImports => Box::new(cluster.service_imports.keys().cloned()),
-        }
+        self.publisher.cluster().keys_of(kind_of(resource))
     }
 }
 
