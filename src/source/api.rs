@@ -20,11 +20,13 @@
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
-//! own under `api/`: `connect.rs` (the client), `feed.rs` (a resource's events into changes),
+//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod),
+//! `feed.rs` (a resource's events into changes),
 //! `watched.rs` (the objects and the listings in progress), `publishing.rs` (the task that
 //! applies the changes and publishes zones), `snapshot_file.rs` and `status.rs`.
 
 mod connect;
+mod decode;
 mod feed;
 mod publishing;
 mod snapshot_file;
@@ -55,6 +57,7 @@ use crate::model::{Cluster, Object, convert};
 use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
+use self::decode::PodObject;
 use self::feed::Feed;
 use self::publishing::Publishing;
 pub use self::snapshot_file::{read_snapshot, write_snapshot};
@@ -367,8 +370,8 @@ fn spawn_resource(
                 convert::endpoint_slice(slice).map(Object::EndpointSlice)
             },
         )),
-        Resource::Pods => tokio::spawn(feed.run(api!(core::Pod), |pod: &core::Pod| {
-            convert::pod(pod).map(Object::Pod)
+        Resource::Pods => tokio::spawn(feed.run(api!(PodObject), |pod: &PodObject| {
+            convert::pod(&pod.to_pod()).map(Object::Pod)
         })),
         Resource::ServiceImports => tokio::spawn(
             feed.run(api!(ServiceImportObject), |import: &ServiceImportObject| {

@@ -1,0 +1,306 @@
+//! What the watch decodes of a Pod: only the fields [`convert::pod`] reads.
+//!
+//! A Pod as the API server sends it is mostly what DNS never reads — `managedFields`,
+//! annotations, owner references, every container's image, command, environment, probes,
+//! volumes and resources, and the status of each container. Decoded into k8s-openapi's
+//! `Pod`, all of that is parsed, allocated and dropped again for each of a large cluster's
+//! pods, at the first list and at every change; with `pods verified` at 150,000 pods that
+//! was most of the sync. [`PodObject`] is the object reduced to the fields read (serde skips
+//! the rest without building it), and [`PodObject::to_pod`] gives the k8s-openapi `Pod` that
+//! holds just those, for [`convert::pod`] — so a bad field is reported with the same path and
+//! words as from a `kubectl get -o json` file.
+//!
+//! [`convert::pod`]: crate::model::convert::pod
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::{Deserialize, Deserializer};
+
+/// A Pod, reduced to what [`convert::pod`](crate::model::convert::pod) reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct PodObject {
+    /// `metadata`: name, namespace, labels, `deletionTimestamp` and `resourceVersion` (the
+    /// watch resumes from it).
+    #[serde(default, deserialize_with = "metadata")]
+    pub(crate) metadata: ObjectMeta,
+    #[serde(default)]
+    spec: Option<PodSpec>,
+    #[serde(default)]
+    status: Option<PodStatus>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    deletion_timestamp: Option<Time>,
+    #[serde(default)]
+    resource_version: Option<String>,
+}
+
+fn metadata<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
+    let meta = Option::<Metadata>::deserialize(deserializer)?.unwrap_or_default();
+    Ok(ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        labels: meta.labels,
+        deletion_timestamp: meta.deletion_timestamp,
+        resource_version: meta.resource_version,
+        ..ObjectMeta::default()
+    })
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodSpec {
+    #[serde(default)]
+    hostname: Option<String>,
+    #[serde(default)]
+    subdomain: Option<String>,
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    host_network: Option<bool>,
+    #[serde(default)]
+    containers: Option<Vec<Container>>,
+    #[serde(default)]
+    init_containers: Option<Vec<Container>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Container {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    ports: Option<Vec<ContainerPort>>,
+    #[serde(default)]
+    restart_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerPort {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    container_port: i32,
+    #[serde(default)]
+    protocol: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodStatus {
+    #[serde(default)]
+    phase: Option<String>,
+    #[serde(default, rename = "podIP")]
+    pod_ip: Option<String>,
+    #[serde(default, rename = "podIPs")]
+    pod_ips: Option<Vec<PodIp>>,
+    #[serde(default)]
+    conditions: Option<Vec<Condition>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct PodIp {
+    #[serde(default)]
+    ip: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Condition {
+    #[serde(default, rename = "type")]
+    type_: String,
+    #[serde(default)]
+    status: String,
+}
+
+impl PodObject {
+    /// The k8s-openapi Pod holding the fields read, and nothing else.
+    pub(crate) fn to_pod(&self) -> core::Pod {
+        let container = |c: &Container| core::Container {
+            name: c.name.clone(),
+            restart_policy: c.restart_policy.clone(),
+            ports: c.ports.as_ref().map(|ports| {
+                ports
+                    .iter()
+                    .map(|port| core::ContainerPort {
+                        name: port.name.clone(),
+                        container_port: port.container_port,
+                        protocol: port.protocol.clone(),
+                        ..core::ContainerPort::default()
+                    })
+                    .collect()
+            }),
+            ..core::Container::default()
+        };
+        core::Pod {
+            metadata: self.metadata.clone(),
+            spec: self.spec.as_ref().map(|spec| core::PodSpec {
+                hostname: spec.hostname.clone(),
+                subdomain: spec.subdomain.clone(),
+                node_name: spec.node_name.clone(),
+                host_network: spec.host_network,
+                containers: spec.containers.iter().flatten().map(container).collect(),
+                init_containers: spec
+                    .init_containers
+                    .as_ref()
+                    .map(|containers| containers.iter().map(container).collect()),
+                ..core::PodSpec::default()
+            }),
+            status: self.status.as_ref().map(|status| core::PodStatus {
+                phase: status.phase.clone(),
+                pod_ip: status.pod_ip.clone(),
+                pod_ips: status.pod_ips.as_ref().map(|ips| {
+                    ips.iter()
+                        .map(|ip| core::PodIP { ip: ip.ip.clone() })
+                        .collect()
+                }),
+                conditions: status.conditions.as_ref().map(|conditions| {
+                    conditions
+                        .iter()
+                        .map(|condition| core::PodCondition {
+                            type_: condition.type_.clone(),
+                            status: condition.status.clone(),
+                            ..core::PodCondition::default()
+                        })
+                        .collect()
+                }),
+                ..core::PodStatus::default()
+            }),
+        }
+    }
+}
+
+impl kube::Resource for PodObject {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("Pod")
+    }
+
+    fn group((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+
+    fn version((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("v1")
+    }
+
+    fn plural((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("pods")
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::PathBuf;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::model::convert;
+
+    /// Every pod of the fixtures, and pods with each field the conversion reads set,
+    /// unset or wrong: decoded whole or reduced, they convert to the same pod or fail with
+    /// the same error.
+    #[test]
+    fn a_reduced_pod_converts_exactly_as_the_whole_one() {
+        let mut pods: Vec<Value> = Vec::new();
+        let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        for entry in std::fs::read_dir(&fixtures).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let Ok(document) = serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap())
+            else {
+                continue;
+            };
+            let items = document["items"].as_array().cloned().unwrap_or_default();
+            pods.extend(items.into_iter().filter(|item| item["kind"] == "Pod"));
+        }
+        assert!(pods.len() >= 10, "{} pods in the fixtures", pods.len());
+        let full = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": "web-0", "namespace": "shop", "labels": {"app": "web"},
+                "deletionTimestamp": "2026-12-01T10:00:00Z", "resourceVersion": "42",
+                "annotations": {"a": "b"}, "managedFields": [{"manager": "kubelet"}],
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                     "name": "web", "uid": "1"}],
+            },
+            "spec": {
+                "hostname": "web-0", "subdomain": "web", "nodeName": "node-1",
+                "hostNetwork": true,
+                "containers": [{"name": "app", "image": "nginx", "env": [{"name": "A"}],
+                                "ports": [{"name": "http", "containerPort": 8080},
+                                          {"containerPort": 53, "protocol": "UDP"}]}],
+                "initContainers": [
+                    {"name": "sidecar", "restartPolicy": "Always",
+                     "ports": [{"name": "metrics", "containerPort": 9090}]},
+                    {"name": "init", "ports": [{"name": "no", "containerPort": 1}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}],
+            },
+            "status": {
+                "phase": "Running", "podIP": "10.244.1.5",
+                "podIPs": [{"ip": "10.244.1.5"}, {"ip": "fd00::5"}],
+                "conditions": [{"type": "Ready", "status": "True"},
+                               {"type": "PodScheduled", "status": "True"}],
+                "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
+                                       "image": "nginx", "imageID": ""}],
+            },
+        });
+        pods.push(full.clone());
+        let mut edit = |pointer: &str, value: Value| {
+            let mut pod = full.clone();
+            *pod.pointer_mut(pointer).unwrap() = value;
+            pods.push(pod);
+        };
+        edit("/status/phase", "Sleeping".into());
+        edit("/status/podIPs/1/ip", "not-an-ip".into());
+        edit("/status/podIPs", Value::Array(Vec::new()));
+        edit("/status/podIP", "10.244.1.999".into());
+        edit("/spec/containers/0/ports/0/containerPort", 70000.into());
+        edit("/spec/containers/0/ports/1/protocol", "QUIC".into());
+        edit("/status/conditions/0/status", "False".into());
+        edit("/metadata/name", "".into());
+        edit("/spec", Value::Null);
+        edit("/status", Value::Null);
+        edit("/metadata/labels", Value::Null);
+
+        for pod in &pods {
+            let whole: core::Pod = serde_json::from_value(pod.clone()).unwrap();
+            let reduced: PodObject = serde_json::from_value(pod.clone()).unwrap();
+            assert_eq!(
+                convert::pod(&reduced.to_pod()),
+                convert::pod(&whole),
+                "{pod:#}"
+            );
+            assert_eq!(
+                reduced.metadata.resource_version,
+                whole.metadata.resource_version
+            );
+        }
+    }
+}
