@@ -142,7 +142,7 @@ fn shop_fixture_holds_the_kind_cluster() {
     );
 
     let kubernetes = &cluster.endpoint_slices[&ObjectKey::new("default", "kubernetes")];
-    assert_eq!(kubernetes.endpoints[0].addresses, [ip("172.18.0.2")]);
+    assert_eq!(kubernetes.endpoints[0].addresses[..], [ip("172.18.0.2")]);
     assert_eq!(kubernetes.ports[0].port, Some(6443));
 
     let empty: Vec<&EndpointSlice> = cluster

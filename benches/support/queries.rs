@@ -243,8 +243,8 @@ fn ready_endpoints(cluster: &Cluster, service: &Service) -> Vec<(String, IpAddr)
             for ip in &endpoint.addresses {
                 let label = endpoint
                     .hostname
-                    .clone()
-                    .unwrap_or_else(|| clusterdns::zone::dashed_ip(*ip));
+                    .as_deref()
+                    .map_or_else(|| clusterdns::zone::dashed_ip(*ip), str::to_owned);
                 if !out.iter().any(|(l, i)| *l == label && i == ip) {
                     out.push((label, *ip));
                 }

@@ -24,7 +24,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    ANNOTATION_TRIGGER_TIME, AddressType, ContainerPort, Endpoint, EndpointConditions,
+    ANNOTATION_TRIGGER_TIME, AddressType, Addresses, ContainerPort, Endpoint, EndpointConditions,
     EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels, Namespace, ObjectKey, Pod, PodPhase,
     Protocol, Service, ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
 };
@@ -515,7 +515,7 @@ fn slice_endpoint(
     path: &str,
 ) -> Result<Endpoint> {
     let addresses = match address_type {
-        AddressType::Fqdn => Vec::new(),
+        AddressType::Fqdn => Addresses::new(),
         AddressType::IPv4 | AddressType::IPv6 => endpoint
             .addresses
             .iter()
@@ -533,8 +533,7 @@ fn slice_endpoint(
                     Err(ConvertError::new(path, expected, address.clone()))
                 }
             })
-            .collect::<Result<Vec<_>>>()
-            .map(exact)?,
+            .collect::<Result<Addresses>>()?,
     };
     let conditions = endpoint
         .conditions
@@ -550,13 +549,14 @@ fn slice_endpoint(
         .as_ref()
         .filter(|target| target.kind.as_deref() == Some("Pod"))
         .and_then(|target| non_empty(target.name.as_deref()));
+    let boxed = |value: Option<String>| value.map(String::into_boxed_str);
     Ok(Endpoint {
         addresses,
         conditions,
-        hostname: non_empty(endpoint.hostname.as_deref()),
-        node_name: non_empty(endpoint.node_name.as_deref()),
-        zone: non_empty(endpoint.zone.as_deref()),
-        target_pod,
+        hostname: boxed(non_empty(endpoint.hostname.as_deref())),
+        node_name: boxed(non_empty(endpoint.node_name.as_deref())),
+        zone: boxed(non_empty(endpoint.zone.as_deref())),
+        target_pod: boxed(target_pod),
     })
 }
 

@@ -30,21 +30,28 @@ pub struct EndpointSlice {
 }
 
 /// One entry of `endpoints`.
+///
+/// A large cluster has as many of these as pods, kept for as long as the server runs: the
+/// one address almost every endpoint has is held inline, and the names are boxed strings
+/// (two words, not three), almost always absent once the zone's trim has run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     /// `addresses` (FQDN slices keep none).
-    pub addresses: Vec<IpAddr>,
+    pub addresses: Addresses,
     /// `conditions`.
     pub conditions: EndpointConditions,
     /// `hostname`.
-    pub hostname: Option<String>,
+    pub hostname: Option<Box<str>>,
     /// `nodeName`.
-    pub node_name: Option<String>,
+    pub node_name: Option<Box<str>>,
     /// `zone`.
-    pub zone: Option<String>,
+    pub zone: Option<Box<str>>,
     /// `targetRef.name` when `targetRef.kind` is Pod.
-    pub target_pod: Option<String>,
+    pub target_pod: Option<Box<str>>,
 }
+
+/// An endpoint's addresses: one inline (the API allows more, and they are kept).
+pub type Addresses = smallvec::SmallVec<[IpAddr; 1]>;
 
 /// `conditions`, with the API's defaults applied by the accessors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -281,7 +288,7 @@ fn slice_labels(service: &Service) -> Labels {
 
 /// `podToEndpoint`; `None` when the pod has no IP of `address_type`.
 fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> Option<Endpoint> {
-    let addresses: Vec<IpAddr> = pod
+    let addresses: Addresses = pod
         .ips
         .iter()
         .copied()
@@ -299,7 +306,7 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
         .filter(|hostname| {
             !hostname.is_empty() && pod.subdomain.as_deref() == Some(service.key.name.as_str())
         })
-        .cloned();
+        .map(|hostname| hostname.as_str().into());
     Some(Endpoint {
         addresses,
         conditions: EndpointConditions {
@@ -308,9 +315,9 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
             terminating: Some(terminating),
         },
         hostname,
-        node_name: pod.node_name.clone(),
+        node_name: pod.node_name.as_deref().map(Into::into),
         zone: None,
-        target_pod: Some(pod.key.name.clone()),
+        target_pod: Some(pod.key.name.as_str().into()),
     })
 }
 

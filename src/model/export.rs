@@ -217,15 +217,15 @@ fn endpoint_slice(slice: &EndpointSlice) -> discovery::EndpointSlice {
                 serving: endpoint.conditions.serving,
                 terminating: endpoint.conditions.terminating,
             }),
-            hostname: endpoint.hostname.clone(),
-            node_name: endpoint.node_name.clone(),
-            zone: endpoint.zone.clone(),
+            hostname: endpoint.hostname.as_deref().map(str::to_owned),
+            node_name: endpoint.node_name.as_deref().map(str::to_owned),
+            zone: endpoint.zone.as_deref().map(str::to_owned),
             target_ref: endpoint
                 .target_pod
                 .as_ref()
                 .map(|pod| core::ObjectReference {
                     kind: Some("Pod".to_owned()),
-                    name: Some(pod.clone()),
+                    name: Some(pod.to_string()),
                     namespace: Some(slice.key.namespace.clone()),
                     ..core::ObjectReference::default()
                 }),

@@ -17,7 +17,8 @@ pub mod serviceimport;
 use std::collections::BTreeMap;
 
 pub use endpoints::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices, reconcile_slices,
+    Addresses, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices,
+    reconcile_slices,
 };
 pub use key::ObjectKey;
 pub use pod::{ContainerPort, Pod, PodPhase};

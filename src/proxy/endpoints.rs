@@ -265,11 +265,8 @@ pub fn report_text(
                     c.ready().to_string(),
                     c.serving().to_string(),
                     c.terminating().to_string(),
-                    endpoint.node_name.clone().unwrap_or_else(|| "-".to_owned()),
-                    endpoint
-                        .target_pod
-                        .clone()
-                        .unwrap_or_else(|| "-".to_owned()),
+                    endpoint.node_name.as_deref().unwrap_or("-").to_owned(),
+                    endpoint.target_pod.as_deref().unwrap_or("-").to_owned(),
                 ]);
             }
             table(&mut out, "    ", &rows);

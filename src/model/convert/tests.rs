@@ -511,7 +511,7 @@ fn endpoint_slice_fields() {
     assert_eq!(slice.address_type, AddressType::IPv4);
     assert_eq!(slice.endpoints.len(), 2);
     let first = &slice.endpoints[0];
-    assert_eq!(first.addresses, vec![ip("10.244.1.5")]);
+    assert_eq!(first.addresses[..], [ip("10.244.1.5")]);
     assert_eq!(first.hostname.as_deref(), Some("web-0"));
     assert_eq!(first.node_name.as_deref(), Some("kind-worker"));
     assert_eq!(first.zone.as_deref(), Some("a"));

@@ -141,7 +141,7 @@ fn slice_view(slices: &[&EndpointSlice]) -> BTreeMap<IpAddr, (EndpointKey, Optio
                     *ip,
                     (
                         (*ip, c.ready(), c.serving(), c.terminating(), ports.clone()),
-                        endpoint.target_pod.clone(),
+                        endpoint.target_pod.as_deref().map(str::to_owned),
                     ),
                 );
             }

@@ -323,8 +323,8 @@ pub fn endpoints_map(
                 let info = ProxyEndpoint {
                     ip,
                     port: number,
-                    node: endpoint.node_name.clone(),
-                    pod: endpoint.target_pod.clone(),
+                    node: endpoint.node_name.as_deref().map(str::to_owned),
+                    pod: endpoint.target_pod.as_deref().map(str::to_owned),
                     ready: endpoint.conditions.ready(),
                     serving: endpoint.conditions.serving(),
                     terminating: endpoint.conditions.terminating(),

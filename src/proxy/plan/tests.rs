@@ -34,14 +34,14 @@ fn slice(
         endpoints: rows
             .iter()
             .map(|(address, node, ready, serving, terminating)| Endpoint {
-                addresses: vec![ip(address)],
+                addresses: [ip(address)].into(),
                 conditions: EndpointConditions {
                     ready: Some(*ready),
                     serving: Some(*serving),
                     terminating: Some(*terminating),
                 },
                 hostname: None,
-                node_name: Some((*node).to_owned()),
+                node_name: Some((*node).into()),
                 zone: None,
                 target_pod: None,
             })
