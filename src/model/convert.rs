@@ -343,11 +343,10 @@ pub fn pod(object: &core::Pod) -> Result<Pod> {
             .iter()
             .enumerate()
             .map(|(index, pod_ip)| parse_ip(&pod_ip.ip, &format!("status.podIPs[{index}].ip")))
-            .collect::<Result<Vec<_>>>()
-            .map(exact)?,
+            .collect::<Result<Addresses>>()?,
         _ => match status.pod_ip.as_deref() {
-            Some(ip) if !ip.is_empty() => vec![parse_ip(ip, "status.podIP")?],
-            _ => Vec::new(),
+            Some(ip) if !ip.is_empty() => [parse_ip(ip, "status.podIP")?].into(),
+            _ => Addresses::new(),
         },
     };
 
@@ -406,9 +405,9 @@ pub fn pod(object: &core::Pod) -> Result<Pod> {
         phase,
         ready,
         terminating: object.metadata.deletion_timestamp.is_some(),
-        hostname,
-        subdomain,
-        node_name,
+        hostname: hostname.map(String::into_boxed_str),
+        subdomain: subdomain.map(String::into_boxed_str),
+        node_name: node_name.map(String::into_boxed_str),
         host_network,
         container_ports,
     })

@@ -306,7 +306,7 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
         .filter(|hostname| {
             !hostname.is_empty() && pod.subdomain.as_deref() == Some(service.key.name.as_str())
         })
-        .map(|hostname| hostname.as_str().into());
+        .cloned();
     Some(Endpoint {
         addresses,
         conditions: EndpointConditions {

@@ -280,9 +280,9 @@ fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
                 ports: (!ports.is_empty()).then_some(ports),
                 ..core::Container::default()
             }],
-            hostname: pod.hostname.clone(),
-            subdomain: pod.subdomain.clone(),
-            node_name: pod.node_name.clone(),
+            hostname: pod.hostname.as_deref().map(str::to_owned),
+            subdomain: pod.subdomain.as_deref().map(str::to_owned),
+            node_name: pod.node_name.as_deref().map(str::to_owned),
             host_network: pod.host_network.then_some(true),
             ..core::PodSpec::default()
         }),

@@ -567,7 +567,7 @@ impl Index {
                 Some(Ref::Slice(slice.key.clone())),
             ),
             ObjectRef::Pod(pod) if config.pods == PodMode::Verified => {
-                (pod.ips.clone(), Some(Ref::Pod(pod.key.clone())))
+                (pod.ips.to_vec(), Some(Ref::Pod(pod.key.clone())))
             }
             ObjectRef::Pod(_) | ObjectRef::ServiceImport(_) => (Vec::new(), None),
         }

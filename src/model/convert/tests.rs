@@ -377,7 +377,7 @@ fn pod_fields() {
     }))
     .expect("valid Pod");
     assert_eq!(pod.key, ObjectKey::new("shop", "db-0"));
-    assert_eq!(pod.ips, vec![ip("10.244.1.11"), ip("fd00:10:244:1::b")]);
+    assert_eq!(pod.ips[..], [ip("10.244.1.11"), ip("fd00:10:244:1::b")]);
     assert_eq!(pod.primary_ip(), Some(ip("10.244.1.11")));
     assert_eq!(pod.phase, PodPhase::Running);
     assert!(pod.ready);
@@ -439,7 +439,7 @@ fn pod_readiness_and_ips() {
     for (name, value, ready, ips, phase) in cases {
         let pod = pod_of(value.clone()).expect(name);
         assert_eq!(pod.ready, *ready, "case: {name}");
-        assert_eq!(&pod.ips, ips, "case: {name}");
+        assert_eq!(&pod.ips[..], &ips[..], "case: {name}");
         assert_eq!(pod.phase, *phase, "case: {name}");
         assert!(!pod.terminating, "case: {name}");
     }

@@ -37,7 +37,7 @@ fn pod(name: &str, app: &str, ips: &[&str], port: (&str, u16)) -> Pod {
         terminating: false,
         hostname: None,
         subdomain: None,
-        node_name: Some("kind-worker".to_owned()),
+        node_name: Some("kind-worker".into()),
         host_network: false,
         container_ports: vec![ContainerPort {
             name: port.0.to_owned(),
@@ -189,7 +189,7 @@ fn cases() -> Vec<Case> {
     failed.phase = PodPhase::Failed;
     let no_ip = web("web-pending", "10.244.1.1");
     let no_ip = Pod {
-        ips: Vec::new(),
+        ips: Default::default(),
         phase: PodPhase::Pending,
         ..no_ip
     };
@@ -274,11 +274,11 @@ fn cases() -> Vec<Case> {
     headless.cluster_ips = Vec::new();
     headless.headless = true;
     let mut db0 = pod("db-0", "db", &["10.244.1.11"], ("pg", 5432));
-    db0.hostname = Some("db-0".to_owned());
-    db0.subdomain = Some("db".to_owned());
+    db0.hostname = Some("db-0".into());
+    db0.subdomain = Some("db".into());
     let mut db1 = pod("db-1", "db", &["10.244.2.12"], ("pg", 5432));
-    db1.hostname = Some("db-1".to_owned());
-    db1.subdomain = Some("other".to_owned());
+    db1.hostname = Some("db-1".into());
+    db1.subdomain = Some("other".into());
     cases.push(Case {
         name: "headless without ipFamilies: both families; hostname only with the subdomain",
         service: headless,
