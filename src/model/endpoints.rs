@@ -1,10 +1,9 @@
 //! EndpointSlices, and the EndpointSlice controller that computes them from Pods.
 
-use std::net::IpAddr;
 use std::time::SystemTime;
 
 use super::{
-    AddressType, Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service,
+    AddressType, Addresses, Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service,
     ServicePort, ServiceType, TargetPort,
 };
 
@@ -49,9 +48,6 @@ pub struct Endpoint {
     /// `targetRef.name` when `targetRef.kind` is Pod.
     pub target_pod: Option<Box<str>>,
 }
-
-/// An endpoint's addresses: one inline (the API allows more, and they are kept).
-pub type Addresses = smallvec::SmallVec<[IpAddr; 1]>;
 
 /// `conditions`, with the API's defaults applied by the accessors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

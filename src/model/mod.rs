@@ -17,8 +17,7 @@ pub mod serviceimport;
 use std::collections::BTreeMap;
 
 pub use endpoints::{
-    Addresses, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices,
-    reconcile_slices,
+    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices, reconcile_slices,
 };
 pub use key::ObjectKey;
 pub use pod::{ContainerPort, Pod, PodPhase};
@@ -27,6 +26,10 @@ pub use service::{
     TargetPort, TrafficPolicy,
 };
 pub use serviceimport::{ImportPort, ImportType, ServiceImport};
+
+/// The addresses of an endpoint or a pod: one inline (almost all have one; dual-stack pods
+/// and endpoints with more are kept whole).
+pub type Addresses = smallvec::SmallVec<[std::net::IpAddr; 1]>;
 
 /// Labels of an object (`metadata.labels`), sorted for deterministic output.
 pub type Labels = BTreeMap<String, String>;

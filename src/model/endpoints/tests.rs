@@ -1,5 +1,7 @@
 //! Tests of `endpoints`.
 
+use std::net::IpAddr;
+
 use super::*;
 use crate::model::{ContainerPort, PodPhase};
 
