@@ -20,7 +20,7 @@
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
-//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod),
+//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod and a slice),
 //! `feed.rs` (a resource's events into changes),
 //! `watched.rs` (the objects and the listings in progress), `publishing.rs` (the task that
 //! applies the changes and publishes zones), `snapshot_file.rs` and `status.rs`.
@@ -42,7 +42,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::api::discovery::v1 as discovery;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::mpsc;
@@ -57,7 +56,7 @@ use crate::model::{Cluster, Object, convert};
 use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
-use self::decode::PodObject;
+use self::decode::{PodObject, SliceObject};
 use self::feed::Feed;
 use self::publishing::Publishing;
 pub use self::snapshot_file::{read_snapshot, write_snapshot};
@@ -364,12 +363,11 @@ fn spawn_resource(
         Resource::Services => tokio::spawn(feed.run(api!(core::Service), |svc: &core::Service| {
             convert::service(svc).map(Object::Service)
         })),
-        Resource::EndpointSlices => tokio::spawn(feed.run(
-            api!(discovery::EndpointSlice),
-            |slice: &discovery::EndpointSlice| {
-                convert::endpoint_slice(slice).map(Object::EndpointSlice)
-            },
-        )),
+        Resource::EndpointSlices => {
+            tokio::spawn(feed.run(api!(SliceObject), |slice: &SliceObject| {
+                convert::endpoint_slice(&slice.to_slice()).map(Object::EndpointSlice)
+            }))
+        }
         Resource::Pods => tokio::spawn(feed.run(api!(PodObject), |pod: &PodObject| {
             convert::pod(&pod.to_pod()).map(Object::Pod)
         })),

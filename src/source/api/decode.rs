@@ -1,4 +1,5 @@
-//! What the watch decodes of a Pod: only the fields [`convert::pod`] reads.
+//! What the watch decodes of a Pod and an EndpointSlice: only the fields [`convert::pod`]
+//! and [`convert::endpoint_slice`] read.
 //!
 //! A Pod as the API server sends it is mostly what DNS never reads — `managedFields`,
 //! annotations, owner references, every container's image, command, environment, probes,
@@ -10,14 +11,22 @@
 //! holds just those, for [`convert::pod`] — so a bad field is reported with the same path and
 //! words as from a `kubectl get -o json` file.
 //!
+//!
+//! An EndpointSlice is reduced the same way ([`SliceObject`]): its endpoints' hints and
+//! deprecated topology, its owner references and `managedFields` are skipped.
+//!
 //! [`convert::pod`]: crate::model::convert::pod
+//! [`convert::endpoint_slice`]: crate::model::convert::endpoint_slice
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::{Deserialize, Deserializer};
+
+use crate::model::ANNOTATION_TRIGGER_TIME;
 
 /// A Pod, reduced to what [`convert::pod`](crate::model::convert::pod) reads.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -42,6 +51,8 @@ struct Metadata {
     #[serde(default)]
     labels: Option<BTreeMap<String, String>>,
     #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
     deletion_timestamp: Option<Time>,
     #[serde(default)]
     resource_version: Option<String>,
@@ -49,10 +60,19 @@ struct Metadata {
 
 fn metadata<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
     let meta = Option::<Metadata>::deserialize(deserializer)?.unwrap_or_default();
+    // The one annotation read (an EndpointSlice's trigger time).
+    let annotations = meta.annotations.and_then(|mut all| {
+        let value = all.remove(ANNOTATION_TRIGGER_TIME)?;
+        Some(BTreeMap::from([(
+            ANNOTATION_TRIGGER_TIME.to_owned(),
+            value,
+        )]))
+    });
     Ok(ObjectMeta {
         name: meta.name,
         namespace: meta.namespace,
         labels: meta.labels,
+        annotations,
         deletion_timestamp: meta.deletion_timestamp,
         resource_version: meta.resource_version,
         ..ObjectMeta::default()
@@ -182,6 +202,144 @@ impl PodObject {
     }
 }
 
+/// An EndpointSlice, reduced to what
+/// [`convert::endpoint_slice`](crate::model::convert::endpoint_slice) reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SliceObject {
+    /// `metadata`: name, namespace, labels, the trigger-time annotation and
+    /// `resourceVersion`.
+    #[serde(default, deserialize_with = "metadata")]
+    pub(crate) metadata: ObjectMeta,
+    #[serde(default)]
+    address_type: String,
+    #[serde(default)]
+    endpoints: Option<Vec<SliceEndpoint>>,
+    #[serde(default)]
+    ports: Option<Vec<SlicePort>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SliceEndpoint {
+    #[serde(default)]
+    addresses: Vec<String>,
+    #[serde(default)]
+    conditions: Option<SliceConditions>,
+    #[serde(default)]
+    hostname: Option<String>,
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    zone: Option<String>,
+    #[serde(default)]
+    target_ref: Option<TargetRef>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct SliceConditions {
+    #[serde(default)]
+    ready: Option<bool>,
+    #[serde(default)]
+    serving: Option<bool>,
+    #[serde(default)]
+    terminating: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct TargetRef {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct SlicePort {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default)]
+    port: Option<i32>,
+}
+
+impl SliceObject {
+    /// The k8s-openapi EndpointSlice holding the fields read, and nothing else.
+    pub(crate) fn to_slice(&self) -> discovery::EndpointSlice {
+        discovery::EndpointSlice {
+            metadata: self.metadata.clone(),
+            address_type: self.address_type.clone(),
+            endpoints: self.endpoints.as_ref().map(|endpoints| {
+                endpoints
+                    .iter()
+                    .map(|endpoint| discovery::Endpoint {
+                        addresses: endpoint.addresses.clone(),
+                        conditions: endpoint.conditions.as_ref().map(|c| {
+                            discovery::EndpointConditions {
+                                ready: c.ready,
+                                serving: c.serving,
+                                terminating: c.terminating,
+                            }
+                        }),
+                        hostname: endpoint.hostname.clone(),
+                        node_name: endpoint.node_name.clone(),
+                        zone: endpoint.zone.clone(),
+                        target_ref: endpoint.target_ref.as_ref().map(|target| {
+                            core::ObjectReference {
+                                kind: target.kind.clone(),
+                                name: target.name.clone(),
+                                ..core::ObjectReference::default()
+                            }
+                        }),
+                        ..discovery::Endpoint::default()
+                    })
+                    .collect()
+            }),
+            ports: self.ports.as_ref().map(|ports| {
+                ports
+                    .iter()
+                    .map(|port| discovery::EndpointPort {
+                        name: port.name.clone(),
+                        protocol: port.protocol.clone(),
+                        port: port.port,
+                        ..discovery::EndpointPort::default()
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+impl kube::Resource for SliceObject {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("EndpointSlice")
+    }
+
+    fn group((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("discovery.k8s.io")
+    }
+
+    fn version((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("v1")
+    }
+
+    fn plural((): &()) -> Cow<'_, str> {
+        Cow::Borrowed("endpointslices")
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 impl kube::Resource for PodObject {
     type DynamicType = ();
     type Scope = k8s_openapi::NamespaceResourceScope;
@@ -221,12 +379,9 @@ mod tests {
     use super::*;
     use crate::model::convert;
 
-    /// Every pod of the fixtures, and pods with each field the conversion reads set,
-    /// unset or wrong: decoded whole or reduced, they convert to the same pod or fail with
-    /// the same error.
-    #[test]
-    fn a_reduced_pod_converts_exactly_as_the_whole_one() {
-        let mut pods: Vec<Value> = Vec::new();
+    /// The items of `kind` in every JSON fixture.
+    fn fixture_items(kind: &str) -> Vec<Value> {
+        let mut items: Vec<Value> = Vec::new();
         let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         for entry in std::fs::read_dir(&fixtures).unwrap() {
             let path = entry.unwrap().path();
@@ -237,9 +392,87 @@ mod tests {
             else {
                 continue;
             };
-            let items = document["items"].as_array().cloned().unwrap_or_default();
-            pods.extend(items.into_iter().filter(|item| item["kind"] == "Pod"));
+            let all = document["items"].as_array().cloned().unwrap_or_default();
+            items.extend(all.into_iter().filter(|item| item["kind"] == kind));
         }
+        items
+    }
+
+    /// Every slice of the fixtures, and slices with each field the conversion reads set,
+    /// unset or wrong: decoded whole or reduced, they convert alike.
+    #[test]
+    fn a_reduced_slice_converts_exactly_as_the_whole_one() {
+        let mut slices = fixture_items("EndpointSlice");
+        assert!(
+            slices.len() >= 10,
+            "{} slices in the fixtures",
+            slices.len()
+        );
+        let full = serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": "web-abc", "namespace": "shop", "resourceVersion": "7",
+                "labels": {"kubernetes.io/service-name": "web"},
+                "annotations": {
+                    "endpoints.kubernetes.io/last-change-trigger-time": "2026-12-01T10:00:00Z",
+                    "other": "x"},
+                "managedFields": [{"manager": "kube-controller-manager"}],
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                                     "uid": "1"}],
+            },
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": ["10.244.1.5"], "hostname": "web-0", "nodeName": "n1",
+                 "zone": "a", "conditions": {"ready": true, "serving": true,
+                                             "terminating": false},
+                 "targetRef": {"kind": "Pod", "name": "web-0", "namespace": "shop",
+                               "uid": "2"},
+                 "hints": {"forZones": [{"name": "a"}]}},
+                {"addresses": ["10.244.2.6"], "targetRef": {"kind": "Node", "name": "n2"}},
+            ],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}, {"port": 53,
+                       "protocol": "UDP"}],
+        });
+        slices.push(full.clone());
+        let mut edit = |pointer: &str, value: Value| {
+            let mut slice = full.clone();
+            *slice.pointer_mut(pointer).unwrap() = value;
+            slices.push(slice);
+        };
+        edit("/addressType", "IPv5".into());
+        edit("/addressType", "FQDN".into());
+        edit("/endpoints/0/addresses/0", "fd00::1".into());
+        edit("/endpoints/0/conditions", Value::Null);
+        edit("/ports/0/port", 70000.into());
+        edit("/ports/1/protocol", "QUIC".into());
+        edit(
+            "/metadata/annotations/endpoints.kubernetes.io~1last-change-trigger-time",
+            "soon".into(),
+        );
+        edit("/metadata/annotations", Value::Null);
+        edit("/endpoints", Value::Null);
+        edit("/ports", Value::Null);
+        for slice in &slices {
+            let whole: discovery::EndpointSlice = serde_json::from_value(slice.clone()).unwrap();
+            let reduced: SliceObject = serde_json::from_value(slice.clone()).unwrap();
+            assert_eq!(
+                convert::endpoint_slice(&reduced.to_slice()),
+                convert::endpoint_slice(&whole),
+                "{slice:#}"
+            );
+            assert_eq!(
+                reduced.metadata.resource_version,
+                whole.metadata.resource_version
+            );
+        }
+    }
+
+    /// Every pod of the fixtures, and pods with each field the conversion reads set,
+    /// unset or wrong: decoded whole or reduced, they convert to the same pod or fail with
+    /// the same error.
+    #[test]
+    fn a_reduced_pod_converts_exactly_as_the_whole_one() {
+        let mut pods = fixture_items("Pod");
         assert!(pods.len() >= 10, "{} pods in the fixtures", pods.len());
         let full = serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
