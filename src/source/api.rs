@@ -20,10 +20,10 @@
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
-//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod and a slice),
-//! `feed.rs` (a resource's events into changes),
-//! `watched.rs` (the objects and the listings in progress), `publishing.rs` (the task that
-//! applies the changes and publishes zones), `snapshot_file.rs` and `status.rs`.
+//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod and an
+//! EndpointSlice), `feed.rs` (a resource's events into changes), `watched.rs` (the objects and
+//! the listings in progress), `publishing.rs` (the task that applies the changes and publishes
+//! zones), `snapshot_file.rs` and `status.rs`.
 
 mod connect;
 mod decode;

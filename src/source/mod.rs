@@ -7,6 +7,43 @@
 //! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
+/// `impl kube::Resource` for a namespaced type of our own that kube-rs lists and watches
+/// (one with a `metadata: ObjectMeta` field): its kind, group, version and plural.
+macro_rules! namespaced_resource {
+    ($type:ty, $kind:literal, $group:literal, $version:literal, $plural:literal) => {
+        impl kube::Resource for $type {
+            type DynamicType = ();
+            type Scope = k8s_openapi::NamespaceResourceScope;
+
+            fn kind((): &()) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed($kind)
+            }
+
+            fn group((): &()) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed($group)
+            }
+
+            fn version((): &()) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed($version)
+            }
+
+            fn plural((): &()) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed($plural)
+            }
+
+            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &self.metadata
+            }
+
+            fn meta_mut(
+                &mut self,
+            ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 pub mod api;
 pub mod file;
 pub mod file_watch;

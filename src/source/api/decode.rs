@@ -18,7 +18,6 @@
 //! [`convert::pod`]: crate::model::convert::pod
 //! [`convert::endpoint_slice`]: crate::model::convert::endpoint_slice
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as core;
@@ -311,63 +310,15 @@ impl SliceObject {
     }
 }
 
-impl kube::Resource for SliceObject {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
+namespaced_resource!(
+    SliceObject,
+    "EndpointSlice",
+    "discovery.k8s.io",
+    "v1",
+    "endpointslices"
+);
 
-    fn kind((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("EndpointSlice")
-    }
-
-    fn group((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("discovery.k8s.io")
-    }
-
-    fn version((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("v1")
-    }
-
-    fn plural((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("endpointslices")
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
-impl kube::Resource for PodObject {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("Pod")
-    }
-
-    fn group((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-
-    fn version((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("v1")
-    }
-
-    fn plural((): &()) -> Cow<'_, str> {
-        Cow::Borrowed("pods")
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+namespaced_resource!(PodObject, "Pod", "", "v1", "pods");
 
 #[cfg(test)]
 mod tests {
