@@ -115,7 +115,8 @@ impl Candidates {
         for service in cluster.services.values() {
             let key = &service.key;
             let base = format!("{}.{}.svc.{zone}", key.name, key.namespace);
-            out.services.push((key.name.clone(), key.namespace.clone()));
+            out.services
+                .push((key.name.to_string(), key.namespace.to_string()));
             if service.external_name.is_some() {
                 continue;
             }

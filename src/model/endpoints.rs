@@ -201,7 +201,7 @@ pub fn reconcile_slices<'a>(
                         address_type.as_str().to_ascii_lowercase()
                     ),
                 ),
-                service_name: Some(service.key.name.clone()),
+                service_name: Some(service.key.name.to_string()),
                 labels: labels.clone(),
                 address_type,
                 endpoints,
@@ -277,7 +277,7 @@ fn slice_labels(service: &Service) -> Labels {
     if service.headless || service.cluster_ips.is_empty() {
         labels.insert(LABEL_HEADLESS.to_owned(), String::new());
     }
-    labels.insert(LABEL_SERVICE_NAME.to_owned(), service.key.name.clone());
+    labels.insert(LABEL_SERVICE_NAME.to_owned(), service.key.name.to_string());
     labels.insert(LABEL_MANAGED_BY.to_owned(), CONTROLLER_NAME.to_owned());
     labels
 }
@@ -300,7 +300,7 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
         .hostname
         .as_ref()
         .filter(|hostname| {
-            !hostname.is_empty() && pod.subdomain.as_deref() == Some(service.key.name.as_str())
+            !hostname.is_empty() && pod.subdomain.as_deref() == Some(&*service.key.name)
         })
         .cloned();
     Some(Endpoint {
@@ -313,7 +313,7 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
         hostname,
         node_name: pod.node_name.as_deref().map(Into::into),
         zone: None,
-        target_pod: Some(pod.key.name.as_str().into()),
+        target_pod: Some((&*pod.key.name).into()),
     })
 }
 

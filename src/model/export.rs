@@ -68,7 +68,7 @@ fn item<K: serde::Serialize>(object: &K) -> Value {
 fn meta(key: Option<&ObjectKey>, name: &str, labels: &Labels) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_owned()),
-        namespace: key.map(|key| key.namespace.clone()),
+        namespace: key.map(|key| key.namespace.to_string()),
         labels: (!labels.is_empty()).then(|| labels.clone()),
         ..ObjectMeta::default()
     }
@@ -226,7 +226,7 @@ fn endpoint_slice(slice: &EndpointSlice) -> discovery::EndpointSlice {
                 .map(|pod| core::ObjectReference {
                     kind: Some("Pod".to_owned()),
                     name: Some(pod.to_string()),
-                    namespace: Some(slice.key.namespace.clone()),
+                    namespace: Some(slice.key.namespace.to_string()),
                     ..core::ObjectReference::default()
                 }),
             ..discovery::Endpoint::default()

@@ -182,7 +182,7 @@ impl Cluster {
     /// The object of `kind` at `key` (a Namespace's key has an empty namespace).
     pub fn get(&self, kind: Kind, key: &ObjectKey) -> Option<ObjectRef<'_>> {
         match kind {
-            Kind::Namespace => self.namespaces.get(&key.name).map(ObjectRef::Namespace),
+            Kind::Namespace => self.namespaces.get(&*key.name).map(ObjectRef::Namespace),
             Kind::Service => self.services.get(key).map(ObjectRef::Service),
             Kind::EndpointSlice => self.endpoint_slices.get(key).map(ObjectRef::EndpointSlice),
             Kind::Pod => self.pods.get(key).map(ObjectRef::Pod),
@@ -193,7 +193,7 @@ impl Cluster {
     /// Removes the object of `kind` at `key`; the object removed.
     pub fn remove(&mut self, kind: Kind, key: &ObjectKey) -> Option<Object> {
         match kind {
-            Kind::Namespace => self.namespaces.remove(&key.name).map(Object::Namespace),
+            Kind::Namespace => self.namespaces.remove(&*key.name).map(Object::Namespace),
             Kind::Service => self.services.remove(key).map(Object::Service),
             Kind::EndpointSlice => self.endpoint_slices.remove(key).map(Object::EndpointSlice),
             Kind::Pod => self.pods.remove(key).map(Object::Pod),
@@ -237,7 +237,7 @@ impl Cluster {
             .range(ObjectKey::namespace_start(&service.namespace)..)
             .take_while(move |(key, _)| key.namespace == service.namespace)
             .map(|(_, slice)| slice)
-            .filter(move |slice| slice.service_name.as_deref() == Some(service.name.as_str()))
+            .filter(move |slice| slice.service_name.as_deref() == Some(&*service.name))
     }
 
     /// The EndpointSlices an MCS implementation imported for the ServiceImport `import` (by
@@ -251,7 +251,8 @@ impl Cluster {
             .take_while(move |(key, _)| key.namespace == import.namespace)
             .map(|(_, slice)| slice)
             .filter(move |slice| {
-                slice.labels.get(serviceimport::LABEL_MCS_SERVICE_NAME) == Some(&import.name)
+                slice.labels.get(serviceimport::LABEL_MCS_SERVICE_NAME)
+                    == Some(&import.name.to_string())
             })
     }
 
@@ -262,7 +263,7 @@ impl Cluster {
     ) -> impl Iterator<Item = &'a Pod> + use<'a, 'n> {
         self.pods
             .range(ObjectKey::namespace_start(namespace)..)
-            .take_while(move |(key, _)| key.namespace == namespace)
+            .take_while(move |(key, _)| &*key.namespace == namespace)
             .map(|(_, pod)| pod)
     }
 }

@@ -155,8 +155,8 @@ pub fn service_import(object: &ServiceImportObject) -> Result<ServiceImport, Con
 pub fn to_object(import: &ServiceImport) -> ServiceImportObject {
     ServiceImportObject {
         metadata: ObjectMeta {
-            name: Some(import.key.name.clone()),
-            namespace: Some(import.key.namespace.clone()),
+            name: Some(import.key.name.to_string()),
+            namespace: Some(import.key.namespace.to_string()),
             ..ObjectMeta::default()
         },
         spec: Some(ServiceImportSpec {

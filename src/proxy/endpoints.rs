@@ -45,7 +45,7 @@ pub fn with_slices(cluster: &Cluster, source: SliceSource) -> Cluster {
         let base = slice.key.name.clone();
         let mut n = 1;
         while out.endpoint_slices.contains_key(&slice.key) {
-            slice.key.name = format!("{base}-{n}");
+            slice.key.name = format!("{base}-{n}").into();
             n += 1;
         }
         out.endpoint_slices.insert(slice.key.clone(), slice);

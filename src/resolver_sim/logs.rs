@@ -138,7 +138,7 @@ impl LogContext {
                 continue;
             }
             for ip in &pod.ips {
-                pods.insert(ip.to_canonical(), pod.key.namespace.clone());
+                pods.insert(ip.to_canonical(), pod.key.namespace.to_string());
             }
         }
         pods

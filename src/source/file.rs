@@ -274,7 +274,7 @@ impl Loader {
             .chain(cluster.endpoint_slices.keys())
             .chain(cluster.pods.keys())
             .chain(cluster.service_imports.keys())
-            .map(|key| key.namespace.clone())
+            .map(|key| key.namespace.to_string())
             .filter(|name| !cluster.namespaces.contains_key(name))
             .collect();
         let mut synthesized_namespaces = Vec::new();
@@ -316,7 +316,7 @@ impl Loader {
             let base = slice.key.name.clone();
             let mut n = 1;
             while cluster.endpoint_slices.contains_key(&slice.key) {
-                slice.key.name = format!("{base}-{n}");
+                slice.key.name = format!("{base}-{n}").into();
                 n += 1;
             }
             cluster.endpoint_slices.insert(slice.key.clone(), slice);

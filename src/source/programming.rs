@@ -52,7 +52,7 @@ fn trigger(cluster: &Cluster, slice: &crate::model::EndpointSlice) -> Option<Sli
     let name = slice.service_name.as_ref()?;
     let service = cluster
         .services
-        .get(&ObjectKey::new(slice.key.namespace.as_str(), name.as_str()))?;
+        .get(&ObjectKey::new(&*slice.key.namespace, name.as_str()))?;
     if service.external_name.is_some() {
         return None;
     }

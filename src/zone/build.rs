@@ -179,12 +179,12 @@ pub(crate) fn client_namespaces<'p>(
         if pod.phase != PodPhase::Running
             || pod.terminating
             || pod.host_network
-            || !exposed.contains(pod.key.namespace.as_str())
+            || !exposed.contains(&*pod.key.namespace)
         {
             continue;
         }
         for ip in &pod.ips {
-            let namespace = pod.key.namespace.as_str();
+            let namespace = &*pod.key.namespace;
             clients
                 .entry(*ip)
                 .and_modify(|seen| {
@@ -265,7 +265,7 @@ fn name_servers(
             let Some(sv) = filter.find_service(cluster, &slice.key.namespace, service) else {
                 continue;
             };
-            let Ok(base) = zone.prepend_all([service, slice.key.namespace.as_str(), "svc"]) else {
+            let Ok(base) = zone.prepend_all([service, &*slice.key.namespace, "svc"]) else {
                 continue;
             };
             if sv.headless {
@@ -340,7 +340,7 @@ fn add_verified_pods(
     let ttl = b.ttl;
     for pod in pods {
         if !matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
-            || !view.exposed.contains(pod.key.namespace.as_str())
+            || !view.exposed.contains(&*pod.key.namespace)
             || !config
                 .labels
                 .as_ref()
@@ -350,7 +350,7 @@ fn add_verified_pods(
         }
         let Some(ip) = pod.primary_ip() else { continue };
         let label = ip.to_string().replace(['.', ':'], "-");
-        if let Ok(name) = zone.prepend_all([label.as_str(), pod.key.namespace.as_str(), "pod"]) {
+        if let Ok(name) = zone.prepend_all([label.as_str(), &*pod.key.namespace, "pod"]) {
             let (rtype, rdata) = rrset::address_rdata(ip);
             b.set(&name, rtype, ttl).push(&rdata);
         }
@@ -371,8 +371,7 @@ fn add_reverse(
     let mut ptrs: BTreeMap<IpAddr, Vec<WireName>> = BTreeMap::new();
     for service in &scope.ptr_services {
         let key = &service.key;
-        let Ok(target) = primary.prepend_all([key.name.as_str(), key.namespace.as_str(), "svc"])
-        else {
+        let Ok(target) = primary.prepend_all([&*key.name, &*key.namespace, "svc"]) else {
             continue;
         };
         for ip in service.cluster_ips.iter().filter(|ip| wanted(ip)) {
@@ -391,7 +390,7 @@ fn add_reverse(
             let Ok(target) = primary.prepend_all([
                 address.label.as_str(),
                 service,
-                slice.key.namespace.as_str(),
+                &*slice.key.namespace,
                 "svc",
             ]) else {
                 continue;

@@ -262,8 +262,7 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, apex: &WireName, servers: &[IpAd
 /// The names of one Service under `zone`.
 fn add_service(b: &mut Builder, zone: &WireName, sv: &ServiceView<'_>, headless: bool) {
     let service = sv.service;
-    let Ok(base) = zone.prepend_all([service.key.name.as_str(), service.key.namespace.as_str()])
-    else {
+    let Ok(base) = zone.prepend_all([&*service.key.name, &*service.key.namespace]) else {
         tracing::debug!(service = %service.key, "name too long for DNS; skipped");
         return;
     };

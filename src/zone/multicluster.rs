@@ -46,7 +46,7 @@ pub(crate) fn view<'c>(cluster: &'c Cluster, filter: &Filter<'c, '_>) -> Vec<Imp
             && filter.slice(slice)
         {
             slices_of
-                .entry((slice.key.namespace.as_str(), import.as_str()))
+                .entry((&*slice.key.namespace, import.as_str()))
                 .or_default()
                 .push(slice);
         }
@@ -56,7 +56,7 @@ pub(crate) fn view<'c>(cluster: &'c Cluster, filter: &Filter<'c, '_>) -> Vec<Imp
         .values()
         .filter(|import| filter.import(import))
         .map(|import| {
-            let key = (import.key.namespace.as_str(), import.key.name.as_str());
+            let key = (&*import.key.namespace, &*import.key.name);
             let slices = slices_of.get(&key).into_iter().flatten().copied();
             of(import, slices, filter)
         })
@@ -112,11 +112,7 @@ pub(crate) fn add_import(
     config: &KubernetesConfig,
 ) {
     let import = iv.import;
-    let Ok(base) = zone.prepend_all([
-        import.key.name.as_str(),
-        import.key.namespace.as_str(),
-        "svc",
-    ]) else {
+    let Ok(base) = zone.prepend_all([&*import.key.name, &*import.key.namespace, "svc"]) else {
         tracing::debug!(import = %import.key, "name too long for DNS; skipped");
         return;
     };

@@ -66,7 +66,7 @@ impl<'c> View<'c> {
         for slice in &slices {
             if let Some(service) = slice.service_name.as_deref() {
                 slices_of
-                    .entry((slice.key.namespace.as_str(), service))
+                    .entry((&*slice.key.namespace, service))
                     .or_default()
                     .push(slice);
             }
@@ -76,7 +76,7 @@ impl<'c> View<'c> {
             .values()
             .filter(|svc| filter.service(svc))
             .map(|service| {
-                let key = (service.key.namespace.as_str(), service.key.name.as_str());
+                let key = (&*service.key.namespace, &*service.key.name);
                 let ready = slices_of
                     .get(&key)
                     .into_iter()
@@ -157,7 +157,7 @@ impl<'c, 'k> Filter<'c, 'k> {
     /// A ServiceImport in an exposed namespace (`labels` does not apply to imports: CoreDNS
     /// does not select them by it).
     pub(crate) fn import(&self, import: &crate::model::ServiceImport) -> bool {
-        self.exposed.contains(import.key.namespace.as_str())
+        self.exposed.contains(&*import.key.namespace)
     }
 
     fn labels(&self, labels: &crate::model::Labels) -> bool {
@@ -182,7 +182,7 @@ impl<'c, 'k> Filter<'c, 'k> {
 
     /// A Service in an exposed namespace that `labels` matches.
     pub(crate) fn service(&self, service: &Service) -> bool {
-        self.exposed.contains(service.key.namespace.as_str()) && self.labels(&service.labels)
+        self.exposed.contains(&*service.key.namespace) && self.labels(&service.labels)
     }
 
     /// An EndpointSlice of addresses in an exposed namespace that `labels` matches (none
@@ -190,7 +190,7 @@ impl<'c, 'k> Filter<'c, 'k> {
     pub(crate) fn slice(&self, slice: &EndpointSlice) -> bool {
         !self.config.noendpoints
             && slice.address_type != AddressType::Fqdn
-            && self.exposed.contains(slice.key.namespace.as_str())
+            && self.exposed.contains(&*slice.key.namespace)
             && self.labels(&slice.labels)
     }
 }
@@ -338,11 +338,7 @@ pub(crate) fn add_service(
     config: &KubernetesConfig,
 ) {
     let service = sv.service;
-    let Ok(base) = zone.prepend_all([
-        service.key.name.as_str(),
-        service.key.namespace.as_str(),
-        "svc",
-    ]) else {
+    let Ok(base) = zone.prepend_all([&*service.key.name, &*service.key.namespace, "svc"]) else {
         tracing::debug!(service = %service.key, "name too long for DNS; skipped");
         return;
     };

@@ -278,7 +278,7 @@ impl Incremental {
         for (namespace, ip) in &touched.pod_names {
             for reference in self.index.at(*ip) {
                 if let Ref::Pod(key) = reference
-                    && key.namespace == *namespace
+                    && *key.namespace == **namespace
                     && cluster
                         .pods
                         .get(key)
@@ -391,10 +391,8 @@ impl Touched {
             }
             ObjectRef::EndpointSlice(slice) => {
                 if let Some(service) = &slice.service_name {
-                    self.services.insert(ObjectKey::new(
-                        slice.key.namespace.as_str(),
-                        service.as_str(),
-                    ));
+                    self.services
+                        .insert(ObjectKey::new(&*slice.key.namespace, service.as_str()));
                 }
                 self.imported_slice(config, slice);
                 for endpoint in &slice.endpoints {
@@ -409,7 +407,7 @@ impl Touched {
             ObjectRef::Pod(pod) => {
                 if config.pods == PodMode::Verified {
                     if let Some(ip) = pod.primary_ip() {
-                        self.pod_names.insert((pod.key.namespace.clone(), ip));
+                        self.pod_names.insert((pod.key.namespace.to_string(), ip));
                     }
                     self.clients.extend(pod.ips.iter().copied());
                 }
@@ -423,10 +421,8 @@ impl Touched {
             return;
         }
         if let Some(import) = slice.labels.get(LABEL_MCS_SERVICE_NAME) {
-            self.imports.insert(ObjectKey::new(
-                slice.key.namespace.as_str(),
-                import.as_str(),
-            ));
+            self.imports
+                .insert(ObjectKey::new(&*slice.key.namespace, import.as_str()));
         }
     }
 
@@ -440,7 +436,7 @@ impl Touched {
         for service in cluster
             .services
             .range(start.clone()..)
-            .take_while(|(key, _)| key.namespace == namespace)
+            .take_while(|(key, _)| &*key.namespace == namespace)
             .map(|(_, service)| service)
         {
             self.services.insert(service.key.clone());
@@ -449,7 +445,7 @@ impl Touched {
         for slice in cluster
             .endpoint_slices
             .range(start.clone()..)
-            .take_while(|(key, _)| key.namespace == namespace)
+            .take_while(|(key, _)| &*key.namespace == namespace)
             .map(|(_, slice)| slice)
         {
             if let Some(service) = &slice.service_name {
@@ -466,7 +462,7 @@ impl Touched {
                 cluster
                     .service_imports
                     .range(start.clone()..)
-                    .take_while(|(key, _)| key.namespace == namespace)
+                    .take_while(|(key, _)| &*key.namespace == namespace)
                     .map(|(key, _)| key.clone()),
             );
         }

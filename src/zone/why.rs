@@ -203,12 +203,12 @@ fn service_reasons(
         .values()
         .filter(|slice| {
             slice.key.namespace == key.namespace
-                && slice.service_name.as_deref() == Some(key.name.as_str())
+                && slice.service_name.as_deref() == Some(&*key.name)
                 && filter.slice(slice)
         })
         .flat_map(|slice| {
             ready_addresses(slice, config.endpoint_pod_names)
-                .map(move |ready| (slice.key.name.clone(), ready.ip, ready.label))
+                .map(move |ready| (slice.key.name.to_string(), ready.ip, ready.label))
         })
         .collect();
     let headless = service.headless && service.service_type != ServiceType::ExternalName;
@@ -302,7 +302,7 @@ fn pod_reasons(seen: &Seen<'_>, pod: &str, namespace: &str) -> Vec<String> {
     let found = cluster
         .pods
         .values()
-        .find(|p| p.key.namespace == namespace && p.ips.contains(&ip));
+        .find(|p| &*p.key.namespace == namespace && p.ips.contains(&ip));
     match found {
         Some(found) => vec![format!("{ip}: Pod {} has it (pods verified)", found.key)],
         None => vec![format!(

@@ -196,7 +196,7 @@ fn cases() -> Vec<Case> {
         ..no_ip
     };
     let mut elsewhere = web("web-elsewhere", "10.244.1.2");
-    elsewhere.key.namespace = "other".to_owned();
+    elsewhere.key = ObjectKey::new("other", &*elsewhere.key.name);
     let mut stranger = web("not-web", "10.244.1.6");
     stranger.labels = labels(&[("app", "webb")]);
     let mut superset = web("web-labelled", "10.244.1.5");
@@ -392,7 +392,7 @@ fn groups_are_cut_at_one_hundred_endpoints() {
     let slices = reconcile_slices(&service("web", named("http")), &pods);
     let sizes: Vec<(String, usize)> = slices
         .iter()
-        .map(|slice| (slice.key.name.clone(), slice.endpoints.len()))
+        .map(|slice| (slice.key.name.to_string(), slice.endpoints.len()))
         .collect();
     assert_eq!(
         sizes,

@@ -241,13 +241,13 @@ fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
     let ready: Vec<&str> = candidates
         .iter()
         .filter(|p| p.ready && !p.terminating)
-        .map(|p| p.key.name.as_str())
+        .map(|p| &*p.key.name)
         .collect();
     let mut line = format!("{} selected, {} ready", candidates.len(), ready.len());
     let not_ready: Vec<&str> = candidates
         .iter()
         .filter(|p| !p.ready)
-        .map(|p| p.key.name.as_str())
+        .map(|p| &*p.key.name)
         .collect();
     if !not_ready.is_empty() {
         let _ = write!(line, "; not ready: {}", not_ready.join(", "));
@@ -255,7 +255,7 @@ fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
     let terminating: Vec<&str> = candidates
         .iter()
         .filter(|p| p.terminating)
-        .map(|p| p.key.name.as_str())
+        .map(|p| &*p.key.name)
         .collect();
     if !terminating.is_empty() {
         let _ = write!(line, "; terminating: {}", terminating.join(", "));
@@ -263,7 +263,7 @@ fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
     let out: Vec<&str> = pods
         .iter()
         .filter(|p| p.is_finished() || p.ips.is_empty())
-        .map(|p| p.key.name.as_str())
+        .map(|p| &*p.key.name)
         .collect();
     if !out.is_empty() {
         let _ = write!(

@@ -370,8 +370,8 @@ fn port_plan(
         };
     let mut plan = PortPlan {
         name: ServicePortName {
-            namespace: service.key.namespace.clone(),
-            name: service.key.name.clone(),
+            namespace: service.key.namespace.to_string(),
+            name: service.key.name.to_string(),
             port: port.name.clone(),
             protocol: port.protocol,
         },

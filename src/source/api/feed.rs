@@ -60,7 +60,7 @@ impl Feed {
                     let key = key_of(&object, resource);
                     if namespaces
                         .as_ref()
-                        .is_some_and(|keep| !keep.contains(&key.namespace))
+                        .is_some_and(|keep| !keep.contains(&*key.namespace))
                     {
                         continue;
                     }
@@ -161,7 +161,7 @@ pub(super) fn key_of<K: kube::Resource>(object: &K, resource: Resource) -> Objec
 
 pub(super) fn display_key(key: &ObjectKey) -> String {
     if key.namespace.is_empty() {
-        key.name.clone()
+        key.name.to_string()
     } else {
         format!("{}/{}", key.namespace, key.name)
     }
