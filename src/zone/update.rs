@@ -491,11 +491,18 @@ struct Index {
     /// The number of each indexed object, hashed by the object it stands for.
     numbers: HashTable<u32>,
     hasher: ahash::RandomState,
-    by_v4: Map<Ipv4Addr, Holders>,
-    by_v6: Map<Ipv6Addr, Holders>,
+    /// The first two holders of each address (most have one: an endpoint's address; or two:
+    /// the endpoint and its pod), [`NO_HOLDER`] in a slot not taken.
+    by_v4: Map<Ipv4Addr, [u32; 2]>,
+    by_v6: Map<Ipv6Addr, [u32; 2]>,
+    /// The holders after the first two of the few addresses that have more.
+    more: Map<IpAddr, Vec<u32>>,
 }
 
-/// The numbers of the objects holding one address.
+/// An empty slot of [`Index::by_v4`] and [`Index::by_v6`].
+const NO_HOLDER: u32 = u32::MAX;
+
+/// The numbers of the objects holding one address, in the order they were added.
 type Holders = SmallVec<[u32; 2]>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -520,19 +527,55 @@ impl Index {
         index
     }
 
-    fn holders(&self, ip: IpAddr) -> &[u32] {
-        let holders = match ip {
+    fn first_two(&self, ip: IpAddr) -> [u32; 2] {
+        let held = match ip {
             IpAddr::V4(v4) => self.by_v4.get(&v4),
             IpAddr::V6(v6) => self.by_v6.get(&v6),
         };
-        holders.map_or(&[], |holders| holders.as_slice())
+        held.copied().unwrap_or([NO_HOLDER; 2])
+    }
+
+    fn holders(&self, ip: IpAddr) -> impl Iterator<Item = u32> + '_ {
+        self.first_two(ip)
+            .into_iter()
+            .filter(|number| *number != NO_HOLDER)
+            .chain(self.more.get(&ip).into_iter().flatten().copied())
+    }
+
+    /// Replaces the holders of `ip` with `holders` (none: the address is dropped).
+    fn set_holders(&mut self, ip: IpAddr, holders: &[u32]) {
+        let first_two = [
+            holders.first().copied().unwrap_or(NO_HOLDER),
+            holders.get(1).copied().unwrap_or(NO_HOLDER),
+        ];
+        match (ip, holders.is_empty()) {
+            (IpAddr::V4(v4), false) => {
+                self.by_v4.insert(v4, first_two);
+            }
+            (IpAddr::V6(v6), false) => {
+                self.by_v6.insert(v6, first_two);
+            }
+            (IpAddr::V4(v4), true) => {
+                self.by_v4.remove(&v4);
+            }
+            (IpAddr::V6(v6), true) => {
+                self.by_v6.remove(&v6);
+            }
+        }
+        match holders.get(2..) {
+            Some(rest) if !rest.is_empty() => {
+                self.more.insert(ip, rest.to_vec());
+            }
+            _ => {
+                self.more.remove(&ip);
+            }
+        }
     }
 
     /// The objects holding `ip`.
     fn at(&self, ip: IpAddr) -> impl Iterator<Item = &Ref> + '_ {
         self.holders(ip)
-            .iter()
-            .filter_map(|number| self.objects.get(*number as usize)?.as_ref())
+            .filter_map(|number| self.objects.get(number as usize)?.as_ref())
     }
 
     fn pods_with<'c>(
@@ -579,13 +622,6 @@ impl Index {
             .copied()
     }
 
-    fn holders_mut(&mut self, ip: IpAddr) -> &mut Holders {
-        match ip {
-            IpAddr::V4(v4) => self.by_v4.entry(v4).or_default(),
-            IpAddr::V6(v6) => self.by_v6.entry(v6).or_default(),
-        }
-    }
-
     fn add(&mut self, object: ObjectRef<'_>, config: &KubernetesConfig) {
         let (ips, Some(reference)) = Self::entries(object, config) else {
             return;
@@ -608,17 +644,23 @@ impl Index {
                         (self.objects.len() - 1) as u32
                     }
                 };
+                // Rehashed as they were hashed: the reference, not the slot holding it (an
+                // `Option` hashes differently, and every number moved by a growth of the table
+                // could no longer be found).
                 let (objects, hasher) = (&self.objects, &self.hasher);
                 self.numbers.insert_unique(hash, number, |number| {
-                    hasher.hash_one(objects[*number as usize].as_ref())
+                    objects[*number as usize]
+                        .as_ref()
+                        .map_or(0, |reference| hasher.hash_one(reference))
                 });
                 number
             }
         };
         for ip in ips {
-            let holders = self.holders_mut(ip);
+            let mut holders: Holders = self.holders(ip).collect();
             if !holders.contains(&number) {
                 holders.push(number);
+                self.set_holders(ip, &holders);
             }
         }
     }
@@ -631,19 +673,11 @@ impl Index {
             return;
         };
         for ip in ips {
-            let emptied = match ip {
-                IpAddr::V4(v4) => self.by_v4.get_mut(&v4),
-                IpAddr::V6(v6) => self.by_v6.get_mut(&v6),
-            }
-            .is_some_and(|holders| {
-                holders.retain(|held| *held != number);
-                holders.is_empty()
-            });
-            if emptied {
-                match ip {
-                    IpAddr::V4(v4) => self.by_v4.remove(&v4),
-                    IpAddr::V6(v6) => self.by_v6.remove(&v6),
-                };
+            let mut holders: Holders = self.holders(ip).collect();
+            let before = holders.len();
+            holders.retain(|held| *held != number);
+            if holders.len() != before {
+                self.set_holders(ip, &holders);
             }
         }
         let hash = self.hasher.hash_one(&reference);

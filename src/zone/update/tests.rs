@@ -473,3 +473,54 @@ fn a_large_change_is_built_whole() {
         contents(&full_build(&cluster, &config, &ctx(3)))
     );
 }
+
+#[test]
+fn the_index_keeps_two_holders_inline_and_the_rest_beside_in_order() {
+    let config = config(0);
+    let services: Vec<Object> = ["s0", "s1", "s2", "s3"]
+        .iter()
+        .map(|name| service("a", name, 0, 0, false))
+        .collect();
+    let Object::Service(first) = &services[0] else {
+        unreachable!()
+    };
+    let address = first.cluster_ips[0];
+    let held = |index: &Index| -> Vec<String> {
+        index
+            .at(address)
+            .map(|reference| match reference {
+                Ref::Service(key) => key.name.to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let mut index = Index::default();
+    for object in &services {
+        index.add(object.borrowed(), &config);
+    }
+    assert_eq!(held(&index), ["s0", "s1", "s2", "s3"]);
+    assert_eq!(index.more.get(&address).map(Vec::len), Some(2));
+    // Removing an inline holder moves the first of the rest into its slot.
+    index.remove(services[1].borrowed(), &config);
+    assert_eq!(held(&index), ["s0", "s2", "s3"]);
+    assert_eq!(index.more.get(&address).map(Vec::len), Some(1));
+    index.remove(services[3].borrowed(), &config);
+    index.remove(services[0].borrowed(), &config);
+    assert_eq!(held(&index), ["s2"]);
+    assert!(index.more.is_empty());
+    index.remove(services[2].borrowed(), &config);
+    assert!(index.by_v4.is_empty() && index.by_v6.is_empty());
+    // Every object added is found again, whatever the number table grew through: adding one
+    // twice holds it once, and removing it frees its number.
+    for _ in 0..2 {
+        for object in &services {
+            index.add(object.borrowed(), &config);
+        }
+    }
+    assert_eq!(index.numbers.len(), services.len());
+    for object in &services {
+        index.remove(object.borrowed(), &config);
+    }
+    assert_eq!(index.numbers.len(), 0);
+    assert!(index.objects.iter().all(Option::is_none));
+}
