@@ -1141,3 +1141,30 @@ fn autoscaler_scales_the_coredns_deployment() {
         _ => None,
     });
 }
+
+/// The image is built with `cargo build` in the repository (the Dockerfile), so it gets the
+/// allocator's options from `.cargo/config.toml`: one arena, no thread caches, freed pages
+/// returned within a second (docs/kind.md, "Sizing"). jemalloc prints the options it runs
+/// with when asked at exit; asking adds to the built-in ones rather than replacing them.
+#[test]
+fn the_binary_runs_with_the_allocator_options_its_sizing_was_measured_with() {
+    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+        .arg("--version")
+        .env("_RJEM_MALLOC_CONF", "stats_print:true")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stats = String::from_utf8_lossy(&output.stderr);
+    for option in [
+        "opt.narenas: 1\n",
+        "opt.tcache: false\n",
+        "opt.dirty_decay_ms: 1000 ",
+        "opt.muzzy_decay_ms: 0 ",
+    ] {
+        assert!(
+            stats.contains(option),
+            "jemalloc does not run with {option:?}:\n{}",
+            &stats[..stats.len().min(3000)]
+        );
+    }
+}
