@@ -251,8 +251,11 @@ impl Cluster {
             .take_while(move |(key, _)| key.namespace == import.namespace)
             .map(|(_, slice)| slice)
             .filter(move |slice| {
-                slice.labels.get(serviceimport::LABEL_MCS_SERVICE_NAME)
-                    == Some(&import.name.to_string())
+                slice
+                    .labels
+                    .get(serviceimport::LABEL_MCS_SERVICE_NAME)
+                    .map(String::as_str)
+                    == Some(&*import.name)
             })
     }
 
