@@ -218,7 +218,7 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, servers: &[(WireName, IpAddr)]) 
     let ttl = b.ttl;
     let mut seen = HashSet::new();
     for (name, ip) in servers {
-        let set = b.set(origin, rtype::NS, ttl);
+        let mut set = b.set(origin, rtype::NS, ttl);
         if seen.insert(name.clone()) {
             set.push(name.as_bytes());
         }

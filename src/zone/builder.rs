@@ -1,16 +1,35 @@
 //! Accumulating the names of a zone while it is built: each name's RRsets and CNAME target,
 //! packed into [`Node`]s at the end. The full build and the update both write through a
 //! [`Builder`], and the record writers of `records` and `build` take one.
+//!
+//! A full build of a large cluster holds hundreds of thousands of names here at once, beside
+//! the objects, so a name being built is one allocation too: its name, then its records as
+//! they come, each tagged with the type of the set it belongs to; [`Builder::finish`] sorts
+//! them into sets.
+//!
+//! ```text
+//! name length (1) | name | per entry: kind (1) | set type (2) | length (2) | bytes
+//! kind: 0 a record of the set (TYPE CLASS TTL RDLENGTH RDATA), 1 a whole record for the
+//! set's additional section, 2 the name's CNAME target (the last one counts)
+//! ```
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::net::IpAddr;
 
+use hashbrown::HashTable;
 use smallvec::SmallVec;
 
+use super::ServedZone;
 use super::name::{WireName, parent};
 use super::node::Node;
-use super::rrset::RrSetBuilder;
-use super::{Map, ServedZone};
+use super::rrset::{self, RrSetBuilder};
+
+const RECORD: u8 = 0;
+const EXTRA: u8 = 1;
+const CNAME: u8 = 2;
+/// Kind, set type, length.
+const ENTRY_HEADER: usize = 5;
 
 /// Accumulates nodes while a snapshot is built.
 #[derive(Debug)]
@@ -19,15 +38,53 @@ pub(crate) struct Builder {
     /// The TTL of SRV records (and CNAMEs to load balancers): `ttl`, except in
     /// *k8s_external*'s zones, where CoreDNS gives them the *kubernetes* plugin's.
     pub(crate) srv_ttl: u32,
-    nodes: Map<Box<[u8]>, NodeBuilder>,
+    hasher: ahash::RandomState,
+    /// One name each (see the [module](self) documentation for the layout).
+    nodes: HashTable<Vec<u8>>,
 }
 
-#[derive(Debug, Default)]
-struct NodeBuilder {
-    /// A name holds a handful of types, most names one: inline, not a map (nor a vector's
-    /// four-set first allocation for each of a zone's hundreds of thousands of names).
-    sets: SmallVec<[RrSetBuilder; 1]>,
-    cname: Option<Box<[u8]>>,
+/// The name an entry of [`Builder::nodes`] is built for.
+fn name_of(node: &[u8]) -> &[u8] {
+    &node[1..1 + usize::from(node[0])]
+}
+
+/// Where one name's records go: the set of one type ([`Builder::set`]).
+#[derive(Debug)]
+pub(crate) struct SetWriter<'b> {
+    node: &'b mut Vec<u8>,
+    rtype: u16,
+    ttl: u32,
+}
+
+impl SetWriter<'_> {
+    fn entry(&mut self, kind: u8, len: usize) {
+        self.node.push(kind);
+        self.node.extend_from_slice(&self.rtype.to_be_bytes());
+        // A record is at most a name and a few integers: far below 65535 bytes.
+        self.node.extend_from_slice(&(len as u16).to_be_bytes());
+    }
+
+    /// Adds one record with `rdata`.
+    pub(crate) fn push(&mut self, rdata: &[u8]) {
+        self.entry(RECORD, 10 + rdata.len());
+        rrset::write_rr_header(self.node, self.rtype, self.ttl, rdata.len());
+        self.node.extend_from_slice(rdata);
+    }
+
+    /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
+    pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
+        self.push_extra_address_stored(owner.as_bytes(), ttl, ip);
+    }
+
+    /// [`push_extra_address`](Self::push_extra_address) with the owner as stored (whole, or
+    /// in front of a pointer into the holding name: [`rrset::stored_name`]).
+    pub(crate) fn push_extra_address_stored(&mut self, owner: &[u8], ttl: u32, ip: IpAddr) {
+        let (rtype, rdata) = rrset::address_rdata(ip);
+        self.entry(EXTRA, owner.len() + 10 + rdata.len());
+        self.node.extend_from_slice(owner);
+        rrset::write_rr_header(self.node, rtype, ttl, rdata.len());
+        self.node.extend_from_slice(&rdata);
+    }
 }
 
 impl Builder {
@@ -35,27 +92,50 @@ impl Builder {
         Self {
             ttl,
             srv_ttl: ttl,
-            nodes: Map::default(),
+            hasher: ahash::RandomState::new(),
+            nodes: HashTable::new(),
         }
     }
 
-    fn node(&mut self, name: &WireName) -> &mut NodeBuilder {
+    fn node(&mut self, name: &WireName) -> &mut Vec<u8> {
         // Names are built from lower-case object names, so the key is usually the name as
-        // is; only a new node allocates its key.
+        // is.
         let bytes = name.as_bytes();
         let key: Cow<'_, [u8]> = if bytes.iter().any(u8::is_ascii_uppercase) {
             Cow::Owned(bytes.to_ascii_lowercase())
         } else {
             Cow::Borrowed(bytes)
         };
-        if !self.nodes.contains_key(&key[..]) {
-            self.nodes
-                .insert(key.to_vec().into_boxed_slice(), NodeBuilder::default());
-        }
-        // Just inserted if it was missing.
+        self.node_of(&key)
+    }
+
+    /// The entry of lower-case wire `name`, made if new.
+    fn node_of(&mut self, name: &[u8]) -> &mut Vec<u8> {
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(name);
         self.nodes
-            .get_mut(&key[..])
-            .unwrap_or_else(|| unreachable!())
+            .entry(
+                hash,
+                |node| name_of(node) == name,
+                |node| hasher.hash_one(name_of(node)),
+            )
+            .or_insert_with(|| {
+                // Exactly the name: most names get one record, which then takes the buffer
+                // to its exact size too.
+                let mut node = Vec::with_capacity(1 + name.len());
+                // Wire names are at most 255 bytes.
+                node.push(name.len() as u8);
+                node.extend_from_slice(name);
+                node
+            })
+            .into_mut()
+    }
+
+    fn contains(&self, name: &[u8]) -> bool {
+        let hash = self.hasher.hash_one(name);
+        self.nodes
+            .find(hash, |node| name_of(node) == name)
+            .is_some()
     }
 
     /// Makes sure `name` exists (NODATA for every type it has no records of).
@@ -63,58 +143,109 @@ impl Builder {
         self.node(name);
     }
 
-    /// The RRset of `rtype` at `name`, created with `ttl` if new.
-    pub(crate) fn set(&mut self, name: &WireName, rtype: u16, ttl: u32) -> &mut RrSetBuilder {
-        let sets = &mut self.node(name).sets;
-        let index = match sets.iter().position(|set| set.rtype() == rtype) {
-            Some(index) => index,
-            None => {
-                sets.push(RrSetBuilder::new(rtype, ttl));
-                sets.len() - 1
-            }
-        };
-        &mut sets[index]
+    /// The RRset of `rtype` at `name`, which exists from now on. Its records have the TTL
+    /// of its first record (RFC 2181 §5.2: one TTL a set), `ttl` if it has none yet.
+    pub(crate) fn set(&mut self, name: &WireName, rtype: u16, ttl: u32) -> SetWriter<'_> {
+        SetWriter {
+            node: self.node(name),
+            rtype,
+            ttl,
+        }
     }
 
     /// Marks `name` as a CNAME to `target`, followed for A and AAAA.
     pub(crate) fn cname(&mut self, name: &WireName, target: WireName) {
-        self.node(name).cname = Some(target.as_bytes().into());
+        let target = target.as_bytes();
+        let node = self.node(name);
+        node.push(CNAME);
+        node.extend_from_slice(&[0, 0]);
+        node.extend_from_slice(&(target.len() as u16).to_be_bytes());
+        node.extend_from_slice(target);
     }
 
     /// Adds every ancestor of every name, up to its zone's apex, as an empty non-terminal:
     /// a name with names below it exists (RFC 8020). The names it added.
     pub(crate) fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) -> HashSet<Box<[u8]>> {
         let mut missing = HashSet::new();
-        for name in self.nodes.keys() {
+        for node in &self.nodes {
+            let name = name_of(node);
             let Some(origin) = zone_origin(zones, name) else {
                 continue;
             };
             let mut at: &[u8] = name;
             while at.len() > origin.len() {
                 let Some(up) = parent(at) else { break };
-                if !self.nodes.contains_key(up) && !missing.contains(up) {
+                if !self.contains(up) && !missing.contains(up) {
                     missing.insert(up.to_vec().into_boxed_slice());
                 }
                 at = up;
             }
         }
-        for key in &missing {
-            self.nodes.entry(key.clone()).or_default();
+        for name in &missing {
+            self.node_of(name);
         }
         missing
     }
 
-    /// The nodes built, each with its RRsets sorted by type and the empty ones dropped.
+    /// The nodes built, each with its RRsets sorted by type (records in the order they
+    /// came) and the empty ones dropped.
     pub(crate) fn finish(self) -> Vec<Node> {
-        self.nodes
-            .into_iter()
-            .map(|(key, mut node)| {
-                node.sets.retain(|set| !set.is_empty());
-                node.sets.sort_by_key(RrSetBuilder::rtype);
-                Node::pack(&key, node.cname.as_deref(), &node.sets)
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.nodes.len());
+        out.extend(self.nodes.into_iter().map(|node| pack(&node)));
+        out
     }
+}
+
+/// The entries after the name of a node being built: (kind, set type, bytes).
+fn entries(node: &[u8]) -> impl Iterator<Item = (u8, u16, &[u8])> + '_ {
+    let mut at = 1 + usize::from(node[0]);
+    std::iter::from_fn(move || {
+        let header = node.get(at..at + ENTRY_HEADER)?;
+        let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
+        let bytes = &node[at + ENTRY_HEADER..at + ENTRY_HEADER + len];
+        at += ENTRY_HEADER + len;
+        Some((header[0], u16::from_be_bytes([header[1], header[2]]), bytes))
+    })
+}
+
+/// A node being built, packed.
+fn pack(node: &[u8]) -> Node {
+    let mut types: SmallVec<[u16; 4]> = SmallVec::new();
+    let mut cname = None;
+    for (kind, rtype, bytes) in entries(node) {
+        match kind {
+            CNAME => cname = Some(bytes),
+            _ if !types.contains(&rtype) => types.push(rtype),
+            _ => {}
+        }
+    }
+    types.sort_unstable();
+    let sets: SmallVec<[RrSetBuilder; 2]> = types
+        .iter()
+        .filter_map(|&rtype| {
+            let mut set: Option<RrSetBuilder> = None;
+            let mut extra = Vec::new();
+            for (kind, of, bytes) in entries(node) {
+                if of != rtype {
+                    continue;
+                }
+                match kind {
+                    RECORD => set
+                        .get_or_insert_with(|| RrSetBuilder::new(rtype, rrset::record_ttl(bytes)))
+                        .push_record(bytes),
+                    EXTRA => extra.push(bytes),
+                    _ => {}
+                }
+            }
+            // Additional records of a set with no records go with it.
+            let mut set = set?;
+            for record in extra {
+                set.push_extra_record(record);
+            }
+            Some(set)
+        })
+        .collect();
+    Node::pack(name_of(node), cname, &sets)
 }
 
 /// The origin of the longest of `zones` that `name` falls in.

@@ -247,7 +247,7 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, apex: &WireName, servers: &[IpAd
         return;
     };
     let ttl = b.ttl;
-    let set = b.set(origin, rtype::NS, ttl);
+    let mut set = b.set(origin, rtype::NS, ttl);
     set.push(ns.as_bytes());
     for ip in servers {
         set.push_extra_address(&ns, ttl, *ip);
@@ -333,7 +333,7 @@ fn add_entries(
         return;
     }
     let weight = (100 / entries).max(1) as u16;
-    let set = b.set(owner, rtype::SRV, srv_ttl);
+    let mut set = b.set(owner, rtype::SRV, srv_ttl);
     let mut srv_seen = HashSet::new();
     for port in ports.iter().flatten() {
         if !addresses.is_empty() && srv_seen.insert((base, *port)) {

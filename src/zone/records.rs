@@ -599,7 +599,7 @@ pub(crate) fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_
     for entry in entries {
         let Some(port) = entry.port else { continue };
         let target = rrset::stored_name(entry.target, owner);
-        let set = b.set(owner, rtype::SRV, srv_ttl);
+        let mut set = b.set(owner, rtype::SRV, srv_ttl);
         if srv_seen.insert((entry.target, port)) {
             set.push(&rrset::srv_rdata_stored(0, weight, port, &target));
         }

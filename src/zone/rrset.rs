@@ -82,41 +82,49 @@ impl RrSetBuilder {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
     pub(crate) fn rtype(&self) -> u16 {
         self.rtype
     }
 
-    /// Adds one record with `rdata`; records past 65535 are dropped (no message could carry
-    /// them).
-    pub(crate) fn push(&mut self, rdata: &[u8]) {
-        if self.count == u16::MAX {
+    /// Adds one record already written (TYPE CLASS TTL RDLENGTH RDATA), with the set's TTL;
+    /// records past 65535 are dropped (no message could carry them).
+    pub(crate) fn push_record(&mut self, record: &[u8]) {
+        if self.count == u16::MAX || record.len() < 10 {
             return;
         }
-        write_rr_header(&mut self.body, self.rtype, self.ttl, rdata.len());
-        self.body.extend_from_slice(rdata);
+        let at = self.body.len();
+        self.body.extend_from_slice(record);
+        self.body[at + 4..at + 8].copy_from_slice(&self.ttl.to_be_bytes());
         self.count += 1;
     }
 
-    /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
-    pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
-        self.push_extra_address_stored(owner.as_bytes(), ttl, ip);
-    }
-
-    /// [`push_extra_address`](Self::push_extra_address) with the owner as stored (whole, or
-    /// in front of a pointer into the holding name: [`stored_name`]).
-    pub(crate) fn push_extra_address_stored(&mut self, owner: &[u8], ttl: u32, ip: IpAddr) {
+    /// Adds one whole record already written (owner first) to the additional section.
+    pub(crate) fn push_extra_record(&mut self, record: &[u8]) {
         if self.extra_count == u16::MAX {
             return;
         }
-        self.extra.extend_from_slice(owner);
-        let (rtype, rdata) = address_rdata(ip);
-        write_rr_header(&mut self.extra, rtype, ttl, rdata.len());
-        self.extra.extend_from_slice(&rdata);
+        self.extra.extend_from_slice(record);
         self.extra_count += 1;
+    }
+
+    /// Adds one record with `rdata` (the zone's writers go through
+    /// [`Builder`](super::builder::Builder), which keeps a name's records in one buffer).
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, rdata: &[u8]) {
+        let mut record = Vec::with_capacity(10 + rdata.len());
+        write_rr_header(&mut record, self.rtype, self.ttl, rdata.len());
+        record.extend_from_slice(rdata);
+        self.push_record(&record);
+    }
+
+    /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
+    #[cfg(test)]
+    pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
+        let mut record = owner.as_bytes().to_vec();
+        let (rtype, rdata) = address_rdata(ip);
+        write_rr_header(&mut record, rtype, ttl, rdata.len());
+        record.extend_from_slice(&rdata);
+        self.push_extra_record(&record);
     }
 
     pub(crate) fn count(&self) -> u16 {
@@ -143,6 +151,14 @@ pub(crate) fn write_rr_header(out: &mut Vec<u8>, rtype: u16, ttl: u32, rdlen: us
     out.extend_from_slice(&ttl.to_be_bytes());
     // Every rdata built here is far below 65535 bytes (at most one name and a few integers).
     out.extend_from_slice(&(rdlen as u16).to_be_bytes());
+}
+
+/// The TTL of a record written by [`write_rr_header`] and its RDATA (0 if it is cut short).
+pub(crate) fn record_ttl(record: &[u8]) -> u32 {
+    match record.get(4..8) {
+        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
+        _ => 0,
+    }
 }
 
 /// The record type and RDATA of an address.
