@@ -1,7 +1,7 @@
 //! Building a [`Snapshot`] from the cluster's objects: every name the plugin answers, with
 //! its records already encoded.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
 
 use super::builder::{Builder, zone_origin};
@@ -57,8 +57,10 @@ pub(crate) fn build_full(
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
     let external =
         super::external::build(cluster, config, &ctx.local_ips, ctx.serial, &filter, &view);
+    // The view's addresses and labels are not needed to pack the names: freed before.
+    drop((scope, view));
     let filled = b.fill_empty_non_terminals(&zones);
-    let nodes = b.finish();
+    let nodes = Sharded::from_entries(b.into_nodes());
     let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
 
     let pod_namespaces = pod_namespaces(config, &filter);
@@ -68,7 +70,7 @@ pub(crate) fn build_full(
     };
     let snapshot = Snapshot {
         zones,
-        nodes: Sharded::from_entries(nodes.into_iter()),
+        nodes,
         pod_namespaces: std::sync::Arc::new(pod_namespaces),
         pods: config.pods,
         clients: Sharded::from_entries(clients.into_iter()),
@@ -359,6 +361,9 @@ fn add_verified_pods(
 
 /// PTR records in a reverse zone: a ClusterIP answers with its Service (the first one, in
 /// namespace/name order); any other address with one PTR per (endpoint name, Service).
+///
+/// Written straight into the builder (a full build holds every name there already; a map of
+/// the targets by address beside it was a fifth of the build's high mark).
 fn add_reverse(
     b: &mut Builder,
     zone: &WireName,
@@ -368,23 +373,31 @@ fn add_reverse(
 ) {
     let ttl = b.ttl;
     let wanted = |ip: &IpAddr| scope.only_ips.is_none_or(|only| only.contains(ip));
-    let mut ptrs: BTreeMap<IpAddr, Vec<WireName>> = BTreeMap::new();
+    let mut cluster_ips: HashSet<IpAddr> = HashSet::new();
     for service in &scope.ptr_services {
         let key = &service.key;
         let Ok(target) = primary.prepend_all([&*key.name, &*key.namespace, "svc"]) else {
             continue;
         };
         for ip in service.cluster_ips.iter().filter(|ip| wanted(ip)) {
-            ptrs.entry(*ip).or_insert_with(|| vec![target.clone()]);
+            if cluster_ips.insert(*ip) {
+                let name = rrset::reverse_name(*ip);
+                if name.is_within(zone) {
+                    b.set(&name, rtype::PTR, ttl).push(target.as_bytes());
+                }
+            }
         }
     }
-    let cluster_ips: BTreeSet<IpAddr> = ptrs.keys().copied().collect();
     for slice in &view.slices {
         let Some(service) = slice.service_name.as_deref() else {
             continue;
         };
         for address in records::ready_addresses(slice, view.pod_names) {
             if cluster_ips.contains(&address.ip) || !wanted(&address.ip) {
+                continue;
+            }
+            let name = rrset::reverse_name(address.ip);
+            if !name.is_within(zone) {
                 continue;
             }
             let Ok(target) = primary.prepend_all([
@@ -395,19 +408,7 @@ fn add_reverse(
             ]) else {
                 continue;
             };
-            let targets = ptrs.entry(address.ip).or_default();
-            if !targets.contains(&target) {
-                targets.push(target);
-            }
-        }
-    }
-    for (ip, targets) in ptrs {
-        let name = rrset::reverse_name(ip);
-        if !name.is_within(zone) {
-            continue;
-        }
-        for target in targets {
-            b.set(&name, rtype::PTR, ttl).push(target.as_bytes());
+            b.set(&name, rtype::PTR, ttl).push_unique(target.as_bytes());
         }
     }
 }

@@ -71,6 +71,16 @@ impl SetWriter<'_> {
         self.node.extend_from_slice(rdata);
     }
 
+    /// [`push`](Self::push), unless the set holds a record with `rdata` already.
+    pub(crate) fn push_unique(&mut self, rdata: &[u8]) {
+        let held = entries(self.node).any(|(kind, rtype, record)| {
+            kind == RECORD && rtype == self.rtype && record.get(10..) == Some(rdata)
+        });
+        if !held {
+            self.push(rdata);
+        }
+    }
+
     /// Adds an A or AAAA record for `ip` owned by `owner` to the additional section.
     pub(crate) fn push_extra_address(&mut self, owner: &WireName, ttl: u32, ip: IpAddr) {
         self.push_extra_address_stored(owner.as_bytes(), ttl, ip);
@@ -190,9 +200,13 @@ impl Builder {
     /// The nodes built, each with its RRsets sorted by type (records in the order they
     /// came) and the empty ones dropped.
     pub(crate) fn finish(self) -> Vec<Node> {
-        let mut out = Vec::with_capacity(self.nodes.len());
-        out.extend(self.nodes.into_iter().map(|node| pack(&node)));
-        out
+        self.into_nodes().collect()
+    }
+
+    /// [`finish`](Self::finish) one node at a time, each name's buffer freed as its node is
+    /// packed.
+    pub(crate) fn into_nodes(self) -> impl ExactSizeIterator<Item = Node> {
+        self.nodes.into_iter().map(|node| pack(&node))
     }
 }
 
