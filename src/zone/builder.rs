@@ -166,11 +166,9 @@ impl Builder {
     /// Marks `name` as a CNAME to `target`, followed for A and AAAA.
     pub(crate) fn cname(&mut self, name: &WireName, target: WireName) {
         let target = target.as_bytes();
-        let node = self.node(name);
-        node.push(CNAME);
-        node.extend_from_slice(&[0, 0]);
-        node.extend_from_slice(&(target.len() as u16).to_be_bytes());
-        node.extend_from_slice(target);
+        let mut entry = self.set(name, 0, 0);
+        entry.entry(CNAME, target.len());
+        entry.node.extend_from_slice(target);
     }
 
     /// Adds every ancestor of every name, up to its zone's apex, as an empty non-terminal:
