@@ -77,10 +77,60 @@ fn objects(cluster: &Cluster) {
     }
     super::wait_ready_pods(cluster, "kp", "web", 3);
     super::wait_ready_pods(cluster, "kp", "remote", 1);
-    cluster.wait("the slices", SYNC, || {
-        super::slice_addresses(cluster, "kp", "multi").len() == 3
-            && super::slice_addresses(cluster, "kp", "nodeport-remote").len() == 1
+    // Every slice complete before kube-proxy starts: its first sync then programs what
+    // `objects_json` reads after it, however far the endpoint-slice controller lags under load.
+    cluster.wait("every Service's slices filled", SYNC, || {
+        let filled = filled_slices(cluster);
+        SLICES.iter().all(|(service, family, count)| {
+            filled.contains(&(service.to_string(), family.to_string(), *count))
+        })
     });
+}
+
+/// Each Service of kube_proxy/objects.yaml whose endpoints the controller writes: the address
+/// type of a slice and how many ready addresses it must hold once the pods are Ready.
+const SLICES: &[(&str, &str, usize)] = &[
+    ("multi", "IPv4", 3),
+    ("nodeport", "IPv4", 3),
+    ("lb", "IPv4", 3),
+    ("lb-local", "IPv4", 3),
+    ("nodeport-remote", "IPv4", 1),
+    ("external-ips", "IPv4", 3),
+    ("affinity", "IPv4", 3),
+    ("itp-local", "IPv4", 3),
+    ("itp-remote", "IPv4", 1),
+    ("dns", "IPv4", 3),
+    ("sctp", "IPv4", 3),
+    ("dual", "IPv4", 3),
+    ("dual", "IPv6", 3),
+    ("headless", "IPv4", 3),
+];
+
+/// Every slice in kp: its Service, address type and count of ready addresses.
+fn filled_slices(cluster: &Cluster) -> Vec<(String, String, usize)> {
+    let slices = cluster.get(&["endpointslices", "-n", "kp"]);
+    let items = slices["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .map(|slice| {
+            let ready = slice["endpoints"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e["conditions"]["ready"] != json!(false))
+                .map(|e| e["addresses"].as_array().map_or(0, Vec::len))
+                .sum();
+            let service = &slice["metadata"]["labels"]["kubernetes.io/service-name"];
+            (
+                service.as_str().unwrap_or_default().to_string(),
+                slice["addressType"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                ready,
+            )
+        })
+        .collect()
 }
 
 /// What a node in one mode gave: its dumps (by fixture name) and kube-proxy's log.

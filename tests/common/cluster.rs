@@ -9,10 +9,11 @@
 //! server, compacts etcd, throttles a user) takes [`Cluster::private`], its own. Every cluster
 //! goes down with the test process (`bench/cluster.sh up --owner`).
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -78,6 +79,32 @@ pub struct Cluster {
 
 static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
 
+thread_local! {
+    /// The message of the panic this thread is unwinding from, for [`Cluster`]'s drop.
+    static FAILURE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// A panic hook (added once, before the default one) that keeps the panic's message, so a
+/// failing cluster test can say it again after the components' logs: CI keeps a test's first and
+/// last lines, and the logs would otherwise push the failure itself out of what it keeps.
+fn keep_failures() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let at = info.location().map(|l| l.to_string()).unwrap_or_default();
+            FAILURE.with(|f| *f.borrow_mut() = Some(format!("{message} (at {at})")));
+            default(info);
+        }));
+    });
+}
+
 impl Cluster {
     /// The cluster every test shares, `deploy/` applied; `None` (the test skips) without
     /// the peers.
@@ -101,6 +128,7 @@ impl Cluster {
         if unavailable() {
             return None;
         }
+        keep_failures();
         let peers = peers()?;
         let dir = tempfile::Builder::new()
             .prefix("clusterdns-cluster.")
@@ -310,6 +338,9 @@ impl Drop for Cluster {
                 for line in tail.iter().rev() {
                     eprintln!("{line}");
                 }
+            }
+            if let Some(failure) = FAILURE.with(|f| f.borrow_mut().take()) {
+                eprintln!("--- the test failed: {failure}");
             }
         }
         let _ = Command::new(root().join("bench/cluster.sh"))
