@@ -57,6 +57,7 @@ fn main() -> ExitCode {
         }
     };
     let mut kubernetes = config.servers[0]
+        .plugins
         .kubernetes
         .clone()
         .expect("the shorthand has a kubernetes block");

@@ -31,11 +31,12 @@
 //! ```text
 //! module        uses
 //! codes         -
+//! plugin        -
 //! selector      -
 //! gotemplate    -
-//! config        codes, gotemplate, selector
+//! config        codes, gotemplate, plugin, selector
 //! model         -
-//! metrics       codes, model
+//! metrics       codes, model, plugin
 //! limits        metrics
 //! http          metrics
 //! search_path   codes, metrics
@@ -47,7 +48,7 @@
 //! cache         codes, config, metrics, wire, zone
 //! querylog      codes, config, wire, zone
 //! forward       codes, config, limits, metrics, wire, zone
-//! server        autopath, cache, codes, config, forward, gotemplate, http, limits, metrics, model, querylog, search_path, source, store, wire, zone
+//! server        autopath, cache, codes, config, forward, gotemplate, http, limits, metrics, model, plugin, querylog, search_path, source, store, wire, zone
 //! proxy         model
 //! resolver_sim  autopath, codes, config, model, search_path, wire, zone
 //! cli           codes, config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
@@ -56,6 +57,7 @@
 //! # Modules
 //!
 //! - [`codes`]: the DNS protocol's numbers: record types, classes, rcodes, EDNS0 options.
+//! - [`plugin`]: the plugins clusterdns implements, declared once, and CoreDNS's plugin order.
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
 //! - [`gotemplate`]: the Go template language of the *template* plugin.
@@ -90,6 +92,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod model;
+pub mod plugin;
 pub mod proxy;
 pub mod querylog;
 pub mod resolver_sim;

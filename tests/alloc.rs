@@ -7,7 +7,8 @@ use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use clusterdns::metrics::{DnsMetrics, Family, Observation, Plugin, Proto};
+use clusterdns::metrics::{DnsMetrics, Family, Observation, Proto, Writer};
+use clusterdns::plugin::Plugin;
 use clusterdns::server::{self, Handler, Outcome, Transport};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
@@ -189,7 +190,7 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
         family: Family::V4,
         qtype: 1,
         rcode: 0,
-        plugin: Plugin::Kubernetes,
+        plugin: Plugin::Kubernetes.into(),
         request_size: 57,
         response_size: 120,
         duration: Duration::from_micros(250),
@@ -207,7 +208,7 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
             family: Family::V6,
             qtype: 65280,
             rcode: 2,
-            plugin: Plugin::Forward,
+            plugin: Plugin::Forward.into(),
             request_size: 70_000,
             response_size: 0,
             duration: Duration::from_secs(30),
@@ -215,7 +216,7 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
         },
         Observation {
             rcode: 23,
-            plugin: Plugin::Cache,
+            plugin: Plugin::Cache.into(),
             ..base
         },
     ];
@@ -226,7 +227,7 @@ fn counting_a_query_in_the_metrics_does_not_allocate() {
             }
             dropped.record(&Observation {
                 rcode: 5,
-                plugin: Plugin::Server,
+                plugin: Writer::Server,
                 ..base
             });
         }

@@ -89,32 +89,35 @@ fn kubeadm() {
     let [server] = config.servers.as_slice() else {
         panic!("{config:?}")
     };
-    assert!(server.errors.is_some());
-    let health = server.health.as_ref().unwrap();
+    assert!(server.plugins.errors.is_some());
+    let health = server.plugins.health.as_ref().unwrap();
     assert_eq!(
         (health.addr, health.lameduck),
         (addr("0.0.0.0:8080"), Duration::from_secs(5))
     );
-    assert_eq!(server.ready.as_ref().unwrap().addr, addr("0.0.0.0:8181"));
     assert_eq!(
-        server.prometheus.as_ref().unwrap().addr,
+        server.plugins.ready.as_ref().unwrap().addr,
+        addr("0.0.0.0:8181")
+    );
+    assert_eq!(
+        server.plugins.prometheus.as_ref().unwrap().addr,
         addr("0.0.0.0:9153")
     );
-    let k = server.kubernetes.as_ref().unwrap();
+    let k = server.plugins.kubernetes.as_ref().unwrap();
     assert_eq!((k.pods, k.ttl), (PodMode::Insecure, 30));
-    let upstreams: Vec<&str> = server.forward[0]
+    let upstreams: Vec<&str> = server.plugins.forward[0]
         .to
         .iter()
         .map(|u| u.name.as_str())
         .collect();
     assert_eq!(upstreams, ["192.0.2.53:53", "192.0.2.54:53"]);
-    assert_eq!(server.forward[0].max_concurrent, Some(1000));
-    let cache = server.cache.as_ref().unwrap();
+    assert_eq!(server.plugins.forward[0].max_concurrent, Some(1000));
+    let cache = server.plugins.cache.as_ref().unwrap();
     assert_eq!((cache.success.max_ttl, cache.denial.max_ttl), (30, 30));
     assert_eq!(names(&cache.disable_success), ["cluster.local."]);
     assert_eq!(names(&cache.disable_denial), ["cluster.local."]);
-    assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
-    let reload = server.reload.as_ref().unwrap();
+    assert!(server.plugins.loop_detect.is_some() && server.plugins.loadbalance.is_some());
+    let reload = server.plugins.reload.as_ref().unwrap();
     assert_eq!(
         (reload.interval, reload.jitter),
         (Duration::from_secs(30), Duration::from_secs(15))
@@ -129,7 +132,7 @@ fn addr(text: &str) -> SocketAddr {
 fn all_plugins() {
     let config = read_corefile(&fixtures().join("all-plugins.Corefile")).unwrap();
     let server = &config.servers[0];
-    let errors = server.errors.as_ref().unwrap();
+    let errors = server.plugins.errors.as_ref().unwrap();
     assert!(errors.stacktrace);
     let rules: Vec<(&str, LogLevel, bool)> = errors
         .consolidate
@@ -145,25 +148,32 @@ fn all_plugins() {
         ]
     );
     assert_eq!(
-        server.health.as_ref().unwrap().addr,
+        server.plugins.health.as_ref().unwrap().addr,
         addr("127.0.0.1:18080")
     );
-    assert!(server.ready.as_ref().unwrap().continuously);
+    assert!(server.plugins.ready.as_ref().unwrap().continuously);
     assert_eq!(
-        server.prometheus.as_ref().unwrap().addr,
+        server.plugins.prometheus.as_ref().unwrap().addr,
         addr("[::1]:19153")
     );
-    assert_eq!(server.log.len(), 3);
+    assert_eq!(server.plugins.log.len(), 3);
     assert_eq!(
-        names(&server.log[1].names),
+        names(&server.plugins.log[1].names),
         ["example.org.", "shop.svc.cluster.local."]
     );
-    assert!(server.log[1].format.ends_with("{duration} \"{>opcode}\""));
-    assert_eq!(server.log[1].classes, LogClasses::ALL);
-    assert_eq!(server.log[1].min_duration, Some(Duration::from_millis(250)));
-    assert_eq!(server.log[2].format, "{remote} {name} {rcode}");
+    assert!(
+        server.plugins.log[1]
+            .format
+            .ends_with("{duration} \"{>opcode}\"")
+    );
+    assert_eq!(server.plugins.log[1].classes, LogClasses::ALL);
+    assert_eq!(
+        server.plugins.log[1].min_duration,
+        Some(Duration::from_millis(250))
+    );
+    assert_eq!(server.plugins.log[2].format, "{remote} {name} {rcode}");
 
-    let [special, default] = server.forward.as_slice() else {
+    let [special, default] = server.plugins.forward.as_slice() else {
         panic!("two forwards")
     };
     assert_eq!(special.from.to_string(), "example.org.");
@@ -204,7 +214,7 @@ fn all_plugins() {
     );
     assert_eq!(default.policy, ForwardPolicy::RoundRobin);
 
-    let cache = server.cache.as_ref().unwrap();
+    let cache = server.plugins.cache.as_ref().unwrap();
     assert_eq!(names(&cache.zones), ["example.org.", "cluster.local."]);
     assert_eq!(
         (cache.success, cache.denial),
@@ -235,16 +245,16 @@ fn all_plugins() {
     );
     assert_eq!(cache.servfail, Duration::from_secs(10));
     assert!(cache.keepttl);
-    let reload = server.reload.as_ref().unwrap();
+    let reload = server.plugins.reload.as_ref().unwrap();
     assert_eq!(
         (reload.interval, reload.jitter),
         (Duration::from_secs(60), Duration::from_secs(10))
     );
-    assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
+    assert!(server.plugins.loop_detect.is_some() && server.plugins.loadbalance.is_some());
 
-    assert_eq!(server.bufsize.as_ref().map(|b| b.size), Some(1232));
-    assert!(server.any.is_some());
-    let chaos = server.chaos.as_ref().unwrap();
+    assert_eq!(server.plugins.bufsize.as_ref().map(|b| b.size), Some(1232));
+    assert!(server.plugins.any.is_some());
+    let chaos = server.plugins.chaos.as_ref().unwrap();
     assert_eq!(
         (chaos.version.as_str(), chaos.authors.clone()),
         (
@@ -252,13 +262,13 @@ fn all_plugins() {
             vec!["alice".to_owned(), "bob".to_owned()]
         )
     );
-    let hosts = server.hosts.as_ref().unwrap();
+    let hosts = server.plugins.hosts.as_ref().unwrap();
     assert_eq!(hosts.path, fixtures().join("extra.hosts"));
     assert_eq!(names(&hosts.zones), ["example.org."]);
     assert_eq!(hosts.inline, ["10.0.0.1 a.example.org"]);
     assert_eq!((hosts.ttl, hosts.reload), (60, Duration::ZERO));
     assert!(hosts.no_reverse && hosts.fallthrough == Some(vec![]) && hosts.fallthrough_unsupported);
-    let [ip, invalid] = server.template.as_slice() else {
+    let [ip, invalid] = server.plugins.template.as_slice() else {
         panic!("two templates")
     };
     assert_eq!(
@@ -282,15 +292,20 @@ fn all_plugins() {
         (0, Some((15, "Blocked".to_owned())))
     );
     assert_eq!((invalid.class, invalid.qtype, invalid.rcode), (255, 255, 3));
-    let rules: Vec<(bool, usize)> = server.rewrite.iter().map(|r| (r.stop, r.line)).collect();
+    let rules: Vec<(bool, usize)> = server
+        .plugins
+        .rewrite
+        .iter()
+        .map(|r| (r.stop, r.line))
+        .collect();
     assert_eq!(rules.len(), 3);
     assert!(!rules[0].0 && rules[1].0 && rules[2].0);
     assert!(matches!(
-        &server.rewrite[1].action,
+        &server.plugins.rewrite[1].action,
         RewriteAction::Name { answers, auto: false, .. } if answers.len() == 1
     ));
     assert!(matches!(
-        &server.rewrite[2].action,
+        &server.plugins.rewrite[2].action,
         RewriteAction::Ttl {
             min: 30,
             max: 300,
@@ -303,7 +318,7 @@ fn all_plugins() {
 #[test]
 fn rewrite() {
     let config = read_corefile(&fixtures().join("rewrite.Corefile")).unwrap();
-    let [rule] = config.servers[0].rewrite.as_slice() else {
+    let [rule] = config.servers[0].plugins.rewrite.as_slice() else {
         panic!("one rule")
     };
     assert!(rule.stop);
@@ -332,20 +347,20 @@ fn nodelocaldns() {
     assert_eq!(config.servers.len(), 4);
     for server in &config.servers {
         assert_eq!(
-            server.prometheus.as_ref().unwrap().addr,
+            server.plugins.prometheus.as_ref().unwrap().addr,
             addr("0.0.0.0:9253")
         );
-        assert!(server.reload.is_some() && server.loop_detect.is_some());
+        assert!(server.plugins.reload.is_some() && server.plugins.loop_detect.is_some());
     }
     let cluster = &config.servers[0];
-    let cache = cluster.cache.as_ref().unwrap();
+    let cache = cluster.plugins.cache.as_ref().unwrap();
     assert_eq!((cache.success.max_ttl, cache.denial.max_ttl), (30, 5));
-    assert!(cluster.forward[0].force_tcp);
+    assert!(cluster.plugins.forward[0].force_tcp);
     assert_eq!(
-        cluster.health.as_ref().unwrap().addr,
+        cluster.plugins.health.as_ref().unwrap().addr,
         addr("169.254.20.10:8080")
     );
-    assert_eq!(config.servers[3].forward[0].to.len(), 2);
+    assert_eq!(config.servers[3].plugins.forward[0].to.len(), 2);
 }
 
 #[test]
@@ -459,8 +474,8 @@ fn multi_block() {
     );
     let first = &config.servers[0];
     let loopback: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "::1".parse().unwrap()];
-    assert_eq!(first.bind, loopback);
-    let k = first.kubernetes.as_ref().unwrap();
+    assert_eq!(first.plugins.bind, loopback);
+    let k = first.plugins.kubernetes.as_ref().unwrap();
     assert_eq!(names(&k.zones), ["cluster.local.", "96.10.in-addr.arpa."]);
     assert_eq!(
         (k.pods, k.ttl, k.endpoint_pod_names),
@@ -471,15 +486,15 @@ fn multi_block() {
         names(k.fallthrough.as_deref().unwrap()),
         ["96.10.in-addr.arpa."]
     );
-    assert_eq!(first.transfer[0].to[0], TransferPeer::Any);
+    assert_eq!(first.plugins.transfer[0].to[0], TransferPeer::Any);
     assert_eq!(
-        config.servers[1].kubernetes, first.kubernetes,
+        config.servers[1].plugins.kubernetes, first.plugins.kubernetes,
         "a split block shares directives"
     );
     // The kubernetes zones of a block default to all of its keys.
-    let k = config.servers[2].kubernetes.as_ref().unwrap();
+    let k = config.servers[2].plugins.kubernetes.as_ref().unwrap();
     assert!(k.noendpoints && k.ignore_empty_service);
-    assert!(config.servers[3].kubernetes.is_none());
+    assert!(config.servers[3].plugins.kubernetes.is_none());
 }
 
 #[test]
@@ -489,8 +504,11 @@ fn snippets_and_imports() {
         panic!("{config:?}")
     };
     let loopback: Vec<IpAddr> = vec!["127.0.0.1".parse().unwrap(), "::1".parse().unwrap()];
-    assert_eq!(server.bind, loopback, "glob imports in file-name order");
-    let k = server.kubernetes.as_ref().unwrap();
+    assert_eq!(
+        server.plugins.bind, loopback,
+        "glob imports in file-name order"
+    );
+    let k = server.plugins.kubernetes.as_ref().unwrap();
     assert_eq!((k.pods, k.ttl), (PodMode::Insecure, 30));
     assert_eq!(
         names(k.fallthrough.as_deref().unwrap()),
@@ -517,14 +535,14 @@ fn cidr_keys() {
         "cluster.local.".to_owned(),
     ];
     assert_eq!(zones, want);
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!(k.zones[k.primary_zone].to_string(), "cluster.local.");
 }
 
 #[test]
 fn all_options() {
     let config = read_corefile(&fixtures().join("all-options.Corefile")).unwrap();
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!(k.api.endpoint.as_deref(), Some("https://10.0.0.1:6443"));
     assert_eq!(
         k.api.tls.as_ref().map(|t| t.ca.clone()),
@@ -547,7 +565,7 @@ fn all_options() {
     assert_eq!(k.labels.as_ref().unwrap().requirements.len(), 2);
     assert_eq!(k.namespace_labels.as_ref().unwrap().requirements.len(), 1);
 
-    let k = config.servers[1].kubernetes.as_ref().unwrap();
+    let k = config.servers[1].plugins.kubernetes.as_ref().unwrap();
     let dir = fixtures();
     assert_eq!(
         k.objects,
@@ -567,7 +585,7 @@ fn syntax_corners() {
         names(&config.servers[0].zones),
         ["a.example.", "b.example.", "c.example."]
     );
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!(
         (names(&k.zones), k.ttl, k.pods),
         (vec!["a.example.".to_owned()], 7, PodMode::Insecure)
@@ -598,10 +616,10 @@ fn shorthand_is_a_corefile() {
     let mut expected = from_fixture.clone();
     let server = &mut expected.servers[0];
     // The fixture's objects are relative to its directory; the shorthand's to the working one.
-    if let Some(k) = server.kubernetes.as_mut() {
+    if let Some(k) = server.plugins.kubernetes.as_mut() {
         k.objects = objects.to_vec();
     }
-    for upstream in &mut server.forward[0].to {
+    for upstream in &mut server.plugins.forward[0].to {
         upstream.from_file = Some(resolv_conf.clone());
     }
     assert_eq!(from_shorthand, expected);
@@ -620,9 +638,12 @@ fn whitespace_braces_and_optional_imports() {
         (names(&root.zones), root.port),
         (vec![".".to_owned()], 1053)
     );
-    assert!(root.errors.is_some());
-    assert_eq!(root.ready.as_ref().unwrap().addr, addr("127.0.0.1:18181"));
-    let k = root.kubernetes.as_ref().unwrap();
+    assert!(root.plugins.errors.is_some());
+    assert_eq!(
+        root.plugins.ready.as_ref().unwrap().addr,
+        addr("127.0.0.1:18181")
+    );
+    let k = root.plugins.kubernetes.as_ref().unwrap();
     assert_eq!(
         names(&k.zones),
         ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]
@@ -632,18 +653,22 @@ fn whitespace_braces_and_optional_imports() {
         names(k.fallthrough.as_deref().unwrap()),
         ["in-addr.arpa.", "ip6.arpa."]
     );
-    let upstreams: Vec<&str> = root.forward[0].to.iter().map(|u| u.name.as_str()).collect();
+    let upstreams: Vec<&str> = root.plugins.forward[0]
+        .to
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
     assert_eq!(upstreams, ["10.0.0.1:53", "10.0.0.2:53"]);
-    assert_eq!(root.forward[0].max_concurrent, Some(1000));
-    assert_eq!(root.cache.as_ref().unwrap().success.max_ttl, 30);
+    assert_eq!(root.plugins.forward[0].max_concurrent, Some(1000));
+    assert_eq!(root.plugins.cache.as_ref().unwrap().success.max_ttl, 30);
     // custom/query-log.override, imported inside the block.
-    assert_eq!(root.log.len(), 1);
+    assert_eq!(root.plugins.log.len(), 1);
     // custom/internal.server, imported at the top level.
     assert_eq!(
         (names(&internal.zones), internal.port),
         (vec!["example.internal.".to_owned()], 1053)
     );
-    assert_eq!(internal.forward[0].to[0].name, "10.0.0.53:53");
+    assert_eq!(internal.plugins.forward[0].to[0].name, "10.0.0.53:53");
 }
 
 /// An import glob that matches nothing is a warning naming the line and the pattern, and the
@@ -772,7 +797,10 @@ fn a_plugin_used_twice_in_a_block() {
     let text = ". {\n    log\n    log . {\n        class error\n    }\n    forward example.org 10.0.0.1\n    forward . 10.0.0.2\n}\n";
     let config = parse_corefile_in(text, &file, &env()).unwrap();
     assert_eq!(
-        (config.servers[0].log.len(), config.servers[0].forward.len()),
+        (
+            config.servers[0].plugins.log.len(),
+            config.servers[0].plugins.forward.len()
+        ),
         (2, 2)
     );
 }

@@ -413,7 +413,7 @@ fn the_corefile_is_kubeadms_plus_snapshot() {
     assert_eq!(rest.join("\n").trim_end(), kubeadm.trim_end());
 
     let server = corefile_server(&manifests);
-    let kubernetes = server.kubernetes.as_ref().unwrap();
+    let kubernetes = server.plugins.kubernetes.as_ref().unwrap();
     assert_eq!(
         kubernetes.snapshot.as_deref(),
         Some(Path::new("/var/lib/clusterdns/snapshot.json"))
@@ -451,9 +451,21 @@ fn container_ports_are_the_corefiles() {
     let expected = [
         ("dns", dns, "UDP"),
         ("dns-tcp", dns, "TCP"),
-        ("metrics", port(server.prometheus.map(|p| p.addr)), "TCP"),
-        ("liveness-probe", port(server.health.map(|h| h.addr)), "TCP"),
-        ("readiness-probe", port(server.ready.map(|r| r.addr)), "TCP"),
+        (
+            "metrics",
+            port(server.plugins.prometheus.map(|p| p.addr)),
+            "TCP",
+        ),
+        (
+            "liveness-probe",
+            port(server.plugins.health.map(|h| h.addr)),
+            "TCP",
+        ),
+        (
+            "readiness-probe",
+            port(server.plugins.ready.map(|r| r.addr)),
+            "TCP",
+        ),
     ];
     // kubeadm's numbers, which the Corefile gives.
     assert_eq!(expected.map(|p| p.1), [53, 53, 9153, 8080, 8181]);
@@ -480,8 +492,8 @@ fn probes_ask_health_and_ready_on_their_ports() {
             (i32::from(port), "TCP".to_owned())
         );
     };
-    let health = server.health.as_ref().unwrap().addr.port();
-    let ready = server.ready.as_ref().unwrap().addr.port();
+    let health = server.plugins.health.as_ref().unwrap().addr.port();
+    let ready = server.plugins.ready.as_ref().unwrap().addr.port();
     check(container.liveness_probe.as_ref(), "/health", health);
     let live = container.liveness_probe.as_ref().unwrap();
     // kubeadm's timings: /health must answer within 60 s + 5 × 10 s of the start.
@@ -536,7 +548,7 @@ fn args_read_the_mounted_corefile() {
 fn snapshot_is_written_to_the_empty_dir() {
     let manifests = applied();
     let server = corefile_server(&manifests);
-    let snapshot = server.kubernetes.unwrap().snapshot.unwrap();
+    let snapshot = server.plugins.kubernetes.unwrap().snapshot.unwrap();
     let deployment = coredns_deployment(&manifests);
     let container = container(deployment);
     let volumes = pod_spec(deployment).volumes.as_deref().unwrap_or_default();

@@ -25,7 +25,7 @@ fn forward_of(corefile: &str) -> ForwardConfig {
     let text = std::fs::read_to_string(&file.path).unwrap();
     let config = parse_corefile(&text, &file.path)
         .unwrap_or_else(|e| panic!("does not parse: {e}\n{corefile}"));
-    config.servers[0].forward[0].clone()
+    config.servers[0].plugins.forward[0].clone()
 }
 
 /// `forward . tls://ADDR { tls CA; tls_servername NAME; EXTRA }`.

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use clusterdns::http::{Endpoints, Lifecycle, Monitor, Readiness, ReadinessCheck, Route, Shared};
 use clusterdns::metrics::dns::server_label;
 use clusterdns::metrics::{
-    DnsMetrics, EnabledPlugin, Family, HealthMetrics, ObjectCounts, Observation, Plugin,
-    PluginEnabled, ProcessMetrics, Proto, Registration, Registry, ReloadMetrics, StoreMetrics,
+    DnsMetrics, EnabledPlugin, Family, HealthMetrics, ObjectCounts, Observation, PluginEnabled,
+    ProcessMetrics, Proto, Registration, Registry, ReloadMetrics, StoreMetrics, Writer,
 };
+use clusterdns::plugin::Plugin;
 use tokio::runtime::Runtime;
 
 /// A parsed HTTP/1.1 response.
@@ -339,7 +340,7 @@ fn metrics_carry_coredns_names_help_and_types() {
         family: Family::V4,
         qtype: 1,
         rcode: 0,
-        plugin: Plugin::Kubernetes,
+        plugin: Plugin::Kubernetes.into(),
         request_size: 60,
         response_size: 130,
         duration: Duration::from_micros(150),
@@ -350,7 +351,7 @@ fn metrics_carry_coredns_names_help_and_types() {
         family: Family::V6,
         qtype: 16,
         rcode: 5,
-        plugin: Plugin::Server,
+        plugin: Writer::Server,
         request_size: 40,
         response_size: 40,
         duration: Duration::ZERO,

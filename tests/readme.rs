@@ -245,13 +245,13 @@ fn the_plugin_lists_are_what_the_parser_does() {
     }
     let mut all: Vec<String> = implemented.iter().chain(&missing).cloned().collect();
     all.sort();
-    let mut directives: Vec<String> = clusterdns::config::COREDNS_DIRECTIVES
+    let mut directives: Vec<String> = clusterdns::plugin::COREDNS_DIRECTIVES
         .iter()
         .map(|d| (*d).to_owned())
         .collect();
     directives.sort();
     assert_eq!(all, directives, "every plugin.cfg directive, once");
-    for directive in clusterdns::config::COREDNS_DIRECTIVES {
+    for directive in clusterdns::plugin::COREDNS_DIRECTIVES {
         let text = format!(".:1053 {{\n    {directive}\n}}\n");
         let refused = matches!(
             clusterdns::config::parse_corefile(&text, std::path::Path::new("Corefile")),

@@ -77,10 +77,10 @@ pub(crate) fn build(
     for (keys, found) in &parsed {
         endpoints.extend(found.endpoints.iter().cloned());
         for key in keys {
-            let ips = if found.bind.is_empty() {
+            let ips = if found.plugins.bind.is_empty() {
                 vec![IpAddr::V6(Ipv6Addr::UNSPECIFIED)]
             } else {
-                found.bind.clone()
+                found.plugins.bind.clone()
             };
             for ip in ips {
                 dns_listeners.push(DnsListener {
@@ -96,35 +96,14 @@ pub(crate) fn build(
         let mut by_port: Vec<ServerBlock> = Vec::new();
         for key in &keys {
             for zone in &key.zones {
-                served.register(zone, key.port, &found.bind, key)?;
+                served.register(zone, key.port, &found.plugins.bind, key)?;
             }
             match by_port.iter_mut().find(|server| server.port == key.port) {
                 Some(server) => server.zones.extend(key.zones.iter().cloned()),
                 None => by_port.push(ServerBlock {
                     zones: key.zones.clone(),
                     port: key.port,
-                    bind: found.bind.clone(),
-                    kubernetes: found.kubernetes.clone(),
-                    transfer: found.transfer.clone(),
-                    forward: found.forward.clone(),
-                    cache: found.cache.clone(),
-                    health: found.health.clone(),
-                    ready: found.ready.clone(),
-                    prometheus: found.prometheus.clone(),
-                    errors: found.errors.clone(),
-                    log: found.log.clone(),
-                    loop_detect: found.loop_detect.clone(),
-                    reload: found.reload.clone(),
-                    loadbalance: found.loadbalance.clone(),
-                    autopath: found.autopath.clone(),
-                    bufsize: found.bufsize.clone(),
-                    multisocket: found.multisocket.clone(),
-                    any: found.any.clone(),
-                    chaos: found.chaos.clone(),
-                    hosts: found.hosts.clone(),
-                    template: found.template.clone(),
-                    file: found.file.clone(),
-                    rewrite: found.rewrite.clone(),
+                    plugins: found.plugins.clone(),
                     line: key.line,
                 }),
             }
@@ -150,7 +129,7 @@ pub(crate) fn build(
 /// `autopath @kubernetes` needs the block's *kubernetes* plugin, and with `namespace pod` its
 /// `pods verified` (the client's pod is found by address in the pod watch).
 fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Error> {
-    let Some(autopath) = &found.autopath else {
+    let Some(autopath) = &found.plugins.autopath else {
         return Ok(());
     };
     let super::AutopathSource::Kubernetes(namespace) = autopath.source else {
@@ -170,7 +149,7 @@ fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Erro
         file: file.clone(),
         line: autopath.line,
     };
-    let Some(kubernetes) = &found.kubernetes else {
+    let Some(kubernetes) = &found.plugins.kubernetes else {
         return Err(error(
             "@kubernetes needs a kubernetes directive in the server block".to_owned(),
         ));
@@ -187,13 +166,13 @@ fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Erro
 }
 
 /// *k8s_external* reads the block's *kubernetes* plugin (CoreDNS looks it up at start-up and
-/// fails without it): its configuration goes into the *kubernetes* one, whose zone then
+/// fails without it): its configuration is copied into the *kubernetes* one, whose zone then
 /// holds the external names too.
 fn attach_external(found: &mut Directives, block: &ServerBlockAst) -> Result<(), Error> {
-    let Some(external) = found.k8s_external.take() else {
+    let Some(external) = found.plugins.k8s_external.clone() else {
         return Ok(());
     };
-    let Some(kubernetes) = found.kubernetes.as_mut() else {
+    let Some(kubernetes) = found.plugins.kubernetes.as_mut() else {
         let file = block
             .lines
             .iter()

@@ -47,13 +47,12 @@ mod test_support;
 mod tls;
 mod zone;
 
-use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use hickory_proto::rr::Name;
 
-pub use directives::COREDNS_DIRECTIVES;
+pub use directives::Plugins;
 pub use directives::any::AnyConfig;
 pub use directives::autopath::{AutopathConfig, AutopathNamespace, AutopathSource};
 pub use directives::bufsize::BufsizeConfig;
@@ -141,50 +140,9 @@ pub struct ServerBlock {
     pub zones: Vec<Name>,
     /// The port of the block's keys (53 when not given).
     pub port: u16,
-    /// `bind` addresses; empty means every address.
-    pub bind: Vec<IpAddr>,
-    /// The *kubernetes* directive, if present.
-    pub kubernetes: Option<KubernetesConfig>,
-    /// The *transfer* directives.
-    pub transfer: Vec<TransferConfig>,
-    /// The *forward* directives, in file order (CoreDNS tries them in that order).
-    pub forward: Vec<ForwardConfig>,
-    /// The *cache* directive.
-    pub cache: Option<CacheConfig>,
-    /// The *health* directive.
-    pub health: Option<HealthConfig>,
-    /// The *ready* directive.
-    pub ready: Option<ReadyConfig>,
-    /// The *prometheus* directive.
-    pub prometheus: Option<PrometheusConfig>,
-    /// The *errors* directive.
-    pub errors: Option<ErrorsConfig>,
-    /// The *log* directives.
-    pub log: Vec<LogConfig>,
-    /// The *loop* directive.
-    pub loop_detect: Option<LoopConfig>,
-    /// The *reload* directive.
-    pub reload: Option<ReloadConfig>,
-    /// The *loadbalance* directive.
-    pub loadbalance: Option<LoadBalanceConfig>,
-    /// The *autopath* directive.
-    pub autopath: Option<AutopathConfig>,
-    /// The *bufsize* directive.
-    pub bufsize: Option<BufsizeConfig>,
-    /// The *multisocket* directive: how many UDP sockets and workers the address gets.
-    pub multisocket: Option<MultisocketConfig>,
-    /// The *any* directive.
-    pub any: Option<AnyConfig>,
-    /// The *chaos* directive.
-    pub chaos: Option<ChaosConfig>,
-    /// The *hosts* directive.
-    pub hosts: Option<HostsConfig>,
-    /// The *template* directives, in file order (tried in that order).
-    pub template: Vec<TemplateConfig>,
-    /// The *file* directives, in file order (a name goes to the first whose zones hold it).
-    pub file: Vec<FileConfig>,
-    /// The *rewrite* rules, one per directive, in file order.
-    pub rewrite: Vec<RewriteRule>,
+    /// The configuration of each plugin the block has (`bind`'s addresses empty means every
+    /// address).
+    pub plugins: Plugins,
     /// Line of the block's first key, for messages.
     pub line: usize,
 }

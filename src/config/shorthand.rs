@@ -365,11 +365,11 @@ mod tests {
         };
         assert_eq!(server.port, 0);
         assert_eq!(
-            server.bind,
+            server.plugins.bind,
             vec!["::1".parse::<std::net::IpAddr>().unwrap()]
         );
         assert_eq!(server.zones, vec![hickory_proto::rr::Name::root()]);
-        let kubernetes = server.kubernetes.as_ref().unwrap();
+        let kubernetes = server.plugins.kubernetes.as_ref().unwrap();
         let zones: Vec<String> = kubernetes.zones.iter().map(ToString::to_string).collect();
         assert_eq!(zones, ["cluster.local.", "in-addr.arpa.", "ip6.arpa."]);
         assert_eq!(kubernetes.primary_zone, 0);
@@ -384,15 +384,15 @@ mod tests {
             .collect();
         assert_eq!(fallthrough, ["in-addr.arpa.", "ip6.arpa."]);
         assert_eq!(kubernetes.objects, [PathBuf::from("dump.json")]);
-        assert!(server.errors.is_some());
-        let [forward] = server.forward.as_slice() else {
+        assert!(server.plugins.errors.is_some());
+        let [forward] = server.plugins.forward.as_slice() else {
             panic!("one forward")
         };
         let upstreams: Vec<&str> = forward.to.iter().map(|u| u.name.as_str()).collect();
         assert_eq!(upstreams, ["192.0.2.1:53", "192.0.2.2:53"]);
         assert_eq!(forward.to[0].from_file, options.resolv_conf);
         assert_eq!(forward.max_concurrent, Some(1000));
-        let cache = server.cache.as_ref().unwrap();
+        let cache = server.plugins.cache.as_ref().unwrap();
         assert_eq!(
             cache.success,
             CacheClass {
@@ -402,9 +402,13 @@ mod tests {
             }
         );
         assert_eq!(cache.disable_success, cache.disable_denial);
-        assert!(server.loop_detect.is_some() && server.loadbalance.is_some());
-        assert!(server.health.is_none() && server.ready.is_none() && server.prometheus.is_none());
-        assert!(server.reload.is_none() && server.log.is_empty());
+        assert!(server.plugins.loop_detect.is_some() && server.plugins.loadbalance.is_some());
+        assert!(
+            server.plugins.health.is_none()
+                && server.plugins.ready.is_none()
+                && server.plugins.prometheus.is_none()
+        );
+        assert!(server.plugins.reload.is_none() && server.plugins.log.is_empty());
     }
 
     #[test]
@@ -418,13 +422,16 @@ mod tests {
         };
         let config = shorthand_with(&[PathBuf::from("d.json")], &options).unwrap();
         let server = &config.servers[0];
-        let health = server.health.as_ref().unwrap();
+        let health = server.plugins.health.as_ref().unwrap();
         assert_eq!(
             (health.addr, health.lameduck),
             (options.health.unwrap(), Duration::ZERO)
         );
-        assert_eq!(server.ready.as_ref().map(|r| r.addr), options.ready);
-        assert_eq!(server.prometheus.as_ref().map(|p| p.addr), options.metrics);
+        assert_eq!(server.plugins.ready.as_ref().map(|r| r.addr), options.ready);
+        assert_eq!(
+            server.plugins.prometheus.as_ref().map(|p| p.addr),
+            options.metrics
+        );
 
         // An endpoint on the DNS port is refused like in any Corefile.
         let clash = ShorthandOptions {
@@ -478,15 +485,15 @@ mod tests {
             };
             let config = shorthand_with(&[PathBuf::from("d.json")], &options)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(config.servers[0].forward.len(), *forwards, "{name}");
-            assert!(config.servers[0].cache.is_some(), "{name}");
+            assert_eq!(config.servers[0].plugins.forward.len(), *forwards, "{name}");
+            assert!(config.servers[0].plugins.cache.is_some(), "{name}");
         }
         let none = ShorthandOptions {
             resolv_conf: None,
             ..ShorthandOptions::new(listen())
         };
         let config = shorthand_with(&[PathBuf::from("d.json")], &none).unwrap();
-        assert!(config.servers[0].forward.is_empty());
+        assert!(config.servers[0].plugins.forward.is_empty());
     }
 
     #[test]
@@ -509,7 +516,7 @@ mod tests {
         for (name, path) in cases {
             let objects = [PathBuf::from(path), PathBuf::from("second.json")];
             let config = shorthand(&objects, listen()).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let kubernetes = config.servers[0].kubernetes.as_ref().unwrap();
+            let kubernetes = config.servers[0].plugins.kubernetes.as_ref().unwrap();
             assert_eq!(kubernetes.objects, objects, "{name}");
         }
         // The resolv.conf path is quoted the same way.
@@ -521,7 +528,10 @@ mod tests {
             ..ShorthandOptions::new(listen())
         };
         let config = shorthand_with(&[PathBuf::from("d.json")], &options).unwrap();
-        assert_eq!(config.servers[0].forward[0].to[0].from_file, Some(path));
+        assert_eq!(
+            config.servers[0].plugins.forward[0].to[0].from_file,
+            Some(path)
+        );
     }
 
     #[test]

@@ -40,8 +40,10 @@ cluster.local:53 example.org:5300, 10.0.0.0/24 {
             (vec![".".to_owned()], 53, 5),
         ]
     );
-    assert_eq!(config.servers[1].bind, ips(&["127.0.0.1"]));
-    assert!(config.servers[2].bind.is_empty() && config.servers[2].kubernetes.is_none());
+    assert_eq!(config.servers[1].plugins.bind, ips(&["127.0.0.1"]));
+    assert!(
+        config.servers[2].plugins.bind.is_empty() && config.servers[2].plugins.kubernetes.is_none()
+    );
 }
 
 #[test]
@@ -106,7 +108,7 @@ fn snippets_and_imports() {
 }
 ";
     let config = parse(text).unwrap();
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!((k.pods, k.ttl), (PodMode::Insecure, 30));
 
     let dir = tempfile::tempdir().unwrap();
@@ -127,8 +129,8 @@ fn snippets_and_imports() {
     let config = read_corefile(&corefile).unwrap();
     assert_eq!(config.servers.len(), 2);
     assert_eq!(names(&config.servers[0].zones), ["a.org."]);
-    assert!(config.servers[0].kubernetes.is_some());
-    assert_eq!(config.servers[1].bind, ips(&["127.0.0.1"]));
+    assert!(config.servers[0].plugins.kubernetes.is_some());
+    assert_eq!(config.servers[1].plugins.bind, ips(&["127.0.0.1"]));
 
     std::fs::write(
         dir.path().join("conf.d/2-b.conf"),
@@ -348,10 +350,10 @@ fn kubeadm_corefile_parses() {
         (names(&server.zones), server.port),
         (vec![".".to_owned()], 53)
     );
-    let errors = server.errors.as_ref().unwrap();
+    let errors = server.plugins.errors.as_ref().unwrap();
     assert!(errors.consolidate.is_empty() && !errors.stacktrace && errors.line == 2);
     assert_eq!(
-        server.health,
+        server.plugins.health,
         Some(HealthConfig {
             addr: "0.0.0.0:8080".parse().unwrap(),
             lameduck: Duration::from_secs(5),
@@ -359,25 +361,25 @@ fn kubeadm_corefile_parses() {
         })
     );
     assert_eq!(
-        server.ready,
+        server.plugins.ready,
         Some(ReadyConfig {
             addr: "0.0.0.0:8181".parse().unwrap(),
             continuously: false,
             line: 6,
         })
     );
-    let k = server.kubernetes.as_ref().unwrap();
+    let k = server.plugins.kubernetes.as_ref().unwrap();
     assert_eq!((k.pods, k.ttl, k.line), (PodMode::Insecure, 30, 7));
     assert_eq!(
-        server.prometheus,
+        server.plugins.prometheus,
         Some(PrometheusConfig {
             addr: "0.0.0.0:9153".parse().unwrap(),
             search_path: SearchPathConfig::default(),
             line: 12,
         })
     );
-    let [forward] = server.forward.as_slice() else {
-        panic!("one forward: {:?}", server.forward)
+    let [forward] = server.plugins.forward.as_slice() else {
+        panic!("one forward: {:?}", server.plugins.forward)
     };
     assert_eq!(forward.from, Name::root());
     let upstreams: Vec<(String, Option<PathBuf>)> = forward
@@ -399,7 +401,7 @@ fn kubeadm_corefile_parses() {
         (Duration::from_secs(10), 2, Duration::from_millis(500))
     );
     assert_eq!((forward.policy, forward.line), (ForwardPolicy::Random, 13));
-    let cache = server.cache.as_ref().unwrap();
+    let cache = server.plugins.cache.as_ref().unwrap();
     assert_eq!(names(&cache.zones), ["."]);
     assert_eq!(
         (cache.success, cache.denial),
@@ -419,17 +421,24 @@ fn kubeadm_corefile_parses() {
     assert_eq!(names(&cache.disable_success), ["cluster.local."]);
     assert_eq!(names(&cache.disable_denial), ["cluster.local."]);
     assert_eq!((cache.servfail, cache.line), (Duration::from_secs(5), 16));
-    assert_eq!(server.loop_detect, Some(LoopConfig { line: 20 }));
+    assert_eq!(server.plugins.loop_detect, Some(LoopConfig { line: 20 }));
     assert_eq!(
-        server.reload,
+        server.plugins.reload,
         Some(ReloadConfig {
             interval: Duration::from_secs(30),
             jitter: Duration::from_secs(15),
             line: 21,
         })
     );
-    assert_eq!(server.loadbalance, Some(LoadBalanceConfig { line: 22 }));
-    assert!(server.log.is_empty() && server.transfer.is_empty() && server.bind.is_empty());
+    assert_eq!(
+        server.plugins.loadbalance,
+        Some(LoadBalanceConfig { line: 22 })
+    );
+    assert!(
+        server.plugins.log.is_empty()
+            && server.plugins.transfer.is_empty()
+            && server.plugins.bind.is_empty()
+    );
 }
 
 /// Random text and random edits of a real Corefile: any result, never a panic.

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::codes::rtype;
+use crate::plugin::Plugin;
 
 use super::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, Kind, SIZE_BUCKETS};
 
@@ -106,72 +107,44 @@ impl Family {
     }
 }
 
-/// The plugin that wrote a reply (`plugin`).
+/// Who wrote a reply: `responses_total`'s `plugin` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Plugin {
+pub enum Writer {
     /// `""`: the server itself (REFUSED for a name no block serves, FORMERR, BADVERS, the
     /// SERVFAIL written for a plugin's error).
-    Server = 0,
-    /// `cache`.
-    Cache,
-    /// `forward`.
-    Forward,
-    /// `kubernetes`.
-    Kubernetes,
-    /// `loop`.
-    Loop,
-    /// `transfer`.
-    Transfer,
-    /// `autopath`: the reply for a name further down the client's search path.
-    Autopath,
-    /// `hosts`.
-    Hosts,
-    /// `template`.
-    Template,
-    /// `chaos`.
-    Chaos,
-    /// `any`.
-    Any,
-    /// `k8s_external`.
-    K8sExternal,
-    /// `file`.
-    File,
+    Server,
+    /// A plugin: its name.
+    Plugin(Plugin),
 }
 
-impl Plugin {
-    /// Every plugin, in label order.
-    pub const ALL: [Self; 13] = [
-        Self::Server,
-        Self::Cache,
-        Self::Forward,
-        Self::Kubernetes,
-        Self::Loop,
-        Self::Transfer,
-        Self::Autopath,
-        Self::Hosts,
-        Self::Template,
-        Self::Chaos,
-        Self::Any,
-        Self::K8sExternal,
-        Self::File,
-    ];
+impl From<Plugin> for Writer {
+    fn from(plugin: Plugin) -> Self {
+        Self::Plugin(plugin)
+    }
+}
+
+impl Writer {
+    /// How many there are: the server and each plugin.
+    pub const COUNT: usize = 1 + Plugin::ALL.len();
+
+    /// Every writer, the server first and then the plugins in `plugin.cfg` order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        std::iter::once(Self::Server).chain(Plugin::ALL.iter().map(|p| Self::Plugin(*p)))
+    }
+
+    /// Its place in the counters: 0 for the server, then the plugins' in [`Plugin::ALL`].
+    const fn index(self) -> usize {
+        match self {
+            Self::Server => 0,
+            Self::Plugin(plugin) => 1 + plugin as usize,
+        }
+    }
 
     /// The label value.
     pub const fn label(self) -> &'static str {
         match self {
             Self::Server => "",
-            Self::Cache => "cache",
-            Self::Forward => "forward",
-            Self::Kubernetes => "kubernetes",
-            Self::Loop => "loop",
-            Self::Transfer => "transfer",
-            Self::Autopath => "autopath",
-            Self::Hosts => "hosts",
-            Self::Template => "template",
-            Self::Chaos => "chaos",
-            Self::Any => "any",
-            Self::K8sExternal => "k8s_external",
-            Self::File => "file",
+            Self::Plugin(plugin) => plugin.name(),
         }
     }
 }
@@ -188,7 +161,7 @@ pub struct Observation {
     /// The reply's rcode, extended rcode bits included (0–4095).
     pub rcode: u16,
     /// Who wrote the reply.
-    pub plugin: Plugin,
+    pub plugin: Writer,
     /// The request message's length in bytes, as received.
     pub request_size: usize,
     /// The reply's length in bytes (0 when nothing was sent).
@@ -302,7 +275,7 @@ pub struct ServerMetrics {
     view: String,
     shards: Box<[Shard]>,
     /// `responses_total` for rcodes above 23: (rcode, plugin, count).
-    rare_responses: Mutex<Vec<(u16, Plugin, u64)>>,
+    rare_responses: Mutex<Vec<(u16, Writer, u64)>>,
 }
 
 /// Copies of the counters kept apart so that threads do not share cache lines.
@@ -317,7 +290,7 @@ struct Shard {
     /// `do_requests_total`.
     do_requests: Counter,
     /// `responses_total`, by [plugin][rcode] for rcodes below [`RCODES`].
-    responses: [[Counter; RCODES]; Plugin::ALL.len()],
+    responses: [[Counter; RCODES]; Writer::COUNT],
     /// `request_duration_seconds`.
     duration: Histogram,
     /// `request_size_bytes`, by proto.
@@ -331,7 +304,7 @@ impl Shard {
         Self {
             requests: [const { [const { [const { Counter::new() }; TYPES] }; 2] }; 2],
             do_requests: Counter::new(),
-            responses: [const { [const { Counter::new() }; RCODES] }; Plugin::ALL.len()],
+            responses: [const { [const { Counter::new() }; RCODES] }; Writer::COUNT],
             duration: Histogram::new(&DURATION_BUCKETS),
             request_size: [
                 Histogram::integral(&SIZE_BUCKETS),
@@ -404,14 +377,14 @@ impl ServerMetrics {
         shard.duration.observe(observation.duration.as_secs_f64());
         shard.request_size[proto].observe(observation.request_size as f64);
         shard.response_size[proto].observe(observation.response_size as f64);
-        match shard.responses[observation.plugin as usize].get(usize::from(observation.rcode)) {
+        match shard.responses[observation.plugin.index()].get(usize::from(observation.rcode)) {
             Some(counter) => counter.inc(),
             None => self.record_rare(observation.rcode, observation.plugin),
         }
     }
 
     #[cold]
-    fn record_rare(&self, rcode: u16, plugin: Plugin) {
+    fn record_rare(&self, rcode: u16, plugin: Writer) {
         let mut rare = self
             .rare_responses
             .lock()
@@ -446,10 +419,10 @@ impl ServerMetrics {
     }
 
     /// Replies counted so far with this rcode, written by `plugin`.
-    pub fn responses(&self, rcode: u16, plugin: Plugin) -> u64 {
+    pub fn responses(&self, rcode: u16, plugin: Writer) -> u64 {
         let index = usize::from(rcode);
         if index < RCODES {
-            return self.total(|shard| &shard.responses[plugin as usize][index]);
+            return self.total(|shard| &shard.responses[plugin.index()][index]);
         }
         self.rare_responses
             .lock()
@@ -541,9 +514,11 @@ impl Collect for ServerMetrics {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        for plugin in Plugin::ALL {
+        let mut writers: Vec<Writer> = Writer::all().collect();
+        writers.sort_by_key(|writer| writer.label());
+        for plugin in writers {
             let common = (0..RCODES).map(|rcode| {
-                let count = self.total(|shard| &shard.responses[plugin as usize][rcode]);
+                let count = self.total(|shard| &shard.responses[plugin.index()][rcode]);
                 (rcode as u16, count)
             });
             let uncommon = rare

@@ -20,7 +20,7 @@ pub mod process;
 pub mod registry;
 pub mod reload;
 
-pub use dns::{DnsMetrics, Family, Observation, Plugin, Proto, ServerMetrics};
+pub use dns::{DnsMetrics, Family, Observation, Proto, ServerMetrics, Writer};
 pub use health::HealthMetrics;
 pub use kubernetes::ProgrammingMetrics;
 pub use process::{

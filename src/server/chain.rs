@@ -35,7 +35,8 @@ use super::{Block, Pending, Transport, transfer};
 use crate::cache::Hit;
 use crate::codes::{class, rtype};
 use crate::forward::Forwarded;
-use crate::metrics::dns::Plugin;
+use crate::metrics::dns::Writer;
+use crate::plugin::Plugin;
 use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
 use crate::zone::Rcode;
 
@@ -73,21 +74,22 @@ pub(crate) enum Step {
 }
 
 impl Step {
-    /// The directive of the step (its place in [`crate::config::COREDNS_DIRECTIVES`]).
-    pub(crate) fn directive(&self) -> &'static str {
+    /// The plugin of the step, whose place in [`crate::plugin::COREDNS_DIRECTIVES`] is the
+    /// step's place in the chain.
+    pub(crate) fn plugin(&self) -> Plugin {
         match self {
-            Self::Bufsize(_) => "bufsize",
-            Self::Any => "any",
-            Self::Chaos(_) => "chaos",
-            Self::Rewrite(_) => "rewrite",
-            Self::Autopath => "autopath",
-            Self::Template(_) => "template",
-            Self::Transfer => "transfer",
-            Self::Hosts(_) => "hosts",
-            Self::K8sExternal(_) => "k8s_external",
-            Self::Kubernetes => "kubernetes",
-            Self::File(_) => "file",
-            Self::Forward => "forward",
+            Self::Bufsize(_) => Plugin::Bufsize,
+            Self::Any => Plugin::Any,
+            Self::Chaos(_) => Plugin::Chaos,
+            Self::Rewrite(_) => Plugin::Rewrite,
+            Self::Autopath => Plugin::Autopath,
+            Self::Template(_) => Plugin::Template,
+            Self::Transfer => Plugin::Transfer,
+            Self::Hosts(_) => Plugin::Hosts,
+            Self::K8sExternal(_) => Plugin::K8sExternal,
+            Self::Kubernetes => Plugin::Kubernetes,
+            Self::File(_) => Plugin::File,
+            Self::Forward => Plugin::Forward,
         }
     }
 
@@ -121,7 +123,7 @@ pub(crate) struct Chain {
 #[derive(Debug)]
 pub(crate) enum Flow {
     /// Answered by this plugin: the reply is in the output buffer, cut to the query's limit.
-    Reply(Plugin),
+    Reply(Writer),
     /// Nothing before *forward* answered: the name goes upstream, from this *forward* (the
     /// first that matches) on. Turned into a [`Pending`] by whoever holds the query.
     Upstream(usize),
@@ -186,8 +188,9 @@ impl<'q> Query<'q> {
 }
 
 impl Chain {
-    /// A chain of `steps`, which must be in CoreDNS's order.
-    pub(crate) fn new(steps: Vec<Step>) -> Self {
+    /// A chain of `steps`, put in CoreDNS's order (their plugins' places in `plugin.cfg`).
+    pub(crate) fn new(mut steps: Vec<Step>) -> Self {
+        steps.sort_by_key(|step| step.plugin().position());
         let bufsize = steps.iter().find_map(|step| match step {
             Step::Bufsize(size) => Some(*size),
             _ => None,
@@ -287,12 +290,12 @@ impl Chain {
                 Step::Any => {
                     if q.request.question.qtype == rtype::ANY {
                         any(q.request, q.limit, out);
-                        return Flow::Reply(Plugin::Any);
+                        return Flow::Reply(Plugin::Any.into());
                     }
                 }
                 Step::Chaos(chaos) => {
                     if chaos.answer(q.request, q.limit, out) {
-                        return Flow::Reply(Plugin::Chaos);
+                        return Flow::Reply(Plugin::Chaos.into());
                     }
                 }
                 Step::Rewrite(rewrite) => {
@@ -307,7 +310,7 @@ impl Chain {
                 }
                 Step::Template(templates) => match templates.answer(ctx, q, out) {
                     template::Answered::Pass => {}
-                    template::Answered::Reply => return Flow::Reply(Plugin::Template),
+                    template::Answered::Reply => return Flow::Reply(Plugin::Template.into()),
                     template::Answered::Chase(chase) => return Flow::Chase(chase),
                 },
                 Step::Transfer => {
@@ -321,13 +324,13 @@ impl Chain {
                             out,
                         ) {
                             super::Outcome::Transfer(records) => Flow::Transfer(records),
-                            _ => Flow::Reply(Plugin::Transfer),
+                            _ => Flow::Reply(Plugin::Transfer.into()),
                         };
                     }
                 }
                 Step::Hosts(hosts) => match hosts.answer(q.request, q.limit, out) {
                     hosts::Answered::Pass => {}
-                    hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts),
+                    hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts.into()),
                 },
                 Step::K8sExternal(external) => {
                     if let Some(flow) = external.answer(ctx, q, out) {
@@ -341,7 +344,7 @@ impl Chain {
                 }
                 Step::File(file) => match file.answer(ctx, q, out) {
                     file::Answered::Pass => {}
-                    file::Answered::Reply => return Flow::Reply(Plugin::File),
+                    file::Answered::Reply => return Flow::Reply(Plugin::File.into()),
                     file::Answered::Chase(chase) => return Flow::Chase(chase),
                 },
                 Step::Forward => {
@@ -371,12 +374,12 @@ impl Chain {
                     errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
                 }
                 wire::write_rcode(q.request, rcode::SERVFAIL, out);
-                return Some(Flow::Reply(Plugin::Server));
+                return Some(Flow::Reply(Writer::Server));
             }
         };
         let Ok(request) = Request::parse(&rewritten.packet) else {
             wire::write_rcode(q.request, rcode::SERVFAIL, out);
-            return Some(Flow::Reply(Plugin::Server));
+            return Some(Flow::Reply(Writer::Server));
         };
         let mut inner = Query {
             packet: &rewritten.packet,
@@ -406,7 +409,7 @@ impl Chain {
             .is_some_and(|probe| probe.looping())
         {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Some(Flow::Reply(Plugin::Loop));
+            return Some(Flow::Reply(Plugin::Loop.into()));
         }
         // A query for upstream that is this server's own forward coming back: a loop. (Not
         // the *loop* plugin's probe, which must come back for the plugin to see it.)
@@ -425,7 +428,7 @@ impl Chain {
         };
         let looped = |out: &mut Vec<u8>| {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            Some(Flow::Reply(Plugin::Forward))
+            Some(Flow::Reply(Plugin::Forward.into()))
         };
         let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
             if looping() {
@@ -450,7 +453,7 @@ impl Chain {
         if refresh {
             refresh_in_background(Arc::clone(block), self.upstream_query(q), forwarder);
         }
-        Some(Flow::Reply(Plugin::Cache))
+        Some(Flow::Reply(Plugin::Cache.into()))
     }
 
     /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
@@ -495,7 +498,7 @@ fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
     let passes = nxdomain && kubernetes.falls_through(qname);
     if nxdomain && !passes && kubernetes.provisional() {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Some(Flow::Reply(Plugin::Kubernetes));
+        return Some(Flow::Reply(Plugin::Kubernetes.into()));
     }
     if passes {
         return None;
@@ -507,7 +510,7 @@ fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
         )));
     }
     wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
-    Some(Flow::Reply(Plugin::Kubernetes))
+    Some(Flow::Reply(Plugin::Kubernetes.into()))
 }
 
 /// *any* (RFC 8482 §4.2): one HINFO record, `"ANY obsoleted" "See RFC 8482"`, TTL 8482.

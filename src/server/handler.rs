@@ -22,7 +22,8 @@ use super::chain::{Ctx, Flow, Query, Revert, fit};
 use super::{Block, Outcome, Pending, Transport};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
-use crate::metrics::dns::{Family, Observation, Plugin, Proto, ServerMetrics};
+use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
+use crate::plugin::Plugin;
 use crate::querylog::Entry;
 use crate::search_path::live::Watch;
 use crate::wire::{self, Malformed, Request, rcode, reply};
@@ -132,7 +133,7 @@ impl Handler {
                     out,
                     client,
                     transport,
-                    Plugin::Server,
+                    Writer::Server,
                     Duration::ZERO,
                 ));
             }
@@ -200,7 +201,7 @@ impl Handler {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
                 wire::write_rcode(request, rcode::REFUSED, out);
-                self.finish(&ctx, request, out, Plugin::Server);
+                self.finish(&ctx, request, out, Writer::Server);
                 Progress::Done(Outcome::Reply)
             }
         }
@@ -243,7 +244,7 @@ impl Handler {
         request: &Request<'_>,
         bytes: Vec<u8>,
         revert: Option<&Revert>,
-        plugin: Plugin,
+        plugin: Writer,
     ) -> Vec<u8> {
         let Some(retarget) = revert.and_then(|revert| revert.retarget(&bytes)) else {
             return bytes;
@@ -289,10 +290,12 @@ impl Handler {
         let revert = revert.as_deref();
         if let Some(rest) = autopath {
             match autopath::complete(self, &ctx, &request, asked, *rest).await {
-                Some((bytes, plugin)) => self.deliver(&ctx, &request, &bytes, out, plugin, revert),
+                Some((bytes, plugin)) => {
+                    self.deliver(&ctx, &request, &bytes, out, plugin.into(), revert)
+                }
                 None => {
                     wire::write_rcode(&request, rcode::SERVFAIL, out);
-                    self.finish(&ctx, &request, out, Plugin::Autopath);
+                    self.finish(&ctx, &request, out, Plugin::Autopath.into());
                 }
             }
             return;
@@ -313,7 +316,7 @@ impl Handler {
                 Forwarded::Next(bytes) => last = Some(bytes),
                 Forwarded::Refused => {
                     wire::write_rcode(&request, rcode::REFUSED, out);
-                    self.finish(&ctx, &request, out, Plugin::Forward);
+                    self.finish(&ctx, &request, out, Plugin::Forward.into());
                     return;
                 }
                 Forwarded::Failed(error) => {
@@ -328,9 +331,9 @@ impl Handler {
                 cache.put(&asked_request, &mut bytes, Instant::now());
             }
             let bytes = self
-                .retargeted(&ctx, &request, bytes, revert, Plugin::Forward)
+                .retargeted(&ctx, &request, bytes, revert, Plugin::Forward.into())
                 .await;
-            self.deliver(&ctx, &request, &bytes, out, Plugin::Forward, revert);
+            self.deliver(&ctx, &request, &bytes, out, Plugin::Forward.into(), revert);
             return;
         }
         let error = failure.unwrap_or_else(|| "no forward matched".to_owned());
@@ -345,7 +348,7 @@ impl Handler {
         });
         if !stale {
             wire::write_rcode(&request, rcode::SERVFAIL, out);
-            self.finish(&ctx, &request, out, Plugin::Forward);
+            self.finish(&ctx, &request, out, Plugin::Forward.into());
             return;
         }
         if let Some(revert) = revert {
@@ -353,7 +356,7 @@ impl Handler {
             revert.apply(&mut whole);
             fit(&ctx, &request, &whole, out);
         }
-        self.finish(&ctx, &request, out, Plugin::Cache);
+        self.finish(&ctx, &request, out, Plugin::Cache.into());
     }
 
     /// A CNAME whose target lies outside the zone: the target asked through this server
@@ -483,7 +486,7 @@ impl Handler {
         request: &Request<'_>,
         bytes: &[u8],
         out: &mut Vec<u8>,
-        plugin: Plugin,
+        plugin: Writer,
         revert: Option<&Revert>,
     ) {
         let shuffled = if ctx.block.loadbalance {
@@ -505,7 +508,7 @@ impl Handler {
 
     /// What every answered query goes through last: the search-path tracker, *prometheus* and
     /// *log*.
-    fn finish(&self, at: &Ctx<'_>, request: &Request<'_>, reply: &[u8], plugin: Plugin) {
+    fn finish(&self, at: &Ctx<'_>, request: &Request<'_>, reply: &[u8], plugin: Writer) {
         let block = at.block;
         if let Some(watch) = &self.search_path {
             watch.observe(
@@ -602,7 +605,7 @@ fn observation(
     reply: &[u8],
     client: SocketAddr,
     transport: Transport,
-    plugin: Plugin,
+    plugin: Writer,
     duration: Duration,
 ) -> Observation {
     Observation {

@@ -92,12 +92,12 @@ pub(super) fn load_with(
     for server_block in &config.servers {
         let addrs = block_addresses(server_block);
         let server = server_label(server_block);
-        let measured = metrics.filter(|_| server_block.prometheus.is_some());
+        let measured = metrics.filter(|_| server_block.plugins.prometheus.is_some());
         let mut store_metrics = None;
         let mut triggers = Vec::new();
         let mut api_status = None;
         let mut publisher = None;
-        let kubernetes = match &server_block.kubernetes {
+        let kubernetes = match &server_block.plugins.kubernetes {
             None => None,
             Some(k8s) if k8s.objects.is_empty() => {
                 let Some(observability) = metrics else {
@@ -168,6 +168,7 @@ pub(super) fn load_with(
             }
         };
         let forward: Vec<Arc<Forwarder>> = server_block
+            .plugins
             .forward
             .iter()
             .map(|config| Arc::new(Forwarder::new(config, &addrs)))
@@ -175,17 +176,18 @@ pub(super) fn load_with(
         for warning in forward.iter().flat_map(|f| f.warnings()) {
             tracing::error!("{warning}");
         }
-        let file = if server_block.file.is_empty() {
+        let file = if server_block.plugins.file.is_empty() {
             None
         } else {
             Some(Arc::new(super::chain::file::File::load(
-                &server_block.file,
+                &server_block.plugins.file,
             )?))
         };
         let plugins = Plugins {
             file,
             forward,
             cache: server_block
+                .plugins
                 .cache
                 .as_ref()
                 .map(|config| Arc::new(Cache::new(config, &server))),
@@ -289,7 +291,7 @@ pub(super) fn new_api_watch(
 /// The `server` label CoreDNS's metrics carry: `dns://:53`, or `dns://127.0.0.1:1053` for a
 /// block bound to one address.
 pub fn server_label(block: &crate::config::ServerBlock) -> String {
-    match block.bind.first() {
+    match block.plugins.bind.first() {
         None => format!("dns://:{}", block.port),
         Some(std::net::IpAddr::V6(v6)) => format!("dns://[{v6}]:{}", block.port),
         Some(ip) => format!("dns://{ip}:{}", block.port),

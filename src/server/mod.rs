@@ -198,31 +198,33 @@ impl Block {
     pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
         let zones = wire_zones(&config.zones);
         let server = load::server_label(config);
-        // In CoreDNS's order (`COREDNS_DIRECTIVES`, which the chain's tests check).
+        // Put in CoreDNS's order by `Chain::new`.
         let mut steps = Vec::new();
-        if let Some(bufsize) = &config.bufsize {
+        if let Some(bufsize) = &config.plugins.bufsize {
             steps.push(Step::Bufsize(bufsize.size));
         }
-        if config.any.is_some() {
+        if config.plugins.any.is_some() {
             steps.push(Step::Any);
         }
-        if let Some(chaos) = &config.chaos {
+        if let Some(chaos) = &config.plugins.chaos {
             steps.push(Step::Chaos(chain::chaos::Chaos::new(chaos)));
         }
-        if !config.rewrite.is_empty() {
-            steps.push(Step::Rewrite(chain::rewrite::Rewrite::new(&config.rewrite)));
+        if !config.plugins.rewrite.is_empty() {
+            steps.push(Step::Rewrite(chain::rewrite::Rewrite::new(
+                &config.plugins.rewrite,
+            )));
         }
-        if config.autopath.is_some() {
+        if config.plugins.autopath.is_some() {
             steps.push(Step::Autopath);
         }
-        if !config.template.is_empty() {
+        if !config.plugins.template.is_empty() {
             steps.push(Step::Template(chain::template::Templates::new(
-                &config.template,
+                &config.plugins.template,
                 &server,
             )));
         }
         steps.push(Step::Transfer);
-        if let Some(hosts) = &config.hosts {
+        if let Some(hosts) = &config.plugins.hosts {
             steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
         }
         if let Some(kubernetes) = &kubernetes {
@@ -240,6 +242,7 @@ impl Block {
             steps.push(Step::Forward);
         }
         let transfer = config
+            .plugins
             .transfer
             .iter()
             .map(|transfer| Transfer {
@@ -252,6 +255,7 @@ impl Block {
             })
             .collect();
         let loop_detect = config
+            .plugins
             .loop_detect
             .as_ref()
             .map(|_| LoopDetect::new(zones.first().unwrap_or(&WireName::root())));
@@ -262,14 +266,18 @@ impl Block {
             transfer,
             forward: plugins.forward,
             cache: plugins.cache,
-            logs: config.log.iter().map(QueryLog::new).collect(),
-            errors: config.errors.as_ref().map(ErrorLog::new),
-            loadbalance: config.loadbalance.is_some(),
+            logs: config.plugins.log.iter().map(QueryLog::new).collect(),
+            errors: config.plugins.errors.as_ref().map(ErrorLog::new),
+            loadbalance: config.plugins.loadbalance.is_some(),
             loop_detect,
             metrics: plugins.metrics,
-            autopath: config.autopath.as_ref().map(search_path),
-            search_path: config.prometheus.as_ref().map(|p| p.search_path.clone()),
-            sockets: config.multisocket.as_ref().map(|m| m.sockets),
+            autopath: config.plugins.autopath.as_ref().map(search_path),
+            search_path: config
+                .plugins
+                .prometheus
+                .as_ref()
+                .map(|p| p.search_path.clone()),
+            sockets: config.plugins.multisocket.as_ref().map(|m| m.sockets),
         }
     }
 
@@ -323,7 +331,7 @@ impl Block {
         self.chain
             .steps()
             .iter()
-            .map(chain::Step::directive)
+            .map(|step| step.plugin().name())
             .collect()
     }
 
@@ -372,10 +380,11 @@ fn search_path(config: &crate::config::AutopathConfig) -> crate::autopath::Searc
 
 /// The address a listener of `block` binds, for each of its bind addresses.
 pub fn block_addresses(block: &ServerBlock) -> Vec<SocketAddr> {
-    if block.bind.is_empty() {
+    if block.plugins.bind.is_empty() {
         vec![SocketAddr::new(IpAddr::from([0, 0, 0, 0]), block.port)]
     } else {
         block
+            .plugins
             .bind
             .iter()
             .map(|&ip| SocketAddr::new(ip, block.port))

@@ -91,9 +91,17 @@ impl Generation {
         let mut http: Vec<(SocketAddr, Route)> = Vec::new();
         for block in &config.servers {
             let routes = [
-                block.health.as_ref().map(|h| (h.addr, Route::Health)),
-                block.ready.as_ref().map(|r| (r.addr, Route::Ready)),
-                block.prometheus.as_ref().map(|p| (p.addr, Route::Metrics)),
+                block
+                    .plugins
+                    .health
+                    .as_ref()
+                    .map(|h| (h.addr, Route::Health)),
+                block.plugins.ready.as_ref().map(|r| (r.addr, Route::Ready)),
+                block
+                    .plugins
+                    .prometheus
+                    .as_ref()
+                    .map(|p| (p.addr, Route::Metrics)),
             ];
             for route in routes.into_iter().flatten() {
                 if !http.contains(&route) {
@@ -104,7 +112,7 @@ impl Generation {
         let continuously = config
             .servers
             .iter()
-            .any(|b| b.ready.as_ref().is_some_and(|r| r.continuously));
+            .any(|b| b.plugins.ready.as_ref().is_some_and(|r| r.continuously));
         observability.plugins.set(enabled_plugins(config));
         Ok(Self {
             token: CancellationToken::new(),
@@ -115,13 +123,13 @@ impl Generation {
             lameduck: config
                 .servers
                 .iter()
-                .filter_map(|b| b.health.as_ref().map(|h| h.lameduck))
+                .filter_map(|b| b.plugins.health.as_ref().map(|h| h.lameduck))
                 .max()
                 .unwrap_or_default(),
             reload: config
                 .servers
                 .iter()
-                .find_map(|b| b.reload.as_ref().map(|r| (r.interval, r.jitter))),
+                .find_map(|b| b.plugins.reload.as_ref().map(|r| (r.interval, r.jitter))),
             started: observability.started,
             _registrations: registrations,
         })
@@ -232,44 +240,20 @@ impl Generation {
     }
 }
 
-/// `coredns_plugin_enabled` for `config`.
+/// `coredns_plugin_enabled` for `config`: as CoreDNS, each plugin a block has a handler of in
+/// its chain, for each of the block's zones.
 fn enabled_plugins(config: &Config) -> Vec<EnabledPlugin> {
     let mut plugins = Vec::new();
     for block in &config.servers {
         let server = server_label(block);
-        let names = [
-            ("kubernetes", block.kubernetes.is_some()),
-            ("forward", !block.forward.is_empty()),
-            ("cache", block.cache.is_some()),
-            ("health", block.health.is_some()),
-            ("ready", block.ready.is_some()),
-            ("prometheus", block.prometheus.is_some()),
-            ("errors", block.errors.is_some()),
-            ("log", !block.log.is_empty()),
-            ("loop", block.loop_detect.is_some()),
-            ("reload", block.reload.is_some()),
-            ("loadbalance", block.loadbalance.is_some()),
-            ("transfer", !block.transfer.is_empty()),
-            ("bind", !block.bind.is_empty()),
-            ("autopath", block.autopath.is_some()),
-            ("bufsize", block.bufsize.is_some()),
-            ("any", block.any.is_some()),
-            ("chaos", block.chaos.is_some()),
-            ("hosts", block.hosts.is_some()),
-            ("template", !block.template.is_empty()),
-            ("rewrite", !block.rewrite.is_empty()),
-            ("file", !block.file.is_empty()),
-        ];
         for zone in &block.zones {
-            for (name, on) in names {
-                if on {
-                    plugins.push(EnabledPlugin {
-                        server: server.clone(),
-                        zone: zone.to_string(),
-                        view: String::new(),
-                        name: name.to_owned(),
-                    });
-                }
+            for plugin in block.plugins.enabled().filter(|p| p.is_handler()) {
+                plugins.push(EnabledPlugin {
+                    server: server.clone(),
+                    zone: zone.to_string(),
+                    view: String::new(),
+                    name: plugin.name().to_owned(),
+                });
             }
         }
     }

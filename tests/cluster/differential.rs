@@ -108,11 +108,34 @@ fn side(cluster: &Cluster, upstream: SocketAddr, mode: &'static str) -> Side {
     cluster.wait("clusterdns ready", Duration::from_secs(60), || {
         clusterdns.http_get("ready", "/ready").0 == 200
     });
+    let metrics = SocketAddr::from(([127, 0, 0, 1], theirs[3]));
+    let (_, coredns_metrics) = crate::common::binary::http_get(metrics, "/metrics");
+    let (_, our_metrics) = clusterdns.http_get("metrics", "/metrics");
+    assert_eq!(
+        enabled_plugins(&our_metrics),
+        enabled_plugins(&coredns_metrics),
+        "coredns_plugin_enabled: clusterdns's names, then CoreDNS's"
+    );
     Side {
         mode,
         coredns,
         clusterdns,
     }
+}
+
+/// The `name` labels of `coredns_plugin_enabled` in a `/metrics` text, sorted: the plugins
+/// CoreDNS counts as handlers of a block (not *bind*, *health*, *ready*, *reload*).
+fn enabled_plugins(metrics: &str) -> Vec<String> {
+    let mut names: Vec<String> = metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("coredns_plugin_enabled{"))
+        .filter_map(|labels| labels.split("name=\"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The objects of `namespaces` namespaces `diff-N` with `services` Services among them, of

@@ -34,7 +34,9 @@ mod tests {
 
     #[test]
     fn valid() {
-        let cases: &[Valid<'_>] = &[("plain", " any", |s| s.any == Some(AnyConfig { line: 2 }))];
+        let cases: &[Valid<'_>] = &[("plain", " any", |s| {
+            s.plugins.any == Some(AnyConfig { line: 2 })
+        })];
         check_valid(cases);
     }
 

@@ -208,7 +208,7 @@ mod tests {
             &env(),
         )
         .unwrap();
-        let autopath = config.servers[0].autopath.clone().unwrap();
+        let autopath = config.servers[0].plugins.autopath.clone().unwrap();
         assert_eq!(
             autopath.source,
             AutopathSource::Kubernetes(AutopathNamespace::Pod)
@@ -221,7 +221,7 @@ mod tests {
             &env(),
         )
         .unwrap();
-        let autopath = config.servers[0].autopath.clone().unwrap();
+        let autopath = config.servers[0].plugins.autopath.clone().unwrap();
         assert_eq!(
             autopath.source,
             AutopathSource::Kubernetes(AutopathNamespace::Query)
@@ -229,7 +229,7 @@ mod tests {
         assert!(autopath.search.is_empty());
 
         let config = parse_with(". {\n  autopath example.org my-resolv.conf\n}\n", &env()).unwrap();
-        let autopath = config.servers[0].autopath.clone().unwrap();
+        let autopath = config.servers[0].plugins.autopath.clone().unwrap();
         assert_eq!(autopath.zones[0].to_ascii(), "example.org.");
         assert_eq!(autopath.search.len(), 2);
     }

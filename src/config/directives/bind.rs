@@ -118,7 +118,7 @@ mod tests {
         for (name, directives, want) in cases {
             let config =
                 parse(&format!(". {{\n{directives}\n}}")).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(config.servers[0].bind, ips(want), "{name}");
+            assert_eq!(config.servers[0].plugins.bind, ips(want), "{name}");
         }
     }
 

@@ -60,20 +60,20 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " bufsize", |s| {
-                s.bufsize
+                s.plugins.bufsize
                     == Some(BufsizeConfig {
                         size: 1232,
                         line: 2,
                     })
             }),
             ("openshift", " bufsize 1232", |s| {
-                s.bufsize.as_ref().is_some_and(|b| b.size == 1232)
+                s.plugins.bufsize.as_ref().is_some_and(|b| b.size == 1232)
             }),
             ("smallest", " bufsize 512", |s| {
-                s.bufsize.as_ref().is_some_and(|b| b.size == 512)
+                s.plugins.bufsize.as_ref().is_some_and(|b| b.size == 512)
             }),
             ("largest", " bufsize 4096", |s| {
-                s.bufsize.as_ref().is_some_and(|b| b.size == 4096)
+                s.plugins.bufsize.as_ref().is_some_and(|b| b.size == 4096)
             }),
         ];
         check_valid(cases);

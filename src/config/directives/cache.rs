@@ -372,7 +372,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_valid, names};
 
     fn cache(server: &ServerBlock) -> &CacheConfig {
-        server.cache.as_ref().unwrap()
+        server.plugins.cache.as_ref().unwrap()
     }
 
     fn class(capacity: usize, max_ttl: u32, min_ttl: u32) -> CacheClass {
@@ -398,7 +398,7 @@ mod tests {
             keepttl: false,
             line: 2,
         };
-        assert_eq!(server.cache, Some(want));
+        assert_eq!(server.plugins.cache, Some(want));
     }
 
     #[test]
@@ -512,14 +512,14 @@ mod tests {
                 cache(s).servfail == Duration::from_secs(300)
             }),
             ("keepttl", " cache {\n  keepttl\n }", |s| cache(s).keepttl),
-            ("block zones", "", |s| s.cache.is_none()),
+            ("block zones", "", |s| s.plugins.cache.is_none()),
         ];
         check_valid(cases);
         // Zones default to the server block's keys.
         let config =
             crate::config::test_support::parse("example.org 10.0.0.0/24 {\n cache\n}").unwrap();
         assert_eq!(
-            names(&config.servers[0].cache.as_ref().unwrap().zones),
+            names(&config.servers[0].plugins.cache.as_ref().unwrap().zones),
             ["example.org.", "0.0.10.in-addr.arpa."]
         );
     }

@@ -77,12 +77,13 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("defaults", " chaos", |s| {
-                s.chaos.as_ref().is_some_and(|c| {
+                s.plugins.chaos.as_ref().is_some_and(|c| {
                     c.version == default_version() && c.authors == default_authors()
                 })
             }),
             ("version", " chaos CoreDNS-001", |s| {
-                s.chaos
+                s.plugins
+                    .chaos
                     .as_ref()
                     .is_some_and(|c| c.version == "CoreDNS-001" && c.authors == default_authors())
             }),
@@ -90,20 +91,23 @@ mod tests {
                 "authors",
                 " chaos CoreDNS-001 info@coredns.io bob alice bob",
                 |s| {
-                    s.chaos.as_ref().is_some_and(|c| {
+                    s.plugins.chaos.as_ref().is_some_and(|c| {
                         c.version == "CoreDNS-001"
                             && c.authors == ["alice", "bob", "info@coredns.io"]
                     })
                 },
             ),
             ("quoted", " chaos \"my server\"", |s| {
-                s.chaos.as_ref().is_some_and(|c| c.version == "my server")
+                s.plugins
+                    .chaos
+                    .as_ref()
+                    .is_some_and(|c| c.version == "my server")
             }),
         ];
         check_valid(cases);
         let long = format!(" chaos {}", "v".repeat(300));
         let server = crate::config::test_support::block(&long).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(server.chaos.map(|c| c.version.len()), Some(255));
+        assert_eq!(server.plugins.chaos.map(|c| c.version.len()), Some(255));
     }
 
     #[test]

@@ -188,7 +188,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn errors(server: &ServerBlock) -> &ErrorsConfig {
-        server.errors.as_ref().unwrap()
+        server.plugins.errors.as_ref().unwrap()
     }
 
     /// The rules as (period, pattern, level, show_first).

@@ -102,7 +102,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("defaults", " file db.example.org", |s| {
-                s.file.first().is_some_and(|f| {
+                s.plugins.file.first().is_some_and(|f| {
                     f.path == Path::new("db.example.org")
                         && names(&f.zones) == ["."]
                         && f.reload == Duration::from_secs(60)
@@ -116,7 +116,7 @@ mod tests {
                 " file /zones/db example.org example.net {\n  reload 30s\n  reload_by_mtime\n  \
                  fallthrough in-addr.arpa\n  upstream 8.8.8.8\n }",
                 |s| {
-                    s.file.first().is_some_and(|f| {
+                    s.plugins.file.first().is_some_and(|f| {
                         f.path == Path::new("/zones/db")
                             && names(&f.zones) == ["example.org.", "example.net."]
                             && f.reload == Duration::from_secs(30)
@@ -127,19 +127,20 @@ mod tests {
                 },
             ),
             ("reload 0", " file db {\n  reload 0\n }", |s| {
-                s.file.first().is_some_and(|f| f.reload.is_zero())
+                s.plugins.file.first().is_some_and(|f| f.reload.is_zero())
             }),
             (
                 "fallthrough everywhere",
                 " file db {\n  fallthrough\n }",
                 |s| {
-                    s.file
+                    s.plugins
+                        .file
                         .first()
                         .is_some_and(|f| f.fallthrough == Some(vec![]))
                 },
             ),
             ("twice", " file db.a a.org\n file db.b b.org", |s| {
-                s.file.len() == 2 && s.file[1].path == Path::new("db.b")
+                s.plugins.file.len() == 2 && s.plugins.file[1].path == Path::new("db.b")
             }),
         ];
         check_valid(cases);

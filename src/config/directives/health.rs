@@ -58,7 +58,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn health(server: &crate::config::ServerBlock) -> (String, Duration) {
-        let health = server.health.as_ref().unwrap();
+        let health = server.plugins.health.as_ref().unwrap();
         (health.addr.to_string(), health.lameduck)
     }
 
@@ -67,7 +67,7 @@ mod tests {
         let cases: &[Valid<'_>] = &[
             ("default", " health", |s| {
                 health(s) == ("0.0.0.0:8080".into(), Duration::ZERO)
-                    && s.health.as_ref().is_some_and(|h| h.line == 2)
+                    && s.plugins.health.as_ref().is_some_and(|h| h.line == 2)
             }),
             ("port", " health :8091", |s| health(s).0 == "0.0.0.0:8091"),
             ("ip", " health 10.0.0.1:8080", |s| {

@@ -163,7 +163,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("defaults", " hosts", |s| {
-                s.hosts.as_ref().is_some_and(|h| {
+                s.plugins.hosts.as_ref().is_some_and(|h| {
                     h.path == Path::new("/etc/hosts")
                         && names(&h.zones) == ["."]
                         && h.inline.is_empty()
@@ -179,7 +179,7 @@ mod tests {
                 "k3s",
                 " hosts /etc/coredns/NodeHosts {\n  ttl 60\n  reload 15s\n  fallthrough\n }",
                 |s| {
-                    s.hosts.as_ref().is_some_and(|h| {
+                    s.plugins.hosts.as_ref().is_some_and(|h| {
                         h.path == Path::new("/etc/coredns/NodeHosts")
                             && h.ttl == 60
                             && h.reload == Duration::from_secs(15)
@@ -191,7 +191,7 @@ mod tests {
                 "minikube",
                 " hosts {\n  192.168.49.1 host.minikube.internal\n  fallthrough\n }",
                 |s| {
-                    s.hosts.as_ref().is_some_and(|h| {
+                    s.plugins.hosts.as_ref().is_some_and(|h| {
                         h.inline == ["192.168.49.1 host.minikube.internal"]
                             && h.fallthrough.is_some()
                     })
@@ -201,7 +201,7 @@ mod tests {
                 "file and zones",
                 " hosts example.hosts example.org Example.NET {\n  no_reverse\n }",
                 |s| {
-                    s.hosts.as_ref().is_some_and(|h| {
+                    s.plugins.hosts.as_ref().is_some_and(|h| {
                         h.path == Path::new("example.hosts")
                             && names(&h.zones) == ["example.org.", "example.net."]
                             && h.no_reverse
@@ -212,7 +212,7 @@ mod tests {
                 "inline aliases and v6",
                 " hosts {\n  10.0.0.1 a.example.org a\n  fe80::1%eth0 b.example.org\n }",
                 |s| {
-                    s.hosts.as_ref().is_some_and(|h| {
+                    s.plugins.hosts.as_ref().is_some_and(|h| {
                         h.inline == ["10.0.0.1 a.example.org a", "fe80::1%eth0 b.example.org"]
                     })
                 },
@@ -221,7 +221,7 @@ mod tests {
                 "fallthrough zones",
                 " hosts {\n  fallthrough in-addr.arpa 10.0.0.0/24\n  fallthrough_unsupported\n }",
                 |s| {
-                    s.hosts.as_ref().is_some_and(|h| {
+                    s.plugins.hosts.as_ref().is_some_and(|h| {
                         h.fallthrough
                             .as_deref()
                             .is_some_and(|z| names(z) == ["in-addr.arpa.", "0.0.10.in-addr.arpa."])
@@ -230,7 +230,7 @@ mod tests {
                 },
             ),
             ("reload off", " hosts {\n  reload 0\n }", |s| {
-                s.hosts.as_ref().is_some_and(|h| h.reload.is_zero())
+                s.plugins.hosts.as_ref().is_some_and(|h| h.reload.is_zero())
             }),
         ];
         check_valid(cases);
@@ -244,7 +244,11 @@ mod tests {
             &crate::config::test_support::env(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let hosts = config.servers[0].hosts.as_ref().map(|h| h.path.clone());
+        let hosts = config.servers[0]
+            .plugins
+            .hosts
+            .as_ref()
+            .map(|h| h.path.clone());
         assert_eq!(hosts, Some(PathBuf::from("/etc/coredns/NodeHosts")));
     }
 

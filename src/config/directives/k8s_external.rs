@@ -145,7 +145,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn external(s: &crate::config::ServerBlock) -> Option<&super::K8sExternalConfig> {
-        s.kubernetes.as_ref()?.external.as_ref()
+        s.plugins.kubernetes.as_ref()?.external.as_ref()
     }
 
     fn names(zones: &[hickory_proto::rr::Name]) -> Vec<String> {

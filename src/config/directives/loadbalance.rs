@@ -75,10 +75,10 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " loadbalance", |s| {
-                s.loadbalance == Some(LoadBalanceConfig { line: 2 })
+                s.plugins.loadbalance == Some(LoadBalanceConfig { line: 2 })
             }),
             ("round_robin", " loadbalance round_robin", |s| {
-                s.loadbalance.is_some()
+                s.plugins.loadbalance.is_some()
             }),
         ];
         check_valid(cases);

@@ -148,7 +148,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn names(server: &ServerBlock, index: usize) -> Vec<String> {
-        server.log[index]
+        server.plugins.log[index]
             .names
             .iter()
             .map(ToString::to_string)
@@ -165,7 +165,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " log", |s| {
-                s.log
+                s.plugins.log
                     == [LogConfig {
                         names: vec![Name::root()],
                         format: COMMON_FORMAT.into(),
@@ -188,20 +188,20 @@ mod tests {
                 " log . \"{proto} Request: {name} {type} {>id}\"",
                 |s| {
                     names(s, 0) == ["."]
-                        && s.log[0].format == "{proto} Request: {name} {type} {>id}"
+                        && s.plugins.log[0].format == "{proto} Request: {name} {type} {>id}"
                 },
             ),
             ("common", " log . {common}", |s| {
-                s.log[0].format == COMMON_FORMAT
+                s.plugins.log[0].format == COMMON_FORMAT
             }),
             ("combined", " log . {combined}", |s| {
-                s.log[0].format == format!("{COMMON_FORMAT} \"{{>opcode}}\"")
+                s.plugins.log[0].format == format!("{COMMON_FORMAT} \"{{>opcode}}\"")
             }),
             ("format alone", " log {combined}", |s| {
-                names(s, 0) == ["."] && s.log[0].format == COMBINED_FORMAT
+                names(s, 0) == ["."] && s.plugins.log[0].format == COMBINED_FORMAT
             }),
             ("class", " log example.org {\n  class denial\n }", |s| {
-                s.log[0].classes
+                s.plugins.log[0].classes
                     == LogClasses {
                         denial: true,
                         ..NONE
@@ -211,7 +211,7 @@ mod tests {
                 "classes",
                 " log . {combined} {\n  class denial error\n }",
                 |s| {
-                    s.log[0].classes
+                    s.plugins.log[0].classes
                         == LogClasses {
                             denial: true,
                             error: true,
@@ -223,7 +223,7 @@ mod tests {
                 "class lines add up",
                 " log . {\n  class denial\n  class success\n }",
                 |s| {
-                    s.log[0].classes
+                    s.plugins.log[0].classes
                         == LogClasses {
                             denial: true,
                             success: true,
@@ -232,30 +232,30 @@ mod tests {
                 },
             ),
             ("class all", " log {\n  class error all\n }", |s| {
-                s.log[0].classes == LogClasses::ALL
+                s.plugins.log[0].classes == LogClasses::ALL
             }),
             ("minDuration", " log {\n  minDuration 1s\n }", |s| {
-                s.log[0].min_duration == Some(Duration::from_secs(1))
+                s.plugins.log[0].min_duration == Some(Duration::from_secs(1))
             }),
             ("minDuration default", " log {\n  minDuration\n }", |s| {
-                s.log[0].min_duration == Some(Duration::from_millis(100))
+                s.plugins.log[0].min_duration == Some(Duration::from_millis(100))
             }),
             ("minDuration zero", " log {\n  minDuration 0s\n }", |s| {
-                s.log[0].min_duration.is_none()
+                s.plugins.log[0].min_duration.is_none()
             }),
             (
                 "several",
                 " log a.org\n log b.org {\n  class error\n }",
                 |s| {
-                    s.log.len() == 2
+                    s.plugins.log.len() == 2
                         && names(s, 1) == ["b.org."]
-                        && s.log[0].classes == LogClasses::ALL
-                        && s.log[1].classes
+                        && s.plugins.log[0].classes == LogClasses::ALL
+                        && s.plugins.log[1].classes
                             == LogClasses {
                                 error: true,
                                 ..NONE
                             }
-                        && s.log[1].line == 3
+                        && s.plugins.log[1].line == 3
                 },
             ),
         ];

@@ -33,7 +33,7 @@ mod tests {
     #[test]
     fn valid() {
         let cases: &[Valid<'_>] = &[("loop", " loop", |s| {
-            s.loop_detect == Some(LoopConfig { line: 2 })
+            s.plugins.loop_detect == Some(LoopConfig { line: 2 })
         })];
         check_valid(cases);
     }

@@ -1,10 +1,10 @@
-//! Directives: which names are CoreDNS plugins, and the typed parsers of those clusterdns
-//! implements.
+//! Directives: the typed parsers of the plugins clusterdns implements, one module each with a
+//! `parse(line, context)` returning its typed configuration, and [`apply`], which hands each
+//! directive line of a block to its plugin's parser.
 //!
-//! Adding a directive is one arm in [`apply`] and one module with a `parse` function returning
-//! its typed struct (see [`bind`], [`kubernetes`], [`transfer`], [`forward`], [`cache`],
-//! [`hosts`], [`template`], [`rewrite`], [`file`], [`k8s_external`], ...).
-//! Every other CoreDNS plugin is accepted by the syntax and then refused with
+//! Which plugins there are, and whether a block may name each once or several times, is
+//! [`crate::plugin::registry!`]'s table; [`Plugins`] and [`apply`]'s dispatch are expanded
+//! from it here. Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
 pub(crate) mod any;
@@ -44,81 +44,14 @@ use super::error::Error;
 use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
+use crate::plugin::{COREDNS_DIRECTIVES, Plugin, registry};
+
 use super::{
     AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
     ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
     LoadBalanceConfig, LogConfig, LoopConfig, MultisocketConfig, PrometheusConfig, ReadyConfig,
     ReloadConfig, RewriteRule, TemplateConfig, TransferConfig,
 };
-
-/// Every CoreDNS plugin directive, in `plugin.cfg` order, which is the order plugins handle a
-/// query in (whatever the order in the Corefile): CoreDNS v1.14.7's `plugin.cfg` (and its
-/// generated `core/dnsserver/zdirectives.go`), checked against the coredns/coredns
-/// repository. `proxyproto`, `quic`, `grpc_server`, `https`, `https3` and `tls` configure
-/// server transports; `on` is `github.com/coredns/caddy/onevent`. The request path
-/// ([`crate::server`]'s chain) takes its order from this list.
-pub const COREDNS_DIRECTIVES: &[&str] = &[
-    "root",
-    "metadata",
-    "geoip",
-    "cancel",
-    "proxyproto",
-    "quic",
-    "grpc_server",
-    "https",
-    "https3",
-    "timeouts",
-    "multisocket",
-    "reload",
-    "nsid",
-    "bufsize",
-    "bind",
-    "debug",
-    "trace",
-    "ready",
-    "health",
-    "pprof",
-    "shed",
-    "prometheus",
-    "errors",
-    "log",
-    "dnstap",
-    "local",
-    "dns64",
-    "any",
-    "chaos",
-    "loadbalance",
-    "tsig",
-    "rewrite",
-    "autopath",
-    "acl",
-    "cache",
-    "header",
-    "dnssec",
-    "tls",
-    "minimal",
-    "template",
-    "transfer",
-    "hosts",
-    "route53",
-    "azure",
-    "clouddns",
-    "k8s_external",
-    "kubernetes",
-    "file",
-    "auto",
-    "secondary",
-    "etcd",
-    "loop",
-    "forward",
-    "grpc",
-    "erratic",
-    "whoami",
-    "on",
-    "sign",
-    "view",
-    "nomad",
-];
 
 /// Whether `name` is a CoreDNS plugin directive.
 pub(crate) fn is_known(name: &str) -> bool {
@@ -133,61 +66,108 @@ pub(crate) struct Context<'a> {
     pub(crate) block_zones: &'a [Name],
 }
 
+/// Expands [`crate::plugin::registry!`]'s table into [`Plugins`] and the part of [`apply`]
+/// that reads each plugin's directive.
+macro_rules! plugin_configs {
+    ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
+        /// The configuration of each plugin a server block has: one field per row of
+        /// [`crate::plugin::registry!`], an `Option` for a plugin used once, a `Vec` for one
+        /// used several times.
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct Plugins {
+            $(
+                #[doc = concat!("The *", $name, "* directive", plugin_configs!(@doc $how), ".")]
+                pub $field: plugin_configs!(@type $how $config),
+            )*
+        }
+
+        impl Plugins {
+            /// Whether the block has `plugin`.
+            pub fn has(&self, plugin: Plugin) -> bool {
+                match plugin {
+                    $(Plugin::$variant => plugin_configs!(@has $how self.$field),)*
+                }
+            }
+
+            /// The plugins the block has, in `plugin.cfg` order.
+            pub fn enabled(&self) -> impl Iterator<Item = Plugin> + '_ {
+                Plugin::ALL.iter().copied().filter(|plugin| self.has(*plugin))
+            }
+        }
+
+        /// Parses `line`, a directive of `plugin`, into `out`.
+        fn parse_into(
+            plugin: Plugin,
+            line: &Line,
+            context: &Context<'_>,
+            out: &mut Plugins,
+        ) -> Result<(), Error> {
+            match plugin {
+                $(Plugin::$variant => {
+                    plugin_configs!(@put $how out.$field, $field::parse(line, context)?)
+                })*
+            }
+            Ok(())
+        }
+    };
+    (@type once $config:ident) => { Option<$config> };
+    (@type each $config:ident) => { Vec<$config> };
+    (@type merge $config:ident) => { Vec<$config> };
+    (@doc once) => { "" };
+    (@doc each) => { "s, in file order" };
+    (@doc merge) => { "s' values, each once, in file order" };
+    (@has once $field:expr) => { $field.is_some() };
+    (@has each $field:expr) => { !$field.is_empty() };
+    (@has merge $field:expr) => { !$field.is_empty() };
+    (@put once $field:expr, $value:expr) => { $field = Some($value) };
+    (@put each $field:expr, $value:expr) => { $field.push($value) };
+    (@put merge $field:expr, $values:expr) => {
+        for value in $values {
+            if !$field.contains(&value) {
+                $field.push(value);
+            }
+        }
+    };
+}
+registry!(plugin_configs);
+
+/// How many directives of a plugin a block may have.
+fn used_once(plugin: Plugin) -> bool {
+    macro_rules! once_only {
+        ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
+            match plugin {
+                $(Plugin::$variant => once_only!(@ $how),)*
+            }
+        };
+        (@ once) => { true };
+        (@ each) => { false };
+        (@ merge) => { false };
+    }
+    registry!(once_only)
+}
+
 /// What the directives of one server block produced.
 #[derive(Debug, Default)]
 pub(crate) struct Directives {
-    /// `bind` addresses, consolidated over every `bind` of the block.
-    pub(crate) bind: Vec<IpAddr>,
-    /// The `kubernetes` directive.
-    pub(crate) kubernetes: Option<KubernetesConfig>,
-    /// The `transfer` directives.
-    pub(crate) transfer: Vec<TransferConfig>,
-    /// The `forward` directives, in file order.
-    pub(crate) forward: Vec<ForwardConfig>,
-    /// The `cache` directive.
-    pub(crate) cache: Option<CacheConfig>,
-    /// The `health` directive.
-    pub(crate) health: Option<HealthConfig>,
-    /// The `ready` directive.
-    pub(crate) ready: Option<ReadyConfig>,
-    /// The `prometheus` directive.
-    pub(crate) prometheus: Option<PrometheusConfig>,
-    /// The `errors` directive.
-    pub(crate) errors: Option<ErrorsConfig>,
-    /// The `log` directives, in file order.
-    pub(crate) log: Vec<LogConfig>,
-    /// The `loop` directive.
-    pub(crate) loop_detect: Option<LoopConfig>,
-    /// The `reload` directive.
-    pub(crate) reload: Option<ReloadConfig>,
-    /// The `loadbalance` directive.
-    pub(crate) loadbalance: Option<LoadBalanceConfig>,
-    /// The `autopath` directive.
-    pub(crate) autopath: Option<AutopathConfig>,
-    /// The `bufsize` directive.
-    pub(crate) bufsize: Option<BufsizeConfig>,
-    /// The `multisocket` directive.
-    pub(crate) multisocket: Option<MultisocketConfig>,
-    /// The `any` directive.
-    pub(crate) any: Option<AnyConfig>,
-    /// The `chaos` directive.
-    pub(crate) chaos: Option<ChaosConfig>,
-    /// The `hosts` directive.
-    pub(crate) hosts: Option<HostsConfig>,
-    /// The `k8s_external` directive (moved into the block's *kubernetes* once the block is
-    /// read).
-    pub(crate) k8s_external: Option<K8sExternalConfig>,
-    /// The `template` directives, in file order.
-    pub(crate) template: Vec<TemplateConfig>,
-    /// The `file` directives, in file order.
-    pub(crate) file: Vec<FileConfig>,
-    /// The `rewrite` directives (one rule each), in file order.
-    pub(crate) rewrite: Vec<RewriteRule>,
+    /// Each plugin's configuration.
+    pub(crate) plugins: Plugins,
+    /// Where each plugin the block has is first named: its directive's line.
+    pub(crate) first: Vec<(Plugin, usize)>,
     /// The HTTP endpoints (`health`, `ready`, `prometheus`) the block names, for the checks
     /// across server blocks.
     pub(crate) endpoints: Vec<Endpoint>,
     /// The first CoreDNS directive that is not implemented yet.
     pub(crate) unsupported: Option<Error>,
+}
+
+impl Directives {
+    /// The line of the block's first directive of `plugin`.
+    pub(crate) fn first_line(&self, plugin: Plugin) -> Option<usize> {
+        self.first
+            .iter()
+            .find(|(seen, _)| *seen == plugin)
+            .map(|(_, line)| *line)
+    }
 }
 
 /// An HTTP endpoint a directive asks for.
@@ -214,102 +194,37 @@ impl Endpoint {
     }
 }
 
-/// Interprets one directive line of a server block.
+/// Interprets one directive line of a server block: the plugin it names parses it (a second
+/// directive of a plugin used once is refused, naming the first's line), or it names a
+/// CoreDNS plugin clusterdns does not implement (kept for [`Directives::unsupported`]), or it
+/// is an error.
 pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) -> Result<(), Error> {
-    match line.name() {
-        "bind" => {
-            for address in bind::parse(line, context)? {
-                if !out.bind.contains(&address) {
-                    out.bind.push(address);
-                }
-            }
-        }
-        "kubernetes" => {
-            once(line, out.kubernetes.as_ref().map(|first| first.line))?;
-            out.kubernetes = Some(kubernetes::parse(line, context)?);
-        }
-        "transfer" => out.transfer.push(transfer::parse(line, context)?),
-        "forward" => out.forward.push(forward::parse(line, context)?),
-        "log" => out.log.push(log::parse(line, context)?),
-        "cache" => {
-            once(line, out.cache.as_ref().map(|first| first.line))?;
-            out.cache = Some(cache::parse(line, context)?);
-        }
-        "health" => {
-            once(line, out.health.as_ref().map(|first| first.line))?;
-            let health = health::parse(line, context)?;
-            out.endpoints
-                .push(Endpoint::new("health", health.addr, line));
-            out.health = Some(health);
-        }
-        "ready" => {
-            once(line, out.ready.as_ref().map(|first| first.line))?;
-            let ready = ready::parse(line, context)?;
-            out.endpoints.push(Endpoint::new("ready", ready.addr, line));
-            out.ready = Some(ready);
-        }
-        "prometheus" => {
-            once(line, out.prometheus.as_ref().map(|first| first.line))?;
-            let prometheus = prometheus::parse(line, context)?;
-            out.endpoints
-                .push(Endpoint::new("prometheus", prometheus.addr, line));
-            out.prometheus = Some(prometheus);
-        }
-        "errors" => {
-            once(line, out.errors.as_ref().map(|first| first.line))?;
-            out.errors = Some(errors::parse(line, context)?);
-        }
-        "loop" => {
-            once(line, out.loop_detect.as_ref().map(|first| first.line))?;
-            out.loop_detect = Some(loop_detect::parse(line, context)?);
-        }
-        "reload" => {
-            once(line, out.reload.as_ref().map(|first| first.line))?;
-            out.reload = Some(reload::parse(line, context)?);
-        }
-        "loadbalance" => {
-            once(line, out.loadbalance.as_ref().map(|first| first.line))?;
-            out.loadbalance = Some(loadbalance::parse(line, context)?);
-        }
-        "autopath" => {
-            once(line, out.autopath.as_ref().map(|first| first.line))?;
-            out.autopath = Some(autopath::parse(line, context)?);
-        }
-        "bufsize" => {
-            once(line, out.bufsize.as_ref().map(|first| first.line))?;
-            out.bufsize = Some(bufsize::parse(line, context)?);
-        }
-        "multisocket" => {
-            once(line, out.multisocket.as_ref().map(|first| first.line))?;
-            out.multisocket = Some(multisocket::parse(line, context)?);
-        }
-        "any" => {
-            once(line, out.any.as_ref().map(|first| first.line))?;
-            out.any = Some(any::parse(line, context)?);
-        }
-        "chaos" => {
-            once(line, out.chaos.as_ref().map(|first| first.line))?;
-            out.chaos = Some(chaos::parse(line, context)?);
-        }
-        "hosts" => {
-            once(line, out.hosts.as_ref().map(|first| first.line))?;
-            out.hosts = Some(hosts::parse(line, context)?);
-        }
-        "k8s_external" => {
-            once(line, out.k8s_external.as_ref().map(|first| first.line))?;
-            out.k8s_external = Some(k8s_external::parse(line, context)?);
-        }
-        "template" => out.template.push(template::parse(line, context)?),
-        "file" => out.file.push(file::parse(line, context)?),
-        "rewrite" => out.rewrite.push(rewrite::parse(line, context)?),
-        name if is_known(name) => {
+    let name = line.name();
+    let Some(plugin) = Plugin::from_name(name) else {
+        if is_known(name) {
             out.unsupported.get_or_insert_with(|| Error::Unsupported {
                 directive: name.to_owned(),
                 file: line.name.file.to_path_buf(),
                 line: line.name.line,
             });
+            return Ok(());
         }
-        name => return Err(unknown_directive(line, name)),
+        return Err(unknown_directive(line, name));
+    };
+    match out.first_line(plugin) {
+        Some(first) if used_once(plugin) => return Err(once(line, first)),
+        Some(_) => {}
+        None => out.first.push((plugin, line.name.line)),
+    }
+    parse_into(plugin, line, context, &mut out.plugins)?;
+    let endpoint = match plugin {
+        Plugin::Health => out.plugins.health.as_ref().map(|h| h.addr),
+        Plugin::Ready => out.plugins.ready.as_ref().map(|r| r.addr),
+        Plugin::Prometheus => out.plugins.prometheus.as_ref().map(|p| p.addr),
+        _ => None,
+    };
+    if let Some(addr) = endpoint {
+        out.endpoints.push(Endpoint::new(plugin.name(), addr, line));
     }
     Ok(())
 }
@@ -518,26 +433,23 @@ const COREDNS_ONCE: &[&str] = &[
 /// CoreDNS's words for the plugins CoreDNS refuses twice (`plugin/cache: this plugin can only
 /// be used once per Server Block`); for the others, which CoreDNS accepts twice and then
 /// silently uses one of (`health`, `reload`, ...), clusterdns refuses too, and says so.
-pub(crate) fn once(line: &Line, first: Option<usize>) -> Result<(), Error> {
-    let Some(first) = first else {
-        return Ok(());
-    };
+fn once(line: &Line, first: usize) -> Error {
     let name = line.name();
     if COREDNS_ONCE.contains(&name) {
-        Err(invalid(
+        invalid(
             &line.name,
             &format!("plugin/{name}"),
             format!("this plugin can only be used once per Server Block (first at line {first})"),
-        ))
+        )
     } else {
-        Err(invalid(
+        invalid(
             &line.name,
             name,
             format!(
                 "may be used only once per server block (first at line {first}; CoreDNS would \
                  silently keep only one of them)"
             ),
-        ))
+        )
     }
 }
 
@@ -569,48 +481,4 @@ pub(crate) fn zones(
         }
     }
     Ok(zones)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn directive_list() {
-        assert_eq!(COREDNS_DIRECTIVES.len(), 60);
-        for (i, name) in COREDNS_DIRECTIVES.iter().enumerate() {
-            assert!(
-                !COREDNS_DIRECTIVES[..i].contains(name),
-                "{name} listed twice"
-            );
-        }
-        let position = |name: &str| COREDNS_DIRECTIVES.iter().position(|d| *d == name);
-        // The query path of kubeadm's Corefile and of the distributions' extras, in
-        // CoreDNS's order (v1.14.7: rewrite and autopath before acl and cache).
-        let order = [
-            "bufsize",
-            "prometheus",
-            "errors",
-            "log",
-            "any",
-            "chaos",
-            "loadbalance",
-            "rewrite",
-            "autopath",
-            "acl",
-            "cache",
-            "template",
-            "transfer",
-            "hosts",
-            "k8s_external",
-            "kubernetes",
-            "file",
-            "loop",
-            "forward",
-        ];
-        let positions: Vec<Option<usize>> = order.iter().map(|name| position(name)).collect();
-        assert!(positions.iter().all(Option::is_some));
-        assert!(positions.windows(2).all(|pair| pair[0] < pair[1]));
-        assert!(is_known("errors") && !is_known("proxy") && !is_known("Kubernetes"));
-    }
 }

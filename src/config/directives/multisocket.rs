@@ -80,28 +80,31 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " multisocket", |s| {
-                s.multisocket
+                s.plugins.multisocket
                     == Some(MultisocketConfig {
                         sockets: None,
                         line: 2,
                     })
             }),
             ("five", " multisocket 5", |s| {
-                s.multisocket
+                s.plugins
+                    .multisocket
                     .as_ref()
                     .is_some_and(|m| m.sockets == sockets(5))
             }),
             ("one", " multisocket 1", |s| {
-                s.multisocket
+                s.plugins
+                    .multisocket
                     .as_ref()
                     .is_some_and(|m| m.sockets == sockets(1))
             }),
             ("the most", " multisocket 1024", |s| {
-                s.multisocket
+                s.plugins
+                    .multisocket
                     .as_ref()
                     .is_some_and(|m| m.sockets == sockets(1024))
             }),
-            ("absent", " errors", |s| s.multisocket.is_none()),
+            ("absent", " errors", |s| s.plugins.multisocket.is_none()),
         ];
         check_valid(cases);
     }

@@ -131,14 +131,15 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn addr(server: &crate::config::ServerBlock) -> String {
-        server.prometheus.as_ref().unwrap().addr.to_string()
+        server.plugins.prometheus.as_ref().unwrap().addr.to_string()
     }
 
     #[test]
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " prometheus", |s| {
-                addr(s) == "127.0.0.1:9153" && s.prometheus.as_ref().is_some_and(|p| p.line == 2)
+                addr(s) == "127.0.0.1:9153"
+                    && s.plugins.prometheus.as_ref().is_some_and(|p| p.line == 2)
             }),
             ("kubeadm", " prometheus :9153", |s| {
                 addr(s) == "0.0.0.0:9153"
@@ -148,13 +149,14 @@ mod tests {
                 addr(s) == "10.0.0.1:9253"
             }),
             ("search path on by default", " prometheus", |s| {
-                s.prometheus.as_ref().unwrap().search_path == super::SearchPathConfig::default()
+                s.plugins.prometheus.as_ref().unwrap().search_path
+                    == super::SearchPathConfig::default()
             }),
             (
                 "search path options",
                 " prometheus :9153 {\n  search_path off\n  search_path_namespaces 5\n  search_path_domains Us-East-1.compute.internal. example.org\n }",
                 |s| {
-                    let p = &s.prometheus.as_ref().unwrap().search_path;
+                    let p = &s.plugins.prometheus.as_ref().unwrap().search_path;
                     !p.enabled
                         && p.namespaces == 5
                         && p.domains == ["us-east-1.compute.internal.", "example.org"]

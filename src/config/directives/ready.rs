@@ -66,7 +66,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn ready(server: &crate::config::ServerBlock) -> (String, bool) {
-        let ready = server.ready.as_ref().unwrap();
+        let ready = server.plugins.ready.as_ref().unwrap();
         (ready.addr.to_string(), ready.continuously)
     }
 
@@ -75,7 +75,7 @@ mod tests {
         let cases: &[Valid<'_>] = &[
             ("default", " ready", |s| {
                 ready(s) == ("0.0.0.0:8181".into(), false)
-                    && s.ready.as_ref().is_some_and(|r| r.line == 2)
+                    && s.plugins.ready.as_ref().is_some_and(|r| r.line == 2)
             }),
             ("address", " ready localhost:1234", |s| {
                 ready(s).0 == "127.0.0.1:1234"

@@ -81,7 +81,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn reload(server: &ServerBlock) -> (Duration, Duration) {
-        let reload = server.reload.as_ref().unwrap();
+        let reload = server.plugins.reload.as_ref().unwrap();
         (reload.interval, reload.jitter)
     }
 
@@ -93,7 +93,8 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " reload", |s| {
-                reload(s) == (secs(30), secs(15)) && s.reload.as_ref().is_some_and(|r| r.line == 2)
+                reload(s) == (secs(30), secs(15))
+                    && s.plugins.reload.as_ref().is_some_and(|r| r.line == 2)
             }),
             ("interval halves the jitter", " reload 10s", |s| {
                 reload(s) == (secs(10), secs(5))

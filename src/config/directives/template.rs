@@ -248,8 +248,8 @@ mod tests {
                 "nxdomain everything",
                 " template ANY ANY {\n  rcode NXDOMAIN\n }",
                 |s| {
-                    s.template.len() == 1 && {
-                        let t = &s.template[0];
+                    s.plugins.template.len() == 1 && {
+                        let t = &s.plugins.template[0];
                         t.class == 255
                             && t.qtype == 255
                             && names(&t.zones) == ["."]
@@ -266,20 +266,20 @@ mod tests {
                 "aks",
                 " template ANY ANY internal.cloudapp.net {\n  match \"^(?:[^.]+\\.){4,}internal\\.cloudapp\\.net\\.$\"\n  rcode NXDOMAIN\n  fallthrough\n }\n template ANY ANY reddog.microsoft.com {\n  rcode NXDOMAIN\n }",
                 |s| {
-                    s.template.len() == 2
-                        && names(&s.template[0].zones) == ["internal.cloudapp.net."]
-                        && s.template[0].regex[0].as_str()
+                    s.plugins.template.len() == 2
+                        && names(&s.plugins.template[0].zones) == ["internal.cloudapp.net."]
+                        && s.plugins.template[0].regex[0].as_str()
                             == "^(?:[^.]+\\.){4,}internal\\.cloudapp\\.net\\.$"
-                        && s.template[0].fallthrough == Some(vec![])
-                        && names(&s.template[1].zones) == ["reddog.microsoft.com."]
-                        && s.template[1].line == 7
+                        && s.plugins.template[0].fallthrough == Some(vec![])
+                        && names(&s.plugins.template[1].zones) == ["reddog.microsoft.com."]
+                        && s.plugins.template[1].line == 7
                 },
             ),
             (
                 "answers",
                 " template IN A example {\n  match (^|[.])ip-(?P<a>[0-9]*)-(?P<b>[0-9]*)[.]example[.]$\n  answer \"{{ .Name }} 60 IN A 10.0.{{ .Group.a }}.{{ .Group.b }}\"\n  additional \"ns.example. 60 IN A 10.0.0.1\" \"ns.example. 60 IN AAAA ::1\"\n  authority \"example. 60 IN NS ns.example.\"\n  ederror 21 \"Blocked\"\n  upstream\n  fallthrough in-addr.arpa\n }",
                 |s| {
-                    let t = &s.template[0];
+                    let t = &s.plugins.template[0];
                     t.class == 1
                         && t.qtype == 1
                         && t.answer.len() == 1
@@ -294,7 +294,7 @@ mod tests {
             (
                 "several matches",
                 " template IN A {\n  match a b\n  match c\n }",
-                |s| s.template[0].regex.len() == 3,
+                |s| s.plugins.template[0].regex.len() == 3,
             ),
         ];
         check_valid(cases);

@@ -137,7 +137,7 @@ mod tests {
     fn transfer() {
         let text = "cluster.local {\n transfer {\n  to * 10.0.0.1:53\n  to 10.0.0.0/8\n }\n transfer example.org 10.0.0.0/24 {\n  to fd00::1\n }\n}";
         let config = parse(text).unwrap();
-        let transfers = &config.servers[0].transfer;
+        let transfers = &config.servers[0].plugins.transfer;
         assert_eq!(transfers.len(), 2);
         assert_eq!(names(&transfers[0].zones), ["cluster.local."]);
         assert_eq!(

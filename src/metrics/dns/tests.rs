@@ -8,7 +8,7 @@ fn observation() -> Observation {
         family: Family::V4,
         qtype: 1,
         rcode: 0,
-        plugin: Plugin::Kubernetes,
+        plugin: Plugin::Kubernetes.into(),
         request_size: 57,
         response_size: 120,
         duration: Duration::from_micros(300),
@@ -192,22 +192,22 @@ fn counts_land_on_their_labels() {
         Observation {
             qtype: 99,
             rcode: 5,
-            plugin: Plugin::Server,
+            plugin: Writer::Server,
             ..base
         },
         Observation {
             rcode: 2,
-            plugin: Plugin::Forward,
+            plugin: Plugin::Forward.into(),
             ..base
         },
         Observation {
             rcode: 2,
-            plugin: Plugin::Forward,
+            plugin: Plugin::Forward.into(),
             ..base
         },
         Observation {
             rcode: 3841,
-            plugin: Plugin::Forward,
+            plugin: Plugin::Forward.into(),
             ..base
         },
     ];
@@ -218,9 +218,9 @@ fn counts_land_on_their_labels() {
     assert_eq!(metrics.requests(Proto::Udp, Family::V4, 28), 1);
     assert_eq!(metrics.requests(Proto::Tcp, Family::V6, 33), 1);
     assert_eq!(metrics.requests(Proto::Udp, Family::V4, 12345), 1);
-    assert_eq!(metrics.responses(2, Plugin::Forward), 2);
-    assert_eq!(metrics.responses(3841, Plugin::Forward), 1);
-    assert_eq!(metrics.responses(5, Plugin::Server), 1);
+    assert_eq!(metrics.responses(2, Plugin::Forward.into()), 2);
+    assert_eq!(metrics.responses(3841, Plugin::Forward.into()), 1);
+    assert_eq!(metrics.responses(5, Writer::Server), 1);
 
     let mut out = Exposition::new();
     metrics.collect(&mut out);
@@ -285,7 +285,7 @@ fn counts_from_many_threads_add_up() {
     });
     let total = (SHARDS as u64 + 3) * 1000;
     assert_eq!(metrics.requests(Proto::Udp, Family::V4, 1), total);
-    assert_eq!(metrics.responses(0, Plugin::Kubernetes), total);
+    assert_eq!(metrics.responses(0, Plugin::Kubernetes.into()), total);
     let mut out = Exposition::new();
     metrics.collect(&mut out);
     let text = out.finish();
@@ -321,7 +321,7 @@ fn the_set_hands_out_one_metrics_per_server_zone_and_view() {
     first.record(&observation());
     dropped.record(&Observation {
         rcode: 5,
-        plugin: Plugin::Server,
+        plugin: Writer::Server,
         duration: Duration::ZERO,
         ..observation()
     });

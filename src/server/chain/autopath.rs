@@ -18,7 +18,7 @@ use hickory_proto::rr::{Name, RData, Record};
 use super::chase::Chase;
 use super::{Ctx, Flow, Query};
 use crate::codes::rtype;
-use crate::metrics::dns::Plugin;
+use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode, reply};
 use crate::zone::name::WireName;
 
@@ -148,7 +148,7 @@ pub(crate) fn respond(
                     None
                 };
                 super::fit(ctx, q.request, shuffled.as_deref().unwrap_or(&written), out);
-                return Some(Flow::Reply(Plugin::Autopath));
+                return Some(Flow::Reply(Plugin::Autopath.into()));
             }
             Tried::Upstream | Tried::Chase(_) => {
                 let mut pending = block.chain.pending(ctx, q, 0);
@@ -164,5 +164,5 @@ pub(crate) fn respond(
     // Every name is NXDOMAIN: the asked name's reply, and the client walks on.
     let first = rewrite(&first?, q.packet, 0)?;
     super::fit(ctx, q.request, &first, out);
-    Some(Flow::Reply(plain_plugin(ctx)))
+    Some(Flow::Reply(plain_plugin(ctx).into()))
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use hickory_proto::op::{Message, ResponseCode};
 
 use super::Revert;
-use crate::metrics::dns::Plugin;
+use crate::metrics::dns::Writer;
+use crate::plugin::Plugin;
 use crate::server::{Block, Pending};
 use crate::wire::{self, Request};
 use crate::zone::name::WireName;
@@ -40,7 +41,7 @@ pub(crate) struct Chase {
     /// The last target's query, gone upstream.
     pub(crate) upstream: Option<Box<Pending>>,
     /// Who answered the question asked (counted for it).
-    pub(crate) plugin: Plugin,
+    pub(crate) plugin: Writer,
     /// The first reply's rcode and authority stand, whatever the target's (a template's
     /// CNAME: CoreDNS appends the target's answers only).
     pub(crate) keep_rcode: bool,
@@ -92,7 +93,7 @@ impl Chase {
             nodata,
             reply,
             WireName::from_wire_unchecked(target.to_vec()),
-            Plugin::Kubernetes,
+            Plugin::Kubernetes.into(),
         ))
     }
 
@@ -105,7 +106,7 @@ impl Chase {
         nodata: Vec<u8>,
         reply: Vec<u8>,
         target: WireName,
-        plugin: Plugin,
+        plugin: Writer,
     ) -> Self {
         Self {
             block: Arc::clone(block),
@@ -142,7 +143,7 @@ impl Chase {
                 reply.clone(),
                 reply,
                 target,
-                Plugin::Template,
+                Plugin::Template.into(),
             )
         })
     }
@@ -156,7 +157,7 @@ impl Chase {
         request: &Request<'_>,
         reply: Vec<u8>,
         target: WireName,
-        plugin: Plugin,
+        plugin: Writer,
     ) -> Box<Self> {
         Box::new(Self::start(
             block,
@@ -178,7 +179,7 @@ impl Chase {
         request: &Request<'_>,
         (reply, target): (Vec<u8>, WireName),
         original: Vec<u8>,
-        plugin: Plugin,
+        plugin: Writer,
     ) -> Box<Self> {
         Box::new(Self {
             keep_rcode: true,

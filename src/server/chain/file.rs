@@ -35,7 +35,7 @@ use super::chase::Chase;
 use super::{Ctx, Query};
 use crate::codes::rtype;
 use crate::config::FileConfig;
-use crate::metrics::dns::Plugin;
+use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, labels, suffix_offset};
 
@@ -277,7 +277,7 @@ fn reply_of(
             request,
             whole,
             target.to_lowercase(),
-            Plugin::File,
+            Plugin::File.into(),
         )));
     }
     let edns = ctx.block.chain.edns(request);

@@ -15,7 +15,7 @@ use hickory_proto::rr::Name;
 use super::chase::Chase;
 use super::{Ctx, Flow, Query};
 use crate::config::K8sExternalConfig;
-use crate::metrics::dns::Plugin;
+use crate::plugin::Plugin;
 use crate::wire::{self, rcode};
 use crate::zone::Rcode;
 use crate::zone::name::WireName;
@@ -55,19 +55,19 @@ impl K8sExternal {
             }
             if kubernetes.provisional() {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Some(Flow::Reply(Plugin::K8sExternal));
+                return Some(Flow::Reply(Plugin::K8sExternal.into()));
             }
         }
         let zone = &external.zones()[answer.zone];
         if let Some(target) = answer.chase {
             let mut chase = Chase::new(block, ctx.zone, request, &answer, zone, target);
-            chase.plugin = Plugin::K8sExternal;
+            chase.plugin = Plugin::K8sExternal.into();
             // CoreDNS appends the target's answers; the CNAME's NOERROR stands.
             chase.keep_rcode = true;
             return Some(Flow::Chase(chase));
         }
         wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
-        Some(Flow::Reply(Plugin::K8sExternal))
+        Some(Flow::Reply(Plugin::K8sExternal.into()))
     }
 }
 

@@ -5,7 +5,7 @@ use hickory_proto::rr::{DNSClass, Name, RecordType};
 
 use super::testing::{answers, ask, block, query, query_class, rcode};
 use super::*;
-use crate::config::COREDNS_DIRECTIVES;
+use crate::plugin::COREDNS_DIRECTIVES;
 use crate::server::{Handler, Outcome};
 
 /// Every step a block can have, and the order a query meets them: CoreDNS's, whatever the

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::{Chased, Handler};
 use crate::cache::Hit;
 use crate::forward::Forwarded;
-use crate::metrics::dns::Plugin;
+use crate::plugin::Plugin;
 use crate::server::Transport;
 use crate::server::chain::Ctx;
 use crate::server::chain::autopath::{AutopathRest, Tried, ask_as, local, plain_plugin, rewrite};

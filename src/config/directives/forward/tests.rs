@@ -6,7 +6,7 @@ use crate::config::test_support::{Invalid, Valid, block, check_invalid, check_va
 
 /// The upstreams' names.
 fn to(server: &ServerBlock) -> Vec<String> {
-    server.forward[0]
+    server.plugins.forward[0]
         .to
         .iter()
         .map(|u| u.name.clone())
@@ -14,7 +14,7 @@ fn to(server: &ServerBlock) -> Vec<String> {
 }
 
 fn first(server: &ServerBlock) -> &ForwardConfig {
-    &server.forward[0]
+    &server.plugins.forward[0]
 }
 
 fn name(text: &str) -> Name {
@@ -50,7 +50,7 @@ fn defaults() {
         tls: None,
         line: 2,
     };
-    assert_eq!(server.forward, [want]);
+    assert_eq!(server.plugins.forward, [want]);
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn valid() {
         ),
         ("resolv.conf", " forward . /etc/resolv.conf", |s| {
             to(s) == ["192.0.2.53:53", "[2001:db8::53]:53"]
-                && s.forward[0]
+                && s.plugins.forward[0]
                     .to
                     .iter()
                     .all(|u| u.from_file.as_deref() == Some(Path::new("/etc/resolv.conf")))
@@ -87,7 +87,7 @@ fn valid() {
                         "[2001:db8::53]:53",
                         "10.0.0.2:53",
                     ]
-                    && s.forward[0].to[0].from_file.is_none()
+                    && s.plugins.forward[0].to[0].from_file.is_none()
             },
         ),
         (
@@ -119,9 +119,9 @@ fn valid() {
             "several",
             " forward example.org 10.0.0.1\n forward . 10.0.0.2",
             |s| {
-                s.forward.len() == 2
-                    && s.forward[0].from == name("example.org.")
-                    && (s.forward[0].line, s.forward[1].line) == (2, 3)
+                s.plugins.forward.len() == 2
+                    && s.plugins.forward[0].from == name("example.org.")
+                    && (s.plugins.forward[0].line, s.plugins.forward[1].line) == (2, 3)
             },
         ),
         // Options.
@@ -604,7 +604,7 @@ fn relative_resolv_conf() {
     let corefile = dir.path().join("Corefile");
     std::fs::write(&corefile, ". {\n forward . upstreams.conf\n}\n").unwrap();
     let config = crate::config::read_corefile(&corefile).unwrap();
-    let upstream = &config.servers[0].forward[0].to[0];
+    let upstream = &config.servers[0].plugins.forward[0].to[0];
     assert_eq!(upstream.name, "192.0.2.7:53");
     assert_eq!(upstream.from_file, Some(dir.path().join("upstreams.conf")));
 }

@@ -11,13 +11,13 @@ use crate::config::*;
 fn kubernetes(options: &str) -> Result<KubernetesConfig, Error> {
     let text = format!(".:53 {{\n kubernetes cluster.local in-addr.arpa {{\n{options}\n }}\n}}\n");
     let config = parse(&text)?;
-    Ok(config.servers[0].kubernetes.clone().unwrap())
+    Ok(config.servers[0].plugins.kubernetes.clone().unwrap())
 }
 
 #[test]
 fn kubernetes_defaults() {
     let config = parse(". {\n kubernetes\n}").unwrap();
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!(names(&k.zones), ["."]);
     assert_eq!(k.primary_zone, 0);
     assert_eq!(k.ttl, 5);
@@ -172,7 +172,7 @@ fn kubernetes_multicluster() {
     for (name, directive, expected) in cases {
         let text = format!(".:53 {{\n {directive}\n}}\n");
         let config = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let k = config.servers[0].kubernetes.as_ref().unwrap();
+        let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
         assert_eq!(names(&k.multicluster), *expected, "{name}");
     }
 }
@@ -230,7 +230,7 @@ fn kubernetes_zones() {
     for (name, text, zones, primary) in cases {
         let config = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
         for server in &config.servers {
-            let k = server.kubernetes.as_ref().unwrap();
+            let k = server.plugins.kubernetes.as_ref().unwrap();
             assert_eq!(names(&k.zones), *zones, "{name}");
             assert_eq!(k.primary_zone, *primary, "{name}");
         }
@@ -241,7 +241,7 @@ fn kubernetes_zones() {
 fn objects_are_relative_to_the_corefile() {
     let text = ". {\n kubernetes {\n  objects dump.json /abs.json\n }\n}";
     let config = parse_corefile_in(text, Path::new("/etc/coredns/Corefile"), &env()).unwrap();
-    let k = config.servers[0].kubernetes.as_ref().unwrap();
+    let k = config.servers[0].plugins.kubernetes.as_ref().unwrap();
     assert_eq!(
         k.objects,
         [

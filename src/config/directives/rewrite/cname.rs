@@ -52,7 +52,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn cname_of(s: &crate::config::ServerBlock) -> (String, String) {
-        match &s.rewrite[0].action {
+        match &s.plugins.rewrite[0].action {
             RewriteAction::Cname {
                 matcher,
                 replacement,
@@ -67,14 +67,17 @@ mod tests {
             (
                 "exact by default, normalized",
                 " rewrite cname A.org B.org",
-                |s| cname_of(s) == ("exact a.org.".into(), "b.org.".into()) && s.rewrite[0].stop,
+                |s| {
+                    cname_of(s) == ("exact a.org.".into(), "b.org.".into())
+                        && s.plugins.rewrite[0].stop
+                },
             ),
             (
                 "suffix, lower case, not qualified",
                 " rewrite continue cname suffix .CDN.example.net. .other.cdn.com.",
                 |s| {
                     cname_of(s) == ("suffix .cdn.example.net.".into(), ".other.cdn.com.".into())
-                        && !s.rewrite[0].stop
+                        && !s.plugins.rewrite[0].stop
                 },
             ),
             (

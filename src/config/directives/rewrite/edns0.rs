@@ -240,7 +240,7 @@ mod tests {
     use crate::config::test_support::{Invalid, Valid, check_invalid, check_valid};
 
     fn edns0_of(s: &crate::config::ServerBlock) -> &Edns0Rule {
-        match &s.rewrite[0].action {
+        match &s.plugins.rewrite[0].action {
             RewriteAction::Edns0(rule) => rule,
             other => panic!("not an edns0 rule: {other:?}"),
         }

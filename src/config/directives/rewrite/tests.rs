@@ -13,7 +13,7 @@ pub(super) fn matcher_text(matcher: &NameMatcher) -> String {
 }
 
 fn name_rule_of(s: &crate::config::ServerBlock, index: usize) -> (String, String, bool, usize) {
-    match &s.rewrite[index].action {
+    match &s.plugins.rewrite[index].action {
         RewriteAction::Name {
             matcher,
             replacement,
@@ -36,7 +36,7 @@ fn valid() {
             "exact by default",
             " rewrite name old.example.com new.default.svc.cluster.local",
             |s| {
-                s.rewrite[0].stop
+                s.plugins.rewrite[0].stop
                     && name_rule_of(s, 0)
                         == (
                             "exact old.example.com.".into(),
@@ -66,7 +66,7 @@ fn valid() {
             "substring",
             " rewrite continue name substring Service svc",
             |s| {
-                !s.rewrite[0].stop
+                !s.plugins.rewrite[0].stop
                     && name_rule_of(s, 0) == ("substring service.".into(), "svc.".into(), false, 0)
             },
         ),
@@ -84,13 +84,13 @@ fn valid() {
             },
         ),
         ("type", " rewrite type any hinfo", |s| {
-            s.rewrite[0].action == RewriteAction::Type { from: 255, to: 13 }
+            s.plugins.rewrite[0].action == RewriteAction::Type { from: 255, to: 13 }
         }),
         ("class", " rewrite class CH IN", |s| {
-            s.rewrite[0].action == RewriteAction::Class { from: 3, to: 1 }
+            s.plugins.rewrite[0].action == RewriteAction::Class { from: 3, to: 1 }
         }),
         ("ttl exact", " rewrite ttl example.com 15", |s| {
-            s.rewrite[0].action
+            s.plugins.rewrite[0].action
                 == RewriteAction::Ttl {
                     matcher: NameMatcher::Exact("example.com.".into()),
                     min: 15,
@@ -102,7 +102,7 @@ fn valid() {
             " rewrite continue {\n  ttl regex (.*)\\.coredns\\.rocks 30-\n }",
             |s| {
                 matches!(
-                    &s.rewrite[0].action,
+                    &s.plugins.rewrite[0].action,
                     RewriteAction::Ttl {
                         min: 30,
                         max: 2_147_483_647,
@@ -113,7 +113,7 @@ fn valid() {
         ),
         ("ttl cap", " rewrite ttl suffix example.com -30", |s| {
             matches!(
-                &s.rewrite[0].action,
+                &s.plugins.rewrite[0].action,
                 RewriteAction::Ttl {
                     min: 0,
                     max: 30,
@@ -126,7 +126,7 @@ fn valid() {
             " rewrite rcode regex (.*)\\.coredns\\.rocks SERVFAIL 0",
             |s| {
                 matches!(
-                    &s.rewrite[0].action,
+                    &s.plugins.rewrite[0].action,
                     RewriteAction::Rcode { from: 2, to: 0, .. }
                 )
             },
@@ -134,7 +134,11 @@ fn valid() {
         (
             "several",
             " rewrite name a.org b.org\n rewrite continue type AAAA A",
-            |s| s.rewrite.len() == 2 && !s.rewrite[1].stop && s.rewrite[1].line == 3,
+            |s| {
+                s.plugins.rewrite.len() == 2
+                    && !s.plugins.rewrite[1].stop
+                    && s.plugins.rewrite[1].line == 3
+            },
         ),
     ];
     check_valid(cases);
