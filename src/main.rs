@@ -14,7 +14,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 // handed out in batches spread over many, and one arena rather than four per CPU lets one
 // thread's free blocks serve the next; the watch's steady RSS fell from 157 to 122 MB, and
 // answering from the zone over UDP, which does not allocate, is not slowed. Freed pages go
-// back after a second rather than ten, and at once rather than kept lazily freed.
+// back after a second rather than ten, and at once rather than kept lazily freed. While the
+// server starts, the runtime's threads do have caches (src/cli/thread_cache.rs): the first
+// sync's allocations then skip the arena's lock.
 
 fn main() -> ExitCode {
     // Without the background thread, freed pages are only purged when the allocator is used

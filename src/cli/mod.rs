@@ -24,6 +24,7 @@ mod records;
 mod resolv_conf;
 mod resolve_cost;
 mod serve;
+mod thread_cache;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;

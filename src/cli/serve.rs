@@ -37,6 +37,8 @@ pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     descriptor_budget(args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(super::thread_cache::on_thread_start)
+        .on_thread_park(super::thread_cache::on_thread_park)
         .build()?;
     let corefile = args.source.corefile.clone().zip(baseline);
     runtime.block_on(serve(config, corefile))
@@ -89,6 +91,7 @@ async fn serve(config: Config, corefile: Option<(PathBuf, Vec<u8>)>) -> anyhow::
     let mut running = server::start(&config).await.map_err(|error| {
         super::start_error(corefile.as_ref().map(|(path, _)| path.as_path()), error)
     })?;
+    super::thread_cache::started();
     let mut watch = corefile
         .as_ref()
         .map(|(path, text)| CorefileWatch::new(path, text, running.reload_metrics()));
