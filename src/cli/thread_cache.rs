@@ -27,12 +27,10 @@ thread_local! {
     static CACHING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Turns this thread's cache on or off; whether it now is on.
-fn set(on: bool) -> bool {
+/// Turns this thread's cache on or off (it stays off where jemalloc refuses).
+fn set(on: bool) {
     let written = b"thread.tcache.enabled\0".name().write(on).is_ok();
-    let now = written && on;
-    CACHING.with(|caching| caching.set(now));
-    now
+    CACHING.with(|caching| caching.set(written && on));
 }
 
 /// For the runtime's `on_thread_start`: a cache while the server is starting.

@@ -44,14 +44,13 @@ use super::error::Error;
 use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
-use crate::plugin::{COREDNS_DIRECTIVES, Plugin, registry};
-
 use super::{
     AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
     ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
     LoadBalanceConfig, LogConfig, LoopConfig, MultisocketConfig, PrometheusConfig, ReadyConfig,
     ReloadConfig, RewriteRule, TemplateConfig, TransferConfig,
 };
+use crate::plugin::{COREDNS_DIRECTIVES, Plugin, registry};
 
 /// Whether `name` is a CoreDNS plugin directive.
 pub(crate) fn is_known(name: &str) -> bool {
@@ -66,8 +65,8 @@ pub(crate) struct Context<'a> {
     pub(crate) block_zones: &'a [Name],
 }
 
-/// Expands [`crate::plugin::registry!`]'s table into [`Plugins`] and the part of [`apply`]
-/// that reads each plugin's directive.
+/// Expands [`crate::plugin::registry!`]'s table into [`Plugins`] and the parts of [`apply`]
+/// that read each plugin's directive and refuse a second one of a plugin used once.
 macro_rules! plugin_configs {
     ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
         /// The configuration of each plugin a server block has: one field per row of
@@ -109,7 +108,17 @@ macro_rules! plugin_configs {
             }
             Ok(())
         }
+
+        /// Whether a block may have only one directive of `plugin`.
+        fn used_once(plugin: Plugin) -> bool {
+            match plugin {
+                $(Plugin::$variant => plugin_configs!(@once $how),)*
+            }
+        }
     };
+    (@once once) => { true };
+    (@once each) => { false };
+    (@once merge) => { false };
     (@type once $config:ident) => { Option<$config> };
     (@type each $config:ident) => { Vec<$config> };
     (@type merge $config:ident) => { Vec<$config> };
@@ -130,21 +139,6 @@ macro_rules! plugin_configs {
     };
 }
 registry!(plugin_configs);
-
-/// How many directives of a plugin a block may have.
-fn used_once(plugin: Plugin) -> bool {
-    macro_rules! once_only {
-        ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
-            match plugin {
-                $(Plugin::$variant => once_only!(@ $how),)*
-            }
-        };
-        (@ once) => { true };
-        (@ each) => { false };
-        (@ merge) => { false };
-    }
-    registry!(once_only)
-}
 
 /// What the directives of one server block produced.
 #[derive(Debug, Default)]
