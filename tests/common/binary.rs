@@ -261,8 +261,42 @@ pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let chunked = head.lines().any(|line| {
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.eq_ignore_ascii_case("transfer-encoding")
+                && value.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
     (status, body)
+}
+
+/// The body of a `Transfer-Encoding: chunked` response (Go's HTTP server chunks a body
+/// larger than its buffer, as CoreDNS's /metrics): each chunk's size line and CRLF removed.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = size.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size, 16)
+            .unwrap_or_else(|_| panic!("a chunk size, not {size:?}, in a chunked body"));
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].strip_prefix("\r\n").unwrap_or(&rest[size..]);
+    }
+    out
+}
+
+#[test]
+fn chunked_bodies_are_joined() {
+    let body = "5\r\nhello\r\nc\r\n\ncoredns_plu\r\n7\r\ngin x 1\r\n0\r\n\r\n";
+    assert_eq!(dechunk(body), "hello\ncoredns_plugin x 1");
 }
 
 impl Drop for TestServer {
