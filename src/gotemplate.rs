@@ -114,9 +114,25 @@ pub struct Data<'d> {
     pub question: (u16, u16),
 }
 
+/// A template that does not compile; the message is what Go's `text/template` parser says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
+/// A template that failed while it ran (an index out of range, a function's bad argument);
+/// the message is what Go's `text/template` says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ExecError(String);
+
 impl Template {
     /// Compiles `source`; the error says what is wrong, as Go's parser would.
-    pub fn parse(source: &str) -> Result<Self, String> {
+    pub fn parse(source: &str) -> Result<Self, ParseError> {
+        Self::compile(source).map_err(ParseError)
+    }
+
+    /// [`Self::parse`] with the parser's message as it is.
+    fn compile(source: &str) -> Result<Self, String> {
         let mut nodes = Vec::new();
         let mut rest = source;
         let mut trim_next = false;
@@ -169,12 +185,12 @@ impl Template {
     }
 
     /// Executes the template with `data`.
-    pub fn execute(&self, data: &Data<'_>) -> Result<String, String> {
+    pub fn execute(&self, data: &Data<'_>) -> Result<String, ExecError> {
         let mut out = String::new();
         for node in &self.nodes {
             match node {
                 Node::Text(text) => out.push_str(text),
-                Node::Action(pipeline) => pipeline.eval(data)?.write(&mut out),
+                Node::Action(pipeline) => pipeline.eval(data).map_err(ExecError)?.write(&mut out),
             }
         }
         Ok(out)

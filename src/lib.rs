@@ -3,23 +3,12 @@
 //!
 //! # Layout
 //!
-//! Data flows one way, from the cluster's objects to answers on the wire (`ARCHITECTURE.md`
-//! names the files of each stage):
-//!
-//! ```text
-//!  config (Corefile -> typed config)                 pure but for env.rs (the host's facts),
-//!                                                   fs.rs and glob.rs (the files it reads)
-//!  model (minimal objects from k8s-openapi types)    pure
-//!    -> source (static files | API watch)            the only writers of cluster state;
-//!                                                   one publisher builds a zone per change
-//!    -> store (immutable zone::Snapshot, published whole; the next shares what a change left)
-//!    -> server (sockets: the UDP fast path, TCP framing, AXFR), answering with
-//!       zone::lookup(&Snapshot, &Question) -> Answer, pure and synchronous, written by wire;
-//!       forward, cache, autopath, querylog are its plugins
-//!  proxy (kube-proxy's plan, iptables/nftables renderers, the ruleset tracer)   beside
-//!  resolver_sim (search-path walk over zone::lookup, the same lookup the server answers with)
-//!  cli (clap; the only place that prints or picks an exit code)                  on top
-//! ```
+//! Data flows one way, from the cluster's objects to answers on the wire: `config` and
+//! `model`, then `source` (the only writer of cluster state), `store` (the published zone),
+//! `zone` (answers, pure and synchronous) and `server` (the sockets and the plugin chain);
+//! `proxy` and `resolver_sim` stand beside, `cli` on top. Which module may use which is the
+//! layer table below and nothing else: module docs point here rather than restate it, and
+//! `ARCHITECTURE.md` names the files of each stage.
 //!
 //! # Layers
 //!

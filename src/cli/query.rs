@@ -49,8 +49,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
     let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
     let why = || -> anyhow::Result<()> {
         if args.why {
-            let why = crate::server::why::explain(handler.blocks(), &args.name, &args.qtype)
-                .map_err(anyhow::Error::msg)?;
+            let why = crate::server::why::explain(handler.blocks(), &args.name, &args.qtype)?;
             out!("{}", why_text(&why));
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! The Corefile, parsed into typed configuration.
 //!
-//! A leaf: nothing here depends on the rest of the crate except [`crate::selector`]. I/O is
-//! confined to [`read_corefile`], to the files `import` names, to the resolv.conf files and
+//! What it may use of the rest of the crate is its line of the layer table in `src/lib.rs`
+//! (checked by `tests/architecture.rs`). I/O is confined to [`read_corefile`], to the files `import` names, to the resolv.conf files and
 //! TLS certificate files `forward` names (through [`Environment`], so tests can fix them) and
 //! to the system's trust anchors for `tls://` upstreams; everything else works
 //! on strings so it can be tested with inline Corefiles.
@@ -25,7 +25,7 @@
 //!     ".:1053 {\n  bind 127.0.0.1\n  kubernetes cluster.local in-addr.arpa {\n    pods insecure\n  }\n}\n",
 //!     Path::new("Corefile"),
 //! )?;
-//! let kubernetes = config.servers[0].kubernetes.as_ref().expect("kubernetes block");
+//! let kubernetes = config.servers[0].plugins.kubernetes.as_ref().expect("kubernetes block");
 //! assert_eq!(kubernetes.zones[kubernetes.primary_zone].to_string(), "cluster.local.");
 //! # Ok::<(), clusterdns::config::Error>(())
 //! ```
@@ -92,8 +92,8 @@ pub use shorthand::{
     shorthand_corefile, shorthand_corefile_with, shorthand_with,
 };
 pub(crate) use stream::MAX_FILE_BYTES;
-pub use tls::{ClientIdentity, ForwardTls};
-pub use zone::{parse_cidr, parse_cluster_zone};
+pub use tls::{ClientIdentity, ForwardTls, TlsError};
+pub use zone::{CidrError, ZoneNameError, parse_cidr, parse_cluster_zone};
 
 /// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
 pub fn read_corefile(path: &Path) -> Result<Config, Error> {

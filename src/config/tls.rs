@@ -58,7 +58,7 @@ impl Clone for ForwardTls {
 impl ForwardTls {
     /// Reads the files of `tls ARGS...` (zero to three paths, relative ones resolved against
     /// `base`, the Corefile's directory). The error says what is wrong with which file.
-    pub(crate) fn read(args: &[&str], base: &Path, env: &Environment) -> Result<Self, String> {
+    pub(crate) fn read(args: &[&str], base: &Path, env: &Environment) -> Result<Self, TlsError> {
         let path = |arg: &str| base.join(arg);
         let (cert, key, ca) = match args {
             [] => (None, None, None),
@@ -66,10 +66,7 @@ impl ForwardTls {
             [cert, key] => (Some(path(cert)), Some(path(key)), None),
             [cert, key, ca] => (Some(path(cert)), Some(path(key)), Some(path(ca))),
             _ => {
-                return Err(format!(
-                    "maximum of three arguments allowed for TLS config, found {}",
-                    args.len()
-                ));
+                return Err(TlsError::TooManyArguments(args.len()));
             }
         };
         let roots = match &ca {
@@ -96,7 +93,7 @@ impl ForwardTls {
 
     /// The system's trust anchors with no client certificate: what `tls://` upstreams use
     /// when the block has no `tls` line.
-    pub fn system_roots() -> Result<Self, String> {
+    pub fn system_roots() -> Result<Self, TlsError> {
         Ok(Self {
             roots: system_roots()?,
             ca_file: None,
@@ -105,24 +102,24 @@ impl ForwardTls {
     }
 
     /// The rustls client configuration: these roots, this identity, TLS 1.2 and 1.3 on ring.
-    pub fn client_config(&self) -> Result<ClientConfig, String> {
+    pub fn client_config(&self) -> Result<ClientConfig, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut store = RootCertStore::empty();
         let (added, _ignored) = store.add_parsable_certificates(self.roots.iter().cloned());
         if added == 0 {
             return Err(match &self.ca_file {
-                Some(ca) => format!("{}: no usable CA certificate", ca.display()),
-                None => "the system has no usable CA certificate (name a CA file: tls CA)".into(),
+                Some(ca) => TlsError::NoUsableCa(ca.clone()),
+                None => TlsError::NoUsableSystemCa,
             });
         }
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
+            .map_err(TlsError::Protocol)?
             .with_root_certificates(store);
         let mut config = match &self.identity {
             Some(identity) => builder
                 .with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())
-                .map_err(|e| format!("could not load TLS cert: {e}"))?,
+                .map_err(TlsError::ClientCertificate)?,
             None => builder.with_no_client_auth(),
         };
         // RFC 7858 asks for no ALPN; CoreDNS (Go's crypto/tls via miekg/dns) sends none.
@@ -135,38 +132,44 @@ impl ForwardTls {
 fn certificates(
     path: &Path,
     env: &Environment,
-    what: &str,
-) -> Result<Vec<CertificateDer<'static>>, String> {
-    let text = env
-        .read_small_file(path)
-        .map_err(|e| format!("error reading {what} file {}: {e}", path.display()))?;
+    what: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let text = env.read_small_file(path).map_err(|e| TlsError::Read {
+        what,
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
     let certificates = CertificateDer::pem_slice_iter(text.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{what} file {}: bad PEM: {e}", path.display()))?;
+        .map_err(|e| TlsError::BadPem {
+            what,
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
     if certificates.is_empty() {
-        return Err(format!(
-            "{what} file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
-            path.display()
-        ));
+        return Err(TlsError::NoCertificate {
+            what,
+            path: path.to_owned(),
+        });
     }
     Ok(certificates)
 }
 
 /// The first private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
-fn private_key(path: &Path, env: &Environment) -> Result<PrivateKeyDer<'static>, String> {
-    let text = env
-        .read_small_file(path)
-        .map_err(|e| format!("error reading key file {}: {e}", path.display()))?;
-    PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| {
-        format!(
-            "key file {} holds no usable PEM private key: {e}",
-            path.display()
-        )
+fn private_key(path: &Path, env: &Environment) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let text = env.read_small_file(path).map_err(|e| TlsError::Read {
+        what: "key",
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| TlsError::NoKey {
+        path: path.to_owned(),
+        reason: e.to_string(),
     })
 }
 
 /// The operating system's trust anchors (`/etc/ssl/certs` and the like, or `SSL_CERT_FILE`).
-fn system_roots() -> Result<Vec<CertificateDer<'static>>, String> {
+fn system_roots() -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let found = rustls_native_certs::load_native_certs();
     if found.certs.is_empty() {
         let why = found
@@ -174,12 +177,71 @@ fn system_roots() -> Result<Vec<CertificateDer<'static>>, String> {
             .first()
             .map(|e| format!(": {e}"))
             .unwrap_or_default();
-        return Err(format!(
-            "the system has no CA certificates to verify upstreams with{why} (name a CA file: \
-             tls CA)"
-        ));
+        return Err(TlsError::NoSystemRoots(why));
     }
     Ok(found.certs)
+}
+
+/// What is wrong with a `tls` option's files, or with the client configuration built from
+/// them.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// More than CERT KEY CA.
+    #[error("maximum of three arguments allowed for TLS config, found {0}")]
+    TooManyArguments(usize),
+    /// A file could not be read (`what`: CA, certificate or key).
+    #[error("error reading {what} file {}: {reason}", path.display())]
+    Read {
+        /// The file's role.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        reason: String,
+    },
+    /// A certificate file that is not PEM.
+    #[error("{what} file {}: bad PEM: {reason}", path.display())]
+    BadPem {
+        /// The file's role.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The PEM parser's error.
+        reason: String,
+    },
+    /// A PEM file with no certificate in it.
+    #[error("{what} file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path.display())]
+    NoCertificate {
+        /// The file's role.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+    /// A key file with no private key rustls reads.
+    #[error("key file {} holds no usable PEM private key: {reason}", path.display())]
+    NoKey {
+        /// The file.
+        path: PathBuf,
+        /// The PEM parser's error.
+        reason: String,
+    },
+    /// The system's store is empty (with the first loading error, `: ...`, if any).
+    #[error(
+        "the system has no CA certificates to verify upstreams with{0} (name a CA file: tls CA)"
+    )]
+    NoSystemRoots(String),
+    /// No certificate of the CA file is one rustls can use.
+    #[error("{}: no usable CA certificate", .0.display())]
+    NoUsableCa(PathBuf),
+    /// No certificate of the system's store is one rustls can use.
+    #[error("the system has no usable CA certificate (name a CA file: tls CA)")]
+    NoUsableSystemCa,
+    /// rustls refused the protocol versions.
+    #[error("TLS: {0}")]
+    Protocol(rustls::Error),
+    /// rustls refused the client certificate and key (a key that is not the certificate's).
+    #[error("could not load TLS cert: {0}")]
+    ClientCertificate(rustls::Error),
 }
 
 #[cfg(test)]
@@ -195,7 +257,10 @@ mod tests {
             &Environment::system(),
         )
         .unwrap_err();
-        assert!(error.contains("maximum of three arguments"), "{error}");
+        assert!(
+            error.to_string().contains("maximum of three arguments"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -219,7 +284,7 @@ mod tests {
             ),
         ] {
             let error = ForwardTls::read(&args, Path::new("/t"), &env).unwrap_err();
-            assert!(error.contains(want), "{args:?}: {error}");
+            assert!(error.to_string().contains(want), "{args:?}: {error}");
         }
     }
 }

@@ -84,7 +84,7 @@ fn split_port(text: &str) -> Result<(&str, Option<&str>), String> {
 /// A cluster zone given on a command line (`explain --zone`): a domain name of letters,
 /// digits, `-` and `_` between dots, with or without the final dot. It comes back lower-case
 /// and without the dot, as a Corefile writes zones (so it is one plain Corefile token).
-pub fn parse_cluster_zone(text: &str) -> Result<String, String> {
+pub fn parse_cluster_zone(text: &str) -> Result<String, ZoneNameError> {
     let bare = text.strip_suffix('.').unwrap_or(text);
     let plain = !bare.is_empty()
         && bare.split('.').all(|label| {
@@ -94,38 +94,78 @@ pub fn parse_cluster_zone(text: &str) -> Result<String, String> {
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
         });
     if !plain {
-        return Err(
-            "not a domain name: expected labels of letters, digits, '-' and '_' between dots, \
-             as cluster.local"
-                .to_owned(),
-        );
+        return Err(ZoneNameError::NotLabels);
     }
-    Name::from_ascii(bare).map_err(|error| format!("not a domain name: {error}"))?;
+    Name::from_ascii(bare).map_err(|error| ZoneNameError::Invalid(error.to_string()))?;
     Ok(bare.to_ascii_lowercase())
+}
+
+/// Why a text is not a cluster zone ([`parse_cluster_zone`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ZoneNameError {
+    /// Empty, an empty label, or a character other than letters, digits, `-` and `_`.
+    #[error(
+        "not a domain name: expected labels of letters, digits, '-' and '_' between dots, as cluster.local"
+    )]
+    NotLabels,
+    /// Labels of the right characters that still make no domain name (too long).
+    #[error("not a domain name: {0}")]
+    Invalid(String),
 }
 
 /// A CIDR (`10.244.0.0/16`, `fd00::/64`); the error says what is wrong, in words (a
 /// prefix too long, not "invalid IP address syntax"), without repeating the text.
-pub fn parse_cidr(text: &str) -> Result<ipnet::IpNet, String> {
+pub fn parse_cidr(text: &str) -> Result<ipnet::IpNet, CidrError> {
     if let Ok(net) = text.parse() {
         return Ok(net);
     }
     let Some((address, prefix)) = text.split_once('/') else {
-        return Err("not a CIDR: expected ADDRESS/PREFIX, as 10.244.0.0/16".to_owned());
+        return Err(CidrError::NoPrefix);
     };
     let Ok(ip) = address.parse::<std::net::IpAddr>() else {
-        return Err(format!("'{address}' is not an IP address"));
+        return Err(CidrError::Address(address.to_owned()));
     };
     let most = if ip.is_ipv4() { 32 } else { 128 };
     match prefix.parse::<u32>() {
-        Ok(length) if length > most => Err(format!(
-            "prefix length {length} is too long (an {} prefix is at most {most})",
-            if ip.is_ipv4() { "IPv4" } else { "IPv6" }
-        )),
-        _ => Err(format!(
-            "'{prefix}' is not a prefix length (a whole number, 0 to {most})"
-        )),
+        Ok(length) if length > most => Err(CidrError::TooLong {
+            length,
+            family: if ip.is_ipv4() { "IPv4" } else { "IPv6" },
+            most,
+        }),
+        _ => Err(CidrError::Prefix {
+            prefix: prefix.to_owned(),
+            most,
+        }),
     }
+}
+
+/// Why a text is not a CIDR ([`parse_cidr`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// No `/`.
+    #[error("not a CIDR: expected ADDRESS/PREFIX, as 10.244.0.0/16")]
+    NoPrefix,
+    /// What comes before the `/` is not an address.
+    #[error("'{0}' is not an IP address")]
+    Address(String),
+    /// A prefix longer than the family's addresses.
+    #[error("prefix length {length} is too long (an {family} prefix is at most {most})")]
+    TooLong {
+        /// The prefix length given.
+        length: u32,
+        /// `IPv4` or `IPv6`.
+        family: &'static str,
+        /// The longest prefix of the family.
+        most: u32,
+    },
+    /// What comes after the `/` is not a whole number.
+    #[error("'{prefix}' is not a prefix length (a whole number, 0 to {most})")]
+    Prefix {
+        /// The text after the `/`.
+        prefix: String,
+        /// The longest prefix of the family.
+        most: u32,
+    },
 }
 
 /// A zone name or a CIDR.

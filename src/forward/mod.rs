@@ -524,9 +524,11 @@ fn tls_target(
         None => {
             let settings = match &config.tls {
                 Some(settings) => settings.clone(),
-                None => ForwardTls::system_roots()?,
+                None => ForwardTls::system_roots().map_err(|e| e.to_string())?,
             };
-            let built = TlsConnector::from(Arc::new(settings.client_config()?));
+            let built = TlsConnector::from(Arc::new(
+                settings.client_config().map_err(|e| e.to_string())?,
+            ));
             *connector = Some(built.clone());
             built
         }

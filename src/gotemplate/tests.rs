@@ -104,7 +104,7 @@ fn parse_errors() {
     for (source, want) in cases {
         match Template::parse(source) {
             Ok(template) => panic!("{source}: parsed as {template:?}"),
-            Err(error) => assert!(error.contains(want), "{source}: {error}"),
+            Err(error) => assert!(error.to_string().contains(want), "{source}: {error}"),
         }
     }
 }
@@ -139,7 +139,7 @@ fn execution_errors() {
         let template = Template::parse(source).unwrap_or_else(|e| panic!("{source}: {e}"));
         match template.execute(&data) {
             Ok(text) => panic!("{source}: gave {text:?}"),
-            Err(error) => assert!(error.contains(want), "{source}: {error}"),
+            Err(error) => assert!(error.to_string().contains(want), "{source}: {error}"),
         }
     }
 }

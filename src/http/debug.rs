@@ -58,7 +58,7 @@ impl Page {
 
 /// The `key=value` pairs of a query string, percent-decoded (`+` is a space); an error
 /// names what is malformed.
-pub fn parameters(query: &str) -> Result<Vec<(String, String)>, String> {
+pub fn parameters(query: &str) -> Result<Vec<(String, String)>, QueryError> {
     query
         .split('&')
         .filter(|pair| !pair.is_empty())
@@ -89,7 +89,7 @@ pub fn wants_json(params: &[(String, String)]) -> Result<bool, Page> {
 }
 
 /// One percent-encoded component.
-fn decode(text: &str) -> Result<String, String> {
+fn decode(text: &str) -> Result<String, QueryError> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
@@ -100,7 +100,7 @@ fn decode(text: &str) -> Result<String, String> {
                     .get(at + 1..at + 3)
                     .and_then(|hex| std::str::from_utf8(hex).ok())
                     .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                    .ok_or_else(|| format!("bad percent-encoding in '{text}'"))?;
+                    .ok_or_else(|| QueryError::Percent(text.to_owned()))?;
                 out.push(hex);
                 at += 3;
             }
@@ -114,7 +114,18 @@ fn decode(text: &str) -> Result<String, String> {
             }
         }
     }
-    String::from_utf8(out).map_err(|_| format!("'{text}' is not UTF-8 once decoded"))
+    String::from_utf8(out).map_err(|_| QueryError::Utf8(text.to_owned()))
+}
+
+/// A malformed query string: the component named is as it came.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// A `%` not followed by two hexadecimal digits.
+    #[error("bad percent-encoding in '{0}'")]
+    Percent(String),
+    /// Bytes that are not UTF-8 once decoded.
+    #[error("'{0}' is not UTF-8 once decoded")]
+    Utf8(String),
 }
 
 #[cfg(test)]
@@ -134,15 +145,15 @@ mod tests {
         );
         assert_eq!(parameters("").unwrap(), []);
         assert_eq!(
-            parameters("name=%zz").unwrap_err(),
+            parameters("name=%zz").unwrap_err().to_string(),
             "bad percent-encoding in '%zz'"
         );
         assert_eq!(
-            parameters("name=%ff").unwrap_err(),
+            parameters("name=%ff").unwrap_err().to_string(),
             "'%ff' is not UTF-8 once decoded"
         );
         assert_eq!(
-            parameters("name=%4").unwrap_err(),
+            parameters("name=%4").unwrap_err().to_string(),
             "bad percent-encoding in '%4'"
         );
     }

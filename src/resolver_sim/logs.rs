@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use regex::Regex;
 use serde::Serialize;
@@ -67,7 +67,7 @@ fn pattern() -> Regex {
 }
 
 /// Parses a query log; `file` names it in errors.
-pub fn parse_log(text: &str, file: &Path) -> Result<Log, String> {
+pub fn parse_log(text: &str, file: &Path) -> Result<Log, LogError> {
     let pattern = pattern();
     let mut log = Log::default();
     let mut first_other = None;
@@ -80,12 +80,10 @@ pub fn parse_log(text: &str, file: &Path) -> Result<Log, String> {
             continue;
         };
         let remote = caps[1].trim_start_matches('[').trim_end_matches(']');
-        let client: IpAddr = remote.parse().map_err(|_| {
-            format!(
-                "{}:{}: '{remote}' is not an IP address (expected the client as {{remote}})",
-                file.display(),
-                index + 1
-            )
+        let client: IpAddr = remote.parse().map_err(|_| LogError::Client {
+            file: file.to_owned(),
+            line: index + 1,
+            remote: remote.to_owned(),
         })?;
         let mut name = caps[6].to_ascii_lowercase();
         if !name.ends_with('.') {
@@ -100,22 +98,48 @@ pub fn parse_log(text: &str, file: &Path) -> Result<Log, String> {
         });
     }
     if log.queries.is_empty() {
-        let example = first_other
-            .map(|(line, text)| {
-                format!(
-                    "; line {line} is: {}",
-                    text.chars().take(120).collect::<String>()
-                )
-            })
-            .unwrap_or_else(|| "; the file is empty".to_owned());
-        return Err(format!(
-            "{}: no query line in CoreDNS's log format (expected `{{remote}}:{{port}} - {{>id}} \
-             \"{{type}} {{class}} {{name}} {{proto}} {{size}} {{>do}} {{>bufsize}}\" {{rcode}} \
-             {{>rflags}} {{rsize}} {{duration}}`, as `log` writes it){example}",
-            file.display()
-        ));
+        return Err(LogError::NoQueries {
+            file: file.to_owned(),
+            first_other: first_other
+                .map(|(line, text)| (line, text.chars().take(120).collect::<String>())),
+        });
     }
     Ok(log)
+}
+
+/// Why a file is not a query log [`parse_log`] reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    /// A query line whose client is not an address.
+    #[error(
+        "{}:{line}: '{remote}' is not an IP address (expected the client as {{remote}})",
+        file.display()
+    )]
+    Client {
+        /// The log.
+        file: PathBuf,
+        /// The line (from 1).
+        line: usize,
+        /// What stood where the client's address goes.
+        remote: String,
+    },
+    /// No line is a query line.
+    #[error(
+        "{}: no query line in CoreDNS's log format (expected `{{remote}}:{{port}} - {{>id}} \
+         \"{{type}} {{class}} {{name}} {{proto}} {{size}} {{>do}} {{>bufsize}}\" {{rcode}} \
+         {{>rflags}} {{rsize}} {{duration}}`, as `log` writes it){}",
+        file.display(),
+        match first_other {
+            Some((line, text)) => format!("; line {line} is: {text}"),
+            None => "; the file is empty".to_owned(),
+        }
+    )]
+    NoQueries {
+        /// The log.
+        file: PathBuf,
+        /// The first line that is not blank, and its text (at most 120 characters).
+        first_other: Option<(usize, String)>,
+    },
 }
 
 /// What the analysis needs besides the log.
@@ -616,7 +640,9 @@ mod tests {
             "api.partner.example.com.shop.svc.cluster.local."
         );
         assert_eq!(log.queries[23].client, "fd00::9".parse::<IpAddr>().unwrap());
-        let error = parse_log("hello\nworld\n", Path::new("coredns.log")).unwrap_err();
+        let error = parse_log("hello\nworld\n", Path::new("coredns.log"))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("coredns.log: no query line in CoreDNS's log format"),
             "{error}"

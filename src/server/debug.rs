@@ -32,7 +32,7 @@ impl DebugPages for Pages {
         Box::pin(async move {
             let params = match parameters(query) {
                 Ok(params) => params,
-                Err(error) => return Some(Page::bad_request(&error)),
+                Err(error) => return Some(Page::bad_request(&error.to_string())),
             };
             match path {
                 "search-path" => Some(self.search_path(&params)),

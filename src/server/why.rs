@@ -63,7 +63,7 @@ impl Why {
 /// Why `name` `qtype` answers what it does in `blocks`, offline (`query --why`): the
 /// objects of a block watching the API server are the running server's only; an error for a
 /// name or type that is not one, or objects that cannot be read.
-pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, String> {
+pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, WhyError> {
     match prepare(blocks, name, qtype)? {
         Prepared::Done(why) => Ok(why),
         Prepared::Objects(mut why, block, zone) => {
@@ -86,7 +86,7 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, St
 
 /// [`explain`] on the running server (`/debug/why`): a block watching the API server is
 /// explained from the objects its watch holds now.
-pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, String> {
+pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, WhyError> {
     match prepare(blocks, name, qtype)? {
         Prepared::Done(why) => Ok(why),
         Prepared::Objects(mut why, block, zone) => {
@@ -102,12 +102,29 @@ pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Res
                     let (config, asked) = (kubernetes.config.clone(), why.clone());
                     tokio::task::spawn_blocking(move || from_files(&config, &zone, &asked))
                         .await
-                        .map_err(|error| format!("reading the objects files: {error}"))??
+                        .map_err(|error| WhyError::Interrupted(error.to_string()))??
                 }
             };
             Ok(why)
         }
     }
+}
+
+/// Why a name cannot be explained.
+#[derive(Debug, thiserror::Error)]
+pub enum WhyError {
+    /// The name asked about is not a domain name.
+    #[error("not a domain name: {0}")]
+    NotAName(String),
+    /// The type asked about is not a record type.
+    #[error("not a record type: {0}")]
+    NotAType(String),
+    /// The block's objects files cannot be read again.
+    #[error("reading the objects files: {0}")]
+    Objects(#[from] crate::source::Error),
+    /// Reading them did not finish (the runtime is shutting down).
+    #[error("reading the objects files: {0}")]
+    Interrupted(String),
 }
 
 /// How far [`prepare`] got.
@@ -120,14 +137,15 @@ enum Prepared {
 }
 
 /// Everything but the objects' reasons for a name of the cluster zone.
-fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, String> {
-    let parsed = Name::from_ascii(name).map_err(|_| format!("not a domain name: {name}"))?;
+fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, WhyError> {
+    let not_a_name = || WhyError::NotAName(name.to_owned());
+    let parsed = Name::from_ascii(name).map_err(|_| not_a_name())?;
     let rtype: RecordType = qtype
         .to_ascii_uppercase()
         .parse()
-        .map_err(|_| format!("not a record type: {qtype}"))?;
+        .map_err(|_| WhyError::NotAType(qtype.to_owned()))?;
     let dotted = format!("{}.", name.trim_end_matches('.').to_ascii_lowercase());
-    let wire = WireName::from_dotted(&dotted).map_err(|_| format!("not a domain name: {name}"))?;
+    let wire = WireName::from_dotted(&dotted).map_err(|_| not_a_name())?;
     let mut why = Why {
         name: dotted.clone(),
         qtype: rtype.to_string(),
@@ -171,9 +189,8 @@ fn from_files(
     config: &crate::config::KubernetesConfig,
     zone: &str,
     why: &Why,
-) -> Result<Vec<String>, String> {
-    let loaded = crate::source::read_objects(&config.objects)
-        .map_err(|error| format!("reading the objects files: {error}"))?;
+) -> Result<Vec<String>, WhyError> {
+    let loaded = crate::source::read_objects(&config.objects)?;
     Ok(crate::zone::why::explain(
         config,
         &loaded.cluster,
@@ -442,6 +459,6 @@ pub(crate) async fn page(blocks: &[Arc<Block>], params: &[(String, String)]) -> 
             Err(error) => Page::bad_request(&error.to_string()),
         },
         Ok(why) => Page::text(why.text()),
-        Err(error) => Page::bad_request(&error),
+        Err(error) => Page::bad_request(&error.to_string()),
     }
 }
