@@ -204,9 +204,9 @@ fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
 
 /// The server's block as the simulation's cluster DNS: its chain, asked with nothing sent
 /// upstream.
-struct Chain(std::sync::Arc<crate::server::Block>);
+struct LocalBlock(std::sync::Arc<crate::server::Block>);
 
-impl crate::resolver_sim::answer::LocalServer for Chain {
+impl crate::resolver_sim::answer::LocalServer for LocalBlock {
     fn answer_locally(&self, packet: &[u8]) -> Option<Vec<u8>> {
         match self.0.answer_locally(packet)? {
             crate::server::Local::Reply(bytes) => Some(bytes),
@@ -231,7 +231,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     // The cluster DNS as the server runs it: the block's chain over the zone.
     let store = std::sync::Arc::new(crate::store::Store::new(snapshot));
     let snapshot = store.snapshot();
-    let block = Chain(std::sync::Arc::new(crate::server::Block::with_kubernetes(
+    let block = LocalBlock(std::sync::Arc::new(crate::server::Block::with_kubernetes(
         crate::server::Kubernetes::new(kubernetes.clone(), std::sync::Arc::clone(&store), 0),
     )));
     let setup = Setup {
@@ -287,7 +287,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
 fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<ExitCode> {
     use crate::resolver_sim::logs::{LogContext, analyse, parse_log};
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let log = parse_log(&String::from_utf8_lossy(&bytes), file).map_err(anyhow::Error::msg)?;
+    let log = parse_log(&String::from_utf8_lossy(&bytes), file)?;
     let pods = if args.objects.is_empty() {
         Default::default()
     } else {

@@ -98,6 +98,28 @@ pub enum Kind {
     ServiceImport,
 }
 
+impl Kind {
+    /// Every kind, in this order.
+    pub const ALL: [Self; 5] = [
+        Self::Namespace,
+        Self::Service,
+        Self::EndpointSlice,
+        Self::Pod,
+        Self::ServiceImport,
+    ];
+
+    /// The API's plural name of the kind (`services`), as in request paths and RBAC rules.
+    pub const fn plural(self) -> &'static str {
+        match self {
+            Self::Namespace => "namespaces",
+            Self::Service => "services",
+            Self::EndpointSlice => "endpointslices",
+            Self::Pod => "pods",
+            Self::ServiceImport => "serviceimports",
+        }
+    }
+}
+
 impl Object {
     /// Its kind.
     pub fn kind(&self) -> Kind {

@@ -46,7 +46,7 @@ pub(crate) use self::rewrite::Revert;
 #[derive(Debug)]
 pub(crate) enum Step {
     /// *bufsize*: the EDNS payload size the upstream is offered is at most this, and so is a
-    /// UDP reply (the chain's [`Chain::limit`] and [`Chain::upstream_query`]; the step itself
+    /// UDP reply (the chain's [`PluginChain::limit`] and [`PluginChain::upstream_query`]; the step itself
     /// does nothing).
     Bufsize(u16),
     /// *any*: RFC 8482's HINFO for ANY queries.
@@ -111,7 +111,7 @@ impl Step {
 
 /// A block's steps, in CoreDNS's order.
 #[derive(Debug, Default)]
-pub(crate) struct Chain {
+pub(crate) struct PluginChain {
     steps: Vec<Step>,
     /// *bufsize*'s size, when the block has it.
     bufsize: Option<u16>,
@@ -172,7 +172,7 @@ impl<'q> Query<'q> {
     /// `request` (parsed from `packet`) as the client asked it over `transport`, for `chain`.
     #[inline]
     pub(crate) fn new(
-        chain: &Chain,
+        chain: &PluginChain,
         packet: &'q [u8],
         request: &'q Request<'q>,
         transport: Transport,
@@ -187,7 +187,7 @@ impl<'q> Query<'q> {
     }
 }
 
-impl Chain {
+impl PluginChain {
     /// A chain of `steps`, put in CoreDNS's order (their plugins' places in `plugin.cfg`).
     pub(crate) fn new(mut steps: Vec<Step>) -> Self {
         steps.sort_by_key(|step| step.plugin().position());

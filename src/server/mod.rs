@@ -40,7 +40,7 @@ pub use observability::Observability;
 pub use reload::{Check, CorefileWatch, next_wait};
 pub use run::{Running, start};
 
-use self::chain::{Chain, Step};
+use self::chain::{PluginChain, Step};
 use crate::cache::Cache;
 use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
 use crate::forward::Forwarder;
@@ -93,7 +93,7 @@ pub struct Pending {
 pub struct Block {
     zones: Vec<WireName>,
     /// The request path through the plugins below.
-    chain: Chain,
+    chain: PluginChain,
     kubernetes: Option<Kubernetes>,
     transfer: Vec<Transfer>,
     forward: Vec<Arc<Forwarder>>,
@@ -198,7 +198,7 @@ impl Block {
     pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
         let zones = wire_zones(&config.zones);
         let server = load::server_label(config);
-        // Put in CoreDNS's order by `Chain::new`.
+        // Put in CoreDNS's order by `PluginChain::new`.
         let mut steps = Vec::new();
         if let Some(bufsize) = &config.plugins.bufsize {
             steps.push(Step::Bufsize(bufsize.size));
@@ -261,7 +261,7 @@ impl Block {
             .map(|_| LoopDetect::new(zones.first().unwrap_or(&WireName::root())));
         Self {
             zones,
-            chain: Chain::new(steps),
+            chain: PluginChain::new(steps),
             kubernetes,
             transfer,
             forward: plugins.forward,
@@ -341,7 +341,7 @@ impl Block {
         let zones = wire_zones(&kubernetes.config.zones);
         Self {
             zones,
-            chain: Chain::new(vec![Step::Transfer, Step::Kubernetes]),
+            chain: PluginChain::new(vec![Step::Transfer, Step::Kubernetes]),
             kubernetes: Some(kubernetes),
             transfer: Vec::new(),
             forward: Vec::new(),

@@ -16,22 +16,22 @@
 //! synced (until then an NXDOMAIN is answered SERVFAIL, as CoreDNS does), whether the API
 //! server answers, and the counters behind `clusterdns_kubernetes_*` metrics.
 //!
-//! The objects stay with the publishing task, the only copy kept: a question about them
+//! The objects stay with the watch task, the only copy kept: a question about them
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
 //! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod and an
-//! EndpointSlice), `feed.rs` (a resource's events into changes), `watched.rs` (the objects and
-//! the listings in progress), `publishing.rs` (the task that applies the changes and publishes
+//! EndpointSlice), `feed.rs` (a resource's events into changes), `state.rs` (the objects and
+//! the listings in progress), `task.rs` (the watch task, that applies the changes and publishes
 //! zones), `snapshot_file.rs` and `status.rs`.
 
 mod connect;
 mod decode;
 mod feed;
-mod publishing;
 mod snapshot_file;
+mod state;
 mod status;
-mod watched;
+mod task;
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -52,71 +52,36 @@ use super::publish::Publisher;
 use crate::config::{KubernetesConfig, ListMode, PodMode};
 use crate::metrics::process::StoreMetrics;
 use crate::model::serviceimport::{ServiceImportObject, service_import};
-use crate::model::{Cluster, Object, convert};
+use crate::model::{Cluster, Kind, Object, convert};
 use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
 use self::decode::{PodObject, SliceObject};
 use self::feed::Feed;
-use self::publishing::Publishing;
 pub use self::snapshot_file::{read_snapshot, write_snapshot};
+use self::state::{Change, WatchState};
 pub use self::status::ApiStatus;
-use self::watched::{Change, Watched};
+use self::task::WatchTask;
 
-/// The resources a block watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Resource {
-    /// `namespaces` (v1).
-    Namespaces,
-    /// `services` (v1).
-    Services,
-    /// `endpointslices` (discovery.k8s.io/v1).
-    EndpointSlices,
-    /// `pods` (v1), only for `pods verified`.
-    Pods,
-    /// `serviceimports` (multicluster.x-k8s.io/v1alpha1), only for `multicluster`.
-    ServiceImports,
+/// The kind a request path reads: its last segment is the kind's plural
+/// (`/api/v1/services`, `/api/v1/namespaces/shop/services`,
+/// `/apis/discovery.k8s.io/v1/endpointslices`).
+fn kind_of_path(path: &str) -> Option<Kind> {
+    let plural = path.rsplit('/').next()?;
+    Kind::ALL.into_iter().find(|kind| kind.plural() == plural)
 }
 
-impl Resource {
-    /// The API's plural name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Namespaces => "namespaces",
-            Self::Services => "services",
-            Self::EndpointSlices => "endpointslices",
-            Self::Pods => "pods",
-            Self::ServiceImports => "serviceimports",
-        }
+/// The kinds `config` needs watched: pods only for `pods verified` (`endpoint_pod_names`
+/// reads the slices' targetRefs, not the pods), ServiceImports only for `multicluster`.
+pub fn needed_kinds(config: &KubernetesConfig) -> Vec<Kind> {
+    let mut needed = vec![Kind::Namespace, Kind::Service, Kind::EndpointSlice];
+    if config.pods == PodMode::Verified {
+        needed.push(Kind::Pod);
     }
-
-    /// The resource a request path reads: its last segment (`/api/v1/services`,
-    /// `/api/v1/namespaces/shop/services`, `/apis/discovery.k8s.io/v1/endpointslices`).
-    fn of_path(path: &str) -> Option<Self> {
-        let plural = path.rsplit('/').next()?;
-        [
-            Self::Namespaces,
-            Self::Services,
-            Self::EndpointSlices,
-            Self::Pods,
-            Self::ServiceImports,
-        ]
-        .into_iter()
-        .find(|resource| resource.as_str() == plural)
+    if !config.multicluster.is_empty() {
+        needed.push(Kind::ServiceImport);
     }
-
-    /// What `config` needs watched: pods only for `pods verified` (`endpoint_pod_names`
-    /// reads the slices' targetRefs, not the pods), ServiceImports only for `multicluster`.
-    pub fn needed(config: &KubernetesConfig) -> Vec<Self> {
-        let mut needed = vec![Self::Namespaces, Self::Services, Self::EndpointSlices];
-        if config.pods == PodMode::Verified {
-            needed.push(Self::Pods);
-        }
-        if !config.multicluster.is_empty() {
-            needed.push(Self::ServiceImports);
-        }
-        needed
-    }
+    needed
 }
 
 /// A running watch of one *kubernetes* block: its store and status. Dropping it stops it.
@@ -131,15 +96,15 @@ pub struct ApiWatch {
     pub metrics: Arc<StoreMetrics>,
     stop: CancellationToken,
     started: AtomicBool,
-    /// Questions for the publishing task, once it runs.
+    /// Questions for the watch task, once it runs.
     inquiries: Mutex<Option<mpsc::Sender<Inquiry>>>,
 }
 
-/// A question about the watched objects, run by the publishing task on them and whether
+/// A question about the watched objects, run by the watch task on them and whether
 /// they are a whole state (every resource listed, none being re-listed).
 pub(crate) type Inquiry = Box<dyn FnOnce(&Cluster, bool) + Send>;
 
-/// Questions waiting for the publishing task at most; more are turned away.
+/// Questions waiting for the watch task at most; more are turned away.
 const INQUIRIES: usize = 8;
 
 /// How long a question waits for its answer (the task may be building a whole zone).
@@ -265,7 +230,7 @@ impl ApiWatch {
             }
         };
         let (tx, rx) = mpsc::unbounded_channel();
-        let needed = Resource::needed(&self.config);
+        let needed = needed_kinds(&self.config);
         for resource in &needed {
             spawn_resource(
                 &client,
@@ -287,12 +252,12 @@ impl ApiWatch {
         if let Ok(mut slot) = self.inquiries.lock() {
             *slot = Some(inquiries);
         }
-        let feed = Publishing {
+        let feed = WatchTask {
             status: Arc::clone(&self.status),
             snapshot: self.config.snapshot.clone(),
         };
         tokio::spawn(feed.run(
-            Watched::new(needed, publisher),
+            WatchState::new(needed, publisher),
             rx,
             questions,
             self.stop.clone(),
@@ -311,7 +276,7 @@ fn namespace_filter(config: &KubernetesConfig) -> Option<Arc<HashSet<String>>> {
 fn spawn_resource(
     client: &Client,
     config: &KubernetesConfig,
-    resource: Resource,
+    resource: Kind,
     tx: mpsc::UnboundedSender<Change>,
     stop: CancellationToken,
 ) {
@@ -325,7 +290,7 @@ fn spawn_resource(
         watch_config = watch_config.streaming_lists();
     }
     match resource {
-        Resource::Namespaces => {
+        Kind::Namespace => {
             if let Some(selector) = &config.namespace_labels {
                 watch_config = watch_config.labels(&selector.to_string());
             }
@@ -333,12 +298,12 @@ fn spawn_resource(
                 watch_config = watch_config.fields(&format!("metadata.name={name}"));
             }
         }
-        Resource::Services | Resource::EndpointSlices => {
+        Kind::Service | Kind::EndpointSlice => {
             if let Some(selector) = &config.labels {
                 watch_config = watch_config.labels(&selector.to_string());
             }
         }
-        Resource::Pods | Resource::ServiceImports => {}
+        Kind::Pod | Kind::ServiceImport => {}
     }
     macro_rules! api {
         ($kind:ty) => {
@@ -356,22 +321,20 @@ fn spawn_resource(
         stop,
     };
     match resource {
-        Resource::Namespaces => tokio::spawn(feed.run(
+        Kind::Namespace => tokio::spawn(feed.run(
             Api::<core::Namespace>::all(client.clone()),
             |ns: &core::Namespace| convert::namespace(ns).map(Object::Namespace),
         )),
-        Resource::Services => tokio::spawn(feed.run(api!(core::Service), |svc: &core::Service| {
+        Kind::Service => tokio::spawn(feed.run(api!(core::Service), |svc: &core::Service| {
             convert::service(svc).map(Object::Service)
         })),
-        Resource::EndpointSlices => {
-            tokio::spawn(feed.run(api!(SliceObject), |slice: &SliceObject| {
-                convert::endpoint_slice(&slice.to_slice()).map(Object::EndpointSlice)
-            }))
-        }
-        Resource::Pods => tokio::spawn(feed.run(api!(PodObject), |pod: &PodObject| {
+        Kind::EndpointSlice => tokio::spawn(feed.run(api!(SliceObject), |slice: &SliceObject| {
+            convert::endpoint_slice(&slice.to_slice()).map(Object::EndpointSlice)
+        })),
+        Kind::Pod => tokio::spawn(feed.run(api!(PodObject), |pod: &PodObject| {
             convert::pod(&pod.to_pod()).map(Object::Pod)
         })),
-        Resource::ServiceImports => tokio::spawn(
+        Kind::ServiceImport => tokio::spawn(
             feed.run(api!(ServiceImportObject), |import: &ServiceImportObject| {
                 service_import(import).map(Object::ServiceImport)
             }),

@@ -3,7 +3,7 @@
 //! type for), and how a missing CRD is told from a failing watch.
 //!
 //! Only a block with `multicluster` watches ServiceImports
-//! ([`Resource::needed`](super::api::Resource::needed)). A cluster without the CRD answers
+//! ([`needed_kinds`](super::api::needed_kinds)). A cluster without the CRD answers
 //! their list with 404: that is logged once and counts as a complete list of none, so the
 //! block syncs and serves its other zones; the watcher keeps retrying with backoff, and a
 //! CRD installed later is listed on the next retry.

@@ -46,7 +46,7 @@ pub struct Publisher {
 
 /// What one publication did.
 #[derive(Debug, Clone, Copy)]
-pub struct Published {
+pub struct Publication {
     /// The SOA serial published.
     pub serial: u32,
     /// Names in the zone.
@@ -88,7 +88,7 @@ impl Publisher {
         cluster: Cluster,
         changed: SystemTime,
         metrics: Option<Arc<StoreMetrics>>,
-    ) -> (Self, Published) {
+    ) -> (Self, Publication) {
         let cluster = needed(cluster, &config);
         let ctx = BuildContext {
             local_ips: local_ips.clone(),
@@ -102,7 +102,7 @@ impl Publisher {
         publisher.cluster = cluster;
         publisher.zone = Some(zone);
         let snapshot = publisher.store.load();
-        let published = Published {
+        let published = Publication {
             serial: snapshot.serial(),
             names: snapshot.name_count(),
             whole: true,
@@ -221,7 +221,7 @@ impl Publisher {
 
     /// Publishes the zone of the objects as changed, with a serial for a change at `at`
     /// (`None` when nothing changed since the last publication).
-    pub fn publish(&mut self, at: SystemTime) -> Option<Published> {
+    pub fn publish(&mut self, at: SystemTime) -> Option<Publication> {
         if !self.is_dirty() {
             return None;
         }
@@ -258,7 +258,7 @@ impl Publisher {
             let slices: Vec<_> = touched.iter().map(|(_, key)| key).collect();
             self.observe(whole, now, &slices);
             self.counts_published(serial, now);
-            Published {
+            Publication {
                 serial,
                 names: snapshot.name_count(),
                 whole,

@@ -30,12 +30,12 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use super::builder::Builder;
 use super::name::{WireName, labels, suffix_offset};
 use super::node::Node;
 use super::records::{self, Filter, ServiceView, View};
 use super::rrset;
 use super::shards::Sharded;
+use super::writer::NameWriter;
 use super::{Answer, Rcode, Run, ServedZone, Soa};
 use crate::codes::rtype;
 use crate::config::{K8sExternalConfig, KubernetesConfig};
@@ -155,7 +155,7 @@ pub(crate) struct Part<'p, 'c> {
 impl Part<'_, '_> {
     /// The nodes of this part in `zones` (whose names-server names are `apexes`).
     pub(crate) fn build(&self, zones: &[ServedZone], apexes: &[WireName]) -> Vec<Node> {
-        let mut b = Builder::new(self.external.ttl);
+        let mut b = NameWriter::new(self.external.ttl);
         // CoreDNS writes SRV records and CNAMEs with the *kubernetes* plugin's TTL.
         b.srv_ttl = self.cluster_ttl;
         let servers = self.name_servers();
@@ -230,7 +230,7 @@ fn external_addresses(service: &Service) -> impl Iterator<Item = IpAddr> + '_ {
 }
 
 /// SOA and NS (with glue) at the apex, `<apex>.<zone>` and `ns1.<apex>.<zone>`.
-fn add_apex(b: &mut Builder, zone: &ServedZone, apex: &WireName, servers: &[IpAddr]) {
+fn add_apex(b: &mut NameWriter, zone: &ServedZone, apex: &WireName, servers: &[IpAddr]) {
     let origin = &zone.origin;
     let soa = zone.soa;
     let (mname, rname) = zone.soa_prefixes();
@@ -260,7 +260,7 @@ fn add_apex(b: &mut Builder, zone: &ServedZone, apex: &WireName, servers: &[IpAd
 }
 
 /// The names of one Service under `zone`.
-fn add_service(b: &mut Builder, zone: &WireName, sv: &ServiceView<'_>, headless: bool) {
+fn add_service(b: &mut NameWriter, zone: &WireName, sv: &ServiceView<'_>, headless: bool) {
     let service = sv.service;
     let Ok(base) = zone.prepend_all([&*service.key.name, &*service.key.namespace]) else {
         tracing::debug!(service = %service.key, "name too long for DNS; skipped");
@@ -307,7 +307,7 @@ fn add_service(b: &mut Builder, zone: &WireName, sv: &ServiceView<'_>, headless:
 /// priority 0 and weight floor(100 / entries), an entry being an (address or host, port)
 /// pair; glue per (target, address).
 fn add_entries(
-    b: &mut Builder,
+    b: &mut NameWriter,
     owner: &WireName,
     base: &WireName,
     addresses: &[IpAddr],

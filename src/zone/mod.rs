@@ -17,7 +17,6 @@
 //! lacks, and a name that does not exist is NXDOMAIN for every type.
 
 mod build;
-mod builder;
 mod external;
 mod multicluster;
 pub mod name;
@@ -27,6 +26,7 @@ pub mod rrset;
 mod shards;
 mod update;
 pub mod why;
+mod writer;
 pub mod zonefile;
 
 use std::borrow::Cow;

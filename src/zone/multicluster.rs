@@ -20,9 +20,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::builder::Builder;
 use super::name::WireName;
 use super::records::{self, Entry, Filter, ReadyAddress};
+use super::writer::NameWriter;
 use crate::config::KubernetesConfig;
 use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
 use crate::model::{Cluster, EndpointSlice, ImportType, ObjectKey, ServiceImport};
@@ -106,7 +106,7 @@ fn of<'c>(
 
 /// Adds every record the ServiceImport gives under the multicluster zone `zone`.
 pub(crate) fn add_import(
-    b: &mut Builder,
+    b: &mut NameWriter,
     zone: &WireName,
     iv: &ImportView<'_>,
     config: &KubernetesConfig,
@@ -131,7 +131,7 @@ pub(crate) fn add_import(
 }
 
 /// `spec.ips` for every port, as a ClusterIP Service's addresses; no port, no name.
-fn add_cluster_set_ip(b: &mut Builder, base: &WireName, import: &ServiceImport) {
+fn add_cluster_set_ip(b: &mut NameWriter, base: &WireName, import: &ServiceImport) {
     if import.ports.is_empty() {
         return;
     }
@@ -159,7 +159,7 @@ fn add_cluster_set_ip(b: &mut Builder, base: &WireName, import: &ServiceImport) 
 
 /// The imported endpoints at the import's name, its named ports, and their own names.
 fn add_headless(
-    b: &mut Builder,
+    b: &mut NameWriter,
     base: &WireName,
     iv: &ImportView<'_>,
     targets: &BTreeMap<(String, String), WireName>,
@@ -193,7 +193,7 @@ fn add_headless(
 
 /// `<label>.<cluster>.<base>` for every ready endpoint.
 fn add_endpoint_names(
-    b: &mut Builder,
+    b: &mut NameWriter,
     iv: &ImportView<'_>,
     targets: &BTreeMap<(String, String), WireName>,
 ) {

@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use super::builder::Builder;
 use super::dashed_ip;
 use super::name::WireName;
 use super::rrset;
+use super::writer::NameWriter;
 use crate::codes::rtype;
 use crate::config::KubernetesConfig;
 use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
@@ -332,7 +332,7 @@ pub(crate) struct Entry<'a> {
 
 /// Adds every record the Service gives under `zone`.
 pub(crate) fn add_service(
-    b: &mut Builder,
+    b: &mut NameWriter,
     zone: &WireName,
     sv: &ServiceView<'_>,
     config: &KubernetesConfig,
@@ -357,7 +357,7 @@ pub(crate) fn add_service(
     }
 }
 
-fn add_external_name(b: &mut Builder, base: &WireName, service: &Service) {
+fn add_external_name(b: &mut NameWriter, base: &WireName, service: &Service) {
     let Some(external) = service.external_name.as_deref() else {
         return;
     };
@@ -375,7 +375,7 @@ fn add_external_name(b: &mut Builder, base: &WireName, service: &Service) {
     b.cname(base, target);
 }
 
-fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
+fn add_cluster_ip(b: &mut NameWriter, base: &WireName, service: &Service) {
     // CoreDNS clears its "no items" error only when a port matches: a Service without ports
     // has no name.
     if service.ports.is_empty() {
@@ -412,7 +412,7 @@ fn add_cluster_ip(b: &mut Builder, base: &WireName, service: &Service) {
     }
 }
 
-pub(crate) fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
+pub(crate) fn add_headless(b: &mut NameWriter, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
     let targets = endpoint_targets(base, &sv.ready);
     let entries = entries_of(&sv.ready, &targets, |_| true);
     if entries.is_empty() {
@@ -452,7 +452,7 @@ pub(crate) fn add_headless(b: &mut Builder, base: &WireName, sv: &ServiceView<'_
 /// `prefer._zone.<base>` are always there: a zone no endpoint is in is answered from them
 /// when asked (NODATA under `pin`, every endpoint under `prefer`; `Snapshot::zonal`).
 fn add_zonal(
-    b: &mut Builder,
+    b: &mut NameWriter,
     base: &WireName,
     sv: &ServiceView<'_>,
     targets: &BTreeMap<String, WireName>,
@@ -496,7 +496,7 @@ pub(crate) const ZONAL_LABEL: &str = "_zone";
 
 /// `<label>.<svc>.<ns>.svc.<zone>` for every ready endpoint; CoreDNS answers these for
 /// ClusterIP Services too.
-fn add_endpoint_names(b: &mut Builder, base: &WireName, ready: &[ReadyAddress<'_>]) {
+fn add_endpoint_names(b: &mut NameWriter, base: &WireName, ready: &[ReadyAddress<'_>]) {
     let targets = endpoint_targets(base, ready);
     let mut by_name: BTreeMap<&WireName, Vec<Entry<'_>>> = BTreeMap::new();
     for entry in entries_of(ready, &targets, |_| true) {
@@ -580,7 +580,7 @@ pub(crate) fn srv_name(base: &WireName, port: &str, protocol: &str) -> Option<Wi
 /// addresses de-duplicated in order; SRV priority 0 and weight floor(100 / entries) with
 /// the entries counted before duplicates are removed; one SRV per (target, port); glue per
 /// (target, address).
-pub(crate) fn add_entries(b: &mut Builder, owner: &WireName, entries: &[Entry<'_>]) {
+pub(crate) fn add_entries(b: &mut NameWriter, owner: &WireName, entries: &[Entry<'_>]) {
     if entries.is_empty() {
         return;
     }

@@ -108,7 +108,7 @@ impl RrSetBuilder {
     }
 
     /// Adds one record with `rdata` (the zone's writers go through
-    /// [`Builder`](super::builder::Builder), which keeps a name's records in one buffer).
+    /// [`NameWriter`](super::writer::NameWriter), which keeps a name's records in one buffer).
     #[cfg(test)]
     pub(crate) fn push(&mut self, rdata: &[u8]) {
         let mut record = Vec::with_capacity(10 + rdata.len());

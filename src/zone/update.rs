@@ -29,11 +29,11 @@ use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use super::build::{self, BuildContext, Scope, Tree};
-use super::builder::Builder;
 use super::external;
 use super::multicluster;
 use super::node::Node;
 use super::records::{self, Filter, View};
+use super::writer::NameWriter;
 use super::{Map, ServedZone, Snapshot};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::serviceimport::LABEL_MCS_SERVICE_NAME;
@@ -299,7 +299,7 @@ impl Incremental {
             only_ips: Some(&touched.ips),
             imports: multicluster::part(cluster, &filter, &touched.imports),
         };
-        let mut b = Builder::new(config.ttl);
+        let mut b = NameWriter::new(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
         let external = match (&config.external, snapshot.external.as_ref()) {
             (Some(directive), Some(external)) => external::Part {

@@ -1,10 +1,10 @@
 //! Accumulating the names of a zone while it is built: each name's RRsets and CNAME target,
 //! packed into [`Node`]s at the end. The full build and the update both write through a
-//! [`Builder`], and the record writers of `records` and `build` take one.
+//! [`NameWriter`], and the record writers of `records` and `build` take one.
 //!
 //! A full build of a large cluster holds hundreds of thousands of names here at once, beside
 //! the objects, so a name being built is one allocation too: its name, then its records as
-//! they come, each tagged with the type of the set it belongs to; [`Builder::finish`] sorts
+//! they come, each tagged with the type of the set it belongs to; [`NameWriter::finish`] sorts
 //! them into sets.
 //!
 //! ```text
@@ -33,7 +33,7 @@ const ENTRY_HEADER: usize = 5;
 
 /// Accumulates nodes while a snapshot is built.
 #[derive(Debug)]
-pub(crate) struct Builder {
+pub(crate) struct NameWriter {
     pub(crate) ttl: u32,
     /// The TTL of SRV records (and CNAMEs to load balancers): `ttl`, except in
     /// *k8s_external*'s zones, where CoreDNS gives them the *kubernetes* plugin's.
@@ -43,12 +43,12 @@ pub(crate) struct Builder {
     nodes: HashTable<Vec<u8>>,
 }
 
-/// The name an entry of [`Builder::nodes`] is built for.
+/// The name an entry of [`NameWriter::nodes`] is built for.
 fn name_of(node: &[u8]) -> &[u8] {
     &node[1..1 + usize::from(node[0])]
 }
 
-/// Where one name's records go: the set of one type ([`Builder::set`]).
+/// Where one name's records go: the set of one type ([`NameWriter::set`]).
 #[derive(Debug)]
 pub(crate) struct SetWriter<'b> {
     node: &'b mut Vec<u8>,
@@ -97,7 +97,7 @@ impl SetWriter<'_> {
     }
 }
 
-impl Builder {
+impl NameWriter {
     pub(crate) fn new(ttl: u32) -> Self {
         Self {
             ttl,

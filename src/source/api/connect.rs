@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use kube::Client;
 
-use super::Resource;
 use super::status::ApiStatus;
 use crate::config::ApiConfig;
 
@@ -184,7 +183,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let resource = Resource::of_path(request.uri().path());
+        let resource = super::kind_of_path(request.uri().path());
         let status = Arc::clone(&self.status);
         let response = self.inner.call(request);
         Box::pin(async move {

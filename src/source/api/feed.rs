@@ -1,7 +1,7 @@
 //! The feed: one task per resource turning the kube-rs watcher's events into [`Change`]s of
 //! the minimal model.
 //!
-//! [`Change`]: super::watched::Change
+//! [`Change`]: super::state::Change
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -15,14 +15,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::Resource;
-use super::watched::{Change, namespace_key};
+use super::state::{Change, namespace_key};
+use crate::model::Kind;
 use crate::model::{Object, ObjectKey, convert};
 
 /// One resource's watch and where its changes go.
 pub(super) struct Feed {
     pub(super) config: watcher::Config,
-    pub(super) resource: Resource,
+    pub(super) resource: Kind,
     /// Namespaces whose objects are kept (`None`: all).
     pub(super) namespaces: Option<Arc<HashSet<String>>>,
     pub(super) tx: mpsc::UnboundedSender<Change>,
@@ -68,7 +68,7 @@ impl Feed {
                         Ok(object) => Change::Upsert(Box::new(object)),
                         Err(error) => {
                             tracing::warn!(
-                                resource = resource.as_str(),
+                                resource = resource.plural(),
                                 "{}: {error}; left out of the zone",
                                 display_key(&key)
                             );
@@ -79,7 +79,7 @@ impl Feed {
                 Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
                 // A 404 for ServiceImports: the Multi-Cluster Services CRD is not installed.
                 Err(error)
-                    if resource == Resource::ServiceImports
+                    if resource == Kind::ServiceImport
                         && api_status(&error).is_some_and(|status| status.code == 404) =>
                 {
                     Change::Absent(resource)
@@ -108,7 +108,7 @@ fn api_status(error: &watcher::Error) -> Option<&kube::core::Status> {
 /// answered with a Status. A refusal by RBAC names what was refused and to whom, from the
 /// server's message (`User "system:serviceaccount:kube-system:coredns" cannot list resource
 /// "services" in API group "" at the cluster scope`), and what to grant.
-fn describe(error: &watcher::Error, resource: Resource, streaming: bool) -> String {
+fn describe(error: &watcher::Error, resource: Kind, streaming: bool) -> String {
     let Some(status) = api_status(error) else {
         return error.to_string();
     };
@@ -124,7 +124,7 @@ fn describe(error: &watcher::Error, resource: Resource, streaming: bool) -> Stri
         401 => format!(
             "401 Unauthorized: the credentials were refused {phase} {} (an expired or revoked \
              token, or a client certificate the API server does not trust): {message}",
-            resource.as_str()
+            resource.plural()
         ),
         403 => {
             let after = |prefix: &str, end: char| -> Option<&str> {
@@ -135,7 +135,7 @@ fn describe(error: &watcher::Error, resource: Resource, streaming: bool) -> Stri
                 after("cannot ", ' ').unwrap_or(if phase == "listing" { "list" } else { "watch" });
             let user = after("User \"", '"').unwrap_or("this account");
             let group = after("in API group \"", '"').unwrap_or_default();
-            let plural = resource.as_str();
+            let plural = resource.plural();
             format!(
                 "forbidden to {verb} {plural} in API group \"{group}\" as {user}: the \
                  ClusterRole bound to it needs {verb} on {plural} (403: {message})"
@@ -144,15 +144,15 @@ fn describe(error: &watcher::Error, resource: Resource, streaming: bool) -> Stri
         code => format!(
             "{code} {} {phase} {}: {message}",
             status.reason,
-            resource.as_str()
+            resource.plural()
         ),
     }
 }
 
-pub(super) fn key_of<K: kube::Resource>(object: &K, resource: Resource) -> ObjectKey {
+pub(super) fn key_of<K: kube::Resource>(object: &K, resource: Kind) -> ObjectKey {
     let meta = object.meta();
     let name = meta.name.clone().unwrap_or_default();
-    if resource == Resource::Namespaces {
+    if resource == Kind::Namespace {
         namespace_key(&name)
     } else {
         ObjectKey::new(meta.namespace.clone().unwrap_or_default(), name)

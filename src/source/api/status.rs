@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::Resource;
 use crate::metrics::{self as metrics, Collect, Exposition};
+use crate::model::Kind;
 
 /// How the watch of one block is doing.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub(super) struct State {
     /// Since when, and why, the API server has not answered (or answered with an error): for
     /// a resource (its requests refused: cleared by its next success), or for all (`None`: no
     /// answer at all, cleared by any success).
-    pub(super) failing: BTreeMap<Option<Resource>, (SystemTime, String)>,
+    pub(super) failing: BTreeMap<Option<Kind>, (SystemTime, String)>,
     /// When the API server last answered a request successfully.
     pub(super) last_success: Option<SystemTime>,
     /// Responses by HTTP status code; `error` for requests that got none.
@@ -40,7 +40,7 @@ pub(super) struct State {
     /// Re-lists (after the first list) by resource.
     pub(super) relists: BTreeMap<&'static str, u64>,
     /// Resources the API server said it does not have (logged once each).
-    pub(super) absent: HashSet<Resource>,
+    pub(super) absent: HashSet<Kind>,
 }
 
 impl ApiStatus {
@@ -102,7 +102,7 @@ impl ApiStatus {
 
     /// The API server answered a request about `resource` (if one of the watched resources)
     /// with HTTP `code`.
-    pub(super) fn answered(&self, code: u16, resource: Option<Resource>) {
+    pub(super) fn answered(&self, code: u16, resource: Option<Kind>) {
         let mut state = self.state();
         *state.requests.entry(code.to_string()).or_default() += 1;
         if code == 404 {
@@ -148,7 +148,7 @@ impl ApiStatus {
 
     /// Records that requests for `resource` (`None`: all) fail for `reason`; the first failure
     /// of an outage is logged.
-    pub(super) fn failing(&self, state: &mut State, resource: Option<Resource>, reason: String) {
+    pub(super) fn failing(&self, state: &mut State, resource: Option<Kind>, reason: String) {
         let first = state.failing.is_empty();
         match state.failing.get_mut(&resource) {
             Some((_, last)) => *last = reason,
@@ -167,16 +167,16 @@ impl ApiStatus {
 
     /// The watch of `resource` failed with `error` (which says more than the HTTP code the
     /// request got: it is what `/ready` tells from now on).
-    pub(super) fn watch_failed(&self, resource: Resource, error: &str) {
+    pub(super) fn watch_failed(&self, resource: Kind, error: &str) {
         let mut state = self.state();
         let known =
             state.failing.contains_key(&Some(resource)) || state.failing.contains_key(&None);
-        let count = state.watch_errors.entry(resource.as_str()).or_default();
+        let count = state.watch_errors.entry(resource.plural()).or_default();
         *count += 1;
         if *count == 1 || !known {
-            tracing::warn!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+            tracing::warn!(zone = %self.zone, resource = resource.plural(), "watch failed: {error}");
         } else {
-            tracing::debug!(zone = %self.zone, resource = resource.as_str(), "watch failed: {error}");
+            tracing::debug!(zone = %self.zone, resource = resource.plural(), "watch failed: {error}");
         }
         if let Some((_, reason)) = state.failing.get_mut(&Some(resource)) {
             *reason = error.to_owned();
@@ -184,20 +184,20 @@ impl ApiStatus {
     }
 
     /// The API server has no `resource` (its CRD is not installed).
-    pub(super) fn absent(&self, resource: Resource) {
+    pub(super) fn absent(&self, resource: Kind) {
         if self.state().absent.insert(resource) {
             tracing::warn!(
                 zone = %self.zone,
-                resource = resource.as_str(),
+                resource = resource.plural(),
                 "the API server does not have this resource (404: the Multi-Cluster Services \
                  CRD is not installed); answering as if there were none, retrying with backoff"
             );
         }
     }
 
-    pub(super) fn relisted(&self, resource: Resource) {
-        *self.state().relists.entry(resource.as_str()).or_default() += 1;
-        tracing::info!(zone = %self.zone, resource = resource.as_str(), "re-listing");
+    pub(super) fn relisted(&self, resource: Kind) {
+        *self.state().relists.entry(resource.plural()).or_default() += 1;
+        tracing::info!(zone = %self.zone, resource = resource.plural(), "re-listing");
     }
 
     /// Whether `/ready` may say OK: the store has synced, or serves a snapshot file.
@@ -228,7 +228,7 @@ impl ApiStatus {
             ));
         }
         for (resource, (since, reason)) in &state.failing {
-            let what = resource.map_or(String::new(), |r| format!(" for {}", r.as_str()));
+            let what = resource.map_or(String::new(), |r| format!(" for {}", r.plural()));
             notes.push(format!(
                 "kubernetes {}: API server failing{what} for {} s ({reason}); serving the last \
                  known state",
@@ -247,7 +247,7 @@ impl Collect for ApiStatus {
         let now = SystemTime::now();
         out.sample(
             "clusterdns_kubernetes_synced",
-            "1 once every watched resource has been listed from the API server.",
+            "1 once every state resource has been listed from the API server.",
             metrics::Kind::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(self.is_synced())),

@@ -1,4 +1,4 @@
-//! Publishing: the one task that owns the watched objects, applies the feed's changes to
+//! The watch task: the one task that owns the watched objects, applies the feed's changes to
 //! them, publishes a zone for each batch (never in the middle of a re-list) and writes the
 //! snapshot file; between two changes it answers the questions asked about the objects.
 
@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use super::Inquiry;
 use super::snapshot_file::write_list;
+use super::state::{Change, WatchState};
 use super::status::ApiStatus;
-use super::watched::{Change, Watched};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -26,15 +26,15 @@ pub(super) const SNAPSHOT_DELAY: Duration = Duration::from_secs(1);
 pub(super) const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Feeds the watches' changes to the publisher as they come, and writes the snapshot file.
-pub(super) struct Publishing {
+pub(super) struct WatchTask {
     pub(super) status: Arc<ApiStatus>,
     pub(super) snapshot: Option<PathBuf>,
 }
 
-impl Publishing {
+impl WatchTask {
     pub(super) async fn run(
         self,
-        mut watched: Watched,
+        mut state: WatchState,
         mut rx: mpsc::UnboundedReceiver<Change>,
         mut inquiries: mpsc::Receiver<Inquiry>,
         stop: CancellationToken,
@@ -47,12 +47,12 @@ impl Publishing {
             tokio::select! {
                 change = rx.recv() => {
                     let Some(change) = change else { return };
-                    watched.apply(change, &self.status);
+                    state.apply(change, &self.status);
                     // Whatever else has arrived meanwhile goes into the same publication: a
                     // burst is coalesced as far as publishing lags behind it, no further.
                     for _ in 0..MAX_BATCH {
                         let Ok(change) = rx.try_recv() else { break };
-                        watched.apply(change, &self.status);
+                        state.apply(change, &self.status);
                     }
                 }
                 () = sleep_until(due) => {
@@ -62,25 +62,25 @@ impl Publishing {
                     if let Some(previous) = writing.take() {
                         let _ = previous.await;
                     }
-                    let Some((back, write)) = self.snapshot_write(watched).await else { return };
-                    watched = back;
+                    let Some((back, write)) = self.snapshot_write(state).await else { return };
+                    state = back;
                     writing = write;
                     continue;
                 }
                 Some(inquiry) = inquiries.recv() => {
-                    let complete = watched.complete();
-                    inquiry(watched.publisher.cluster(), complete);
+                    let complete = state.complete();
+                    inquiry(state.publisher.cluster(), complete);
                     continue;
                 }
                 () = stop.cancelled() => return,
             }
-            if !watched.complete() || !watched.publisher.is_dirty() {
+            if !state.complete() || !state.publisher.is_dirty() {
                 continue;
             }
-            let Some(back) = self.publish(watched).await else {
+            let Some(back) = self.publish(state).await else {
                 return;
             };
-            watched = back;
+            state = back;
             if self.snapshot.is_some() && snapshot_due.is_none() {
                 // Soon after a change, and at most once per SNAPSHOT_INTERVAL under churn:
                 // the file is never older than the interval and its cost stays bounded.
@@ -93,26 +93,24 @@ impl Publishing {
 
     /// Publishes the zone of the objects: at once for an update, on a blocking thread when
     /// it is built whole. `None` if the objects were lost (the runtime is shutting down).
-    pub(super) async fn publish(&self, mut watched: Watched) -> Option<Watched> {
+    pub(super) async fn publish(&self, mut state: WatchState) -> Option<WatchState> {
         let first = !self.status.is_synced();
-        let published = if watched.publisher.needs_whole() {
-            let (back, published) = blocking(watched, |watched| {
-                watched.publisher.publish(SystemTime::now())
-            })
-            .await?;
-            watched = back;
+        let published = if state.publisher.needs_whole() {
+            let (back, published) =
+                blocking(state, |state| state.publisher.publish(SystemTime::now())).await?;
+            state = back;
             match published {
                 Some(published) => published,
                 None => {
                     tracing::error!("building the zone panicked; still serving the last one");
-                    return Some(watched);
+                    return Some(state);
                 }
             }
         } else {
-            watched.publisher.publish(SystemTime::now())
+            state.publisher.publish(SystemTime::now())
         };
         let Some(published) = published else {
-            return Some(watched);
+            return Some(state);
         };
         if first {
             tracing::info!(
@@ -135,7 +133,7 @@ impl Publishing {
                 "objects changed; new zone published"
             );
         }
-        Some(watched)
+        Some(state)
     }
 
     /// Starts writing the snapshot: the objects are read into the file's List on a blocking
@@ -145,18 +143,18 @@ impl Publishing {
     /// change that came then waited for it). `None` if the objects were lost.
     pub(super) async fn snapshot_write(
         &self,
-        watched: Watched,
-    ) -> Option<(Watched, Option<tokio::task::JoinHandle<()>>)> {
+        state: WatchState,
+    ) -> Option<(WatchState, Option<tokio::task::JoinHandle<()>>)> {
         let Some(path) = self.snapshot.clone() else {
-            return Some((watched, None));
+            return Some((state, None));
         };
-        let (watched, list) = blocking(watched, |watched| {
-            crate::model::export::to_list(watched.publisher.cluster(), SystemTime::now())
+        let (state, list) = blocking(state, |state| {
+            crate::model::export::to_list(state.publisher.cluster(), SystemTime::now())
         })
         .await?;
         let Some(list) = list else {
             tracing::error!("reading the objects for the snapshot panicked");
-            return Some((watched, None));
+            return Some((state, None));
         };
         let write = tokio::task::spawn_blocking(move || {
             if let Err(error) = write_list(&path, &list) {
@@ -166,21 +164,24 @@ impl Publishing {
                 );
             }
         });
-        Some((watched, Some(write)))
+        Some((state, Some(write)))
     }
 }
 
 /// Runs `work` on the objects on a blocking thread and gives them back with its result
 /// (`None` if it panicked: the objects are still given back). `None` altogether when the
 /// runtime shuts down under it.
-pub(super) async fn blocking<T, F>(mut watched: Watched, work: F) -> Option<(Watched, Option<T>)>
+pub(super) async fn blocking<T, F>(
+    mut state: WatchState,
+    work: F,
+) -> Option<(WatchState, Option<T>)>
 where
     T: Send + 'static,
-    F: FnOnce(&mut Watched) -> T + Send + 'static,
+    F: FnOnce(&mut WatchState) -> T + Send + 'static,
 {
     let joined = tokio::task::spawn_blocking(move || {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut watched)));
-        (watched, result.ok())
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut state)));
+        (state, result.ok())
     })
     .await;
     match joined {

@@ -39,8 +39,8 @@ fn publisher() -> Publisher {
     Publisher::new(config, Vec::new(), store, None)
 }
 
-fn names(watched: &Watched) -> Vec<String> {
-    watched
+fn names(state: &WatchState) -> Vec<String> {
+    state
         .publisher
         .cluster()
         .services
@@ -52,65 +52,65 @@ fn names(watched: &Watched) -> Vec<String> {
 #[test]
 fn the_state_is_complete_only_when_every_resource_is_listed_and_none_relisting() {
     let status = ApiStatus::new("cluster.local.");
-    let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services], publisher());
-    assert!(!watched.complete());
-    watched.apply(Change::Init(Resource::Namespaces), &status);
-    watched.apply(Change::Upsert(namespace("shop")), &status);
-    watched.apply(Change::InitDone(Resource::Namespaces), &status);
-    assert!(!watched.complete(), "services not listed yet");
-    watched.apply(Change::Init(Resource::Services), &status);
-    watched.apply(Change::Upsert(service("shop", "web")), &status);
-    assert!(!watched.complete(), "services mid-list");
-    watched.apply(Change::InitDone(Resource::Services), &status);
-    assert!(watched.complete());
-    assert_eq!(names(&watched), ["shop/web"]);
+    let mut state = WatchState::new(vec![Kind::Namespace, Kind::Service], publisher());
+    assert!(!state.complete());
+    state.apply(Change::Init(Kind::Namespace), &status);
+    state.apply(Change::Upsert(namespace("shop")), &status);
+    state.apply(Change::InitDone(Kind::Namespace), &status);
+    assert!(!state.complete(), "services not listed yet");
+    state.apply(Change::Init(Kind::Service), &status);
+    state.apply(Change::Upsert(service("shop", "web")), &status);
+    assert!(!state.complete(), "services mid-list");
+    state.apply(Change::InitDone(Kind::Service), &status);
+    assert!(state.complete());
+    assert_eq!(names(&state), ["shop/web"]);
 }
 
 #[test]
 fn a_relist_updates_in_place_and_removes_what_it_did_not_see() {
     let status = ApiStatus::new("cluster.local.");
-    let mut watched = Watched::new(vec![Resource::Services], publisher());
+    let mut state = WatchState::new(vec![Kind::Service], publisher());
     for change in [
-        Change::Init(Resource::Services),
+        Change::Init(Kind::Service),
         Change::Upsert(service("shop", "web")),
         Change::Upsert(service("shop", "db")),
-        Change::InitDone(Resource::Services),
+        Change::InitDone(Kind::Service),
     ] {
-        watched.apply(change, &status);
+        state.apply(change, &status);
     }
-    assert_eq!(names(&watched), ["shop/db", "shop/web"]);
+    assert_eq!(names(&state), ["shop/db", "shop/web"]);
     // 410 Gone: the watcher lists again; db was deleted while the watch was down.
-    watched.apply(Change::Init(Resource::Services), &status);
-    watched.apply(Change::Upsert(service("shop", "web")), &status);
-    watched.apply(Change::Upsert(service("shop", "cart")), &status);
-    assert!(!watched.complete(), "never publish half a re-list");
+    state.apply(Change::Init(Kind::Service), &status);
+    state.apply(Change::Upsert(service("shop", "web")), &status);
+    state.apply(Change::Upsert(service("shop", "cart")), &status);
+    assert!(!state.complete(), "never publish half a re-list");
     assert_eq!(
-        names(&watched),
+        names(&state),
         ["shop/cart", "shop/db", "shop/web"],
         "in place: no second copy"
     );
-    watched.apply(Change::InitDone(Resource::Services), &status);
-    assert!(watched.complete());
-    assert_eq!(names(&watched), ["shop/cart", "shop/web"]);
+    state.apply(Change::InitDone(Kind::Service), &status);
+    assert!(state.complete());
+    assert_eq!(names(&state), ["shop/cart", "shop/web"]);
     assert_eq!(status.state().relists.get("services"), Some(&1));
 }
 
 #[test]
 fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
     let status = ApiStatus::new("cluster.local.");
-    let mut watched = Watched::new(vec![Resource::Namespaces, Resource::Services], publisher());
+    let mut state = WatchState::new(vec![Kind::Namespace, Kind::Service], publisher());
     for change in [
-        Change::Init(Resource::Namespaces),
+        Change::Init(Kind::Namespace),
         Change::Upsert(namespace("shop")),
-        Change::InitDone(Resource::Namespaces),
-        Change::Init(Resource::Services),
+        Change::InitDone(Kind::Namespace),
+        Change::Init(Kind::Service),
         Change::Upsert(service("shop", "web")),
         Change::Upsert(service("shop", "db")),
-        Change::InitDone(Resource::Services),
+        Change::InitDone(Kind::Service),
     ] {
-        watched.apply(change, &status);
+        state.apply(change, &status);
     }
-    let first = watched
+    let first = state
         .publisher
         .publish(SystemTime::now())
         .expect("first sync");
@@ -118,32 +118,29 @@ fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
     // 410 Gone: the services are listed again; db went and cart came while the watch was
     // down, web is as it was. Meanwhile a namespace's watch reports one added and deleted.
     for change in [
-        Change::Init(Resource::Services),
+        Change::Init(Kind::Service),
         Change::Upsert(service("shop", "web")),
         Change::Upsert(namespace("gone-soon")),
         Change::Upsert(service("shop", "cart")),
-        Change::Delete(Resource::Namespaces, ObjectKey::new("", "gone-soon")),
+        Change::Delete(Kind::Namespace, ObjectKey::new("", "gone-soon")),
     ] {
-        watched.apply(change, &status);
+        state.apply(change, &status);
     }
-    assert!(!watched.complete(), "never publish half a re-list");
-    assert_eq!(names(&watched), ["shop/db", "shop/web"], "served as it was");
-    watched.apply(Change::InitDone(Resource::Services), &status);
-    assert!(watched.complete());
-    let published = watched
-        .publisher
-        .publish(SystemTime::now())
-        .expect("changed");
+    assert!(!state.complete(), "never publish half a re-list");
+    assert_eq!(names(&state), ["shop/db", "shop/web"], "served as it was");
+    state.apply(Change::InitDone(Kind::Service), &status);
+    assert!(state.complete());
+    let published = state.publisher.publish(SystemTime::now()).expect("changed");
     assert!(!published.whole, "a diff against what is held");
-    assert_eq!(names(&watched), ["shop/cart", "shop/web"]);
+    assert_eq!(names(&state), ["shop/cart", "shop/web"]);
     assert!(
-        !watched
+        !state
             .publisher
             .cluster()
             .namespaces
             .contains_key("gone-soon")
     );
-    let store = watched.publisher.store().load();
+    let store = state.publisher.store().load();
     let lookup = |name: &str| {
         let wire = crate::zone::name::WireName::from_dotted(name).expect("name");
         store
@@ -160,35 +157,35 @@ fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
     );
     // A re-list that finds nothing changed publishes nothing.
     for change in [
-        Change::Init(Resource::Services),
+        Change::Init(Kind::Service),
         Change::Upsert(service("shop", "web")),
         Change::Upsert(service("shop", "cart")),
-        Change::InitDone(Resource::Services),
+        Change::InitDone(Kind::Service),
     ] {
-        watched.apply(change, &status);
+        state.apply(change, &status);
     }
-    assert!(watched.publisher.publish(SystemTime::now()).is_none());
+    assert!(state.publisher.publish(SystemTime::now()).is_none());
     assert_eq!(status.state().relists.get("services"), Some(&2));
 }
 
 #[test]
 fn deletes_and_failures() {
     let status = ApiStatus::new("cluster.local.");
-    let mut watched = Watched::new(vec![Resource::Services], publisher());
-    watched.apply(Change::Init(Resource::Services), &status);
-    watched.apply(Change::InitDone(Resource::Services), &status);
-    assert!(watched.apply(Change::Upsert(service("shop", "web")), &status));
-    assert!(watched.apply(
-        Change::Delete(Resource::Services, ObjectKey::new("shop", "web")),
+    let mut state = WatchState::new(vec![Kind::Service], publisher());
+    state.apply(Change::Init(Kind::Service), &status);
+    state.apply(Change::InitDone(Kind::Service), &status);
+    assert!(state.apply(Change::Upsert(service("shop", "web")), &status));
+    assert!(state.apply(
+        Change::Delete(Kind::Service, ObjectKey::new("shop", "web")),
         &status
     ));
-    assert!(!watched.apply(
-        Change::Delete(Resource::Services, ObjectKey::new("shop", "web")),
+    assert!(!state.apply(
+        Change::Delete(Kind::Service, ObjectKey::new("shop", "web")),
         &status
     ));
-    assert!(!watched.apply(Change::Failed(Resource::Services, "boom".into()), &status));
+    assert!(!state.apply(Change::Failed(Kind::Service, "boom".into()), &status));
     assert_eq!(status.state().watch_errors.get("services"), Some(&1));
-    assert!(watched.complete(), "a failure keeps the last state");
+    assert!(state.complete(), "a failure keeps the last state");
 }
 
 #[test]
@@ -209,7 +206,7 @@ fn status_tells_ready_notes_and_metrics() {
         notes.iter().any(|n| n.contains("connection refused")),
         "{notes:?}"
     );
-    status.answered(200, Some(Resource::Services));
+    status.answered(200, Some(Kind::Service));
     status.mark_synced(now);
     assert!(status.is_synced());
     assert!(status.notes(now).is_empty(), "{:?}", status.notes(now));
@@ -281,19 +278,19 @@ async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
     let (inquiries, questions) = mpsc::channel(INQUIRIES);
     *watch.inquiries.lock().expect("lock") = Some(inquiries);
     let task = tokio::spawn(
-        Publishing {
+        WatchTask {
             status: Arc::clone(&status),
             snapshot: None,
         }
         .run(
-            Watched::new(vec![Resource::Services], publisher),
+            WatchState::new(vec![Kind::Service], publisher),
             rx,
             questions,
             watch.stop.clone(),
         ),
     );
     // A listing under way: the objects so far, not a whole state.
-    tx.send(Change::Init(Resource::Services)).expect("send");
+    tx.send(Change::Init(Kind::Service)).expect("send");
     tx.send(Change::Upsert(service("shop", "web")))
         .expect("send");
     let answer = loop {
@@ -304,7 +301,7 @@ async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
         tokio::task::yield_now().await;
     };
     assert_eq!(answer, ["shop/web", "complete=false"]);
-    tx.send(Change::InitDone(Resource::Services)).expect("send");
+    tx.send(Change::InitDone(Kind::Service)).expect("send");
     let answer = loop {
         let answer = watch.inspect(services).await.expect("answered");
         if answer.last().is_some_and(|last| last == "complete=true") {
@@ -325,21 +322,21 @@ async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
 #[test]
 fn requests_are_told_apart_by_the_resource_of_their_path() {
     for (path, resource) in [
-        ("/api/v1/services", Some(Resource::Services)),
-        ("/api/v1/namespaces/shop/services", Some(Resource::Services)),
-        ("/api/v1/namespaces", Some(Resource::Namespaces)),
+        ("/api/v1/services", Some(Kind::Service)),
+        ("/api/v1/namespaces/shop/services", Some(Kind::Service)),
+        ("/api/v1/namespaces", Some(Kind::Namespace)),
         (
             "/apis/discovery.k8s.io/v1/endpointslices",
-            Some(Resource::EndpointSlices),
+            Some(Kind::EndpointSlice),
         ),
         (
             "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/a/serviceimports",
-            Some(Resource::ServiceImports),
+            Some(Kind::ServiceImport),
         ),
         ("/api/v1/namespaces/shop", None),
         ("/version", None),
     ] {
-        assert_eq!(Resource::of_path(path), resource, "{path}");
+        assert_eq!(kind_of_path(path), resource, "{path}");
     }
 }
 
@@ -347,12 +344,9 @@ fn requests_are_told_apart_by_the_resource_of_their_path() {
 fn a_refused_resource_stays_failing_while_the_others_answer() {
     let status = ApiStatus::new("cluster.local.");
     let now = SystemTime::now();
-    status.answered(403, Some(Resource::EndpointSlices));
-    status.watch_failed(
-        Resource::EndpointSlices,
-        "forbidden to watch endpointslices",
-    );
-    status.answered(200, Some(Resource::Services));
+    status.answered(403, Some(Kind::EndpointSlice));
+    status.watch_failed(Kind::EndpointSlice, "forbidden to watch endpointslices");
+    status.answered(200, Some(Kind::Service));
     let notes = status.notes(now);
     assert!(
         notes
@@ -362,7 +356,7 @@ fn a_refused_resource_stays_failing_while_the_others_answer() {
     );
     // No answer at all is every resource's failure, and any answer ends it.
     status.unreachable("connection refused");
-    status.answered(200, Some(Resource::Services));
+    status.answered(200, Some(Kind::Service));
     let notes = status.notes(now);
     assert!(
         !notes.iter().any(|n| n.contains("connection refused")),
@@ -374,6 +368,6 @@ fn a_refused_resource_stays_failing_while_the_others_answer() {
             .any(|n| n.contains("failing for endpointslices")),
         "{notes:?}"
     );
-    status.answered(200, Some(Resource::EndpointSlices));
+    status.answered(200, Some(Kind::EndpointSlice));
     assert_eq!(status.state().failing.len(), 0);
 }

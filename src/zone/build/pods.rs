@@ -1,0 +1,89 @@
+//! Pods: the `<ip>.<ns>.pod.<zone>` names `pods verified` builds, the namespaces whose
+//! names `pods insecure` answers, and the namespace of each client address (*autopath*).
+
+use std::collections::{BTreeSet, HashSet};
+use std::net::IpAddr;
+
+use crate::config::{KubernetesConfig, PodMode};
+use crate::model::{Pod, PodPhase};
+use crate::zone::Map;
+use crate::zone::name::WireName;
+use crate::zone::records::{Filter, View};
+use crate::zone::rrset;
+use crate::zone::writer::NameWriter;
+
+/// The namespaces whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
+pub(crate) fn pod_namespaces(
+    config: &KubernetesConfig,
+    filter: &Filter<'_, '_>,
+) -> HashSet<Box<[u8]>, ahash::RandomState> {
+    match config.pods {
+        PodMode::Insecure => filter
+            .exposed
+            .iter()
+            .map(|ns| ns.to_ascii_lowercase().into_bytes().into_boxed_slice())
+            .collect(),
+        _ => HashSet::default(),
+    }
+}
+
+/// The namespace of every running pod's addresses (*autopath* finds a client's namespace
+/// from its address). Host-network pods share the node's address and terminating pods may
+/// have handed theirs on: neither is a client; an address claimed in two namespaces maps to
+/// `None`.
+pub(crate) fn client_namespaces<'p>(
+    pods: impl IntoIterator<Item = &'p Pod>,
+    exposed: &BTreeSet<&str>,
+) -> Map<IpAddr, Option<Box<str>>> {
+    let mut clients: Map<IpAddr, Option<Box<str>>> = Map::default();
+    for pod in pods {
+        if pod.phase != PodPhase::Running
+            || pod.terminating
+            || pod.host_network
+            || !exposed.contains(&*pod.key.namespace)
+        {
+            continue;
+        }
+        for ip in &pod.ips {
+            let namespace = &*pod.key.namespace;
+            clients
+                .entry(*ip)
+                .and_modify(|seen| {
+                    if seen.as_deref() != Some(namespace) {
+                        *seen = None;
+                    }
+                })
+                .or_insert_with(|| Some(namespace.into()));
+        }
+    }
+    clients
+}
+
+/// `pods verified`: a name per running or pending pod, from its `status.podIP` spelled with
+/// dashes (the only spelling CoreDNS's string comparison accepts).
+pub(super) fn add_verified_pods(
+    b: &mut NameWriter,
+    zone: &WireName,
+    view: &View<'_>,
+    config: &KubernetesConfig,
+    pods: &[&Pod],
+) {
+    let ttl = b.ttl;
+    for pod in pods {
+        if !matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
+            || !view.exposed.contains(&*pod.key.namespace)
+            || !config
+                .labels
+                .as_ref()
+                .is_none_or(|s| s.matches(&pod.labels))
+        {
+            continue;
+        }
+        let Some(ip) = pod.primary_ip() else { continue };
+        let label = ip.to_string().replace(['.', ':'], "-");
+        if let Ok(name) = zone.prepend_all([label.as_str(), &*pod.key.namespace, "pod"]) {
+            let (rtype, rdata) = rrset::address_rdata(ip);
+            b.set(&name, rtype, ttl).push(&rdata);
+        }
+    }
+}
