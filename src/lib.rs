@@ -18,29 +18,29 @@
 //! or between the files of one module. Test code (`#[cfg(test)]`) is not counted.
 //!
 //! ```text
-//! module        uses
-//! codes         -
-//! plugin        -
-//! selector      -
-//! gotemplate    -
-//! config        codes, gotemplate, plugin, selector
-//! model         -
-//! metrics       codes, model, plugin
-//! limits        metrics
-//! http          metrics
-//! search_path   codes, metrics
-//! zone          codes, config, model
-//! store         zone
-//! wire          codes, zone
-//! source        config, metrics, model, store, zone
-//! autopath      codes, zone
-//! cache         codes, config, metrics, wire, zone
-//! querylog      codes, config, wire, zone
-//! forward       codes, config, limits, metrics, wire, zone
-//! server        autopath, cache, codes, config, forward, gotemplate, http, limits, metrics, model, plugin, querylog, search_path, source, store, wire, zone
-//! proxy         model
-//! resolver_sim  autopath, codes, config, model, search_path, wire, zone
-//! cli           codes, config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
+//! module         uses
+//! codes          -
+//! plugin         -
+//! selector       -
+//! gotemplate     -
+//! config         codes, gotemplate, plugin, selector
+//! model          -
+//! metrics        codes, model, plugin
+//! limits         metrics
+//! http           metrics
+//! search_tracker codes, metrics
+//! zone           codes, config, model
+//! store          zone
+//! wire           codes, zone
+//! source         config, metrics, model, store, zone
+//! search_walk    codes, zone
+//! cache          codes, config, metrics, wire, zone
+//! querylog       codes, config, wire, zone
+//! forward        codes, config, limits, metrics, wire, zone
+//! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
+//! proxy          model
+//! resolver_sim   codes, config, model, search_tracker, search_walk, wire, zone
+//! cli            codes, config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
 //! ```
 //!
 //! # Modules
@@ -58,19 +58,19 @@
 //! - [`server`]: UDP and TCP listeners and the request path.
 //! - [`limits`]: the descriptor limit, and the caps on TCP connections and forwards.
 //! - [`forward`]: the *forward* plugin's engine, a proxy to upstream resolvers.
-//! - [`autopath`]: the server-side search path (*autopath*), shared by server and simulator.
+//! - [`search_walk`]: the server's search walk (*autopath*), shared by server and simulator.
 //! - [`cache`]: the *cache* plugin, for upstream answers.
 //! - [`querylog`]: the *log* and *errors* plugins.
 //! - [`proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
 //!   tracer.
 //! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
 //! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck, and the debug pages.
-//! - [`search_path`]: search-path waste, live (`/debug/search-path`) and from query logs.
+//! - [`search_tracker`]: the live search-path tracker (`/debug/search-path`) and the waste
+//!   classes it shares with `resolve-cost --log`.
 //! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
 //! - [`resolver_sim`]: the kubelet's resolv.conf and the glibc/musl search walk over the zone.
 //! - [`cli`]: the command line.
 
-pub mod autopath;
 pub mod cache;
 pub mod cli;
 pub mod codes;
@@ -85,7 +85,8 @@ pub mod plugin;
 pub mod proxy;
 pub mod querylog;
 pub mod resolver_sim;
-pub mod search_path;
+pub mod search_tracker;
+pub mod search_walk;
 pub mod selector;
 pub mod server;
 pub mod source;

@@ -115,7 +115,7 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
 /// stem's last label allocates once either way: `api.partner.example.com.svc.<zone>`.)
 #[test]
 fn following_search_path_walks_does_not_allocate() {
-    use clusterdns::search_path::live::{Tracker, Watch};
+    use clusterdns::search_tracker::live::{Tracker, Watch};
     use std::sync::Arc;
     let _turn = ONE_AT_A_TIME
         .lock()

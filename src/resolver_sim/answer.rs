@@ -12,7 +12,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::stub::{Answerer, Lookup, Qtype, Reply, Source};
-use crate::autopath::SearchPath;
+use crate::search_walk::SearchPath;
 use crate::wire::rcode;
 use crate::zone::name::WireName;
 use crate::zone::{Rcode, Snapshot};

@@ -28,8 +28,8 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::model::Cluster;
-pub use crate::search_path::Projected;
-use crate::search_path::{self, Stem, strip_domain};
+pub use crate::search_tracker::Projected;
+use crate::search_tracker::{self, Stem, strip_domain};
 
 /// One query of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,7 +265,7 @@ pub fn analyse(log: &Log, context: &LogContext) -> LogReport {
         };
         if let Some(ns) = &namespace.0 {
             for domain in
-                found_node_domains(queries, &search_path::cluster_suffixes(ns, &zone), &zone)
+                found_node_domains(queries, &search_tracker::cluster_suffixes(ns, &zone), &zone)
             {
                 if !node_search.contains(&domain) {
                     node_search.push(domain);
@@ -279,7 +279,7 @@ pub fn analyse(log: &Log, context: &LogContext) -> LogReport {
         let (namespace, from) = namespaces[client].clone();
         let mut suffixes = namespace
             .as_deref()
-            .map(|ns| search_path::cluster_suffixes(ns, &zone))
+            .map(|ns| search_tracker::cluster_suffixes(ns, &zone))
             .unwrap_or_else(|| vec![svc.clone(), zone.clone()]);
         suffixes.extend(node_search.iter().cloned());
         let mut costs = client_costs(queries, &suffixes, &zone);
@@ -378,7 +378,7 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
     for query in queries {
         // A name may be two bases' expansion (`web.shop.svc.<zone>`: `web` with the first
         // domain, `web.shop` with the second): a walk under way wins, as the live tracker
-        // follows it ([`crate::search_path::live`]); else the first domain that fits.
+        // follows it ([`crate::search_tracker::live`]); else the first domain that fits.
         let mut hits = suffixes.iter().enumerate().filter_map(|(index, suffix)| {
             strip_domain(&query.name, suffix).map(|base| (index, base, suffix))
         });
@@ -447,14 +447,14 @@ fn client_costs(queries: &[&LoggedQuery], suffixes: &[String], zone: &str) -> Co
         misses,
         upstream_misses,
         behind,
-        fixes: search_path::fixes(misses, upstream_misses, found, &ndots),
+        fixes: search_tracker::fixes(misses, upstream_misses, found, &ndots),
         ndots,
     }
 }
 
 /// What ndots 2, 3 and 4 would save over a client's bases.
 fn ndots_table(bases: &BTreeMap<String, Base>) -> Vec<Projected> {
-    search_path::ndots_table(bases.iter().map(|(name, base)| (name.as_str(), &base.stem)))
+    search_tracker::ndots_table(bases.iter().map(|(name, base)| (name.as_str(), &base.stem)))
 }
 
 /// Sums clients into one line (a namespace, or everything).
@@ -476,7 +476,7 @@ fn merge(who: &str, members: &[&Costs]) -> Costs {
     behind.sort_by(|a, b| b.misses.cmp(&a.misses).then(a.name.cmp(&b.name)));
     let mut ndots: Vec<Projected> = Vec::new();
     for member in members {
-        search_path::add_ndots(&mut ndots, &member.ndots);
+        search_tracker::add_ndots(&mut ndots, &member.ndots);
     }
     let misses: u64 = members.iter().map(|m| m.misses).sum();
     let upstream_misses: u64 = members.iter().map(|m| m.upstream_misses).sum();
@@ -498,7 +498,7 @@ fn merge(who: &str, members: &[&Costs]) -> Costs {
         misses,
         upstream_misses,
         behind,
-        fixes: search_path::fixes(misses, upstream_misses, found, &ndots),
+        fixes: search_tracker::fixes(misses, upstream_misses, found, &ndots),
         ndots,
     }
 }

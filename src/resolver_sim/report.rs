@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::answer::{ClusterAnswerer, LocalServer, UpstreamCache, UpstreamMode};
 use super::stub::{self, Call, Decision, Libc, SendMode, Source, StubConfig, Totals, Walk};
-use crate::autopath::{NamespaceFrom, SearchPath};
+use crate::search_walk::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
 use crate::zone::name::WireName;
 
@@ -129,7 +129,7 @@ impl Setup<'_> {
             .collect();
         SearchPath::new(
             vec![WireName::root()],
-            crate::autopath::Source::Kubernetes(NamespaceFrom::Query),
+            crate::search_walk::Source::Kubernetes(NamespaceFrom::Query),
             extra,
         )
     }

@@ -25,7 +25,7 @@ use crate::forward::Forwarded;
 use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
 use crate::plugin::Plugin;
 use crate::querylog::Entry;
-use crate::search_path::live::Watch;
+use crate::search_tracker::live::Watch;
 use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::name::suffix_offset;
 

@@ -105,7 +105,7 @@ pub struct Block {
     /// One set per block zone, when the block has *prometheus*.
     metrics: Vec<Arc<ServerMetrics>>,
     /// *autopath*'s search path.
-    autopath: Option<crate::autopath::SearchPath>,
+    autopath: Option<crate::search_walk::SearchPath>,
     /// The search-path tracker's options, when the block has *prometheus*.
     search_path: Option<crate::config::SearchPathConfig>,
     /// *multisocket*: the UDP sockets its address gets, when the block says (and it is the
@@ -359,9 +359,9 @@ impl Block {
 }
 
 /// *autopath*'s search path from its directive.
-fn search_path(config: &crate::config::AutopathConfig) -> crate::autopath::SearchPath {
-    use crate::autopath::{NamespaceFrom, Source};
+fn search_path(config: &crate::config::AutopathConfig) -> crate::search_walk::SearchPath {
     use crate::config::{AutopathNamespace, AutopathSource};
+    use crate::search_walk::{NamespaceFrom, Source};
     let source = match config.source {
         AutopathSource::Kubernetes(AutopathNamespace::Pod) => {
             Source::Kubernetes(NamespaceFrom::Pod)
@@ -371,7 +371,7 @@ fn search_path(config: &crate::config::AutopathConfig) -> crate::autopath::Searc
         }
         AutopathSource::File(_) => Source::Static,
     };
-    crate::autopath::SearchPath::new(
+    crate::search_walk::SearchPath::new(
         wire_zones(&config.zones),
         source,
         wire_zones(&config.search),

@@ -12,7 +12,7 @@ use crate::metrics::process::{PluginEnabled, ProcessMetrics};
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
 use crate::metrics::{Collect, Exposition};
-use crate::search_path::live::Tracker as SearchPathTracker;
+use crate::search_tracker::live::Tracker as SearchPathTracker;
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
 /// reloads as CoreDNS's do.
