@@ -122,6 +122,9 @@ pub(crate) struct PluginChain {
 /// What the chain came to for one query.
 #[derive(Debug)]
 pub(crate) enum Flow {
+    /// This step does not take the query: the next step has it. What every step returns
+    /// when it passes a query on; never what the chain as a whole comes to.
+    Pass,
     /// Answered by this plugin: the reply is in the output buffer, cut to the query's limit.
     Reply(Writer),
     /// Nothing before *forward* answered: the name goes upstream, from this *forward* (the
@@ -279,86 +282,34 @@ impl PluginChain {
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
     ) -> Flow {
-        let block = ctx.block;
         let internet = wire::is_internet_class(q.request.question.qclass);
         for (index, step) in self.steps.iter().enumerate().skip(from) {
             if !internet && step.internet_only() {
                 return Flow::End;
             }
-            match step {
-                Step::Bufsize(_) => {}
-                Step::Any => {
-                    if q.request.question.qtype == rtype::ANY {
-                        any(q.request, q.limit, out);
-                        return Flow::Reply(Plugin::Any.into());
-                    }
-                }
-                Step::Chaos(chaos) => {
-                    if chaos.answer(q.request, q.limit, out) {
-                        return Flow::Reply(Plugin::Chaos.into());
-                    }
-                }
-                Step::Rewrite(rewrite) => {
-                    if let Some(flow) = self.rewrite(rewrite, ctx, index, q, out) {
-                        return flow;
-                    }
-                }
-                Step::Autopath => {
-                    if let Some(flow) = autopath::respond(ctx, index, q, out) {
-                        return flow;
-                    }
-                }
-                Step::Template(templates) => match templates.answer(ctx, q, out) {
-                    template::Answered::Pass => {}
-                    template::Answered::Reply => return Flow::Reply(Plugin::Template.into()),
-                    template::Answered::Chase(chase) => return Flow::Chase(chase),
-                },
-                Step::Transfer => {
-                    let qtype = q.request.question.qtype;
-                    if qtype == rtype::AXFR || qtype == rtype::IXFR {
-                        return match transfer::respond(
-                            block,
-                            q.request,
-                            ctx.client.ip(),
-                            ctx.transport,
-                            out,
-                        ) {
-                            super::Outcome::Transfer(records) => Flow::Transfer(records),
-                            _ => Flow::Reply(Plugin::Transfer.into()),
-                        };
-                    }
-                }
-                Step::Hosts(hosts) => match hosts.answer(q.request, q.limit, out) {
-                    hosts::Answered::Pass => {}
-                    hosts::Answered::Reply => return Flow::Reply(Plugin::Hosts.into()),
-                },
-                Step::K8sExternal(external) => {
-                    if let Some(flow) = external.answer(ctx, q, out) {
-                        return flow;
-                    }
-                }
-                Step::Kubernetes => {
-                    if let Some(flow) = kubernetes(ctx, q, out) {
-                        return flow;
-                    }
-                }
-                Step::File(file) => match file.answer(ctx, q, out) {
-                    file::Answered::Pass => {}
-                    file::Answered::Reply => return Flow::Reply(Plugin::File.into()),
-                    file::Answered::Chase(chase) => return Flow::Chase(chase),
-                },
-                Step::Forward => {
-                    if let Some(flow) = self.forward(ctx, q, out) {
-                        return flow;
-                    }
-                }
+            let flow = match step {
+                Step::Bufsize(_) => Flow::Pass,
+                Step::Any => any(q.request, q.limit, out),
+                Step::Chaos(chaos) => chaos.answer(q.request, q.limit, out),
+                Step::Rewrite(rewrite) => self.rewrite(rewrite, ctx, index, q, out),
+                Step::Autopath => autopath::respond(ctx, index, q, out),
+                Step::Template(templates) => templates.answer(ctx, q, out),
+                Step::Transfer => zone_transfer(ctx, q.request, out),
+                Step::Hosts(hosts) => hosts.answer(q.request, q.limit, out),
+                Step::K8sExternal(external) => external.answer(ctx, q, out),
+                Step::Kubernetes => kubernetes(ctx, q, out),
+                Step::File(file) => file.answer(ctx, q, out),
+                Step::Forward => self.forward(ctx, q, out),
+            };
+            if !matches!(flow, Flow::Pass) {
+                return flow;
             }
         }
         Flow::End
     }
 
     /// *rewrite*: when a rule matches, the rest of the chain runs on the rewritten query and
-    /// the reversal is kept in `q` for the client's reply. `None` when no rule matched.
+    /// the reversal is kept in `q` for the client's reply. Passes on when no rule matched.
     fn rewrite(
         &self,
         rewrite: &rewrite::Rewrite,
@@ -366,20 +317,21 @@ impl PluginChain {
         index: usize,
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
-    ) -> Option<Flow> {
-        let rewritten = match rewrite.apply(q.request, ctx.client, ctx.transport)? {
-            Ok(rewritten) => rewritten,
-            Err(message) => {
+    ) -> Flow {
+        let rewritten = match rewrite.apply(q.request, ctx.client, ctx.transport) {
+            None => return Flow::Pass,
+            Some(Ok(rewritten)) => rewritten,
+            Some(Err(message)) => {
                 if let Some(errors) = &ctx.block.errors {
                     errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
                 }
                 wire::write_rcode(q.request, rcode::SERVFAIL, out);
-                return Some(Flow::Reply(Writer::Server));
+                return Flow::Reply(Writer::Server);
             }
         };
         let Ok(request) = Request::parse(&rewritten.packet) else {
             wire::write_rcode(q.request, rcode::SERVFAIL, out);
-            return Some(Flow::Reply(Writer::Server));
+            return Flow::Reply(Writer::Server);
         };
         let mut inner = Query {
             packet: &rewritten.packet,
@@ -389,27 +341,29 @@ impl PluginChain {
         };
         let flow = self.run(ctx, index + 1, &mut inner, out);
         q.revert = Some(rewritten.revert);
-        Some(match flow {
+        match flow {
             Flow::Upstream(forwarder) => Flow::Forward(self.pending(ctx, &inner, forwarder)),
             other => other,
-        })
+        }
     }
 
     /// *loop* and *forward*, *cache* first: a cached answer now, else the name goes
-    /// upstream. `None` when no *forward* takes the name.
-    fn forward(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+    /// upstream. Passes on when no *forward* takes the name.
+    fn forward(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let block = ctx.block;
         let request = q.request;
         let qname = request.question.name();
         let qtype = request.question.qtype;
-        let forwarder = block.forward.iter().position(|f| f.matches(qname))?;
+        let Some(forwarder) = block.forward.iter().position(|f| f.matches(qname)) else {
+            return Flow::Pass;
+        };
         if block
             .loop_detect
             .as_ref()
             .is_some_and(|probe| probe.looping())
         {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Some(Flow::Reply(Plugin::Loop.into()));
+            return Flow::Reply(Plugin::Loop.into());
         }
         // A query for upstream that is this server's own forward coming back: a loop. (Not
         // the *loop* plugin's probe, which must come back for the plugin to see it.)
@@ -428,20 +382,20 @@ impl PluginChain {
         };
         let looped = |out: &mut Vec<u8>| {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            Some(Flow::Reply(Plugin::Forward.into()))
+            Flow::Reply(Plugin::Forward.into())
         };
         let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
             if looping() {
                 return looped(out);
             }
-            return Some(Flow::Upstream(forwarder));
+            return Flow::Upstream(forwarder);
         };
         let refresh = match cache.get(request, ctx.started, q.limit, out) {
             Some(Hit::Fresh) => false,
             Some(Hit::Prefetch) => true,
             Some(Hit::Stale) if !cache.stale_is_verified() => true,
             Some(Hit::Stale) | None if looping() => return looped(out),
-            Some(Hit::Stale) | None => return Some(Flow::Upstream(forwarder)),
+            Some(Hit::Stale) | None => return Flow::Upstream(forwarder),
         };
         // In place for the shapes replies have; any other is decoded and shuffled.
         if block.loadbalance
@@ -453,7 +407,7 @@ impl PluginChain {
         if refresh {
             refresh_in_background(Arc::clone(block), self.upstream_query(q), forwarder);
         }
-        Some(Flow::Reply(Plugin::Cache.into()))
+        Flow::Reply(Plugin::Cache.into())
     }
 
     /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
@@ -483,42 +437,62 @@ impl PluginChain {
     }
 }
 
-/// *kubernetes*: the cluster zone's answer, or `None` to pass the name on (outside the
-/// zone, or NXDOMAIN with `fallthrough`).
+/// *kubernetes*: the cluster zone's answer, or the name passed on (outside the zone, or
+/// NXDOMAIN with `fallthrough`).
 #[inline]
-fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
     let block = ctx.block;
-    let kubernetes = block.kubernetes.as_ref()?;
+    let Some(kubernetes) = block.kubernetes.as_ref() else {
+        return Flow::Pass;
+    };
     let request = q.request;
     let qname = request.question.name();
     let snapshot = kubernetes.store.load();
-    let answer = snapshot.lookup(qname, request.question.qtype)?;
+    let Some(answer) = snapshot.lookup(qname, request.question.qtype) else {
+        return Flow::Pass;
+    };
     // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
     let nxdomain = answer.rcode == Rcode::NxDomain;
     let passes = nxdomain && kubernetes.falls_through(qname);
     if nxdomain && !passes && kubernetes.provisional() {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Some(Flow::Reply(Plugin::Kubernetes.into()));
+        return Flow::Reply(Plugin::Kubernetes.into());
     }
     if passes {
-        return None;
+        return Flow::Pass;
     }
     let zone = &snapshot.zones()[answer.zone];
     if let Some(target) = answer.chase {
-        return Some(Flow::Chase(Chase::new(
-            block, ctx.zone, request, &answer, zone, target,
-        )));
+        return Flow::Chase(Chase::new(block, ctx.zone, request, &answer, zone, target));
     }
     wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
-    Some(Flow::Reply(Plugin::Kubernetes.into()))
+    Flow::Reply(Plugin::Kubernetes.into())
 }
 
-/// *any* (RFC 8482 §4.2): one HINFO record, `"ANY obsoleted" "See RFC 8482"`, TTL 8482.
-fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) {
+/// *transfer*: an AXFR or IXFR query is answered with the zone's records (or refused);
+/// any other passes on.
+fn zone_transfer(ctx: &Ctx<'_>, request: &Request<'_>, out: &mut Vec<u8>) -> Flow {
+    let qtype = request.question.qtype;
+    if qtype != rtype::AXFR && qtype != rtype::IXFR {
+        return Flow::Pass;
+    }
+    match transfer::respond(ctx.block, request, ctx.client.ip(), ctx.transport, out) {
+        super::Outcome::Transfer(records) => Flow::Transfer(records),
+        _ => Flow::Reply(Plugin::Transfer.into()),
+    }
+}
+
+/// *any* (RFC 8482 §4.2): an ANY query is answered with one HINFO record, `"ANY
+/// obsoleted" "See RFC 8482"`, TTL 8482; any other passes on.
+fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
     const HINFO: &[u8] = b"\x0dANY obsoleted\x0cSee RFC 8482";
+    if request.question.qtype != rtype::ANY {
+        return Flow::Pass;
+    }
     let mut reply = wire::QuestionAnswers::new(request, out);
     reply.answer(rtype::HINFO, class::IN, 8482, HINFO);
     reply.finish(rcode::NOERROR, false, limit);
+    Flow::Reply(Plugin::Any.into())
 }
 
 /// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
@@ -573,7 +547,9 @@ impl Block {
         let mut reply = match flow {
             Flow::Reply(_) => out,
             Flow::Chase(chase) => chase.so_far(),
-            Flow::Upstream(_) | Flow::Forward(_) | Flow::End => return Some(Local::Upstream),
+            Flow::Upstream(_) | Flow::Forward(_) | Flow::End | Flow::Pass => {
+                return Some(Local::Upstream);
+            }
             Flow::Transfer(_) => return None,
         };
         if let Some(revert) = &q.revert {

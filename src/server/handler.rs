@@ -197,7 +197,7 @@ impl Handler {
                 Progress::Chase(chase)
             }
             Flow::Transfer(records) => Progress::Done(Outcome::Transfer(records)),
-            Flow::End => {
+            Flow::End | Flow::Pass => {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
                 wire::write_rcode(request, rcode::REFUSED, out);

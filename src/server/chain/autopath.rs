@@ -68,7 +68,7 @@ pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Tri
         Flow::Reply(_) => Some(Tried::Reply(out)),
         Flow::Upstream(_) | Flow::Forward(_) => Some(Tried::Upstream),
         Flow::Chase(chase) => Some(Tried::Chase(chase)),
-        Flow::End => {
+        Flow::End | Flow::Pass => {
             // The end of the chain.
             wire::write_rcode(q.request, rcode::REFUSED, &mut out);
             Some(Tried::Reply(out))
@@ -107,14 +107,14 @@ pub(crate) fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
     }
 }
 
-/// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it.
-/// `None` passes the query on (autopath does not apply, or the asked name is not NXDOMAIN).
-pub(crate) fn respond(
-    ctx: &Ctx<'_>,
-    index: usize,
-    q: &Query<'_>,
-    out: &mut Vec<u8>,
-) -> Option<Flow> {
+/// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it;
+/// else the query passes on (autopath does not apply, or the asked name answers).
+pub(crate) fn respond(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
+    walk(ctx, index, q, out).unwrap_or(Flow::Pass)
+}
+
+/// The walk of [`respond`]; `None` where autopath does not apply.
+fn walk(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
     let block = ctx.block;
     let search = block.autopath.as_ref()?;
     let qtype = q.request.question.qtype;

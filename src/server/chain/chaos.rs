@@ -1,8 +1,10 @@
 //! *chaos* on the request path (CoreDNS `plugin/chaos`): TXT in class CH for the server's
 //! version, authors and host name; everything else passes on.
 
+use super::Flow;
 use crate::codes::{class, rtype};
 use crate::config::ChaosConfig;
+use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode};
 
 /// The plugin, its answers ready as TXT RDATA.
@@ -53,10 +55,10 @@ impl Chaos {
     /// Answers `request` into `out` if it is a CH TXT question for one of the plugin's
     /// names: `authors.bind` (the authors in a random order), `version.bind` and
     /// `version.server`, `hostname.bind` and `id.server`. TTL 0, not authoritative.
-    pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
         let question = &request.question;
         if question.qclass != class::CH || question.qtype != rtype::TXT {
-            return false;
+            return Flow::Pass;
         }
         let mut reply = |records: &mut dyn Iterator<Item = &Vec<u8>>| {
             let mut answers = wire::QuestionAnswers::new(request, out);
@@ -77,9 +79,9 @@ impl Chaos {
             b"\x08hostname\x04bind\x00" | b"\x02id\x06server\x00" => {
                 reply(&mut std::iter::once(&self.hostname));
             }
-            _ => return false,
+            _ => return Flow::Pass,
         }
-        true
+        Flow::Reply(Plugin::Chaos.into())
     }
 }
 
@@ -98,8 +100,7 @@ mod tests {
         let packet = message.to_vec().unwrap();
         let request = Request::parse(&packet).unwrap();
         let mut out = Vec::new();
-        chaos
-            .answer(&request, 512, &mut out)
+        matches!(chaos.answer(&request, 512, &mut out), Flow::Reply(_))
             .then(|| Message::from_vec(&out).unwrap())
     }
 

@@ -32,22 +32,12 @@ use tokio_util::sync::CancellationToken;
 use self::read::{ZoneError, read_zone};
 use self::zone::{Outcome, Zone};
 use super::chase::Chase;
-use super::{Ctx, Query};
+use super::{Ctx, Flow, Query};
 use crate::codes::rtype;
 use crate::config::FileConfig;
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, labels, suffix_offset};
-
-/// What the plugin did with a query.
-pub(crate) enum Answered {
-    /// Passed on.
-    Pass,
-    /// Answered (the reply is written).
-    Reply,
-    /// Answered with a CNAME whose target is asked through the server.
-    Chase(Box<Chase>),
-}
 
 /// The *file* directives of one block, in file order.
 #[derive(Debug)]
@@ -191,7 +181,7 @@ impl File {
     }
 
     /// Answers `q` into `out`, or passes it on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Answered {
+    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let request = q.request;
         let qname = request.question.name();
         for directive in &self.directives {
@@ -205,16 +195,16 @@ impl File {
             };
             let Some(zone) = served.zone.load_full() else {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::File.into());
             };
             let qtype = request.question.qtype;
             if qtype == rtype::AXFR || qtype == rtype::IXFR {
                 wire::write_rcode(request, rcode::REFUSED, out);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::File.into());
             }
             let Ok(name) = Name::from_labels(labels(qname)) else {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::File.into());
             };
             let found = zone.lookup(&name, RecordType::from(qtype));
             let empty = found.answer.is_empty();
@@ -225,29 +215,24 @@ impl File {
                 continue;
             }
             return match reply_of(ctx, q, found, out) {
-                Some(answered) => answered,
+                Some(flow) => flow,
                 None => {
                     wire::write_rcode(request, rcode::SERVFAIL, out);
-                    Answered::Reply
+                    Flow::Reply(Plugin::File.into())
                 }
             };
         }
-        Answered::Pass
+        Flow::Pass
     }
 }
 
 /// The reply of `found` to `q`: written into `out`, or a chase of its last CNAME's target.
 /// `None` when it does not encode.
-fn reply_of(
-    ctx: &Ctx<'_>,
-    q: &Query<'_>,
-    found: zone::Found,
-    out: &mut Vec<u8>,
-) -> Option<Answered> {
+fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>) -> Option<Flow> {
     let request = q.request;
     if found.outcome == Outcome::ServerFailure && found.answer.is_empty() {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Some(Answered::Reply);
+        return Some(Flow::Reply(Plugin::File.into()));
     }
     let asked = Message::from_vec(q.packet).ok()?;
     let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);
@@ -271,7 +256,7 @@ fn reply_of(
     let whole = message.to_vec().ok()?;
     if let Some(target) = found.external {
         let target = WireName::from_dotted(&target.to_ascii()).ok()?;
-        return Some(Answered::Chase(Chase::from_reply(
+        return Some(Flow::Chase(Chase::from_reply(
             ctx.block,
             ctx.zone,
             request,
@@ -282,7 +267,7 @@ fn reply_of(
     }
     let edns = ctx.block.chain.edns(request);
     reply::fit_for_client(&whole, request.id, edns.as_ref(), q.limit, out).ok()?;
-    Some(Answered::Reply)
+    Some(Flow::Reply(Plugin::File.into()))
 }
 
 impl Directive {

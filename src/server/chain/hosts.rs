@@ -26,9 +26,11 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
+use super::Flow;
 use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
 use crate::metrics::{Collect, Exposition, Kind};
+use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode};
 use crate::zone::name::{WireName, suffix_offset};
 
@@ -170,14 +172,6 @@ struct Seen {
     error: Option<String>,
 }
 
-/// What the plugin did with a query.
-pub(crate) enum Answered {
-    /// Passed on.
-    Pass,
-    /// Answered (the reply is written).
-    Reply,
-}
-
 fn wire_zones(names: &[hickory_proto::rr::Name]) -> Vec<WireName> {
     names
         .iter()
@@ -300,12 +294,7 @@ impl Hosts {
     }
 
     /// Answers `request` into `out`, or passes it on.
-    pub(crate) fn answer(
-        &self,
-        request: &Request<'_>,
-        limit: usize,
-        out: &mut Vec<u8>,
-    ) -> Answered {
+    pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
         let question = &request.question;
         let qname = question.name();
         let qtype = question.qtype;
@@ -315,7 +304,7 @@ impl Hosts {
             .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some());
         // PTR names need not be in the zones.
         if !in_zone && qtype != rtype::PTR {
-            return Answered::Pass;
+            return Flow::Pass;
         }
         let file = self.file.load();
         let inline = &self.inline;
@@ -324,18 +313,18 @@ impl Hosts {
         match qtype {
             rtype::PTR => {
                 let Some(ip) = crate::zone::rrset::address_of_reverse_wire(qname) else {
-                    return Answered::Pass;
+                    return Flow::Pass;
                 };
                 let names = [file.ptr.get(&ip), inline.ptr.get(&ip)];
                 if names.iter().flatten().all(|names| names.is_empty()) {
-                    return Answered::Pass;
+                    return Flow::Pass;
                 }
                 let mut reply = wire::QuestionAnswers::new(request, out);
                 for name in names.into_iter().flatten().flatten() {
                     reply.answer(rtype::PTR, class::IN, ttl, name);
                 }
                 reply.finish(rcode::NOERROR, authoritative, limit);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::Hosts.into());
             }
             rtype::A => {
                 let (mine, theirs) = (file.v4(qname), inline.v4(qname));
@@ -345,7 +334,7 @@ impl Hosts {
                         reply.answer(rtype::A, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
-                    return Answered::Reply;
+                    return Flow::Reply(Plugin::Hosts.into());
                 }
             }
             rtype::AAAA => {
@@ -356,12 +345,12 @@ impl Hosts {
                         reply.answer(rtype::AAAA, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
-                    return Answered::Reply;
+                    return Flow::Reply(Plugin::Hosts.into());
                 }
             }
             _ => {
                 if self.config.fallthrough_unsupported && self.falls_through(qname) {
-                    return Answered::Pass;
+                    return Flow::Pass;
                 }
             }
         }
@@ -370,15 +359,15 @@ impl Hosts {
             .any(|entries| !entries.v4(qname).is_empty() || !entries.v6(qname).is_empty());
         if !exists {
             if self.falls_through(qname) {
-                return Answered::Pass;
+                return Flow::Pass;
             }
             // An NXDOMAIN needs a SOA, which a hosts file has not: SERVFAIL, as CoreDNS.
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Answered::Reply;
+            return Flow::Reply(Plugin::Hosts.into());
         }
         // The name exists, not with this type: NODATA.
         wire::QuestionAnswers::new(request, out).finish(rcode::NOERROR, authoritative, limit);
-        Answered::Reply
+        Flow::Reply(Plugin::Hosts.into())
     }
 }
 

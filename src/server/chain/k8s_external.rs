@@ -40,22 +40,28 @@ impl K8sExternal {
         crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
-    /// The answer for `q`, or `None` to pass it on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+    /// The answer for `q`, or `q` passed on.
+    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let block = ctx.block;
-        let kubernetes = block.kubernetes.as_ref()?;
         let request = q.request;
         let qname = request.question.name();
+        let Some(kubernetes) = block.kubernetes.as_ref() else {
+            return Flow::Pass;
+        };
         let snapshot = kubernetes.store.load();
-        let external = snapshot.external()?;
-        let answer = external.lookup(qname, request.question.qtype)?;
+        let Some(external) = snapshot.external() else {
+            return Flow::Pass;
+        };
+        let Some(answer) = external.lookup(qname, request.question.qtype) else {
+            return Flow::Pass;
+        };
         if answer.rcode == Rcode::NxDomain {
             if external.may_fall_through(answer.zone, qname) && self.falls_through(qname) {
-                return None;
+                return Flow::Pass;
             }
             if kubernetes.provisional() {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Some(Flow::Reply(Plugin::K8sExternal.into()));
+                return Flow::Reply(Plugin::K8sExternal.into());
             }
         }
         let zone = &external.zones()[answer.zone];
@@ -64,10 +70,10 @@ impl K8sExternal {
             chase.plugin = Plugin::K8sExternal.into();
             // CoreDNS appends the target's answers; the CNAME's NOERROR stands.
             chase.keep_rcode = true;
-            return Some(Flow::Chase(chase));
+            return Flow::Chase(chase);
         }
         wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
-        Some(Flow::Reply(Plugin::K8sExternal.into()))
+        Flow::Reply(Plugin::K8sExternal.into())
     }
 }
 

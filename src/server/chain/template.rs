@@ -24,23 +24,14 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::chase::Chase;
-use super::{Ctx, Query};
+use super::{Ctx, Flow, Query};
 use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
 use crate::metrics::{Collect, Exposition, Kind};
+use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
 use crate::zone::name::{WireName, suffix_offset};
-
-/// What the plugin did with a query.
-pub(crate) enum Answered {
-    /// Passed on.
-    Pass,
-    /// Answered (the reply is written).
-    Reply,
-    /// Answered with a CNAME whose target is asked next.
-    Chase(Box<Chase>),
-}
 
 /// One template, its zones ready.
 #[derive(Debug)]
@@ -132,7 +123,7 @@ impl Templates {
     }
 
     /// Answers `q` into `out`, or passes it on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Answered {
+    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let request = q.request;
         let qname = request.question.name();
         if !self
@@ -140,7 +131,7 @@ impl Templates {
             .iter()
             .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
         {
-            return Answered::Pass;
+            return Flow::Pass;
         }
         let name = dotted(qname);
         let (qclass, qtype) = (request.question.qclass, request.question.qtype);
@@ -175,7 +166,7 @@ impl Templates {
                     continue;
                 }
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::Template.into());
             };
             let class = class_name(if qclass == class::ANY {
                 config.class
@@ -190,7 +181,7 @@ impl Templates {
             self.metrics.matched(zone, &class, &rtype);
             if config.rcode == rcode::SERVFAIL {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Answered::Reply;
+                return Flow::Reply(Plugin::Template.into());
             }
             let matches: Vec<String> = captures
                 .iter()
@@ -225,11 +216,11 @@ impl Templates {
                         errors.report(request, rcode::SERVFAIL, &error, Instant::now());
                     }
                     wire::write_rcode(request, rcode::SERVFAIL, out);
-                    Answered::Reply
+                    Flow::Reply(Plugin::Template.into())
                 }
             };
         }
-        Answered::Pass
+        Flow::Pass
     }
 
     /// The reply of template `one` for `data`.
@@ -240,7 +231,7 @@ impl Templates {
         one: &One,
         data: &Data<'_>,
         out: &mut Vec<u8>,
-    ) -> Result<Answered, String> {
+    ) -> Result<Flow, String> {
         let request = q.request;
         let config = &one.config;
         let asked = Message::from_vec(q.packet).map_err(|error| error.to_string())?;
@@ -288,7 +279,7 @@ impl Templates {
                 _ => None,
             });
         if let Some(target) = cname {
-            return Ok(Answered::Chase(Chase::from_template(
+            return Ok(Flow::Chase(Chase::from_template(
                 ctx.block, ctx.zone, request, whole, target,
             )));
         }
@@ -300,7 +291,7 @@ impl Templates {
         if let (Some((code, text)), Some(_)) = (&config.ederror, edns) {
             extended_error(out, *code, text);
         }
-        Ok(Answered::Reply)
+        Ok(Flow::Reply(Plugin::Template.into()))
     }
 }
 
