@@ -16,37 +16,26 @@ const RULES: &str = r#"
 "#;
 
 /// One question and the whole expected answer. Negative answers must carry exactly the
-/// SOA of the zone the name falls in; positive ones an empty authority section.
+/// SOA of the zone the name falls in; positive ones an empty authority section. A section
+/// left out (`..Default::default()`) is empty.
+#[derive(Default)]
 struct Case {
+    /// What the case shows, for the failure message.
     what: &'static str,
+    /// The question's name.
     name: &'static str,
+    /// The question's type.
     qtype: &'static str,
+    /// The answer's rcode.
     rcode: &'static str,
+    /// The answer section, as zone-file lines.
     answer: &'static [&'static str],
+    /// The additional section, as zone-file lines.
     additional: &'static [&'static str],
-}
-
-const fn case(
-    what: &'static str,
-    name: &'static str,
-    qtype: &'static str,
-    rcode: &'static str,
-    answer: &'static [&'static str],
-    additional: &'static [&'static str],
-) -> Case {
-    Case {
-        what,
-        name,
-        qtype,
-        rcode,
-        answer,
-        additional,
-    }
 }
 
 const NXDOMAIN: &str = "NXDOMAIN";
 const NOERROR: &str = "NOERROR";
-const NONE: &[&str] = &[];
 
 fn soa_for(name: &str, ttl: u32) -> String {
     let lower = name.to_ascii_lowercase();
@@ -114,352 +103,337 @@ fn services_endpoints_and_srv() {
     check(
         &server,
         &[
-            case(
-                "dual-stack ClusterIP A",
-                "dual.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
-                NONE,
-            ),
-            case(
-                "dual-stack ClusterIP AAAA",
-                "dual.rules.svc.cluster.local.",
-                "AAAA",
-                NOERROR,
-                &["dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1"],
-                NONE,
-            ),
-            case(
-                "SRV on the bare name: every port, weight over ports x addresses",
-                "dual.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            Case {
+                what: "dual-stack ClusterIP A",
+                name: "dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "dual-stack ClusterIP AAAA",
+                name: "dual.rules.svc.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                answer: &["dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1"],
+                ..Default::default()
+            },
+            Case {
+                what: "SRV on the bare name: every port, weight over ports x addresses",
+                name: "dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "dual.rules.svc.cluster.local. 30 IN SRV 0 25 80 dual.rules.svc.cluster.local.",
                     "dual.rules.svc.cluster.local. 30 IN SRV 0 25 9090 dual.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "dual.rules.svc.cluster.local. 30 IN A 10.96.1.1",
                     "dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1",
                 ],
-            ),
-            case(
-                "dual-stack named port: one SRV, weight 50, A and AAAA glue",
-                "_http._tcp.dual.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "dual-stack named port: one SRV, weight 50, A and AAAA glue",
+                name: "_http._tcp.dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_http._tcp.dual.rules.svc.cluster.local. 30 IN SRV 0 50 80 dual.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "dual.rules.svc.cluster.local. 30 IN A 10.96.1.1",
                     "dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1",
                 ],
-            ),
-            case(
-                "A at an SRV name answers the ClusterIP, as CoreDNS does",
-                "_http._tcp.dual.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["_http._tcp.dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
-                NONE,
-            ),
-            case(
-                "protocol mismatch",
-                "_http._udp.dual.rules.svc.cluster.local.",
-                "SRV",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unknown port name",
-                "_nope._tcp.dual.rules.svc.cluster.local.",
-                "SRV",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "underscores are optional",
-                "http.tcp.dual.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "A at an SRV name answers the ClusterIP, as CoreDNS does",
+                name: "_http._tcp.dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["_http._tcp.dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "protocol mismatch",
+                name: "_http._udp.dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "unknown port name",
+                name: "_nope._tcp.dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "underscores are optional",
+                name: "http.tcp.dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "http.tcp.dual.rules.svc.cluster.local. 30 IN SRV 0 50 80 dual.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "dual.rules.svc.cluster.local. 30 IN A 10.96.1.1",
                     "dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1",
                 ],
-            ),
-            case(
-                "query case kept; targets lower-case",
-                "_HTTP._TCP.Dual.Rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "query case kept; targets lower-case",
+                name: "_HTTP._TCP.Dual.Rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_HTTP._TCP.Dual.Rules.svc.cluster.local. 30 IN SRV 0 50 80 dual.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "dual.rules.svc.cluster.local. 30 IN A 10.96.1.1",
                     "dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1",
                 ],
-            ),
-            case(
-                "an empty non-terminal exists (RFC 8020)",
-                "_tcp.dual.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "endpoint name of a ClusterIP service",
-                "10-244-3-1.dual.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["10-244-3-1.dual.rules.svc.cluster.local. 30 IN A 10.244.3.1"],
-                NONE,
-            ),
-            case(
-                "IPv6 endpoint name",
-                "fd00-10-244-3--1.dual.rules.svc.cluster.local.",
-                "AAAA",
-                NOERROR,
-                &["fd00-10-244-3--1.dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:244:3::1"],
-                NONE,
-            ),
-            case(
-                "SRV at an endpoint name: its ports",
-                "10-244-3-1.dual.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "an empty non-terminal exists (RFC 8020)",
+                name: "_tcp.dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "endpoint name of a ClusterIP service",
+                name: "10-244-3-1.dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["10-244-3-1.dual.rules.svc.cluster.local. 30 IN A 10.244.3.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "IPv6 endpoint name",
+                name: "fd00-10-244-3--1.dual.rules.svc.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                answer: &[
+                    "fd00-10-244-3--1.dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:244:3::1",
+                ],
+                ..Default::default()
+            },
+            Case {
+                what: "SRV at an endpoint name: its ports",
+                name: "10-244-3-1.dual.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "10-244-3-1.dual.rules.svc.cluster.local. 30 IN SRV 0 50 8080 10-244-3-1.dual.rules.svc.cluster.local.",
                     "10-244-3-1.dual.rules.svc.cluster.local. 30 IN SRV 0 50 9090 10-244-3-1.dual.rules.svc.cluster.local.",
                 ],
-                &["10-244-3-1.dual.rules.svc.cluster.local. 30 IN A 10.244.3.1"],
-            ),
-            case(
-                "a ClusterIP service without ports has no name",
-                "noports.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "portless headless answers A",
-                "portless.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                additional: &["10-244-3-1.dual.rules.svc.cluster.local. 30 IN A 10.244.3.1"],
+            },
+            Case {
+                what: "a ClusterIP service without ports has no name",
+                name: "noports.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "portless headless answers A",
+                name: "portless.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "portless.rules.svc.cluster.local. 30 IN A 10.244.3.10",
                     "portless.rules.svc.cluster.local. 30 IN A 10.244.3.11",
                 ],
-                NONE,
-            ),
-            case(
-                "portless headless: bare SRV is NODATA",
-                "portless.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "portless headless: _port._proto is NXDOMAIN",
-                "_http._tcp.portless.rules.svc.cluster.local.",
-                "SRV",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "headless: ready endpoints only (missing ready counts as ready)",
-                "hl.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "portless headless: bare SRV is NODATA",
+                name: "portless.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "portless headless: _port._proto is NXDOMAIN",
+                name: "_http._tcp.portless.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "headless: ready endpoints only (missing ready counts as ready)",
+                name: "hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "hl.rules.svc.cluster.local. 30 IN A 10.244.3.20",
                     "hl.rules.svc.cluster.local. 30 IN A 10.244.3.22",
                 ],
-                NONE,
-            ),
-            case(
-                "headless SRV: endpoints x ports, weight floor(100/4)",
-                "hl.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "headless SRV: endpoints x ports, weight floor(100/4)",
+                name: "hl.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "hl.rules.svc.cluster.local. 30 IN SRV 0 25 5353 10-244-3-22.hl.rules.svc.cluster.local.",
                     "hl.rules.svc.cluster.local. 30 IN SRV 0 25 5353 alpha.hl.rules.svc.cluster.local.",
                     "hl.rules.svc.cluster.local. 30 IN SRV 0 25 8080 10-244-3-22.hl.rules.svc.cluster.local.",
                     "hl.rules.svc.cluster.local. 30 IN SRV 0 25 8080 alpha.hl.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "10-244-3-22.hl.rules.svc.cluster.local. 30 IN A 10.244.3.22",
                     "alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20",
                 ],
-            ),
-            case(
-                "headless named port",
-                "_web._tcp.hl.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "headless named port",
+                name: "_web._tcp.hl.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_web._tcp.hl.rules.svc.cluster.local. 30 IN SRV 0 50 8080 10-244-3-22.hl.rules.svc.cluster.local.",
                     "_web._tcp.hl.rules.svc.cluster.local. 30 IN SRV 0 50 8080 alpha.hl.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "10-244-3-22.hl.rules.svc.cluster.local. 30 IN A 10.244.3.22",
                     "alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20",
                 ],
-            ),
-            case(
-                "headless UDP port",
-                "_dns._udp.hl.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "headless UDP port",
+                name: "_dns._udp.hl.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_dns._udp.hl.rules.svc.cluster.local. 30 IN SRV 0 50 5353 10-244-3-22.hl.rules.svc.cluster.local.",
                     "_dns._udp.hl.rules.svc.cluster.local. 30 IN SRV 0 50 5353 alpha.hl.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "10-244-3-22.hl.rules.svc.cluster.local. 30 IN A 10.244.3.22",
                     "alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20",
                 ],
-            ),
-            case(
-                "headless port under the wrong protocol",
-                "_dns._tcp.hl.rules.svc.cluster.local.",
-                "SRV",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "hostname endpoint",
-                "alpha.hl.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20"],
-                NONE,
-            ),
-            case(
-                "an endpoint with a hostname has no dashed name",
-                "10-244-3-20.hl.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "a not-ready endpoint has no name",
-                "10-244-3-21.hl.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "three endpoints: weight 33",
-                "trio.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            },
+            Case {
+                what: "headless port under the wrong protocol",
+                name: "_dns._tcp.hl.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "hostname endpoint",
+                name: "alpha.hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20"],
+                ..Default::default()
+            },
+            Case {
+                what: "an endpoint with a hostname has no dashed name",
+                name: "10-244-3-20.hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "a not-ready endpoint has no name",
+                name: "10-244-3-21.hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "three endpoints: weight 33",
+                name: "trio.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 10-244-3-31.trio.rules.svc.cluster.local.",
                     "trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 10-244-3-32.trio.rules.svc.cluster.local.",
                     "trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 10-244-3-33.trio.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "10-244-3-31.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31",
                     "10-244-3-32.trio.rules.svc.cluster.local. 30 IN A 10.244.3.32",
                     "10-244-3-33.trio.rules.svc.cluster.local. 30 IN A 10.244.3.33",
                 ],
-            ),
-            case(
-                "a service with no endpoints still answers",
-                "vacant.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["vacant.rules.svc.cluster.local. 30 IN A 10.96.1.6"],
-                NONE,
-            ),
-            case(
-                "AAAA for an IPv4 service is NODATA",
-                "web4.rules.svc.cluster.local.",
-                "AAAA",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "MX at a service is NODATA",
-                "web4.rules.svc.cluster.local.",
-                "MX",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "TXT at a service is NODATA",
-                "web4.rules.svc.cluster.local.",
-                "TXT",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "SOA below the apex is NODATA for a name that exists",
-                "web4.rules.svc.cluster.local.",
-                "SOA",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unknown service",
-                "nope.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "SOA at a missing name is NXDOMAIN (RFC 8020)",
-                "nope.rules.svc.cluster.local.",
-                "SOA",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "too many labels",
-                "a.b.c.dual.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "query case kept in owner and SOA",
-                "WEB4.Rules.SVC.Cluster.Local.",
-                "A",
-                NOERROR,
-                &["WEB4.Rules.SVC.Cluster.Local. 30 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "NXDOMAIN SOA spelled as asked",
-                "Nope.Rules.svc.Cluster.Local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+            },
+            Case {
+                what: "a service with no endpoints still answers",
+                name: "vacant.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["vacant.rules.svc.cluster.local. 30 IN A 10.96.1.6"],
+                ..Default::default()
+            },
+            Case {
+                what: "AAAA for an IPv4 service is NODATA",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "MX at a service is NODATA",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "MX",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "TXT at a service is NODATA",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "SOA below the apex is NODATA for a name that exists",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "SOA",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "unknown service",
+                name: "nope.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "SOA at a missing name is NXDOMAIN (RFC 8020)",
+                name: "nope.rules.svc.cluster.local.",
+                qtype: "SOA",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "too many labels",
+                name: "a.b.c.dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "query case kept in owner and SOA",
+                name: "WEB4.Rules.SVC.Cluster.Local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["WEB4.Rules.SVC.Cluster.Local. 30 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "NXDOMAIN SOA spelled as asked",
+                name: "Nope.Rules.svc.Cluster.Local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -471,103 +445,98 @@ fn external_names() {
     check(
         &server,
         &[
-            case(
-                "ExternalName: the CNAME (no forwarder to chase it)",
-                "ext.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
-                NONE,
-            ),
-            case(
-                "ExternalName CNAME query",
-                "ext.rules.svc.cluster.local.",
-                "CNAME",
-                NOERROR,
-                &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
-                NONE,
-            ),
-            case(
-                "ExternalName SRV on the bare name is NODATA",
-                "ext.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "ExternalName has no port names",
-                "_http._tcp.ext.rules.svc.cluster.local.",
-                "SRV",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "ExternalName has no endpoint names",
-                "x.ext.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "ExternalName TXT is chased like A (CoreDNS plugin.TXT): the CNAME, no forwarder",
-                "ext.rules.svc.cluster.local.",
-                "TXT",
-                NOERROR,
-                &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
-                NONE,
-            ),
-            case(
-                "in-zone target: CNAME then the target's A",
-                "ext-in.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+            Case {
+                what: "ExternalName: the CNAME (no forwarder to chase it)",
+                name: "ext.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName CNAME query",
+                name: "ext.rules.svc.cluster.local.",
+                qtype: "CNAME",
+                rcode: NOERROR,
+                answer: &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName SRV on the bare name is NODATA",
+                name: "ext.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName has no port names",
+                name: "_http._tcp.ext.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName has no endpoint names",
+                name: "x.ext.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName TXT is chased like A (CoreDNS plugin.TXT): the CNAME, no forwarder",
+                name: "ext.rules.svc.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                answer: &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
+                ..Default::default()
+            },
+            Case {
+                what: "in-zone target: CNAME then the target's A",
+                name: "ext-in.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "ext-in.rules.svc.cluster.local. 30 IN CNAME dual.rules.svc.cluster.local.",
                     "dual.rules.svc.cluster.local. 30 IN A 10.96.1.1",
                 ],
-                NONE,
-            ),
-            case(
-                "in-zone target: CNAME then the target's AAAA",
-                "ext-in.rules.svc.cluster.local.",
-                "AAAA",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "in-zone target: CNAME then the target's AAAA",
+                name: "ext-in.rules.svc.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                answer: &[
                     "ext-in.rules.svc.cluster.local. 30 IN CNAME dual.rules.svc.cluster.local.",
                     "dual.rules.svc.cluster.local. 30 IN AAAA fd00:10:96::1:1",
                 ],
-                NONE,
-            ),
-            case(
-                "AAAA for an IPv4-only in-zone target: NODATA without the CNAME",
-                "ext-v4.rules.svc.cluster.local.",
-                "AAAA",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "A for an IPv4-only in-zone target",
-                "ext-v4.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "AAAA for an IPv4-only in-zone target: NODATA without the CNAME",
+                name: "ext-v4.rules.svc.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "A for an IPv4-only in-zone target",
+                name: "ext-v4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "ext-v4.rules.svc.cluster.local. 30 IN CNAME web4.rules.svc.cluster.local.",
                     "web4.rules.svc.cluster.local. 30 IN A 10.96.1.4",
                 ],
-                NONE,
-            ),
-            case(
-                "IP-literal externalName is NXDOMAIN",
-                "ext-ip.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+                ..Default::default()
+            },
+            Case {
+                what: "IP-literal externalName is NXDOMAIN",
+                name: "ext-ip.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -579,93 +548,88 @@ fn reverse_lookups() {
     check(
         &server,
         &[
-            case(
-                "ClusterIP PTR",
-                "1.1.96.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."],
-                NONE,
-            ),
-            case(
-                "IPv6 ClusterIP PTR",
-                "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.",
-                "PTR",
-                NOERROR,
-                &[
+            Case {
+                what: "ClusterIP PTR",
+                name: "1.1.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."],
+                ..Default::default()
+            },
+            Case {
+                what: "IPv6 ClusterIP PTR",
+                name: "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &[
                     "1.0.0.0.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.1.0.0.0.0.d.f.ip6.arpa. 30 IN PTR dual.rules.svc.cluster.local.",
                 ],
-                NONE,
-            ),
-            case(
-                "an endpoint IP in two services: one PTR each",
-                "4.3.244.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "an endpoint IP in two services: one PTR each",
+                name: "4.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &[
                     "4.3.244.10.in-addr.arpa. 30 IN PTR 10-244-3-4.shared.rules.svc.cluster.local.",
                     "4.3.244.10.in-addr.arpa. 30 IN PTR 10-244-3-4.web4.rules.svc.cluster.local.",
                 ],
-                NONE,
-            ),
-            case(
-                "hostname endpoint PTR",
-                "20.3.244.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &["20.3.244.10.in-addr.arpa. 30 IN PTR alpha.hl.rules.svc.cluster.local."],
-                NONE,
-            ),
-            case(
-                "not-ready endpoint: no PTR",
-                "21.3.244.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unknown address",
-                "9.9.9.9.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "A at a name that owns a PTR is NODATA (RFC 8020)",
-                "1.1.96.10.in-addr.arpa.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "a partial reverse name above PTRs exists",
-                "96.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "reverse apex SOA",
-                "in-addr.arpa.",
-                "SOA",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "hostname endpoint PTR",
+                name: "20.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &["20.3.244.10.in-addr.arpa. 30 IN PTR alpha.hl.rules.svc.cluster.local."],
+                ..Default::default()
+            },
+            Case {
+                what: "not-ready endpoint: no PTR",
+                name: "21.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "unknown address",
+                name: "9.9.9.9.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "A at a name that owns a PTR is NODATA (RFC 8020)",
+                name: "1.1.96.10.in-addr.arpa.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "a partial reverse name above PTRs exists",
+                name: "96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "reverse apex SOA",
+                name: "in-addr.arpa.",
+                qtype: "SOA",
+                rcode: NOERROR,
+                answer: &[
                     "in-addr.arpa. 30 IN SOA ns.dns.in-addr.arpa. hostmaster.in-addr.arpa. SERIAL 7200 1800 86400 30",
                 ],
-                NONE,
-            ),
-            case(
-                "pods never get PTRs",
-                "99.3.244.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+                ..Default::default()
+            },
+            Case {
+                what: "pods never get PTRs",
+                name: "99.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -677,210 +641,193 @@ fn apex_namespaces_and_pods() {
     check(
         &server,
         &[
-            case(
-                "apex SOA",
-                "cluster.local.",
-                "SOA",
-                NOERROR,
-                &[
+            Case {
+                what: "apex SOA",
+                name: "cluster.local.",
+                qtype: "SOA",
+                rcode: NOERROR,
+                answer: &[
                     "cluster.local. 30 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. SERIAL 7200 1800 86400 30",
                 ],
-                NONE,
-            ),
-            case(
-                "apex SOA keeps the query's spelling",
-                "Cluster.LOCAL.",
-                "SOA",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "apex SOA keeps the query's spelling",
+                name: "Cluster.LOCAL.",
+                qtype: "SOA",
+                rcode: NOERROR,
+                answer: &[
                     "Cluster.LOCAL. 30 IN SOA ns.dns.Cluster.LOCAL. hostmaster.Cluster.LOCAL. SERIAL 7200 1800 86400 30",
                 ],
-                NONE,
-            ),
-            case(
-                "apex NS with glue",
-                "cluster.local.",
-                "NS",
-                NOERROR,
-                &["cluster.local. 30 IN NS ns.dns.cluster.local."],
-                &["ns.dns.cluster.local. 30 IN A 127.0.0.1"],
-            ),
-            case(
-                "apex A is NODATA",
-                "cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "apex TXT is NODATA (RFC 8020)",
-                "cluster.local.",
-                "TXT",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "ns.dns",
-                "ns.dns.cluster.local.",
-                "A",
-                NOERROR,
-                &["ns.dns.cluster.local. 30 IN A 127.0.0.1"],
-                NONE,
-            ),
-            case(
-                "ns.dns TXT is NODATA (RFC 8020)",
-                "ns.dns.cluster.local.",
-                "TXT",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "dns is an empty non-terminal",
-                "dns.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "schema version",
-                "dns-version.cluster.local.",
-                "TXT",
-                NOERROR,
-                &["dns-version.cluster.local. 28800 IN TXT \"1.1.0\""],
-                NONE,
-            ),
-            case(
-                "schema version A is NODATA (RFC 8020)",
-                "dns-version.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "svc.<zone> is NODATA",
-                "svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pod.<zone> is NODATA",
-                "pod.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "label after the zone not svc/pod",
-                "x.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "namespace with services",
-                "rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "namespace without services is NODATA",
-                "quiet.svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "missing namespace",
-                "missing.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "service in a missing namespace",
-                "dual.missing.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pods insecure: A from the name",
-                "10-244-3-1.rules.pod.cluster.local.",
-                "A",
-                NOERROR,
-                &["10-244-3-1.rules.pod.cluster.local. 30 IN A 10.244.3.1"],
-                NONE,
-            ),
-            case(
-                "pods insecure: no pod needed",
-                "1-2-3-4.quiet.pod.cluster.local.",
-                "A",
-                NOERROR,
-                &["1-2-3-4.quiet.pod.cluster.local. 30 IN A 1.2.3.4"],
-                NONE,
-            ),
-            case(
-                "pods insecure: AAAA of an IPv4 name is NODATA",
-                "10-244-3-1.rules.pod.cluster.local.",
-                "AAAA",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pods insecure: IPv6",
-                "fd00-10-244-3--1.rules.pod.cluster.local.",
-                "AAAA",
-                NOERROR,
-                &["fd00-10-244-3--1.rules.pod.cluster.local. 30 IN AAAA fd00:10:244:3::1"],
-                NONE,
-            ),
-            case(
-                "pods insecure: four dashes is not IPv4 nor IPv6",
-                "1-2-3-4-5.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pods insecure: not an address",
-                "blah.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pods insecure: the namespace must exist",
-                "1-2-3-4.missing.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "<ns>.pod is NODATA",
-                "rules.pod.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
+                ..Default::default()
+            },
+            Case {
+                what: "apex NS with glue",
+                name: "cluster.local.",
+                qtype: "NS",
+                rcode: NOERROR,
+                answer: &["cluster.local. 30 IN NS ns.dns.cluster.local."],
+                additional: &["ns.dns.cluster.local. 30 IN A 127.0.0.1"],
+            },
+            Case {
+                what: "apex A is NODATA",
+                name: "cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "apex TXT is NODATA (RFC 8020)",
+                name: "cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "ns.dns",
+                name: "ns.dns.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["ns.dns.cluster.local. 30 IN A 127.0.0.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "ns.dns TXT is NODATA (RFC 8020)",
+                name: "ns.dns.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "dns is an empty non-terminal",
+                name: "dns.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "schema version",
+                name: "dns-version.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                answer: &["dns-version.cluster.local. 28800 IN TXT \"1.1.0\""],
+                ..Default::default()
+            },
+            Case {
+                what: "schema version A is NODATA (RFC 8020)",
+                name: "dns-version.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "svc.<zone> is NODATA",
+                name: "svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "pod.<zone> is NODATA",
+                name: "pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "label after the zone not svc/pod",
+                name: "x.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "namespace with services",
+                name: "rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "namespace without services is NODATA",
+                name: "quiet.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "missing namespace",
+                name: "missing.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "service in a missing namespace",
+                name: "dual.missing.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: A from the name",
+                name: "10-244-3-1.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["10-244-3-1.rules.pod.cluster.local. 30 IN A 10.244.3.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: no pod needed",
+                name: "1-2-3-4.quiet.pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["1-2-3-4.quiet.pod.cluster.local. 30 IN A 1.2.3.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: AAAA of an IPv4 name is NODATA",
+                name: "10-244-3-1.rules.pod.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: IPv6",
+                name: "fd00-10-244-3--1.rules.pod.cluster.local.",
+                qtype: "AAAA",
+                rcode: NOERROR,
+                answer: &["fd00-10-244-3--1.rules.pod.cluster.local. 30 IN AAAA fd00:10:244:3::1"],
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: four dashes is not IPv4 nor IPv6",
+                name: "1-2-3-4-5.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: not an address",
+                name: "blah.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure: the namespace must exist",
+                name: "1-2-3-4.missing.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "<ns>.pod is NODATA",
+                name: "rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -917,30 +864,27 @@ fn pods_disabled_is_the_default() {
     check(
         &server,
         &[
-            case(
-                "no pod names",
-                "10-244-3-1.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "<ns>.pod is NXDOMAIN",
-                "rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pod.<zone> is still NODATA",
-                "pod.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "no pod names",
+                name: "10-244-3-1.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "<ns>.pod is NXDOMAIN",
+                name: "rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "pod.<zone> is still NODATA",
+                name: "pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -952,46 +896,43 @@ fn pods_verified() {
     check(
         &server,
         &[
-            case(
-                "a running pod",
-                "10-244-3-1.rules.pod.cluster.local.",
-                "A",
-                NOERROR,
-                &["10-244-3-1.rules.pod.cluster.local. 30 IN A 10.244.3.1"],
-                NONE,
-            ),
-            case(
-                "a finished pod has no name",
-                "10-244-3-99.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "a pod of another namespace",
-                "10-244-4-1.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "in its own namespace",
-                "10-244-4-1.other.pod.cluster.local.",
-                "A",
-                NOERROR,
-                &["10-244-4-1.other.pod.cluster.local. 30 IN A 10.244.4.1"],
-                NONE,
-            ),
-            case(
-                "no pod at that address",
-                "1-2-3-4.rules.pod.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "a running pod",
+                name: "10-244-3-1.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["10-244-3-1.rules.pod.cluster.local. 30 IN A 10.244.3.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "a finished pod has no name",
+                name: "10-244-3-99.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "a pod of another namespace",
+                name: "10-244-4-1.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "in its own namespace",
+                name: "10-244-4-1.other.pod.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["10-244-4-1.other.pod.cluster.local. 30 IN A 10.244.4.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "no pod at that address",
+                name: "1-2-3-4.rules.pod.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1003,62 +944,63 @@ fn endpoint_pod_names() {
     check(
         &server,
         &[
-            case(
-                "pod name as endpoint label",
-                "trio-0.trio.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["trio-0.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31"],
-                NONE,
-            ),
-            case(
-                "no dashed name then",
-                "10-244-3-31.trio.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "a hostname still wins",
-                "alpha.hl.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20"],
-                NONE,
-            ),
-            case(
-                "SRV targets use pod names",
-                "_grpc._tcp.trio.rules.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+            Case {
+                what: "pod name as endpoint label",
+                name: "trio-0.trio.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["trio-0.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31"],
+                ..Default::default()
+            },
+            Case {
+                what: "no dashed name then",
+                name: "10-244-3-31.trio.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "a hostname still wins",
+                name: "alpha.hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["alpha.hl.rules.svc.cluster.local. 30 IN A 10.244.3.20"],
+                ..Default::default()
+            },
+            Case {
+                what: "SRV targets use pod names",
+                name: "_grpc._tcp.trio.rules.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-0.trio.rules.svc.cluster.local.",
                     "_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-1.trio.rules.svc.cluster.local.",
                     "_grpc._tcp.trio.rules.svc.cluster.local. 30 IN SRV 0 33 50051 trio-2.trio.rules.svc.cluster.local.",
                 ],
-                &[
+                additional: &[
                     "trio-0.trio.rules.svc.cluster.local. 30 IN A 10.244.3.31",
                     "trio-1.trio.rules.svc.cluster.local. 30 IN A 10.244.3.32",
                     "trio-2.trio.rules.svc.cluster.local. 30 IN A 10.244.3.33",
                 ],
-            ),
-            case(
-                "PTR uses the pod name",
-                "31.3.244.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &["31.3.244.10.in-addr.arpa. 30 IN PTR trio-0.trio.rules.svc.cluster.local."],
-                NONE,
-            ),
-            case(
-                "an endpoint without targetRef keeps its dashed name",
-                "10-244-3-10.portless.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["10-244-3-10.portless.rules.svc.cluster.local. 30 IN A 10.244.3.10"],
-                NONE,
-            ),
+            },
+            Case {
+                what: "PTR uses the pod name",
+                name: "31.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &[
+                    "31.3.244.10.in-addr.arpa. 30 IN PTR trio-0.trio.rules.svc.cluster.local.",
+                ],
+                ..Default::default()
+            },
+            Case {
+                what: "an endpoint without targetRef keeps its dashed name",
+                name: "10-244-3-10.portless.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["10-244-3-10.portless.rules.svc.cluster.local. 30 IN A 10.244.3.10"],
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1070,46 +1012,42 @@ fn namespaces_option() {
     check(
         &server,
         &[
-            case(
-                "listed namespace",
-                "web4.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "unlisted namespace's service",
-                "api.other.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unlisted namespace",
-                "other.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unlisted namespace's ClusterIP PTR",
-                "1.2.96.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "unlisted namespace's endpoint PTR",
-                "1.4.244.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "listed namespace",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "unlisted namespace's service",
+                name: "api.other.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "unlisted namespace",
+                name: "other.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "unlisted namespace's ClusterIP PTR",
+                name: "1.2.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "unlisted namespace's endpoint PTR",
+                name: "1.4.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1121,30 +1059,28 @@ fn namespace_labels_option() {
     check(
         &server,
         &[
-            case(
-                "matching namespace",
-                "api.other.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["api.other.svc.cluster.local. 30 IN A 10.96.2.1"],
-                NONE,
-            ),
-            case(
-                "other namespaces are not exposed",
-                "web4.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "nor their namespace names",
-                "quiet.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "matching namespace",
+                name: "api.other.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["api.other.svc.cluster.local. 30 IN A 10.96.2.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "other namespaces are not exposed",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "nor their namespace names",
+                name: "quiet.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1155,36 +1091,41 @@ fn labels_option() {
     let hidden = "hidden.rules.svc.cluster.local.";
     check(
         &rules_with(ZONES, "ttl 30"),
-        &[case(
-            "visible without the option",
-            hidden,
-            "A",
-            NOERROR,
-            &["hidden.rules.svc.cluster.local. 30 IN A 10.96.1.7"],
-            NONE,
-        )],
+        &[Case {
+            what: "visible without the option",
+            name: hidden,
+            qtype: "A",
+            rcode: NOERROR,
+            answer: &["hidden.rules.svc.cluster.local. 30 IN A 10.96.1.7"],
+            ..Default::default()
+        }],
         30,
     );
     check(
         &rules_with(ZONES, "labels visible!=no\nttl 30"),
         &[
-            case("filtered out", hidden, "A", NXDOMAIN, NONE, NONE),
-            case(
-                "others stay",
-                "web4.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "its PTR goes too",
-                "7.1.96.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "filtered out",
+                name: hidden,
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "others stay",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "its PTR goes too",
+                name: "7.1.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1196,46 +1137,43 @@ fn noendpoints_option() {
     check(
         &server,
         &[
-            case(
-                "ClusterIP still answers",
-                "dual.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
-                NONE,
-            ),
-            case(
-                "headless is NXDOMAIN",
-                "hl.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "endpoint names are NXDOMAIN",
-                "10-244-3-1.dual.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "endpoint PTRs are gone",
-                "20.3.244.10.in-addr.arpa.",
-                "PTR",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "ClusterIP PTRs stay",
-                "1.1.96.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."],
-                NONE,
-            ),
+            Case {
+                what: "ClusterIP still answers",
+                name: "dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["dual.rules.svc.cluster.local. 30 IN A 10.96.1.1"],
+                ..Default::default()
+            },
+            Case {
+                what: "headless is NXDOMAIN",
+                name: "hl.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "endpoint names are NXDOMAIN",
+                name: "10-244-3-1.dual.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "endpoint PTRs are gone",
+                name: "20.3.244.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "ClusterIP PTRs stay",
+                name: "1.1.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &["1.1.96.10.in-addr.arpa. 30 IN PTR dual.rules.svc.cluster.local."],
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1247,41 +1185,40 @@ fn ignore_empty_service_option() {
     check(
         &server,
         &[
-            case(
-                "no ready endpoint: NXDOMAIN",
-                "vacant.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "one ready endpoint is enough",
-                "web4.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "headless is not affected",
-                "portless.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+            Case {
+                what: "no ready endpoint: NXDOMAIN",
+                name: "vacant.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "one ready endpoint is enough",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["web4.rules.svc.cluster.local. 30 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "headless is not affected",
+                name: "portless.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "portless.rules.svc.cluster.local. 30 IN A 10.244.3.10",
                     "portless.rules.svc.cluster.local. 30 IN A 10.244.3.11",
                 ],
-                NONE,
-            ),
-            case(
-                "ExternalName is not affected",
-                "ext.rules.svc.cluster.local.",
-                "CNAME",
-                NOERROR,
-                &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
-                NONE,
-            ),
+                ..Default::default()
+            },
+            Case {
+                what: "ExternalName is not affected",
+                name: "ext.rules.svc.cluster.local.",
+                qtype: "CNAME",
+                rcode: NOERROR,
+                answer: &["ext.rules.svc.cluster.local. 30 IN CNAME www.example.com."],
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1292,45 +1229,44 @@ fn ttl_option_sets_records_and_soa() {
     check(
         &rules_with(ZONES, ""),
         &[
-            case(
-                "default ttl 5",
-                "web4.rules.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["web4.rules.svc.cluster.local. 5 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "negative answers carry SOA minimum 5",
-                "nope.rules.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "dns-version keeps 28800",
-                "dns-version.cluster.local.",
-                "TXT",
-                NOERROR,
-                &["dns-version.cluster.local. 28800 IN TXT \"1.1.0\""],
-                NONE,
-            ),
+            Case {
+                what: "default ttl 5",
+                name: "web4.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["web4.rules.svc.cluster.local. 5 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "negative answers carry SOA minimum 5",
+                name: "nope.rules.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "dns-version keeps 28800",
+                name: "dns-version.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                answer: &["dns-version.cluster.local. 28800 IN TXT \"1.1.0\""],
+                ..Default::default()
+            },
         ],
         5,
     );
     check(
         &rules_with(ZONES, "ttl 600"),
-        &[case(
-            "SOA record TTL capped at 300, minimum 600",
-            "cluster.local.",
-            "SOA",
-            NOERROR,
-            &[
+        &[Case {
+            what: "SOA record TTL capped at 300, minimum 600",
+            name: "cluster.local.",
+            qtype: "SOA",
+            rcode: NOERROR,
+            answer: &[
                 "cluster.local. 300 IN SOA ns.dns.cluster.local. hostmaster.cluster.local. SERIAL 7200 1800 86400 600",
             ],
-            NONE,
-        )],
+            ..Default::default()
+        }],
         600,
     );
 }
@@ -1369,40 +1305,39 @@ fn several_zones_and_the_primary_zone() {
     check(
         &server,
         &[
-            case(
-                "names in the second zone",
-                "web4.rules.svc.other.example.",
-                "A",
-                NOERROR,
-                &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"],
-                NONE,
-            ),
-            case(
-                "its own SOA",
-                "nope.rules.svc.other.example.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "SRV targets in the asked zone",
-                "_http._tcp.web4.rules.svc.other.example.",
-                "SRV",
-                NOERROR,
-                &[
+            Case {
+                what: "names in the second zone",
+                name: "web4.rules.svc.other.example.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"],
+                ..Default::default()
+            },
+            Case {
+                what: "its own SOA",
+                name: "nope.rules.svc.other.example.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "SRV targets in the asked zone",
+                name: "_http._tcp.web4.rules.svc.other.example.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "_http._tcp.web4.rules.svc.other.example. 30 IN SRV 0 100 80 web4.rules.svc.other.example.",
                 ],
-                &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"],
-            ),
-            case(
-                "PTR targets use the first (primary) zone",
-                "4.1.96.10.in-addr.arpa.",
-                "PTR",
-                NOERROR,
-                &["4.1.96.10.in-addr.arpa. 30 IN PTR web4.rules.svc.cluster.local."],
-                NONE,
-            ),
+                additional: &["web4.rules.svc.other.example. 30 IN A 10.96.1.4"],
+            },
+            Case {
+                what: "PTR targets use the first (primary) zone",
+                name: "4.1.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: NOERROR,
+                answer: &["4.1.96.10.in-addr.arpa. 30 IN PTR web4.rules.svc.cluster.local."],
+                ..Default::default()
+            },
         ],
         30,
     );
@@ -1448,112 +1383,109 @@ fn zonal_option() {
     check(
         &server,
         &[
-            case(
-                "pin: that zone's endpoints (zone labels compared in lower case)",
-                "us-west-2a.pin._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+            Case {
+                what: "pin: that zone's endpoints (zone labels compared in lower case)",
+                name: "us-west-2a.pin._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "us-west-2a.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
                     "us-west-2a.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
                 ],
-                NONE,
-            ),
-            case(
-                "prefer: the same while the zone has endpoints",
-                "us-west-2a.prefer._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "prefer: the same while the zone has endpoints",
+                name: "us-west-2a.prefer._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "us-west-2a.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
                     "us-west-2a.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
                 ],
-                NONE,
-            ),
-            case(
-                "a zone value with dots spans labels",
-                "corp.example.com.pin._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &["corp.example.com.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.3.1"],
-                NONE,
-            ),
-            case(
-                "SRV and glue from the zone's endpoints",
-                "us-west-2b.pin._zone.db.prod.svc.cluster.local.",
-                "SRV",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "a zone value with dots spans labels",
+                name: "corp.example.com.pin._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
+                    "corp.example.com.pin._zone.db.prod.svc.cluster.local. 30 IN A 10.244.3.1",
+                ],
+                ..Default::default()
+            },
+            Case {
+                what: "SRV and glue from the zone's endpoints",
+                name: "us-west-2b.pin._zone.db.prod.svc.cluster.local.",
+                qtype: "SRV",
+                rcode: NOERROR,
+                answer: &[
                     "us-west-2b.pin._zone.db.prod.svc.cluster.local. 30 IN SRV 0 100 5432 db-2.db.prod.svc.cluster.local.",
                 ],
-                &["db-2.db.prod.svc.cluster.local. 30 IN A 10.244.2.1"],
-            ),
-            case(
-                "pin: a zone with no ready endpoint is NODATA",
-                "us-west-2c.pin._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "pin: so is a mistyped one",
-                "nowhere.pin._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "prefer: a zone with none falls back to every endpoint",
-                "nowhere.prefer._zone.db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                additional: &["db-2.db.prod.svc.cluster.local. 30 IN A 10.244.2.1"],
+            },
+            Case {
+                what: "pin: a zone with no ready endpoint is NODATA",
+                name: "us-west-2c.pin._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "pin: so is a mistyped one",
+                name: "nowhere.pin._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "prefer: a zone with none falls back to every endpoint",
+                name: "nowhere.prefer._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
                     "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
                     "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.2.1",
                     "nowhere.prefer._zone.db.prod.svc.cluster.local. 30 IN A 10.244.3.1",
                 ],
-                NONE,
-            ),
-            case(
-                "prefer: other types are NODATA",
-                "nowhere.prefer._zone.db.prod.svc.cluster.local.",
-                "TXT",
-                NOERROR,
-                NONE,
-                NONE,
-            ),
-            case(
-                "an unknown directive is NXDOMAIN",
-                "us-west-2a.nearest._zone.db.prod.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "zonal names are for headless Services only",
-                "us-west-2a.pin._zone.web.prod.svc.cluster.local.",
-                "A",
-                NXDOMAIN,
-                NONE,
-                NONE,
-            ),
-            case(
-                "the Service's own name is unchanged",
-                "db.prod.svc.cluster.local.",
-                "A",
-                NOERROR,
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "prefer: other types are NODATA",
+                name: "nowhere.prefer._zone.db.prod.svc.cluster.local.",
+                qtype: "TXT",
+                rcode: NOERROR,
+                ..Default::default()
+            },
+            Case {
+                what: "an unknown directive is NXDOMAIN",
+                name: "us-west-2a.nearest._zone.db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "zonal names are for headless Services only",
+                name: "us-west-2a.pin._zone.web.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NXDOMAIN,
+                ..Default::default()
+            },
+            Case {
+                what: "the Service's own name is unchanged",
+                name: "db.prod.svc.cluster.local.",
+                qtype: "A",
+                rcode: NOERROR,
+                answer: &[
                     "db.prod.svc.cluster.local. 30 IN A 10.244.1.1",
                     "db.prod.svc.cluster.local. 30 IN A 10.244.1.2",
                     "db.prod.svc.cluster.local. 30 IN A 10.244.2.1",
                     "db.prod.svc.cluster.local. 30 IN A 10.244.3.1",
                 ],
-                NONE,
-            ),
+                ..Default::default()
+            },
         ],
         30,
     );
