@@ -26,10 +26,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::selector::{FieldSelector, LabelSelector};
-use super::{
-    Cut, Down, Filter, Kind, Request, Shared, Verb, WatchInfo, WatchMsg, WatchStart, bookmark_line,
-    event_line, injected_status, render, status_body,
-};
+use super::status::{injected_status, status_body};
+use super::watch::{bookmark_line, event_line, render};
+use super::{Cut, Down, Filter, Kind, Request, Shared, Verb, WatchInfo, WatchMsg, WatchStart};
 
 /// The watch timeout when the request names none (the real server picks 30–60 min).
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
