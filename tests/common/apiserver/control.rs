@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::tls::TlsFiles;
 use super::{
     ApiServer, Control, Cut, Down, Failure, Kind, Request, Shared, State, WAIT_LIMIT, WatchInfo,
-    WatchMsg, key, serve, tls,
+    WatchMsg, connection, key, tls,
 };
 
 impl ApiServer {
@@ -78,7 +78,7 @@ impl ApiServer {
             connections: Mutex::new(HashMap::new()),
             next_connection: AtomicU64::new(1),
         });
-        let accept = serve::listen(&shared, listener);
+        let accept = connection::listen(&shared, listener);
         shared.control.lock().unwrap().listener = Some(accept);
         Self {
             shared,
@@ -293,7 +293,7 @@ impl ApiServer {
                     listener.abort();
                     self.wait_for("the listener to close", |_| listener.is_finished());
                 }
-                serve::reset_connections(&self.shared);
+                connection::reset_connections(&self.shared);
                 self.wait_for("the connections to close", |server| {
                     server.shared.connections.lock().unwrap().is_empty()
                 });
@@ -309,7 +309,7 @@ impl ApiServer {
             let listener = std::net::TcpListener::bind(self.shared.addr).unwrap_or_else(|e| {
                 panic!("ApiServer::set_up: bind {} again: {e}", self.shared.addr)
             });
-            control.listener = Some(serve::listen(&self.shared, listener));
+            control.listener = Some(connection::listen(&self.shared, listener));
         }
     }
 

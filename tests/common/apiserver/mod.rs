@@ -51,14 +51,18 @@
 //! bookmark's); only a `410` makes it list again.
 //!
 //! The types are here; [`ApiServer`]'s control methods are in `control`, the objects and
-//! their history in `store`, what a watch sees in `watch`, Status bodies in `status`, the
-//! HTTP side in `serve`.
+//! their history in `store`, what a watch sees in `watch`, Status bodies in `status`; the
+//! HTTP side: connections in `connection`, requests in `serve`, lists in `list`, watch
+//! streams in `stream`.
 
+mod connection;
 mod control;
+mod list;
 pub mod selector;
 mod serve;
 mod status;
 mod store;
+mod stream;
 mod tls;
 mod watch;
 
@@ -268,7 +272,7 @@ struct Shared {
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     state: Mutex<State>,
     control: Mutex<Control>,
-    connections: Mutex<HashMap<u64, serve::Connection>>,
+    connections: Mutex<HashMap<u64, connection::Connection>>,
     next_connection: AtomicU64,
 }
 
