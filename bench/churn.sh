@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The API watch under churn: the release binary syncs a synthetic cluster from the API server
-# stand-in (tests/common/apiserver.rs), then (server pinned to CPU 0, the stand-in, probes and
+# stand-in (tests/common/apiserver/), then (server pinned to CPU 0, the stand-in, probes and
 # dnsperf to CPU 1):
 #   - sync time, peak RSS during the sync, steady RSS;
 #   - programming latency from outside: the stand-in gets a new Service, a client asks for

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory of the API watch at scale: the release binary lists and watches a synthetic cluster
-# served by the API server stand-in (tests/common/apiserver.rs), then goes through a full
+# served by the API server stand-in (tests/common/apiserver/), then goes through a full
 # re-list (410 Gone). Prints the peak and steady RSS for each pods mode.
 #
 #   bench/watch-memory.sh                 # 10,000 Services, 150,000 pods

@@ -1,4 +1,4 @@
-//! The API server stand-in (tests/common/apiserver.rs), driven by the real kube-rs client
+//! The API server stand-in (tests/common/apiserver/), driven by the real kube-rs client
 //! and `kube::runtime::watcher`, and on the wire where the protocol's framing matters: it
 //! is faithful enough for the end-to-end tests of the watch to mean something.
 //!

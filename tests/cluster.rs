@@ -9,7 +9,7 @@
 //! Without the peers built (bench/peers/build.sh) these tests say so and pass; `.ci/run`
 //! builds them and sets `CLUSTERDNS_REQUIRE_PEERS`, so there they cannot be skipped.
 //!
-//! The API server stand-in (tests/common/apiserver.rs) keeps the tests of faults a real API
+//! The API server stand-in (tests/common/apiserver/) keeps the tests of faults a real API
 //! server cannot be made to produce; each says why at its head (tests/live.rs,
 //! tests/apiserver.rs).
 

@@ -1,4 +1,4 @@
-//! The API watch against the API server stand-in (tests/common/apiserver.rs), end to end:
+//! The API watch against the API server stand-in (tests/common/apiserver/), end to end:
 //! the real binary lists and watches it with kube-rs, and is asked over DNS and HTTP while
 //! objects change and the stand-in misbehaves.
 //!

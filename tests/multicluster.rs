@@ -28,19 +28,35 @@ fn soa(zone: &str) -> String {
     format!("{zone} 5 IN SOA ns.dns.{zone} hostmaster.{zone} SERIAL 7200 1800 86400 5")
 }
 
-/// (what, name, type, rcode, answer, additional); a negative answer carries its zone's SOA.
-type Case = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static str],
-);
+/// One question and the whole expected answer; a negative answer carries its zone's SOA. A
+/// section left out (`..Default::default()`) is empty.
+#[derive(Default)]
+struct Case {
+    /// What the case shows, for the failure message.
+    what: &'static str,
+    /// The question's name.
+    name: &'static str,
+    /// The question's type.
+    qtype: &'static str,
+    /// The answer's rcode.
+    rcode: &'static str,
+    /// The answer section, as zone-file lines.
+    answer: &'static [&'static str],
+    /// The additional section, as zone-file lines.
+    additional: &'static [&'static str],
+}
 
 fn check(server: &Offline, cases: &[Case]) {
     let mut failures = Vec::new();
-    for (what, name, qtype, rcode, answer, additional) in cases {
+    for Case {
+        what,
+        name,
+        qtype,
+        rcode,
+        answer,
+        additional,
+    } in cases
+    {
         let reply = server.ask(name, qtype);
         let zone = ["clusterset.local.", "cluster.local.", "in-addr.arpa."]
             .into_iter()
@@ -72,155 +88,146 @@ fn check(server: &Offline, cases: &[Case]) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-const NONE: &[&str] = &[];
-
 #[test]
 fn service_imports_answer_under_the_multicluster_zone() {
     let server = Offline::new(MCS);
     check(
         &server,
         &[
-            (
-                "ClusterSetIP import",
-                "web.shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                &["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"],
-                NONE,
-            ),
-            (
-                "ClusterSetIP import, other family",
-                "web.shop.svc.clusterset.local.",
-                "AAAA",
-                "NOERROR",
-                NONE,
-                NONE,
-            ),
-            (
-                "ClusterSetIP import, SRV of its named port",
-                "_http._tcp.web.shop.svc.clusterset.local.",
-                "SRV",
-                "NOERROR",
-                &[
+            Case {
+                what: "ClusterSetIP import",
+                name: "web.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"],
+                ..Default::default()
+            },
+            Case {
+                what: "ClusterSetIP import, other family",
+                name: "web.shop.svc.clusterset.local.",
+                qtype: "AAAA",
+                rcode: "NOERROR",
+                ..Default::default()
+            },
+            Case {
+                what: "ClusterSetIP import, SRV of its named port",
+                name: "_http._tcp.web.shop.svc.clusterset.local.",
+                qtype: "SRV",
+                rcode: "NOERROR",
+                answer: &[
                     "_http._tcp.web.shop.svc.clusterset.local. 5 IN SRV 0 100 80 web.shop.svc.clusterset.local.",
                 ],
-                &["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"],
-            ),
-            (
-                "ClusterSetIP import, IPv6",
-                "api.edge.svc.clusterset.local.",
-                "AAAA",
-                "NOERROR",
-                &["api.edge.svc.clusterset.local. 5 IN AAAA fd00:42::1"],
-                NONE,
-            ),
-            (
-                "ClusterSetIP import, an imported endpoint's name",
-                "10-1-0-9.east.web.shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                &["10-1-0-9.east.web.shop.svc.clusterset.local. 5 IN A 10.1.0.9"],
-                NONE,
-            ),
-            (
-                "headless import: the ready endpoints of every cluster",
-                "db.shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                &[
+                additional: &["web.shop.svc.clusterset.local. 5 IN A 10.42.0.20"],
+            },
+            Case {
+                what: "ClusterSetIP import, IPv6",
+                name: "api.edge.svc.clusterset.local.",
+                qtype: "AAAA",
+                rcode: "NOERROR",
+                answer: &["api.edge.svc.clusterset.local. 5 IN AAAA fd00:42::1"],
+                ..Default::default()
+            },
+            Case {
+                what: "ClusterSetIP import, an imported endpoint's name",
+                name: "10-1-0-9.east.web.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["10-1-0-9.east.web.shop.svc.clusterset.local. 5 IN A 10.1.0.9"],
+                ..Default::default()
+            },
+            Case {
+                what: "headless import: the ready endpoints of every cluster",
+                name: "db.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &[
                     "db.shop.svc.clusterset.local. 5 IN A 10.1.0.5",
                     "db.shop.svc.clusterset.local. 5 IN A 10.2.0.7",
                 ],
-                NONE,
-            ),
-            (
-                "headless import SRV: per-cluster endpoint names",
-                "_pg._tcp.db.shop.svc.clusterset.local.",
-                "SRV",
-                "NOERROR",
-                &[
+                ..Default::default()
+            },
+            Case {
+                what: "headless import SRV: per-cluster endpoint names",
+                name: "_pg._tcp.db.shop.svc.clusterset.local.",
+                qtype: "SRV",
+                rcode: "NOERROR",
+                answer: &[
                     "_pg._tcp.db.shop.svc.clusterset.local. 5 IN SRV 0 50 5432 db-0.east.db.shop.svc.clusterset.local.",
                     "_pg._tcp.db.shop.svc.clusterset.local. 5 IN SRV 0 50 5432 db-0.west.db.shop.svc.clusterset.local.",
                 ],
-                &[
+                additional: &[
                     "db-0.east.db.shop.svc.clusterset.local. 5 IN A 10.1.0.5",
                     "db-0.west.db.shop.svc.clusterset.local. 5 IN A 10.2.0.7",
                 ],
-            ),
-            (
-                "headless import, one cluster's endpoint",
-                "db-0.west.db.shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                &["db-0.west.db.shop.svc.clusterset.local. 5 IN A 10.2.0.7"],
-                NONE,
-            ),
-            (
-                "a not-ready endpoint has no name",
-                "db-1.west.db.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "an endpoint needs its cluster label",
-                "db-0.db.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "headless import without endpoints",
-                "idle.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "ClusterSetIP import without ports",
-                "portless.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "no import of that name",
-                "nope.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "a namespace",
-                "shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                NONE,
-                NONE,
-            ),
-            (
-                "pods insecure answer there as in the cluster zone",
-                "10-1-0-9.shop.pod.clusterset.local.",
-                "A",
-                "NOERROR",
-                &["10-1-0-9.shop.pod.clusterset.local. 5 IN A 10.1.0.9"],
-                NONE,
-            ),
-            (
-                "the apex",
-                "clusterset.local.",
-                "SOA",
-                "NOERROR",
-                &[
+            },
+            Case {
+                what: "headless import, one cluster's endpoint",
+                name: "db-0.west.db.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["db-0.west.db.shop.svc.clusterset.local. 5 IN A 10.2.0.7"],
+                ..Default::default()
+            },
+            Case {
+                what: "a not-ready endpoint has no name",
+                name: "db-1.west.db.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "an endpoint needs its cluster label",
+                name: "db-0.db.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "headless import without endpoints",
+                name: "idle.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "ClusterSetIP import without ports",
+                name: "portless.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "no import of that name",
+                name: "nope.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "a namespace",
+                name: "shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                ..Default::default()
+            },
+            Case {
+                what: "pods insecure answer there as in the cluster zone",
+                name: "10-1-0-9.shop.pod.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["10-1-0-9.shop.pod.clusterset.local. 5 IN A 10.1.0.9"],
+                ..Default::default()
+            },
+            Case {
+                what: "the apex",
+                name: "clusterset.local.",
+                qtype: "SOA",
+                rcode: "NOERROR",
+                answer: &[
                     "clusterset.local. 5 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. SERIAL 7200 1800 86400 5",
                 ],
-                NONE,
-            ),
+                ..Default::default()
+            },
         ],
     );
 }
@@ -231,54 +238,50 @@ fn services_and_imports_keep_to_their_zones() {
     check(
         &server,
         &[
-            (
-                "a Service under the cluster zone",
-                "web.shop.svc.cluster.local.",
-                "A",
-                "NOERROR",
-                &["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"],
-                NONE,
-            ),
-            (
-                "a Service without an import is not under the multicluster zone",
-                "cart.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "a ServiceImport is not under the cluster zone",
-                "db.shop.svc.cluster.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "nor are imported endpoints",
-                "10-1-0-9.east.web.shop.svc.cluster.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "an import's IP has no PTR",
-                "20.0.42.10.in-addr.arpa.",
-                "PTR",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
-            (
-                "a Service's IP still has its PTR",
-                "20.0.96.10.in-addr.arpa.",
-                "PTR",
-                "NOERROR",
-                &["20.0.96.10.in-addr.arpa. 5 IN PTR web.shop.svc.cluster.local."],
-                NONE,
-            ),
+            Case {
+                what: "a Service under the cluster zone",
+                name: "web.shop.svc.cluster.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"],
+                ..Default::default()
+            },
+            Case {
+                what: "a Service without an import is not under the multicluster zone",
+                name: "cart.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "a ServiceImport is not under the cluster zone",
+                name: "db.shop.svc.cluster.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "nor are imported endpoints",
+                name: "10-1-0-9.east.web.shop.svc.cluster.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "an import's IP has no PTR",
+                name: "20.0.42.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
+            Case {
+                what: "a Service's IP still has its PTR",
+                name: "20.0.96.10.in-addr.arpa.",
+                qtype: "PTR",
+                rcode: "NOERROR",
+                answer: &["20.0.96.10.in-addr.arpa. 5 IN PTR web.shop.svc.cluster.local."],
+                ..Default::default()
+            },
         ],
     );
 }
@@ -291,22 +294,21 @@ fn without_multicluster_a_zone_serves_services() {
     check(
         &server,
         &[
-            (
-                "a Service under the second zone",
-                "web.shop.svc.clusterset.local.",
-                "A",
-                "NOERROR",
-                &["web.shop.svc.clusterset.local. 5 IN A 10.96.0.20"],
-                NONE,
-            ),
-            (
-                "the import is not read",
-                "db.shop.svc.clusterset.local.",
-                "A",
-                "NXDOMAIN",
-                NONE,
-                NONE,
-            ),
+            Case {
+                what: "a Service under the second zone",
+                name: "web.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NOERROR",
+                answer: &["web.shop.svc.clusterset.local. 5 IN A 10.96.0.20"],
+                ..Default::default()
+            },
+            Case {
+                what: "the import is not read",
+                name: "db.shop.svc.clusterset.local.",
+                qtype: "A",
+                rcode: "NXDOMAIN",
+                ..Default::default()
+            },
         ],
     );
 }

@@ -1,0 +1,194 @@
+//! A list: `limit`/`continue` paging over a consistent snapshot, `resourceVersion` with
+//! `resourceVersionMatch`, the selectors.
+
+use serde_json::{Value, json};
+
+use super::serve::bad;
+use super::status::status_body;
+use super::{Filter, Kind, Request, Shared};
+
+/// A continue token: the snapshot's resourceVersion and the last key returned, hex-coded
+/// (opaque to clients, as the real one is).
+fn continue_token(rv: u64, namespace: &str, name: &str) -> String {
+    format!("{rv}\n{namespace}\n{name}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn parse_continue(token: &str) -> Option<(u64, String, String)> {
+    if !token.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..token.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(token.get(i..i + 2)?, 16).ok())
+        .collect();
+    let text = String::from_utf8(bytes?).ok()?;
+    let mut parts = text.splitn(3, '\n');
+    let rv = parts.next()?.parse().ok()?;
+    Some((rv, parts.next()?.to_owned(), parts.next()?.to_owned()))
+}
+
+pub(super) fn list(
+    shared: &Shared,
+    kind: Kind,
+    filter: &Filter,
+    request: &Request,
+) -> Result<Value, (u16, Value)> {
+    let state = shared.state.lock().unwrap();
+    let limit = match request.param("limit").filter(|l| !l.is_empty()) {
+        None => None,
+        Some(limit) => match limit.parse::<i64>() {
+            Ok(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            Ok(_) => None,
+            Err(_) => return Err((400, bad(&format!("invalid limit: {limit:?}")))),
+        },
+    };
+    let version = request.param("resourceVersion").unwrap_or("");
+    let version_match = request.param("resourceVersionMatch").unwrap_or("");
+    let (rv, start) = match request.param("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            if !version.is_empty() && version != "0" {
+                return Err((
+                    400,
+                    bad("specifying resource version is not allowed when using continue"),
+                ));
+            }
+            let Some((rv, namespace, name)) = parse_continue(token) else {
+                return Err((400, bad("continue key is not valid")));
+            };
+            if rv < state.base_rv {
+                return Err((
+                    410,
+                    status_body(
+                        410,
+                        "Expired",
+                        "The provided continue parameter is too old to display a consistent \
+                         list result. You can start a new list without the continue parameter, \
+                         or use the continue value from the response to get an inconsistent list.",
+                        None,
+                    ),
+                ));
+            }
+            (rv, Some((kind, namespace, name)))
+        }
+        None => {
+            if version.is_empty() {
+                if !version_match.is_empty() {
+                    return Err((
+                        400,
+                        bad("resourceVersionMatch is forbidden unless resourceVersion is provided"),
+                    ));
+                }
+                (state.rv, None)
+            } else {
+                let Ok(asked) = version.parse::<u64>() else {
+                    return Err((400, bad(&format!("invalid resource version: {version:?}"))));
+                };
+                match version_match {
+                    "Exact" if asked == 0 => {
+                        return Err((
+                            400,
+                            bad(
+                                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                            ),
+                        ));
+                    }
+                    "Exact" if asked < state.base_rv => {
+                        return Err((
+                            410,
+                            status_body(
+                                410,
+                                "Expired",
+                                &format!("too old resource version: {asked} ({})", state.base_rv),
+                                None,
+                            ),
+                        ));
+                    }
+                    "Exact" | "NotOlderThan" | "" if asked > state.rv => {
+                        return Err((
+                            504,
+                            status_body(
+                                504,
+                                "Timeout",
+                                &format!(
+                                    "Too large resource version: {asked}, current resource version: {}",
+                                    state.rv
+                                ),
+                                None,
+                            ),
+                        ));
+                    }
+                    "Exact" => (asked, None),
+                    "NotOlderThan" | "" => (state.rv, None),
+                    other => {
+                        return Err((
+                            400,
+                            bad(&format!("invalid resourceVersionMatch: {other:?}")),
+                        ));
+                    }
+                }
+            }
+        }
+    };
+    let objects = state.objects_at(rv);
+    // From the continue key on (or the kind's first key), as etcd ranges: a page costs its
+    // own size, not the whole store's.
+    let from = match &start {
+        Some(start) => std::ops::Bound::Excluded(start.clone()),
+        None => std::ops::Bound::Included((kind, String::new(), String::new())),
+    };
+    let in_kind = objects
+        .range((from, std::ops::Bound::Unbounded))
+        .take_while(|(key, _)| key.0 == kind);
+    let mut matching = in_kind.filter(|(_, object)| filter.matches(object));
+    let mut items = Vec::new();
+    let mut last = None;
+    for (key, object) in matching.by_ref() {
+        let mut item = (**object).clone();
+        if let Some(item) = item.as_object_mut() {
+            // The real server leaves the type out of list items.
+            item.remove("kind");
+            item.remove("apiVersion");
+        }
+        items.push(item);
+        last = Some(key);
+        if limit.is_some_and(|limit| items.len() >= limit) {
+            break;
+        }
+    }
+    // Whether more follow, and (without selectors, as the real server says) how many; a
+    // filter with nothing to evaluate is not evaluated for the count.
+    let remaining = if !filter.labels.is_empty() || !filter.fields.is_empty() {
+        usize::from(matching.next().is_some())
+    } else if filter.namespace.is_none() {
+        let from = last.map_or(std::ops::Bound::Unbounded, |key| {
+            std::ops::Bound::Excluded(key.clone())
+        });
+        match from {
+            std::ops::Bound::Unbounded => 0,
+            from => objects
+                .range((from, std::ops::Bound::Unbounded))
+                .take_while(|(key, _)| key.0 == kind)
+                .count(),
+        }
+    } else {
+        matching.count()
+    };
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if remaining > 0
+        && let Some((_, namespace, name)) = last
+    {
+        metadata["continue"] = Value::String(continue_token(rv, namespace, name));
+        if filter.labels.is_empty() && filter.fields.is_empty() {
+            metadata["remainingItemCount"] = json!(remaining);
+        }
+    }
+    Ok(json!({
+        "kind": format!("{}List", kind.name()),
+        "apiVersion": kind.api_version(),
+        "metadata": metadata,
+        "items": items,
+    }))
+}
