@@ -22,35 +22,37 @@
 /// *health*, *ready*, *reload*, *multisocket*); `field` is
 /// both its parser module (`config::directives::field`, with a `parse(line, context)`) and
 /// its field in the block's configuration; `how` says what several directives of it in a
-/// block mean: `once` (a second one is an error naming the first's line; the field is an
-/// `Option`), `each` (one value per directive, in file order; a `Vec`), `merge` (every
-/// directive's values gathered, each once; a `Vec`). Rows are in `plugin.cfg` order.
+/// block mean: `once` (a second one is an error naming the first's line, in CoreDNS's words,
+/// as CoreDNS refuses it too: `plugin.ErrOnce`; the field is an `Option`), `single` (a second
+/// one is an error as well, though CoreDNS silently keeps one of them; an `Option`), `each`
+/// (one value per directive, in file order; a `Vec`), `merge` (every directive's values
+/// gathered, each once; a `Vec`). Rows are in `plugin.cfg` order.
 macro_rules! registry {
     ($then:ident) => {
         $then! {
-            Multisocket "multisocket"  setup   multisocket  once MultisocketConfig;
-            Reload      "reload"       setup   reload       once ReloadConfig;
-            Bufsize     "bufsize"      handler bufsize      once BufsizeConfig;
-            Bind        "bind"         setup   bind         merge IpAddr;
-            Ready       "ready"        setup   ready        once ReadyConfig;
-            Health      "health"       setup   health       once HealthConfig;
-            Prometheus  "prometheus"   handler prometheus   once PrometheusConfig;
-            Errors      "errors"       handler errors       once ErrorsConfig;
-            Log         "log"          handler log          each LogConfig;
-            Any         "any"          handler any          once AnyConfig;
-            Chaos       "chaos"        handler chaos        once ChaosConfig;
-            Loadbalance "loadbalance"  handler loadbalance  once LoadBalanceConfig;
-            Rewrite     "rewrite"      handler rewrite      each RewriteRule;
-            Autopath    "autopath"     handler autopath     once AutopathConfig;
-            Cache       "cache"        handler cache        once CacheConfig;
-            Template    "template"     handler template     each TemplateConfig;
-            Transfer    "transfer"     handler transfer     each TransferConfig;
-            Hosts       "hosts"        handler hosts        once HostsConfig;
-            K8sExternal "k8s_external" handler k8s_external once K8sExternalConfig;
-            Kubernetes  "kubernetes"   handler kubernetes   once KubernetesConfig;
-            File        "file"         handler file         each FileConfig;
-            Loop        "loop"         handler loop_detect  once LoopConfig;
-            Forward     "forward"      handler forward      each ForwardConfig;
+            Multisocket "multisocket"  setup   multisocket  single MultisocketConfig;
+            Reload      "reload"       setup   reload       single ReloadConfig;
+            Bufsize     "bufsize"      handler bufsize      single BufsizeConfig;
+            Bind        "bind"         setup   bind         merge  IpAddr;
+            Ready       "ready"        setup   ready        once   ReadyConfig;
+            Health      "health"       setup   health       single HealthConfig;
+            Prometheus  "prometheus"   handler prometheus   once   PrometheusConfig;
+            Errors      "errors"       handler errors       once   ErrorsConfig;
+            Log         "log"          handler log          each   LogConfig;
+            Any         "any"          handler any          single AnyConfig;
+            Chaos       "chaos"        handler chaos        single ChaosConfig;
+            Loadbalance "loadbalance"  handler loadbalance  single LoadBalanceConfig;
+            Rewrite     "rewrite"      handler rewrite      each   RewriteRule;
+            Autopath    "autopath"     handler autopath     single AutopathConfig;
+            Cache       "cache"        handler cache        once   CacheConfig;
+            Template    "template"     handler template     each   TemplateConfig;
+            Transfer    "transfer"     handler transfer     each   TransferConfig;
+            Hosts       "hosts"        handler hosts        once   HostsConfig;
+            K8sExternal "k8s_external" handler k8s_external single K8sExternalConfig;
+            Kubernetes  "kubernetes"   handler kubernetes   once   KubernetesConfig;
+            File        "file"         handler file         each   FileConfig;
+            Loop        "loop"         handler loop_detect  once   LoopConfig;
+            Forward     "forward"      handler forward      each   ForwardConfig;
         }
     };
 }

@@ -3,6 +3,9 @@
 //! against the table in `src/lib.rs`'s "Layers" section, and no two modules — top-level
 //! modules, or the files of one module — may import each other, directly or round a loop.
 //!
+//! The plugins are named in one place, the registry in `src/plugin.rs`: no other source file
+//! lists them.
+//!
 //! Test code (`#[cfg(test)]` items and the modules they declare) is left out: a unit test may
 //! borrow a fixture from a layer above without the library depending on it.
 
@@ -95,6 +98,62 @@ fn no_import_cycles_between_modules_or_the_files_of_one_module() {
                 ));
             }
             failures.push(format!("import cycle: {}", described.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+/// The plugins are listed once, in `src/plugin.rs`'s registry: a source file elsewhere that
+/// names three or more directives as strings (a `match` on names, a list of them) is a second
+/// list to keep in step, and fails. A file may name one or two (a sub-directive that shares a
+/// plugin's name, a plugin's own messages).
+#[test]
+fn only_the_plugin_registry_lists_the_plugins() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let registry = read(&root.join("plugin.rs"));
+    let directives: Vec<String> = registry
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let variant = words.next()?;
+            let name = words.next()?;
+            let role = words.next()?;
+            (variant.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.len() > 2
+                && name.starts_with('"')
+                && name.ends_with('"')
+                && (role == "handler" || role == "setup"))
+                .then(|| name.to_owned())
+        })
+        .collect();
+    assert!(
+        directives.len() > 20,
+        "the registry's rows were not found in src/plugin.rs: {directives:?}"
+    );
+    let crate_ = Crate::read(&root);
+    let mut failures = Vec::new();
+    for (_, path, _) in &crate_.files {
+        if path == "src/plugin.rs" {
+            continue;
+        }
+        let raw = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path));
+        let (code, _) = strip_tests(&raw);
+        let code: String = code
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let named: Vec<&str> = directives
+            .iter()
+            .filter(|name| code.contains(name.as_str()))
+            .map(String::as_str)
+            .collect();
+        if named.len() >= 3 {
+            failures.push(format!(
+                "{path} names the directives {}: ask crate::plugin::Plugin (name, from_name, ALL) \
+                 instead of listing them again",
+                named.join(", ")
+            ));
         }
     }
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));

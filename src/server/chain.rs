@@ -10,8 +10,17 @@
 //! for each name of its walk; `resolve-cost` asks a block through it
 //! ([`Block::answer_locally`]). There is no other copy of the chain.
 //!
-//! The steps of kubeadm's Corefile (*transfer*, *kubernetes*, *forward* with *cache* and
-//! *loop*) run as they did before the chain existed: a cluster-zone answer is one hash
+//! Each step holds its own state (its variant of [`Step`]); the chain keeps only where a few
+//! steps are, for the others that read them: *bufsize*'s size, whether *loadbalance* shuffles,
+//! the *kubernetes* zone (for *transfer*, *k8s_external* and *autopath*), the *cache* and
+//! *loop* (for *forward*, [`forward`]). *cache* and *loadbalance* are steps at their places in
+//! `plugin.cfg` that pass every query on: CoreDNS's wrap the reply writer, and ours work
+//! where the replies are written — the cache where *forward* goes upstream (it holds nothing
+//! else: the cluster zone is never cached, docs/differences.md), loadbalance in the cluster
+//! zone's writer, a cache hit and a whole reply's delivery.
+//!
+//! The steps of kubeadm's Corefile (*loadbalance*, *cache*, *transfer*, *kubernetes*, *loop*,
+//! *forward*) cost what they did before the chain existed: a cluster-zone answer is one hash
 //! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
 //! has (a step is an enum variant, matched in a loop over a handful of them).
 
@@ -19,10 +28,12 @@ pub(crate) mod autopath;
 pub(crate) mod chaos;
 pub(crate) mod chase;
 pub(crate) mod file;
+pub(crate) mod forward;
 pub(crate) mod hosts;
 pub(crate) mod k8s_external;
 pub(crate) mod rewrite;
 pub(crate) mod template;
+pub(crate) mod transfer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,12 +42,13 @@ use std::time::Instant;
 use hickory_proto::rr::Record;
 
 use self::chase::Chase;
-use super::{Block, Pending, Transport, transfer};
-use crate::cache::Hit;
+use self::forward::Forward;
+use super::{Block, Kubernetes, LoopDetect, Pending, Transport};
+use crate::cache::Cache;
 use crate::codes::{class, rtype};
-use crate::forward::Forwarded;
 use crate::metrics::dns::Writer;
 use crate::plugin::Plugin;
+use crate::search_walk::SearchPath;
 use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
 use crate::zone::Rcode;
 
@@ -53,24 +65,34 @@ pub(crate) enum Step {
     Any,
     /// *chaos*: `version.bind` and friends in class CH.
     Chaos(chaos::Chaos),
+    /// *loadbalance*: the A, AAAA and MX records of the replies below it shuffled (by
+    /// whoever writes them: the chain's [`PluginChain::shuffles`]; the step itself does
+    /// nothing).
+    Loadbalance,
+    /// *cache*: what *forward* brings back, looked up and stored where the query goes
+    /// upstream ([`forward`]; the step itself does nothing, as the cluster zone is never
+    /// cached).
+    Cache(Arc<Cache>),
     /// *rewrite*: its rules, in file order.
     Rewrite(rewrite::Rewrite),
-    /// *autopath*: the search walk (the block's `autopath`).
-    Autopath,
+    /// *autopath*: the search walk.
+    Autopath(SearchPath),
     /// *template*: its templates, in file order.
     Template(template::Templates),
     /// *transfer*: AXFR and IXFR, refused unless a `transfer` allows them.
-    Transfer,
+    Transfer(transfer::Transfer),
     /// *hosts*.
     Hosts(Arc<hosts::Hosts>),
     /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
     K8sExternal(k8s_external::K8sExternal),
     /// *kubernetes*: the cluster zone.
-    Kubernetes,
+    Kubernetes(Box<Kubernetes>),
     /// *file*: zones from zone files.
     File(Arc<file::File>),
-    /// *loop* and *forward*, with *cache* in front of the upstream.
-    Forward,
+    /// *loop*: the probe coming back, and SERVFAIL for forwarded names once it has.
+    Loop(LoopDetect),
+    /// *forward*.
+    Forward(Forward),
 }
 
 impl Step {
@@ -81,15 +103,18 @@ impl Step {
             Self::Bufsize(_) => Plugin::Bufsize,
             Self::Any => Plugin::Any,
             Self::Chaos(_) => Plugin::Chaos,
+            Self::Loadbalance => Plugin::Loadbalance,
+            Self::Cache(_) => Plugin::Cache,
             Self::Rewrite(_) => Plugin::Rewrite,
-            Self::Autopath => Plugin::Autopath,
+            Self::Autopath(_) => Plugin::Autopath,
             Self::Template(_) => Plugin::Template,
-            Self::Transfer => Plugin::Transfer,
+            Self::Transfer(_) => Plugin::Transfer,
             Self::Hosts(_) => Plugin::Hosts,
             Self::K8sExternal(_) => Plugin::K8sExternal,
-            Self::Kubernetes => Plugin::Kubernetes,
+            Self::Kubernetes(_) => Plugin::Kubernetes,
             Self::File(_) => Plugin::File,
-            Self::Forward => Plugin::Forward,
+            Self::Loop(_) => Plugin::Loop,
+            Self::Forward(_) => Plugin::Forward,
         }
     }
 
@@ -98,13 +123,14 @@ impl Step {
     fn internet_only(&self) -> bool {
         matches!(
             self,
-            Self::Autopath
-                | Self::Transfer
+            Self::Autopath(_)
+                | Self::Transfer(_)
                 | Self::Hosts(_)
                 | Self::K8sExternal(_)
-                | Self::Kubernetes
+                | Self::Kubernetes(_)
                 | Self::File(_)
-                | Self::Forward
+                | Self::Loop(_)
+                | Self::Forward(_)
         )
     }
 }
@@ -117,6 +143,13 @@ pub(crate) struct PluginChain {
     bufsize: Option<u16>,
     /// Where *autopath* is (its walk runs the steps after it).
     autopath: Option<usize>,
+    /// Whether the block has *loadbalance*.
+    shuffles: bool,
+    /// Where *kubernetes*, *cache*, *loop* and *forward* are.
+    kubernetes: Option<usize>,
+    cache: Option<usize>,
+    loop_detect: Option<usize>,
+    forward: Option<usize>,
 }
 
 /// What the chain came to for one query.
@@ -198,11 +231,64 @@ impl PluginChain {
             Step::Bufsize(size) => Some(*size),
             _ => None,
         });
-        let autopath = steps.iter().position(|step| matches!(step, Step::Autopath));
+        let at = |plugin: Plugin| steps.iter().position(|step| step.plugin() == plugin);
+        let autopath = at(Plugin::Autopath);
+        let shuffles = at(Plugin::Loadbalance).is_some();
+        let kubernetes = at(Plugin::Kubernetes);
+        let cache = at(Plugin::Cache);
+        let loop_detect = at(Plugin::Loop);
+        let forward = at(Plugin::Forward);
         Self {
             steps,
             bufsize,
             autopath,
+            shuffles,
+            kubernetes,
+            cache,
+            loop_detect,
+            forward,
+        }
+    }
+
+    /// Whether the replies are shuffled (*loadbalance*).
+    #[inline]
+    pub(crate) fn shuffles(&self) -> bool {
+        self.shuffles
+    }
+
+    /// The block's *kubernetes*, if any.
+    #[inline]
+    pub(crate) fn kubernetes(&self) -> Option<&Kubernetes> {
+        match self.steps.get(self.kubernetes?)? {
+            Step::Kubernetes(kubernetes) => Some(kubernetes),
+            _ => None,
+        }
+    }
+
+    /// The block's *cache*, if any.
+    #[inline]
+    pub(crate) fn cache(&self) -> Option<&Arc<Cache>> {
+        match self.steps.get(self.cache?)? {
+            Step::Cache(cache) => Some(cache),
+            _ => None,
+        }
+    }
+
+    /// The block's *loop* probe, if any.
+    #[inline]
+    pub(crate) fn loop_detect(&self) -> Option<&LoopDetect> {
+        match self.steps.get(self.loop_detect?)? {
+            Step::Loop(probe) => Some(probe),
+            _ => None,
+        }
+    }
+
+    /// The block's *forward*s, if any.
+    #[inline]
+    pub(crate) fn forward(&self) -> Option<&Forward> {
+        match self.steps.get(self.forward?)? {
+            Step::Forward(forward) => Some(forward),
+            _ => None,
         }
     }
 
@@ -291,15 +377,23 @@ impl PluginChain {
                 Step::Bufsize(_) => Flow::Pass,
                 Step::Any => any(q.request, q.limit, out),
                 Step::Chaos(chaos) => chaos.answer(q.request, q.limit, out),
+                Step::Loadbalance | Step::Cache(_) => Flow::Pass,
                 Step::Rewrite(rewrite) => self.rewrite(rewrite, ctx, index, q, out),
-                Step::Autopath => autopath::respond(ctx, index, q, out),
+                Step::Autopath(search) => autopath::respond(search, ctx, index, q, out),
                 Step::Template(templates) => templates.answer(ctx, q, out),
-                Step::Transfer => zone_transfer(ctx, q.request, out),
+                Step::Transfer(transfer) => transfer.answer(
+                    self.kubernetes(),
+                    q.request,
+                    ctx.client.ip(),
+                    ctx.transport,
+                    out,
+                ),
                 Step::Hosts(hosts) => hosts.answer(q.request, q.limit, out),
                 Step::K8sExternal(external) => external.answer(ctx, q, out),
-                Step::Kubernetes => kubernetes(ctx, q, out),
+                Step::Kubernetes(kubernetes) => answer_cluster_zone(kubernetes, ctx, q, out),
                 Step::File(file) => file.answer(ctx, q, out),
-                Step::Forward => self.forward(ctx, q, out),
+                Step::Loop(probe) => forward::loop_step(probe, self, ctx, q.request, out),
+                Step::Forward(forward) => forward.answer(self, ctx, q, out),
             };
             if !matches!(flow, Flow::Pass) {
                 return flow;
@@ -347,67 +441,13 @@ impl PluginChain {
         }
     }
 
-    /// *loop* and *forward*, *cache* first: a cached answer now, else the name goes
-    /// upstream. Passes on when no *forward* takes the name.
-    fn forward(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
-        let block = ctx.block;
-        let request = q.request;
-        let qname = request.question.name();
-        let qtype = request.question.qtype;
-        let Some(forwarder) = block.forward.iter().position(|f| f.matches(qname)) else {
-            return Flow::Pass;
-        };
-        if block
-            .loop_detect
-            .as_ref()
-            .is_some_and(|probe| probe.looping())
-        {
-            wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Flow::Reply(Plugin::Loop.into());
+    /// `bytes` (a whole reply) as the client gets it: shuffled when the block has
+    /// *loadbalance*.
+    pub(crate) fn shuffled<'b>(&self, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
+        match self.shuffles.then(|| reply::shuffle(bytes)).flatten() {
+            Some(shuffled) => std::borrow::Cow::Owned(shuffled),
+            None => std::borrow::Cow::Borrowed(bytes),
         }
-        // A query for upstream that is this server's own forward coming back: a loop. (Not
-        // the *loop* plugin's probe, which must come back for the plugin to see it.)
-        let probe = block
-            .loop_detect
-            .as_ref()
-            .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
-        let looping = || {
-            !probe
-                && crate::forward::is_looping(
-                    ctx.client.ip(),
-                    qname,
-                    qtype,
-                    request.question.qclass,
-                )
-        };
-        let looped = |out: &mut Vec<u8>| {
-            wire::write_rcode(request, rcode::SERVFAIL, out);
-            Flow::Reply(Plugin::Forward.into())
-        };
-        let Some(cache) = block.cache.as_ref().filter(|cache| cache.covers(qname)) else {
-            if looping() {
-                return looped(out);
-            }
-            return Flow::Upstream(forwarder);
-        };
-        let refresh = match cache.get(request, ctx.started, q.limit, out) {
-            Some(Hit::Fresh) => false,
-            Some(Hit::Prefetch) => true,
-            Some(Hit::Stale) if !cache.stale_is_verified() => true,
-            Some(Hit::Stale) | None if looping() => return looped(out),
-            Some(Hit::Stale) | None => return Flow::Upstream(forwarder),
-        };
-        // In place for the shapes replies have; any other is decoded and shuffled.
-        if block.loadbalance
-            && !reply::shuffle_in_place(out).unwrap_or(false)
-            && let Some(shuffled) = reply::shuffle(out)
-        {
-            *out = shuffled;
-        }
-        if refresh {
-            refresh_in_background(Arc::clone(block), self.upstream_query(q), forwarder);
-        }
-        Flow::Reply(Plugin::Cache.into())
     }
 
     /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
@@ -440,11 +480,13 @@ impl PluginChain {
 /// *kubernetes*: the cluster zone's answer, or the name passed on (outside the zone, or
 /// NXDOMAIN with `fallthrough`).
 #[inline]
-fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
+fn answer_cluster_zone(
+    kubernetes: &Kubernetes,
+    ctx: &Ctx<'_>,
+    q: &Query<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
     let block = ctx.block;
-    let Some(kubernetes) = block.kubernetes.as_ref() else {
-        return Flow::Pass;
-    };
     let request = q.request;
     let qname = request.question.name();
     let snapshot = kubernetes.store.load();
@@ -465,21 +507,8 @@ fn kubernetes(ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
     if let Some(target) = answer.chase {
         return Flow::Chase(Chase::new(block, ctx.zone, request, &answer, zone, target));
     }
-    wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
+    wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
     Flow::Reply(Plugin::Kubernetes.into())
-}
-
-/// *transfer*: an AXFR or IXFR query is answered with the zone's records (or refused);
-/// any other passes on.
-fn zone_transfer(ctx: &Ctx<'_>, request: &Request<'_>, out: &mut Vec<u8>) -> Flow {
-    let qtype = request.question.qtype;
-    if qtype != rtype::AXFR && qtype != rtype::IXFR {
-        return Flow::Pass;
-    }
-    match transfer::respond(ctx.block, request, ctx.client.ip(), ctx.transport, out) {
-        super::Outcome::Transfer(records) => Flow::Transfer(records),
-        _ => Flow::Reply(Plugin::Transfer.into()),
-    }
 }
 
 /// *any* (RFC 8482 §4.2): an ANY query is answered with one HINFO record, `"ANY
@@ -493,27 +522,6 @@ fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
     reply.answer(rtype::HINFO, class::IN, 8482, HINFO);
     reply.finish(rcode::NOERROR, false, limit);
     Flow::Reply(Plugin::Any.into())
-}
-
-/// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
-/// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
-fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    runtime.spawn(async move {
-        let Ok(request) = Request::parse(&packet) else {
-            return;
-        };
-        let Some(forward) = block.forward.get(forwarder) else {
-            return;
-        };
-        if let Forwarded::Reply(mut bytes) = forward.forward(&packet, Transport::Udp).await
-            && let Some(cache) = &block.cache
-        {
-            cache.put(&request, &mut bytes, Instant::now());
-        }
-    });
 }
 
 /// What [`Block::answer_locally`] found.

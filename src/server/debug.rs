@@ -81,7 +81,7 @@ pub(crate) fn search_path_watch(blocks: &[Arc<Block>], tracker: &Arc<Tracker>) -
         return None;
     }
     let zone = blocks.iter().find_map(|block| {
-        let config = &block.kubernetes.as_ref()?.config;
+        let config = &block.kubernetes()?.config;
         config.zones.get(config.primary_zone)
     })?;
     let zone = WireName::from_dotted(&zone.to_string()).ok()?;

@@ -11,25 +11,21 @@
 //! `Upstream.Lookup`): the target is asked through this handler again, and the reply is the
 //! CNAME followed by the target's records. A template's CNAME is chased the same way.
 
-pub(crate) mod autopath;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::chain::chase::{Chase, Chased};
+use super::chain::autopath;
+use super::chain::chase::{Chase, Chased, Chaser};
+use super::chain::forward::{self, Upstream};
 use super::chain::{Ctx, Flow, Query, Revert, fit};
 use super::{Block, Outcome, Pending, Transport};
-use crate::cache::Hit;
-use crate::forward::Forwarded;
 use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
 use crate::plugin::Plugin;
 use crate::querylog::Entry;
 use crate::search_tracker::live::Watch;
 use crate::wire::{self, Malformed, Request, rcode, reply};
 use crate::zone::name::suffix_offset;
-
-pub(crate) use super::chain::autopath::AutopathRest;
 
 /// Answers messages for the blocks that share one listener.
 #[derive(Debug)]
@@ -147,22 +143,6 @@ impl Handler {
             started,
             received: packet,
         };
-        if wire::is_internet_class(request.question.qclass)
-            && let Some(probe) = &block.loop_detect
-            && probe.observe(qname, request.question.qtype)
-        {
-            tracing::error!(
-                "loop detected for zone {}: a query this server sent to itself came back through \
-                 forward three times; the upstream forwards back to this server. Forwarding is \
-                 off for this block (SERVFAIL for names it would forward); the cluster zone is \
-                 still answered. Point forward at resolvers that do not send queries back here.",
-                block
-                    .zones
-                    .first()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            );
-        }
         let mut q = Query::new(&block.chain, packet, &request, transport);
         let flow = block.chain.run(&ctx, 0, &mut q, out);
         let revert = q.revert.take();
@@ -300,57 +280,41 @@ impl Handler {
             }
             return;
         }
-        let qname = asked_request.question.name();
-        let mut last = None;
-        let mut failure = None;
-        for forwarder in block.forward[forwarder..]
-            .iter()
-            .filter(|f| f.matches(qname))
-        {
-            match forwarder.forward(asked, transport).await {
-                Forwarded::Reply(bytes) => {
-                    last = Some(bytes);
-                    break;
-                }
-                // `next`: this forward's answer stands only if no other forward follows.
-                Forwarded::Next(bytes) => last = Some(bytes),
-                Forwarded::Refused => {
-                    wire::write_rcode(&request, rcode::REFUSED, out);
-                    self.finish(&ctx, &request, out, Plugin::Forward.into());
-                    return;
-                }
-                Forwarded::Failed(error) => {
-                    failure = Some(error.to_string());
-                    break;
-                }
+        let limit = block.chain.limit(&request, transport);
+        let upstream = forward::upstream(
+            &block.chain,
+            forwarder,
+            &asked_request,
+            asked,
+            transport,
+            limit,
+            out,
+        );
+        let (error, stale) = match upstream.await {
+            Upstream::Reply(bytes) => {
+                let bytes = self
+                    .retargeted(&ctx, &request, bytes, revert, Plugin::Forward.into())
+                    .await;
+                self.deliver(&ctx, &request, &bytes, out, Plugin::Forward.into(), revert);
+                return;
             }
-        }
-        let cache = block.cache.as_ref().filter(|cache| cache.covers(qname));
-        if let Some(mut bytes) = last {
-            if let Some(cache) = cache {
-                cache.put(&asked_request, &mut bytes, Instant::now());
+            Upstream::Refused => {
+                wire::write_rcode(&request, rcode::REFUSED, out);
+                self.finish(&ctx, &request, out, Plugin::Forward.into());
+                return;
             }
-            let bytes = self
-                .retargeted(&ctx, &request, bytes, revert, Plugin::Forward.into())
-                .await;
-            self.deliver(&ctx, &request, &bytes, out, Plugin::Forward.into(), revert);
-            return;
-        }
-        let error = failure.unwrap_or_else(|| "no forward matched".to_owned());
+            Upstream::Stale(error) => (error, true),
+            Upstream::Failed(error) => (error, false),
+        };
         if let Some(errors) = &block.errors {
             errors.report(&request, rcode::SERVFAIL, &error, Instant::now());
         }
-        // `serve_stale verify`: the upstream failed, an expired answer is better.
-        let limit = block.chain.limit(&request, transport);
-        let stale = cache.is_some_and(|cache| {
-            cache.stale_is_verified()
-                && cache.get(&asked_request, Instant::now(), limit, out) == Some(Hit::Stale)
-        });
         if !stale {
             wire::write_rcode(&request, rcode::SERVFAIL, out);
             self.finish(&ctx, &request, out, Plugin::Forward.into());
             return;
         }
+        // `serve_stale verify`: the cache's expired answer is in `out`.
         if let Some(revert) = revert {
             let mut whole = std::mem::take(out);
             revert.apply(&mut whole);
@@ -420,63 +384,6 @@ impl Handler {
         }
     }
 
-    /// Follows `chase` as far as the server answers without an upstream: the merged reply, or
-    /// the chase waiting for the upstream's answer to its last target.
-    pub(crate) fn chase_step(
-        &self,
-        mut chase: Box<Chase>,
-        packet: &[u8],
-        client: SocketAddr,
-        transport: Transport,
-    ) -> Chased {
-        loop {
-            let target = chase.target.to_lowercase();
-            // A target seen before in this chase (names in two zones pointing at each
-            // other) or a chain longer than CoreDNS follows: what an in-zone loop gives.
-            if chase.visited.len() > MAX_CHASE || chase.visited.contains(&target) {
-                return Chased::Done(std::mem::take(&mut chase.nodata));
-            }
-            chase.visited.push(target);
-            let Some(asked) = super::chain::autopath::ask_as(packet, &chase.target) else {
-                return Chased::Done(chase.merge(None));
-            };
-            let mut reply = Vec::new();
-            match self.step(&asked, client, transport, Instant::now(), &mut reply) {
-                Progress::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
-                Progress::Done(Outcome::Forward(pending)) => {
-                    chase.upstream = Some(pending);
-                    return Chased::Upstream(chase);
-                }
-                Progress::Done(Outcome::Drop | Outcome::Transfer(_)) => {
-                    return Chased::Done(chase.merge(None));
-                }
-                Progress::Chase(next) => {
-                    let Chase {
-                        replies, target, ..
-                    } = *next;
-                    chase.replies.extend(replies);
-                    chase.target = target;
-                }
-            }
-        }
-    }
-
-    /// Finishes a chase that went upstream: the merged reply. Boxed, as a trait object:
-    /// the target's query may be an *autopath* walk, which may chase again.
-    pub(crate) fn chase_complete(
-        &self,
-        mut chase: Box<Chase>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send + '_>> {
-        Box::pin(async move {
-            let Some(pending) = chase.upstream.take() else {
-                return chase.merge(None);
-            };
-            let mut reply = Vec::new();
-            self.complete_plain(pending, &mut reply).await;
-            chase.merge((!reply.is_empty()).then_some(&reply[..]))
-        })
-    }
-
     /// Sends a whole reply (an upstream's, a chase's, autopath's): shuffled for
     /// *loadbalance*, turned back by *rewrite*, cut to the client's size, counted for
     /// `plugin`.
@@ -489,12 +396,8 @@ impl Handler {
         plugin: Writer,
         revert: Option<&Revert>,
     ) {
-        let shuffled = if ctx.block.loadbalance {
-            reply::shuffle(bytes)
-        } else {
-            None
-        };
-        let bytes = shuffled.as_deref().unwrap_or(bytes);
+        let shuffled = ctx.block.chain.shuffled(bytes);
+        let bytes = &shuffled[..];
         match revert {
             Some(revert) => {
                 let mut whole = bytes.to_vec();
@@ -571,6 +474,65 @@ impl Handler {
             }
         }
         best.map(|(block, index, _)| (block, index))
+    }
+}
+
+impl Chaser for Handler {
+    /// Follows `chase` as far as the server answers without an upstream: the merged reply, or
+    /// the chase waiting for the upstream's answer to its last target.
+    fn chase_step(
+        &self,
+        mut chase: Box<Chase>,
+        packet: &[u8],
+        client: SocketAddr,
+        transport: Transport,
+    ) -> Chased {
+        loop {
+            let target = chase.target.to_lowercase();
+            // A target seen before in this chase (names in two zones pointing at each
+            // other) or a chain longer than CoreDNS follows: what an in-zone loop gives.
+            if chase.visited.len() > MAX_CHASE || chase.visited.contains(&target) {
+                return Chased::Done(std::mem::take(&mut chase.nodata));
+            }
+            chase.visited.push(target);
+            let Some(asked) = autopath::ask_as(packet, &chase.target) else {
+                return Chased::Done(chase.merge(None));
+            };
+            let mut reply = Vec::new();
+            match self.step(&asked, client, transport, Instant::now(), &mut reply) {
+                Progress::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
+                Progress::Done(Outcome::Forward(pending)) => {
+                    chase.upstream = Some(pending);
+                    return Chased::Upstream(chase);
+                }
+                Progress::Done(Outcome::Drop | Outcome::Transfer(_)) => {
+                    return Chased::Done(chase.merge(None));
+                }
+                Progress::Chase(next) => {
+                    let Chase {
+                        replies, target, ..
+                    } = *next;
+                    chase.replies.extend(replies);
+                    chase.target = target;
+                }
+            }
+        }
+    }
+
+    /// Finishes a chase that went upstream: the merged reply. Boxed, as a trait object:
+    /// the target's query may be an *autopath* walk, which may chase again.
+    fn chase_complete(
+        &self,
+        mut chase: Box<Chase>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send + '_>> {
+        Box::pin(async move {
+            let Some(pending) = chase.upstream.take() else {
+                return chase.merge(None);
+            };
+            let mut reply = Vec::new();
+            self.complete_plain(pending, &mut reply).await;
+            chase.merge((!reply.is_empty()).then_some(&reply[..]))
+        })
     }
 }
 

@@ -19,7 +19,6 @@ mod observability;
 mod reload;
 mod run;
 mod tcp;
-mod transfer;
 mod udp;
 pub mod why;
 
@@ -42,7 +41,7 @@ pub use run::{Running, start};
 
 use self::chain::{PluginChain, Step};
 use crate::cache::Cache;
-use crate::config::{KubernetesConfig, ServerBlock, TransferConfig};
+use crate::config::{KubernetesConfig, ServerBlock};
 use crate::forward::Forwarder;
 use crate::metrics::dns::ServerMetrics;
 use crate::querylog::{ErrorLog, QueryLog};
@@ -80,7 +79,7 @@ pub struct Pending {
     /// The first *forward* of the block that matches the name.
     forwarder: usize,
     /// *autopath*'s walk, when it continues upstream.
-    autopath: Option<Box<handler::AutopathRest>>,
+    autopath: Option<Box<chain::autopath::AutopathRest>>,
     /// A CNAME's chase, when its target went upstream.
     chase: Option<Box<chain::chase::Chase>>,
     /// What *rewrite* turns back in the reply.
@@ -94,18 +93,10 @@ pub struct Block {
     zones: Vec<WireName>,
     /// The request path through the plugins below.
     chain: PluginChain,
-    kubernetes: Option<Kubernetes>,
-    transfer: Vec<Transfer>,
-    forward: Vec<Arc<Forwarder>>,
-    cache: Option<Arc<Cache>>,
     logs: Vec<QueryLog>,
     errors: Option<ErrorLog>,
-    loadbalance: bool,
-    loop_detect: Option<LoopDetect>,
     /// One set per block zone, when the block has *prometheus*.
     metrics: Vec<Arc<ServerMetrics>>,
-    /// *autopath*'s search path.
-    autopath: Option<crate::search_walk::SearchPath>,
     /// The search-path tracker's options, when the block has *prometheus*.
     search_path: Option<crate::config::SearchPathConfig>,
     /// *multisocket*: the UDP sockets its address gets, when the block says (and it is the
@@ -125,12 +116,6 @@ pub struct Kubernetes {
     fingerprint: u64,
     /// The API watch feeding the store (a block without `objects`).
     api: Option<Arc<ApiWatch>>,
-}
-
-#[derive(Debug)]
-struct Transfer {
-    zones: Vec<WireName>,
-    config: TransferConfig,
 }
 
 impl Kubernetes {
@@ -171,7 +156,7 @@ impl Kubernetes {
     }
 }
 
-fn wire_zones(names: &[Name]) -> Vec<WireName> {
+pub(crate) fn wire_zones(names: &[Name]) -> Vec<WireName> {
     names
         .iter()
         .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
@@ -209,13 +194,19 @@ impl Block {
         if let Some(chaos) = &config.plugins.chaos {
             steps.push(Step::Chaos(chain::chaos::Chaos::new(chaos)));
         }
+        if config.plugins.loadbalance.is_some() {
+            steps.push(Step::Loadbalance);
+        }
+        if let Some(cache) = plugins.cache {
+            steps.push(Step::Cache(cache));
+        }
         if !config.plugins.rewrite.is_empty() {
             steps.push(Step::Rewrite(chain::rewrite::Rewrite::new(
                 &config.plugins.rewrite,
             )));
         }
-        if config.plugins.autopath.is_some() {
-            steps.push(Step::Autopath);
+        if let Some(autopath) = &config.plugins.autopath {
+            steps.push(Step::Autopath(search_path(autopath)));
         }
         if !config.plugins.template.is_empty() {
             steps.push(Step::Template(chain::template::Templates::new(
@@ -223,55 +214,37 @@ impl Block {
                 &server,
             )));
         }
-        steps.push(Step::Transfer);
+        steps.push(Step::Transfer(chain::transfer::Transfer::new(
+            &config.plugins.transfer,
+            &zones,
+        )));
         if let Some(hosts) = &config.plugins.hosts {
             steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
         }
-        if let Some(kubernetes) = &kubernetes {
+        if let Some(kubernetes) = kubernetes {
             if let Some(external) = &kubernetes.config.external {
                 steps.push(Step::K8sExternal(chain::k8s_external::K8sExternal::new(
                     external,
                 )));
             }
-            steps.push(Step::Kubernetes);
+            steps.push(Step::Kubernetes(Box::new(kubernetes)));
         }
         if let Some(file) = plugins.file {
             steps.push(Step::File(file));
         }
-        if !plugins.forward.is_empty() {
-            steps.push(Step::Forward);
+        if config.plugins.loop_detect.is_some() {
+            let zone = zones.first().cloned().unwrap_or_else(WireName::root);
+            steps.push(Step::Loop(LoopDetect::new(&zone)));
         }
-        let transfer = config
-            .plugins
-            .transfer
-            .iter()
-            .map(|transfer| Transfer {
-                zones: if transfer.zones.is_empty() {
-                    zones.clone()
-                } else {
-                    wire_zones(&transfer.zones)
-                },
-                config: transfer.clone(),
-            })
-            .collect();
-        let loop_detect = config
-            .plugins
-            .loop_detect
-            .as_ref()
-            .map(|_| LoopDetect::new(zones.first().unwrap_or(&WireName::root())));
+        if !plugins.forward.is_empty() {
+            steps.push(Step::Forward(chain::forward::Forward::new(plugins.forward)));
+        }
         Self {
             zones,
             chain: PluginChain::new(steps),
-            kubernetes,
-            transfer,
-            forward: plugins.forward,
-            cache: plugins.cache,
             logs: config.plugins.log.iter().map(QueryLog::new).collect(),
             errors: config.plugins.errors.as_ref().map(ErrorLog::new),
-            loadbalance: config.plugins.loadbalance.is_some(),
-            loop_detect,
             metrics: plugins.metrics,
-            autopath: config.plugins.autopath.as_ref().map(search_path),
             search_path: config
                 .plugins
                 .prometheus
@@ -283,22 +256,24 @@ impl Block {
 
     /// The block's *kubernetes* plugin.
     pub fn kubernetes(&self) -> Option<&Kubernetes> {
-        self.kubernetes.as_ref()
+        self.chain.kubernetes()
     }
 
     /// The block's *forward* plugins.
     pub fn forwarders(&self) -> &[Arc<Forwarder>] {
-        &self.forward
+        self.chain
+            .forward()
+            .map_or(&[], chain::forward::Forward::forwarders)
     }
 
     /// The block's *cache*.
     pub fn cache(&self) -> Option<&Arc<Cache>> {
-        self.cache.as_ref()
+        self.chain.cache()
     }
 
     /// The block's *loop* probe.
     pub fn loop_detect(&self) -> Option<&LoopDetect> {
-        self.loop_detect.as_ref()
+        self.chain.loop_detect()
     }
 
     /// The block's *errors* plugin.
@@ -341,17 +316,13 @@ impl Block {
         let zones = wire_zones(&kubernetes.config.zones);
         Self {
             zones,
-            chain: PluginChain::new(vec![Step::Transfer, Step::Kubernetes]),
-            kubernetes: Some(kubernetes),
-            transfer: Vec::new(),
-            forward: Vec::new(),
-            cache: None,
+            chain: PluginChain::new(vec![
+                Step::Transfer(chain::transfer::Transfer::new(&[], &[])),
+                Step::Kubernetes(Box::new(kubernetes)),
+            ]),
             logs: Vec::new(),
             errors: None,
-            loadbalance: false,
-            loop_detect: None,
             metrics: Vec::new(),
-            autopath: None,
             search_path: None,
             sockets: None,
         }

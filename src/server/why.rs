@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use super::{Block, Transport};
 use crate::http::Page;
+use crate::plugin::Plugin;
 use crate::source::api::ApiWatch;
 use crate::wire::Request;
 use crate::zone::name::{WireName, suffix_offset};
@@ -165,7 +166,7 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
                 .is_ok_and(|z| suffix_offset(wire.as_bytes(), z.as_bytes()).is_some())
         });
         if let Some(cluster_zone) = cluster_zone {
-            why.plugin = "kubernetes".to_owned();
+            why.plugin = Plugin::Kubernetes.name().to_owned();
             why.zone = Some(cluster_zone.to_string());
             return Ok(Prepared::Objects(
                 why,
@@ -271,7 +272,7 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
             }
         })
         .collect();
-    why.plugin = "forward".to_owned();
+    why.plugin = Plugin::Forward.name().to_owned();
     let which = if forwarders.len() > 1 {
         format!(
             " (the block's forward number {} of {}, the first that takes the name)",
@@ -313,7 +314,7 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
             // when it fails.
             let verified = stale && cache.stale_is_verified();
             if !verified {
-                why.plugin = "cache".to_owned();
+                why.plugin = Plugin::Cache.name().to_owned();
             }
             why.reasons.push(if verified {
                 format!(
@@ -340,8 +341,9 @@ fn answered_locally(
     qtype: RecordType,
 ) -> Option<(String, String)> {
     let directives = block.chain_directives();
-    let local: Vec<&str> = ["hosts", "template"]
+    let local: Vec<&str> = [Plugin::Hosts, Plugin::Template]
         .into_iter()
+        .map(Plugin::name)
         .filter(|d| directives.contains(d))
         .collect();
     if local.is_empty() {

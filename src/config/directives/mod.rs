@@ -115,20 +115,34 @@ macro_rules! plugin_configs {
                 $(Plugin::$variant => plugin_configs!(@once $how),)*
             }
         }
+
+        /// Whether CoreDNS itself refuses a second directive of `plugin` in a block.
+        fn coredns_refuses_twice(plugin: Plugin) -> bool {
+            match plugin {
+                $(Plugin::$variant => plugin_configs!(@coredns_once $how),)*
+            }
+        }
     };
     (@once once) => { true };
+    (@once single) => { true };
     (@once each) => { false };
     (@once merge) => { false };
+    (@coredns_once once) => { true };
+    (@coredns_once $how:ident) => { false };
     (@type once $config:ident) => { Option<$config> };
+    (@type single $config:ident) => { Option<$config> };
     (@type each $config:ident) => { Vec<$config> };
     (@type merge $config:ident) => { Vec<$config> };
     (@doc once) => { "" };
+    (@doc single) => { "" };
     (@doc each) => { "s, in file order" };
     (@doc merge) => { "s' values, each once, in file order" };
     (@has once $field:expr) => { $field.is_some() };
+    (@has single $field:expr) => { $field.is_some() };
     (@has each $field:expr) => { !$field.is_empty() };
     (@has merge $field:expr) => { !$field.is_empty() };
     (@put once $field:expr, $value:expr) => { $field = Some($value) };
+    (@put single $field:expr, $value:expr) => { $field = Some($value) };
     (@put each $field:expr, $value:expr) => { $field.push($value) };
     (@put merge $field:expr, $values:expr) => {
         for value in $values {
@@ -206,7 +220,7 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
         return Err(unknown_directive(line, name));
     };
     match out.first_line(plugin) {
-        Some(first) if used_once(plugin) => return Err(once(line, first)),
+        Some(first) if used_once(plugin) => return Err(once(plugin, line, first)),
         Some(_) => {}
         None => out.first.push((plugin, line.name.line)),
     }
@@ -404,32 +418,13 @@ fn http_address(directive: &str, line: &Line, arg: &Token) -> Result<SocketAddr,
     Ok(SocketAddr::new(ip, port))
 }
 
-/// The plugins CoreDNS itself refuses twice in a server block (`plugin.ErrOnce` in their
-/// setup).
-const COREDNS_ONCE: &[&str] = &[
-    "cache",
-    "dnssec",
-    "errors",
-    "grpc",
-    "hosts",
-    "kubernetes",
-    "loop",
-    "nsid",
-    "pprof",
-    "prometheus",
-    "ready",
-    "shed",
-    "tsig",
-    "view",
-];
-
 /// Refuses a second `directive` in one server block (`first` is the line of the first): in
 /// CoreDNS's words for the plugins CoreDNS refuses twice (`plugin/cache: this plugin can only
 /// be used once per Server Block`); for the others, which CoreDNS accepts twice and then
 /// silently uses one of (`health`, `reload`, ...), clusterdns refuses too, and says so.
-fn once(line: &Line, first: usize) -> Error {
+fn once(plugin: Plugin, line: &Line, first: usize) -> Error {
     let name = line.name();
-    if COREDNS_ONCE.contains(&name) {
+    if coredns_refuses_twice(plugin) {
         invalid(
             &line.name,
             &format!("plugin/{name}"),

@@ -3,8 +3,10 @@
 //! answers with the first name that is not NXDOMAIN, behind a CNAME from the asked name.
 //!
 //! The walk asks each name through the rest of the block's chain — the steps after
-//! *autopath*: *template*, *hosts*, the cluster zone, then *cache* and *forward* — so names
-//! outside the zone are forwarded (asynchronously, in the handler's `autopath::complete`). It moves on only on NXDOMAIN, whatever the type asked: the cluster zone
+//! *autopath*: *template*, *hosts*, the cluster zone, then *cache* and *forward* — as far as
+//! it goes without an upstream ([`respond`], the chain's step); from the first name that goes
+//! upstream on, the rest of it is asynchronous ([`complete`], which the handler awaits). It
+//! moves on only on NXDOMAIN, whatever the type asked: the cluster zone
 //! answers a name the same way for every type (one name, one rcode), so A and AAAA for the
 //! same name end at the same name. A failure (SERVFAIL, REFUSED, an upstream error) ends the
 //! walk with that answer; when every name is NXDOMAIN the asked name's own NXDOMAIN goes back
@@ -15,10 +17,13 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::rdata::CNAME;
 use hickory_proto::rr::{Name, RData, Record};
 
-use super::chase::Chase;
-use super::{Ctx, Flow, Query};
+use std::time::Instant;
+
+use super::chase::{Chase, Chased, Chaser};
+use super::{Ctx, Flow, Query, forward};
 use crate::codes::rtype;
 use crate::plugin::Plugin;
+use crate::search_walk::SearchPath;
 use crate::wire::{self, Request, rcode, reply};
 use crate::zone::name::WireName;
 
@@ -100,7 +105,7 @@ pub(crate) fn rewrite(found: &[u8], packet: &[u8], index: usize) -> Option<Vec<u
 
 /// Who a reply for the asked name itself is counted for.
 pub(crate) fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
-    if ctx.block.kubernetes.is_some() {
+    if ctx.block.chain.kubernetes().is_some() {
         Plugin::Kubernetes
     } else {
         Plugin::Forward
@@ -109,21 +114,32 @@ pub(crate) fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
 
 /// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it;
 /// else the query passes on (autopath does not apply, or the asked name answers).
-pub(crate) fn respond(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
-    walk(ctx, index, q, out).unwrap_or(Flow::Pass)
+pub(crate) fn respond(
+    search: &SearchPath,
+    ctx: &Ctx<'_>,
+    index: usize,
+    q: &Query<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    walk(search, ctx, index, q, out).unwrap_or(Flow::Pass)
 }
 
 /// The walk of [`respond`]; `None` where autopath does not apply.
-fn walk(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Option<Flow> {
+fn walk(
+    search: &SearchPath,
+    ctx: &Ctx<'_>,
+    index: usize,
+    q: &Query<'_>,
+    out: &mut Vec<u8>,
+) -> Option<Flow> {
     let block = ctx.block;
-    let search = block.autopath.as_ref()?;
     let qtype = q.request.question.qtype;
     if qtype == rtype::AXFR || qtype == rtype::IXFR {
         return None;
     }
     debug_assert_eq!(block.chain.after_autopath(), index + 1);
     let plan = {
-        let snapshot = block.kubernetes.as_ref().map(|k| k.store.load());
+        let snapshot = block.chain.kubernetes().map(|k| k.store.load());
         search.plan(
             q.request.question.name(),
             ctx.client.ip(),
@@ -142,12 +158,7 @@ fn walk(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Option
             Tried::Reply(_) | Tried::Chase(_) if index == 0 => return None,
             Tried::Reply(bytes) => {
                 let written = rewrite(&bytes, q.packet, index)?;
-                let shuffled = if block.loadbalance {
-                    reply::shuffle(&written)
-                } else {
-                    None
-                };
-                super::fit(ctx, q.request, shuffled.as_deref().unwrap_or(&written), out);
+                super::fit(ctx, q.request, &block.chain.shuffled(&written), out);
                 return Some(Flow::Reply(Plugin::Autopath.into()));
             }
             Tried::Upstream | Tried::Chase(_) => {
@@ -165,4 +176,61 @@ fn walk(ctx: &Ctx<'_>, index: usize, q: &Query<'_>, out: &mut Vec<u8>) -> Option
     let first = rewrite(&first?, q.packet, 0)?;
     super::fit(ctx, q.request, &first, out);
     Some(Flow::Reply(plain_plugin(ctx).into()))
+}
+
+/// The walk's upstream part, for the query `packet` (as the chain asked it; `request` is
+/// the client's), a chased CNAME asked through `server`: the whole reply and who it is
+/// counted for, `None` for SERVFAIL.
+pub(crate) async fn complete(
+    server: &impl Chaser,
+    ctx: &Ctx<'_>,
+    request: &Request<'_>,
+    packet: &[u8],
+    rest: AutopathRest,
+) -> Option<(Vec<u8>, Plugin)> {
+    let block = ctx.block;
+    let mut first = rest.first;
+    for (offset, candidate) in rest.candidates.iter().enumerate() {
+        let index = rest.index + offset;
+        let bytes = match local(ctx, packet, candidate) {
+            Some(Tried::Reply(bytes)) => bytes,
+            Some(Tried::Chase(chase)) => {
+                let asked = ask_as(packet, candidate)?;
+                match server.chase_step(chase, &asked, ctx.client, ctx.transport) {
+                    Chased::Done(bytes) => bytes,
+                    Chased::Upstream(chase) => server.chase_complete(chase).await,
+                }
+            }
+            Some(Tried::Upstream) => match upstream(ctx, packet, candidate).await {
+                Some(bytes) => bytes,
+                None => {
+                    let reason = format!("autopath: forwarding {candidate} failed");
+                    if let Some(errors) = &block.errors {
+                        errors.report(request, rcode::SERVFAIL, &reason, Instant::now());
+                    }
+                    return None;
+                }
+            },
+            None => break,
+        };
+        if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) {
+            if index == 0 {
+                first = Some(bytes);
+            }
+            continue;
+        }
+        return rewrite(&bytes, packet, index).map(|written| (written, Plugin::Autopath));
+    }
+    first
+        .and_then(|first| rewrite(&first, packet, 0))
+        .map(|first| (first, plain_plugin(ctx)))
+}
+
+/// `name` through *cache* and *forward*; `None` when every forwarder failed.
+async fn upstream(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
+    let chain = &ctx.block.chain;
+    let mut asked = ask_as(packet, name)?;
+    chain.clamp(&mut asked);
+    let request = Request::parse(&asked).ok()?;
+    forward::walk_upstream(chain, &request, &asked).await
 }

@@ -14,6 +14,26 @@ use crate::wire::{self, Request};
 use crate::zone::name::WireName;
 use crate::zone::{Answer, ServedZone};
 
+/// What asks a chase's targets: the whole server again (the handler), every block, *cache*
+/// and *forward* included.
+pub(crate) trait Chaser: Sync {
+    /// Follows `chase` (for the query `packet` from `client`) as far as the server answers
+    /// without an upstream.
+    fn chase_step(
+        &self,
+        chase: Box<Chase>,
+        packet: &[u8],
+        client: std::net::SocketAddr,
+        transport: crate::server::Transport,
+    ) -> Chased;
+
+    /// Finishes a chase that went upstream: the merged reply.
+    fn chase_complete(
+        &self,
+        chase: Box<Chase>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<u8>> + Send + '_>>;
+}
+
 /// Where a chase got to without an upstream.
 pub(crate) enum Chased {
     /// The reply for the question asked, whole (not yet cut to the client's size).

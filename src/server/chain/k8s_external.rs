@@ -45,7 +45,7 @@ impl K8sExternal {
         let block = ctx.block;
         let request = q.request;
         let qname = request.question.name();
-        let Some(kubernetes) = block.kubernetes.as_ref() else {
+        let Some(kubernetes) = block.chain.kubernetes() else {
             return Flow::Pass;
         };
         let snapshot = kubernetes.store.load();
@@ -72,7 +72,7 @@ impl K8sExternal {
             chase.keep_rcode = true;
             return Flow::Chase(chase);
         }
-        wire::write_answer(request, &answer, zone, q.limit, block.loadbalance, out);
+        wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
         Flow::Reply(Plugin::K8sExternal.into())
     }
 }

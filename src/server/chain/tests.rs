@@ -15,6 +15,9 @@ fn steps_are_in_plugin_cfg_order() {
     let every = block(
         ". {
     forward . 192.0.2.1
+    loop
+    cache 30
+    loadbalance
     k8s_external example.org
     file {FIXTURES}/db.example.org example.org
     kubernetes cluster.local {
@@ -41,14 +44,17 @@ fn steps_are_in_plugin_cfg_order() {
             "bufsize",
             "any",
             "chaos",
+            "loadbalance",
             "rewrite",
             "autopath",
+            "cache",
             "template",
             "transfer",
             "hosts",
             "k8s_external",
             "kubernetes",
             "file",
+            "loop",
             "forward"
         ]
     );
@@ -59,7 +65,9 @@ fn steps_are_in_plugin_cfg_order() {
             .all(|pair| position(pair[0]) < position(pair[1])),
         "{order:?}"
     );
-    // kubeadm's Corefile pays for nothing else.
+    // kubeadm's Corefile: its *cache* and *loadbalance* steps are where plugin.cfg puts
+    // them (doing their work where the upstream is and where replies are written), *loop*
+    // right before *forward*.
     let kubeadm = block(
         ".:53 {
     errors
@@ -77,7 +85,14 @@ fn steps_are_in_plugin_cfg_order() {
     );
     assert_eq!(
         kubeadm.chain_directives(),
-        ["transfer", "kubernetes", "forward"]
+        [
+            "loadbalance",
+            "cache",
+            "transfer",
+            "kubernetes",
+            "loop",
+            "forward"
+        ]
     );
 }
 

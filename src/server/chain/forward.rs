@@ -1,0 +1,280 @@
+//! *forward* on the request path, with the *cache* in front of it and *loop* beside it: all
+//! that a query for upstream meets, in one place.
+//!
+//! The chain's step ([`Forward::answer`]) takes a name one of the block's `forward`s
+//! matches: a cached answer goes back at once (fetched again in the background when it is
+//! due for `prefetch` or served stale), anything else goes upstream as [`Flow::Upstream`].
+//! The handler finishes it asynchronously with [`upstream`]: the `forward`s in file order
+//! (`next` moving on), the answer stored in the cache, and an expired answer served when
+//! every upstream failed and `serve_stale verify` allows it. *autopath*'s walk asks the
+//! names it forwards through [`walk_upstream`].
+//!
+//! *cache* holds what *forward* brings back and nothing else (docs/differences.md: the
+//! cluster zone is never cached), so its step at its place in `plugin.cfg` only says the
+//! block has one; its lookups and stores are here, where the upstream is. *loop*'s step is
+//! its probe coming back ([`loop_step`]); once it has seen a loop, names a `forward` would
+//! take are SERVFAIL.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Ctx, Flow, PluginChain, Query};
+use crate::cache::Hit;
+use crate::codes::rtype;
+use crate::forward::{Forwarded, Forwarder};
+use crate::plugin::Plugin;
+use crate::server::{Block, LoopDetect, Transport};
+use crate::wire::{self, Request, rcode, reply};
+
+/// *forward*: the block's `forward` directives, in file order.
+#[derive(Debug)]
+pub(crate) struct Forward {
+    forwarders: Vec<Arc<Forwarder>>,
+}
+
+impl Forward {
+    /// The step of `forwarders`.
+    pub(crate) fn new(forwarders: Vec<Arc<Forwarder>>) -> Self {
+        Self { forwarders }
+    }
+
+    /// The `forward`s, in file order.
+    pub(crate) fn forwarders(&self) -> &[Arc<Forwarder>] {
+        &self.forwarders
+    }
+
+    /// The first `forward` that takes `qname`.
+    fn first_for(&self, qname: &[u8]) -> Option<usize> {
+        self.forwarders.iter().position(|f| f.matches(qname))
+    }
+
+    /// The step: *cache* first, a cached answer now, else the name goes upstream. Passes
+    /// on when no `forward` takes the name.
+    pub(crate) fn answer(
+        &self,
+        chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        q: &Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let request = q.request;
+        let qname = request.question.name();
+        let qtype = request.question.qtype;
+        let Some(forwarder) = self.first_for(qname) else {
+            return Flow::Pass;
+        };
+        // A query for upstream that is this server's own forward coming back: a loop. (Not
+        // the *loop* plugin's probe, which must come back for the plugin to see it.)
+        let probe = chain
+            .loop_detect()
+            .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
+        let looping = || {
+            !probe
+                && crate::forward::is_looping(
+                    ctx.client.ip(),
+                    qname,
+                    qtype,
+                    request.question.qclass,
+                )
+        };
+        let looped = |out: &mut Vec<u8>| {
+            wire::write_rcode(request, rcode::SERVFAIL, out);
+            Flow::Reply(Plugin::Forward.into())
+        };
+        let Some(cache) = chain.cache().filter(|cache| cache.covers(qname)) else {
+            if looping() {
+                return looped(out);
+            }
+            return Flow::Upstream(forwarder);
+        };
+        let refresh = match cache.get(request, ctx.started, q.limit, out) {
+            Some(Hit::Fresh) => false,
+            Some(Hit::Prefetch) => true,
+            Some(Hit::Stale) if !cache.stale_is_verified() => true,
+            Some(Hit::Stale) | None if looping() => return looped(out),
+            Some(Hit::Stale) | None => return Flow::Upstream(forwarder),
+        };
+        // In place for the shapes replies have; any other is decoded and shuffled.
+        if chain.shuffles()
+            && !reply::shuffle_in_place(out).unwrap_or(false)
+            && let Some(shuffled) = reply::shuffle(out)
+        {
+            *out = shuffled;
+        }
+        if refresh {
+            refresh_in_background(Arc::clone(ctx.block), chain.upstream_query(q), forwarder);
+        }
+        Flow::Reply(Plugin::Cache.into())
+    }
+}
+
+/// *loop*'s step: its probe coming back is counted (a third sighting is a loop, reported
+/// once); once there is a loop, a name a `forward` would take is SERVFAIL. Anything else
+/// passes on.
+pub(crate) fn loop_step(
+    probe: &LoopDetect,
+    chain: &PluginChain,
+    ctx: &Ctx<'_>,
+    request: &Request<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let qname = request.question.name();
+    if probe.observe(qname, request.question.qtype) {
+        tracing::error!(
+            "loop detected for zone {}: a query this server sent to itself came back through \
+             forward three times; the upstream forwards back to this server. Forwarding is \
+             off for this block (SERVFAIL for names it would forward); the cluster zone is \
+             still answered. Point forward at resolvers that do not send queries back here.",
+            ctx.block
+                .zones
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+    }
+    if probe.looping()
+        && chain
+            .forward()
+            .is_some_and(|forward| forward.first_for(qname).is_some())
+    {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
+        return Flow::Reply(Plugin::Loop.into());
+    }
+    Flow::Pass
+}
+
+/// What the upstreams made of a query [`Forward::answer`] sent on.
+pub(crate) enum Upstream {
+    /// The answer, whole (stored in the cache when it covers the name).
+    Reply(Vec<u8>),
+    /// A `forward` had `max_concurrent` queries in flight: REFUSED.
+    Refused,
+    /// Every upstream failed (the error), and the cache's expired answer is in the output
+    /// buffer, cut to the client's size (`serve_stale verify`).
+    Stale(String),
+    /// Every upstream failed, or none matched (the error): SERVFAIL.
+    Failed(String),
+}
+
+/// Asks `asked` (`request`, parsed) of the block's `forward`s from the `from`-th on that
+/// take its name, in file order: the first reply, or under `next` the last `forward`'s;
+/// stored in the cache. When they fail, `serve_stale verify`'s expired answer is written
+/// into `out` for `limit`.
+pub(crate) async fn upstream(
+    chain: &PluginChain,
+    from: usize,
+    request: &Request<'_>,
+    asked: &[u8],
+    transport: Transport,
+    limit: usize,
+    out: &mut Vec<u8>,
+) -> Upstream {
+    let qname = request.question.name();
+    let forwarders = chain.forward().map_or(&[][..], Forward::forwarders);
+    let cache = chain.cache().filter(|cache| cache.covers(qname));
+    let forwarders = forwarders.get(from..).unwrap_or(&[]);
+    let failure = match exchange(forwarders, qname, asked, transport).await {
+        Upstream::Reply(mut bytes) => {
+            if let Some(cache) = cache {
+                cache.put(request, &mut bytes, Instant::now());
+            }
+            return Upstream::Reply(bytes);
+        }
+        Upstream::Refused => return Upstream::Refused,
+        Upstream::Failed(error) | Upstream::Stale(error) => error,
+    };
+    // `serve_stale verify`: the upstream failed, an expired answer is better.
+    let stale = cache.is_some_and(|cache| {
+        cache.stale_is_verified()
+            && cache.get(request, Instant::now(), limit, out) == Some(Hit::Stale)
+    });
+    if stale {
+        Upstream::Stale(failure)
+    } else {
+        Upstream::Failed(failure)
+    }
+}
+
+/// One name of *autopath*'s walk through *cache* and *forward* (`asked`, `request` parsed,
+/// over UDP): a fresh cached answer, or the upstream's (stored), or REFUSED when a `forward`
+/// is full; `None` when every `forward` failed.
+pub(crate) async fn walk_upstream(
+    chain: &PluginChain,
+    request: &Request<'_>,
+    asked: &[u8],
+) -> Option<Vec<u8>> {
+    let qname = request.question.name();
+    let cache = chain.cache().filter(|cache| cache.covers(qname));
+    if let Some(cache) = cache {
+        let mut hit = Vec::new();
+        if cache.get(request, Instant::now(), usize::from(u16::MAX), &mut hit) == Some(Hit::Fresh) {
+            return Some(hit);
+        }
+    }
+    let forwarders = chain.forward().map_or(&[][..], Forward::forwarders);
+    match exchange(forwarders, qname, asked, Transport::Udp).await {
+        Upstream::Reply(mut bytes) => {
+            if let Some(cache) = cache {
+                cache.put(request, &mut bytes, Instant::now());
+            }
+            Some(bytes)
+        }
+        Upstream::Refused => {
+            let mut out = Vec::new();
+            wire::write_rcode(request, rcode::REFUSED, &mut out);
+            Some(out)
+        }
+        Upstream::Failed(_) | Upstream::Stale(_) => None,
+    }
+}
+
+/// `asked` (for `qname`) through those of `forwarders` that take the name, in order: the
+/// first reply, or under `next` the last one's (never [`Upstream::Stale`]).
+async fn exchange(
+    forwarders: &[Arc<Forwarder>],
+    qname: &[u8],
+    asked: &[u8],
+    transport: Transport,
+) -> Upstream {
+    let mut last = None;
+    for forwarder in forwarders.iter().filter(|f| f.matches(qname)) {
+        match forwarder.forward(asked, transport).await {
+            Forwarded::Reply(bytes) => return Upstream::Reply(bytes),
+            // `next`: this forward's answer stands only if no other forward follows.
+            Forwarded::Next(bytes) => last = Some(bytes),
+            Forwarded::Refused => return Upstream::Refused,
+            Forwarded::Failed(error) => {
+                if last.is_none() {
+                    return Upstream::Failed(error.to_string());
+                }
+                break;
+            }
+        }
+    }
+    match last {
+        Some(bytes) => Upstream::Reply(bytes),
+        None => Upstream::Failed("no forward matched".to_owned()),
+    }
+}
+
+/// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
+/// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
+fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let Ok(request) = Request::parse(&packet) else {
+            return;
+        };
+        let chain = &block.chain;
+        let Some(forward) = chain.forward().and_then(|f| f.forwarders.get(forwarder)) else {
+            return;
+        };
+        if let Forwarded::Reply(mut bytes) = forward.forward(&packet, Transport::Udp).await
+            && let Some(cache) = chain.cache()
+        {
+            cache.put(&request, &mut bytes, Instant::now());
+        }
+    });
+}
