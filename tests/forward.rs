@@ -26,7 +26,7 @@ fn config(to: &[SocketAddr]) -> ForwardConfig {
     let to = to.iter().copied().map(Upstream::dns).collect();
     ForwardConfig {
         policy: ForwardPolicy::Sequential,
-        ..ForwardConfig::new(Name::root(), to, 1)
+        ..ForwardConfig::new(Name::root(), to)
     }
 }
 

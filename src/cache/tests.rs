@@ -28,7 +28,6 @@ fn config() -> CacheConfig {
         serve_stale: None,
         servfail: Duration::from_secs(5),
         keepttl: false,
-        line: 1,
     }
 }
 

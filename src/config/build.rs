@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hickory_proto::rr::Name;
 
@@ -26,6 +26,7 @@ use super::error::Error;
 use super::syntax::ServerBlockAst;
 use super::zone;
 use super::{Config, ServerBlock};
+use crate::plugin::Plugin;
 
 /// Builds the configuration from parsed server blocks.
 pub(crate) fn build(
@@ -135,19 +136,12 @@ fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Erro
     let super::AutopathSource::Kubernetes(namespace) = autopath.source else {
         return Ok(());
     };
-    let file = block
-        .lines
-        .iter()
-        .find(|line| line.name() == "autopath")
-        .map_or_else(
-            || Path::new("").to_path_buf(),
-            |line| line.name.file.to_path_buf(),
-        );
+    let (file, line) = directive_at(block, Plugin::Autopath);
     let error = |message: String| Error::Invalid {
         directive: "autopath".to_owned(),
         message,
         file: file.clone(),
-        line: autopath.line,
+        line,
     };
     let Some(kubernetes) = &found.plugins.kubernetes else {
         return Err(error(
@@ -173,23 +167,28 @@ fn attach_external(found: &mut Directives, block: &ServerBlockAst) -> Result<(),
         return Ok(());
     };
     let Some(kubernetes) = found.plugins.kubernetes.as_mut() else {
-        let file = block
-            .lines
-            .iter()
-            .find(|line| line.name() == "k8s_external")
-            .map_or_else(
-                || Path::new("").to_path_buf(),
-                |line| line.name.file.to_path_buf(),
-            );
+        let (file, line) = directive_at(block, Plugin::K8sExternal);
         return Err(Error::Invalid {
             directive: "plugin/k8s_external".to_owned(),
             message: "kubernetes plugin not loaded".to_owned(),
             file,
-            line: external.line,
+            line,
         });
     };
     kubernetes.external = Some(external);
     Ok(())
+}
+
+/// The file and line of `plugin`'s first directive in `block`.
+fn directive_at(block: &ServerBlockAst, plugin: Plugin) -> (PathBuf, usize) {
+    block
+        .lines
+        .iter()
+        .find(|line| line.name() == plugin.name())
+        .map_or_else(
+            || (PathBuf::new(), 0),
+            |line| (line.name.file.to_path_buf(), line.name.line),
+        )
 }
 
 fn check_endpoints(endpoints: &[Endpoint], dns_listeners: &[DnsListener]) -> Result<(), Error> {

@@ -627,7 +627,7 @@ mod tests {
 
     pub(super) fn config(from: &str, to: &[&str]) -> ForwardConfig {
         let to = to.iter().map(|to| UpstreamConfig::dns(addr(to))).collect();
-        ForwardConfig::new(Name::from_ascii(from).unwrap(), to, 1)
+        ForwardConfig::new(Name::from_ascii(from).unwrap(), to)
     }
 
     fn wire(name: &str) -> Vec<u8> {

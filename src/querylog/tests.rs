@@ -17,7 +17,6 @@ fn config(names: &[&str], format: &str, classes: LogClasses) -> LogConfig {
         format: format.to_owned(),
         classes,
         min_duration: None,
-        line: 1,
     }
 }
 
@@ -159,7 +158,6 @@ fn errors_are_printed_or_consolidated() {
     let plain = ErrorLog::new(&ErrorsConfig {
         consolidate: Vec::new(),
         stacktrace: false,
-        line: 1,
     });
     let t0 = Instant::now();
     assert_eq!(
@@ -178,7 +176,6 @@ fn errors_are_printed_or_consolidated() {
             show_first: false,
         }],
         stacktrace: false,
-        line: 1,
     });
     let timeout = "read udp 127.0.0.1:1->10.0.0.1:53: i/o timeout";
     assert!(consolidating.lines("m", timeout, t0).is_empty());

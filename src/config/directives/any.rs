@@ -11,10 +11,7 @@ const DIRECTIVE: &str = "any";
 
 /// The *any* directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AnyConfig {
-    /// Line of the directive.
-    pub line: usize,
-}
+pub struct AnyConfig {}
 
 /// Parses the `any` line.
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<AnyConfig, Error> {
@@ -22,9 +19,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<AnyConfig, Er
     if let Some(option) = line.options().first() {
         return Err(unknown_property(DIRECTIVE, option));
     }
-    Ok(AnyConfig {
-        line: line.name.line,
-    })
+    Ok(AnyConfig {})
 }
 
 #[cfg(test)]
@@ -34,9 +29,7 @@ mod tests {
 
     #[test]
     fn valid() {
-        let cases: &[Valid<'_>] = &[("plain", " any", |s| {
-            s.plugins.any == Some(AnyConfig { line: 2 })
-        })];
+        let cases: &[Valid<'_>] = &[("plain", " any", |s| s.plugins.any == Some(AnyConfig {}))];
         check_valid(cases);
     }
 

@@ -37,8 +37,6 @@ pub struct AutopathConfig {
     /// With `@kubernetes`: the search domains after the cluster's (the `search` option, else
     /// `/etc/resolv.conf`'s). With a resolv.conf: its search list.
     pub search: Vec<Name>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// Where *autopath*'s search path comes from.
@@ -162,7 +160,6 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<AutopathConfig
         zones,
         source,
         search,
-        line: line.name.line,
     })
 }
 

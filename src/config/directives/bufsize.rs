@@ -19,8 +19,6 @@ pub(crate) const DEFAULT_SIZE: u16 = 1232;
 pub struct BufsizeConfig {
     /// The largest EDNS payload size passed on (512..=4096).
     pub size: u16,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// Parses the `bufsize` line.
@@ -45,10 +43,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<BufsizeConfig
     if let Some(option) = line.options().first() {
         return Err(unknown_property(DIRECTIVE, option));
     }
-    Ok(BufsizeConfig {
-        size,
-        line: line.name.line,
-    })
+    Ok(BufsizeConfig { size })
 }
 
 #[cfg(test)]
@@ -60,11 +55,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " bufsize", |s| {
-                s.plugins.bufsize
-                    == Some(BufsizeConfig {
-                        size: 1232,
-                        line: 2,
-                    })
+                s.plugins.bufsize == Some(BufsizeConfig { size: 1232 })
             }),
             ("openshift", " bufsize 1232", |s| {
                 s.plugins.bufsize.as_ref().is_some_and(|b| b.size == 1232)

@@ -52,8 +52,6 @@ pub struct CacheConfig {
     pub servfail: Duration,
     /// `keepttl`: answer with the TTLs as received.
     pub keepttl: bool,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// Capacity and TTL bounds of one class of cached answers.
@@ -145,7 +143,6 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<CacheConfig, E
         serve_stale: None,
         servfail: DEFAULT_SERVFAIL,
         keepttl: false,
-        line: line.name.line,
     };
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -396,7 +393,6 @@ mod tests {
             serve_stale: None,
             servfail: Duration::from_secs(5),
             keepttl: false,
-            line: 2,
         };
         assert_eq!(server.plugins.cache, Some(want));
     }

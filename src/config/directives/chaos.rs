@@ -20,8 +20,6 @@ pub struct ChaosConfig {
     pub version: String,
     /// What `authors.bind` answers, one TXT record each.
     pub authors: Vec<String>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// The version answered by default.
@@ -61,11 +59,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ChaosConfig, 
     if let Some(option) = line.options().first() {
         return Err(unknown_property(DIRECTIVE, option));
     }
-    Ok(ChaosConfig {
-        version,
-        authors,
-        line: line.name.line,
-    })
+    Ok(ChaosConfig { version, authors })
 }
 
 #[cfg(test)]

@@ -21,8 +21,6 @@ pub struct ErrorsConfig {
     pub consolidate: Vec<Consolidate>,
     /// `stacktrace` / `panicRecoveryStacktrace`.
     pub stacktrace: bool,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// One `consolidate` rule.
@@ -81,7 +79,6 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ErrorsConfig,
     let mut config = ErrorsConfig {
         consolidate: Vec::new(),
         stacktrace: false,
-        line: line.name.line,
     };
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -215,7 +212,6 @@ mod tests {
                     == ErrorsConfig {
                         consolidate: vec![],
                         stacktrace: false,
-                        line: 2,
                     }
             }),
             ("stdout", " errors stdout", |s| {

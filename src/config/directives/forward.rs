@@ -85,8 +85,6 @@ pub struct ForwardConfig {
     /// The TLS client settings of the `tls://` upstreams: the `tls` option's files, or the
     /// system's trust anchors; `None` when no upstream is `tls://`.
     pub tls: Option<ForwardTls>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// How *forward* reaches one upstream.
@@ -169,7 +167,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<ForwardConfig,
             ),
         ));
     }
-    let mut config = ForwardConfig::new(from, to, line.name.line);
+    let mut config = ForwardConfig::new(from, to);
     let mut tls = TlsOptions::default();
     for option in line.options() {
         option_line(option, &mut config, &mut tls)?;
@@ -570,8 +568,8 @@ fn upstream(addr: SocketAddr, from_file: Option<PathBuf>) -> Upstream {
 }
 
 impl ForwardConfig {
-    /// `forward FROM TO...` at `line`, without options: CoreDNS's defaults.
-    pub fn new(from: Name, to: Vec<Upstream>, line: usize) -> Self {
+    /// `forward FROM TO...` without options: CoreDNS's defaults.
+    pub fn new(from: Name, to: Vec<Upstream>) -> Self {
         Self {
             from,
             to,
@@ -591,7 +589,6 @@ impl ForwardConfig {
             failover: Vec::new(),
             failfast_all_unhealthy_upstreams: false,
             tls: None,
-            line,
         }
     }
 }

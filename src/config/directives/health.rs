@@ -21,8 +21,6 @@ pub struct HealthConfig {
     pub addr: SocketAddr,
     /// `lameduck`: how long to keep serving after SIGTERM.
     pub lameduck: Duration,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 const DIRECTIVE: &str = "health";
@@ -44,11 +42,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<HealthConfig,
             _ => return Err(unknown_property(DIRECTIVE, option)),
         }
     }
-    Ok(HealthConfig {
-        addr,
-        lameduck,
-        line: line.name.line,
-    })
+    Ok(HealthConfig { addr, lameduck })
 }
 
 #[cfg(test)]
@@ -67,7 +61,6 @@ mod tests {
         let cases: &[Valid<'_>] = &[
             ("default", " health", |s| {
                 health(s) == ("0.0.0.0:8080".into(), Duration::ZERO)
-                    && s.plugins.health.as_ref().is_some_and(|h| h.line == 2)
             }),
             ("port", " health :8091", |s| health(s).0 == "0.0.0.0:8091"),
             ("ip", " health 10.0.0.1:8080", |s| {

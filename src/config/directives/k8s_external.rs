@@ -42,8 +42,6 @@ pub struct K8sExternalConfig {
     pub headless: bool,
     /// `fallthrough [ZONES...]`: `None` when absent; an empty list means every zone.
     pub fallthrough: Option<Vec<Name>>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// Parses the `k8s_external` line.
@@ -55,7 +53,6 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<K8sExternalCon
         ttl: DEFAULT_TTL,
         headless: false,
         fallthrough: None,
-        line: line.name.line,
     };
     for option in line.options() {
         no_block(DIRECTIVE, option)?;
@@ -165,7 +162,6 @@ mod tests {
                             && e.ttl == 5
                             && !e.headless
                             && e.fallthrough.is_none()
-                            && e.line == 3
                     })
                 },
             ),

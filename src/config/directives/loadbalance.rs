@@ -10,10 +10,7 @@ use crate::config::syntax::Line;
 
 /// The *loadbalance* directive: `loadbalance [round_robin]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadBalanceConfig {
-    /// Line of the directive.
-    pub line: usize,
-}
+pub struct LoadBalanceConfig {}
 
 const DIRECTIVE: &str = "loadbalance";
 
@@ -61,9 +58,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<LoadBalanceCo
             _ => super::unknown_property(DIRECTIVE, option),
         });
     }
-    Ok(LoadBalanceConfig {
-        line: line.name.line,
-    })
+    Ok(LoadBalanceConfig {})
 }
 
 #[cfg(test)]
@@ -75,7 +70,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " loadbalance", |s| {
-                s.plugins.loadbalance == Some(LoadBalanceConfig { line: 2 })
+                s.plugins.loadbalance == Some(LoadBalanceConfig {})
             }),
             ("round_robin", " loadbalance round_robin", |s| {
                 s.plugins.loadbalance.is_some()

@@ -29,8 +29,6 @@ pub struct LogConfig {
     /// `minDuration`: also log answers slower than this, whatever their class (100 ms when
     /// given without a value; `None` when absent or 0).
     pub min_duration: Option<Duration>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// *log*'s `class` set.
@@ -136,7 +134,6 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<LogConfig, Er
         format,
         classes: classes.unwrap_or(LogClasses::ALL),
         min_duration,
-        line: line.name.line,
     })
 }
 
@@ -171,7 +168,6 @@ mod tests {
                         format: COMMON_FORMAT.into(),
                         classes: LogClasses::ALL,
                         min_duration: None,
-                        line: 2,
                     }]
             }),
             ("one name", " log example.org", |s| {
@@ -255,7 +251,6 @@ mod tests {
                                 error: true,
                                 ..NONE
                             }
-                        && s.plugins.log[1].line == 3
                 },
             ),
         ];

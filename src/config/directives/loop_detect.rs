@@ -9,10 +9,7 @@ use crate::config::syntax::Line;
 
 /// The *loop* directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopConfig {
-    /// Line of the directive.
-    pub line: usize,
-}
+pub struct LoopConfig {}
 
 const DIRECTIVE: &str = "loop";
 
@@ -20,9 +17,7 @@ const DIRECTIVE: &str = "loop";
 pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<LoopConfig, Error> {
     arguments(DIRECTIVE, line, 0, Some(0))?;
     no_block(DIRECTIVE, line)?;
-    Ok(LoopConfig {
-        line: line.name.line,
-    })
+    Ok(LoopConfig {})
 }
 
 #[cfg(test)]
@@ -33,7 +28,7 @@ mod tests {
     #[test]
     fn valid() {
         let cases: &[Valid<'_>] = &[("loop", " loop", |s| {
-            s.plugins.loop_detect == Some(LoopConfig { line: 2 })
+            s.plugins.loop_detect == Some(LoopConfig {})
         })];
         check_valid(cases);
     }

@@ -22,8 +22,6 @@ const MAX_SOCKETS: usize = 1024;
 pub struct MultisocketConfig {
     /// NUM_SOCKETS; `None`: one per CPU the process may use.
     pub sockets: Option<NonZeroUsize>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// Parses the `multisocket` line.
@@ -61,10 +59,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<MultisocketCo
     if let Some(option) = line.options().first() {
         return Err(unknown_property(DIRECTIVE, option));
     }
-    Ok(MultisocketConfig {
-        sockets,
-        line: line.name.line,
-    })
+    Ok(MultisocketConfig { sockets })
 }
 
 #[cfg(test)]
@@ -80,11 +75,7 @@ mod tests {
     fn valid() {
         let cases: &[Valid<'_>] = &[
             ("default", " multisocket", |s| {
-                s.plugins.multisocket
-                    == Some(MultisocketConfig {
-                        sockets: None,
-                        line: 2,
-                    })
+                s.plugins.multisocket == Some(MultisocketConfig { sockets: None })
             }),
             ("five", " multisocket 5", |s| {
                 s.plugins

@@ -27,8 +27,6 @@ pub struct PrometheusConfig {
     pub addr: SocketAddr,
     /// clusterdns's search-path tracker (options in the directive's block).
     pub search_path: SearchPathConfig,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// The search-path tracker's options, in *prometheus*'s block (a clusterdns extension).
@@ -113,11 +111,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<PrometheusCon
             _ => return Err(unknown_property(DIRECTIVE, option)),
         }
     }
-    Ok(PrometheusConfig {
-        addr,
-        search_path,
-        line: line.name.line,
-    })
+    Ok(PrometheusConfig { addr, search_path })
 }
 
 /// Namespaces the tracker can label (`search_path::live::MAX_NAMESPACES`).
@@ -137,10 +131,7 @@ mod tests {
     #[test]
     fn valid() {
         let cases: &[Valid<'_>] = &[
-            ("default", " prometheus", |s| {
-                addr(s) == "127.0.0.1:9153"
-                    && s.plugins.prometheus.as_ref().is_some_and(|p| p.line == 2)
-            }),
+            ("default", " prometheus", |s| addr(s) == "127.0.0.1:9153"),
             ("kubeadm", " prometheus :9153", |s| {
                 addr(s) == "0.0.0.0:9153"
             }),

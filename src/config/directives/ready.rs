@@ -18,8 +18,6 @@ pub struct ReadyConfig {
     pub addr: SocketAddr,
     /// `monitor continuously`: keep checking after the first success (default: latch).
     pub continuously: bool,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 const DIRECTIVE: &str = "ready";
@@ -53,11 +51,7 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ReadyConfig, 
             _ => return Err(unknown_property(DIRECTIVE, option)),
         }
     }
-    Ok(ReadyConfig {
-        addr,
-        continuously,
-        line: line.name.line,
-    })
+    Ok(ReadyConfig { addr, continuously })
 }
 
 #[cfg(test)]
@@ -75,7 +69,6 @@ mod tests {
         let cases: &[Valid<'_>] = &[
             ("default", " ready", |s| {
                 ready(s) == ("0.0.0.0:8181".into(), false)
-                    && s.plugins.ready.as_ref().is_some_and(|r| r.line == 2)
             }),
             ("address", " ready localhost:1234", |s| {
                 ready(s).0 == "127.0.0.1:1234"

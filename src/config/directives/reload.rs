@@ -19,8 +19,6 @@ pub struct ReloadConfig {
     /// Random spread (±) around each interval (default 15 s, at least 1 s; lowered to half the
     /// interval when larger, as CoreDNS does).
     pub jitter: Duration,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 const DIRECTIVE: &str = "reload";
@@ -69,7 +67,6 @@ pub(crate) fn parse(line: &Line, _context: &Context<'_>) -> Result<ReloadConfig,
     Ok(ReloadConfig {
         interval,
         jitter: jitter.min(interval / 2),
-        line: line.name.line,
     })
 }
 
@@ -92,10 +89,7 @@ mod tests {
     #[test]
     fn valid() {
         let cases: &[Valid<'_>] = &[
-            ("default", " reload", |s| {
-                reload(s) == (secs(30), secs(15))
-                    && s.plugins.reload.as_ref().is_some_and(|r| r.line == 2)
-            }),
+            ("default", " reload", |s| reload(s) == (secs(30), secs(15))),
             ("interval halves the jitter", " reload 10s", |s| {
                 reload(s) == (secs(10), secs(5))
             }),

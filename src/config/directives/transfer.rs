@@ -21,8 +21,6 @@ pub struct TransferConfig {
     pub zones: Vec<Name>,
     /// Who may transfer.
     pub to: Vec<TransferPeer>,
-    /// Line of the directive.
-    pub line: usize,
 }
 
 /// One `to` argument.
@@ -87,11 +85,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<TransferConfig
             "'to' is required: transfer [ZONES...] { to ADDRESS... }",
         ));
     }
-    Ok(TransferConfig {
-        zones,
-        to,
-        line: line.name.line,
-    })
+    Ok(TransferConfig { zones, to })
 }
 
 fn parse_peer(text: &str) -> Option<TransferPeer> {
@@ -148,7 +142,6 @@ mod tests {
                 TransferPeer::Net("10.0.0.0/8".parse().unwrap()),
             ]
         );
-        assert_eq!(transfers[0].line, 2);
         assert_eq!(
             names(&transfers[1].zones),
             ["example.org.", "0.0.10.in-addr.arpa."]

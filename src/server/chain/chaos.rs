@@ -122,7 +122,6 @@ mod tests {
         let config = ChaosConfig {
             version: "CoreDNS-001".to_owned(),
             authors: vec!["alice".to_owned(), "bob".to_owned()],
-            line: 1,
         };
         let chaos = Chaos::with_hostname(&config, "node-1");
         let cases: &[(&str, RecordType, DNSClass, Option<&[&str]>)] = &[

@@ -28,7 +28,6 @@ fn external(headless: bool) -> K8sExternalConfig {
         ttl: 5,
         headless,
         fallthrough: None,
-        line: 3,
     }
 }
 

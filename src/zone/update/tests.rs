@@ -297,7 +297,6 @@ fn config(variant: usize) -> KubernetesConfig {
             ttl: 7,
             headless: variant % 4 == 3,
             fallthrough: None,
-            line: 1,
         });
     }
     if variant / 15 % 2 == 1 {

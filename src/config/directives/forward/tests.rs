@@ -48,7 +48,6 @@ fn defaults() {
         failover: vec![],
         failfast_all_unhealthy_upstreams: false,
         tls: None,
-        line: 2,
     };
     assert_eq!(server.plugins.forward, [want]);
 }
@@ -121,7 +120,7 @@ fn valid() {
             |s| {
                 s.plugins.forward.len() == 2
                     && s.plugins.forward[0].from == name("example.org.")
-                    && (s.plugins.forward[0].line, s.plugins.forward[1].line) == (2, 3)
+                    && s.plugins.forward[1].from == name(".")
             },
         ),
         // Options.
