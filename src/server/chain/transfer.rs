@@ -57,66 +57,54 @@ impl Transfer {
         if qtype != rtype::AXFR && qtype != rtype::IXFR {
             return Flow::Pass;
         }
-        respond(&self.rules, kubernetes, request, client, transport, out)
-    }
-}
-
-/// Answers an AXFR or IXFR query by `rules`.
-fn respond(
-    rules: &[Rule],
-    kubernetes: Option<&Kubernetes>,
-    request: &Request<'_>,
-    client: IpAddr,
-    transport: Transport,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let refused = |out: &mut Vec<u8>| {
-        wire::write_rcode(request, rcode::REFUSED, out);
-        Flow::Reply(Plugin::Transfer.into())
-    };
-    let qname = request.question.name();
-    // A `transfer` directive covers the zones at and below its own (CoreDNS
-    // `plugin.Zones.Matches`); the zone itself must be one the plugin serves.
-    let allowed = rules.iter().any(|transfer| {
-        transfer
-            .zones
+        let refused = |out: &mut Vec<u8>| {
+            wire::write_rcode(request, rcode::REFUSED, out);
+            Flow::Reply(Plugin::Transfer.into())
+        };
+        let qname = request.question.name();
+        // A `transfer` directive covers the zones at and below its own (CoreDNS
+        // `plugin.Zones.Matches`); the zone itself must be one the plugin serves.
+        let allowed = self.rules.iter().any(|transfer| {
+            transfer
+                .zones
+                .iter()
+                .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
+                && transfer.config.to.iter().any(|peer| peer.allows(client))
+        });
+        let Some(kubernetes) = kubernetes.filter(|_| allowed) else {
+            return refused(out);
+        };
+        let snapshot = kubernetes.store.snapshot();
+        let Some(zone) = snapshot
+            .zones()
             .iter()
-            .any(|zone| suffix_offset(qname, zone.as_bytes()).is_some())
-            && transfer.config.to.iter().any(|peer| peer.allows(client))
-    });
-    let Some(kubernetes) = kubernetes.filter(|_| allowed) else {
-        return refused(out);
-    };
-    let snapshot = kubernetes.store.snapshot();
-    let Some(zone) = snapshot
-        .zones()
-        .iter()
-        .position(|zone| zone.origin().as_bytes() == qname)
-    else {
-        return refused(out);
-    };
-    if transport == Transport::Udp {
-        // Transfers need TCP; a UDP request gets REFUSED, as from CoreDNS.
-        return refused(out);
+            .position(|zone| zone.origin().as_bytes() == qname)
+        else {
+            return refused(out);
+        };
+        if transport == Transport::Udp {
+            // Transfers need TCP; a UDP request gets REFUSED, as from CoreDNS.
+            return refused(out);
+        }
+        let records = zonefile::zone_records(&snapshot, zone);
+        let Some(soa) = records.first().cloned() else {
+            wire::write_rcode(request, rcode::SERVFAIL, out);
+            return Flow::Reply(Plugin::Transfer.into());
+        };
+        let current = snapshot.serial();
+        if request.question.qtype == rtype::IXFR
+            && request
+                .soa_serial
+                .is_some_and(|theirs| !serial_lt(theirs, current))
+        {
+            // The client is up to date: IXFR answers with the SOA alone.
+            return Flow::Transfer(vec![soa]);
+        }
+        tracing::info!(zone = %snapshot.zones()[zone].origin(), %client, records = records.len(), "outgoing zone transfer");
+        let mut stream = records;
+        stream.push(soa);
+        Flow::Transfer(stream)
     }
-    let records = zonefile::zone_records(&snapshot, zone);
-    let Some(soa) = records.first().cloned() else {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Flow::Reply(Plugin::Transfer.into());
-    };
-    let current = snapshot.serial();
-    if request.question.qtype == rtype::IXFR
-        && request
-            .soa_serial
-            .is_some_and(|theirs| !serial_lt(theirs, current))
-    {
-        // The client is up to date: IXFR answers with the SOA alone.
-        return Flow::Transfer(vec![soa]);
-    }
-    tracing::info!(zone = %snapshot.zones()[zone].origin(), %client, records = records.len(), "outgoing zone transfer");
-    let mut stream = records;
-    stream.push(soa);
-    Flow::Transfer(stream)
 }
 
 /// RFC 1982 serial number arithmetic: whether `a` is older than `b`.
