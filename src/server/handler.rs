@@ -87,45 +87,49 @@ impl Handler {
         out: &mut Vec<u8>,
     ) -> Outcome {
         let started = Instant::now();
-        match self.step(packet, client, transport, started, out) {
-            Progress::Done(outcome) => outcome,
-            Progress::Chase(chase) => self.chase(chase, packet, client, transport, started, out),
-        }
-    }
-
-    /// [`respond`](Self::respond), except that a CNAME to chase comes back as
-    /// [`Progress::Chase`], unanswered and not yet logged.
-    fn step(
-        &self,
-        packet: &[u8],
-        client: SocketAddr,
-        transport: Transport,
-        started: Instant,
-        out: &mut Vec<u8>,
-    ) -> Progress {
-        // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
-        // metrics and logs it is the IPv4 client it is.
-        let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         let request = match Request::parse(packet) {
             Ok(request) => request,
-            Err(Malformed::Ignore) => return Progress::Done(Outcome::Drop),
+            Err(Malformed::Ignore) => return Outcome::Drop,
             Err(Malformed::Reply {
                 id, flags, rcode, ..
             }) => {
                 wire::write_malformed(id, flags, rcode, out);
-                return Progress::Done(Outcome::Reply);
+                return Outcome::Reply;
             }
         };
+        match self.step(packet, &request, client, transport, started, out) {
+            Flow::Forward(pending) => Outcome::Forward(pending),
+            Flow::Chase(chase) => self.chase(chase, &request, client, transport, started, out),
+            Flow::Transfer(records) => Outcome::Transfer(records),
+            Flow::Reply(_) | Flow::Pass | Flow::Upstream(_) | Flow::End => Outcome::Reply,
+        }
+    }
+
+    /// One query through its block's chain, where it ends up: [`Flow::Reply`] (answered,
+    /// counted and logged), [`Flow::Forward`], [`Flow::Transfer`], or [`Flow::Chase`] — a
+    /// CNAME to chase, unanswered and not yet logged. Never any other [`Flow`].
+    fn step(
+        &self,
+        packet: &[u8],
+        request: &Request<'_>,
+        client: SocketAddr,
+        transport: Transport,
+        started: Instant,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
+        // metrics and logs it is the IPv4 client it is.
+        let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         if request.edns.is_some_and(|edns| edns.version != 0) {
-            wire::write_rcode(&request, rcode::BADVERS, out);
-            return Progress::Done(Outcome::Reply);
+            wire::write_rcode(request, rcode::BADVERS, out);
+            return Flow::Reply(Writer::Server);
         }
         let qname = request.question.name();
         let Some((block, zone)) = self.block_for(qname) else {
-            wire::write_rcode(&request, rcode::REFUSED, out);
+            wire::write_rcode(request, rcode::REFUSED, out);
             if let Some(dropped) = &self.dropped {
                 dropped.record(&observation(
-                    &request,
+                    request,
                     out,
                     client,
                     transport,
@@ -133,7 +137,7 @@ impl Handler {
                     Duration::ZERO,
                 ));
             }
-            return Progress::Done(Outcome::Reply);
+            return Flow::Reply(Writer::Server);
         };
         let ctx = Ctx {
             block,
@@ -143,10 +147,9 @@ impl Handler {
             started,
             received: packet,
         };
-        let mut q = Query::new(&block.chain, packet, &request, transport);
+        let mut q = Query::new(&block.chain, packet, request, transport);
         let flow = block.chain.run(&ctx, 0, &mut q, out);
         let revert = q.revert.take();
-        let request = &request;
         match flow {
             Flow::Reply(plugin) => {
                 if let Some(revert) = revert {
@@ -156,33 +159,31 @@ impl Handler {
                         let mut chase =
                             Chase::retarget(block, zone, request, retarget, original, plugin);
                         chase.revert = Some(revert);
-                        return Progress::Chase(chase);
+                        return Flow::Chase(chase);
                     }
                     let mut whole = std::mem::take(out);
                     revert.apply(&mut whole);
                     fit(&ctx, request, &whole, out);
                 }
                 self.finish(&ctx, request, out, plugin);
-                Progress::Done(Outcome::Reply)
+                Flow::Reply(plugin)
             }
-            Flow::Upstream(forwarder) => {
-                Progress::Done(Outcome::Forward(block.chain.pending(&ctx, &q, forwarder)))
-            }
+            Flow::Upstream(forwarder) => Flow::Forward(block.chain.pending(&ctx, &q, forwarder)),
             Flow::Forward(mut pending) => {
                 pending.revert = revert;
-                Progress::Done(Outcome::Forward(pending))
+                Flow::Forward(pending)
             }
             Flow::Chase(mut chase) => {
                 chase.revert = revert;
-                Progress::Chase(chase)
+                Flow::Chase(chase)
             }
-            Flow::Transfer(records) => Progress::Done(Outcome::Transfer(records)),
+            Flow::Transfer(records) => Flow::Transfer(records),
             Flow::End | Flow::Pass => {
                 // The end of the chain: nothing in the block serves the name, nothing
                 // forwards it.
                 wire::write_rcode(request, rcode::REFUSED, out);
                 self.finish(&ctx, request, out, Writer::Server);
-                Progress::Done(Outcome::Reply)
+                Flow::Reply(Writer::Server)
             }
         }
     }
@@ -329,15 +330,13 @@ impl Handler {
     fn chase(
         &self,
         mut chase: Box<Chase>,
-        packet: &[u8],
+        request: &Request<'_>,
         client: SocketAddr,
         transport: Transport,
         started: Instant,
         out: &mut Vec<u8>,
     ) -> Outcome {
-        let Ok(request) = Request::parse(packet) else {
-            return Outcome::Drop;
-        };
+        let packet = request.bytes;
         let block = Arc::clone(&chase.block);
         let zone = chase.zone;
         let revert = chase.revert.take();
@@ -349,10 +348,9 @@ impl Handler {
                 if !retargeted
                     && let Some(retarget) = revert.as_ref().and_then(|r| r.retarget(&merged))
                 {
-                    let mut next =
-                        Chase::retarget(&block, zone, &request, retarget, merged, plugin);
+                    let mut next = Chase::retarget(&block, zone, request, retarget, merged, plugin);
                     next.revert = revert;
-                    return self.chase(next, packet, client, transport, started, out);
+                    return self.chase(next, request, client, transport, started, out);
                 }
                 let ctx = Ctx {
                     block: &block,
@@ -362,7 +360,7 @@ impl Handler {
                     started,
                     received: packet,
                 };
-                self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
+                self.deliver(&ctx, request, &merged, out, plugin, revert.as_deref());
                 Outcome::Reply
             }
             Chased::Upstream(mut chase) => {
@@ -498,17 +496,27 @@ impl Chaser for Handler {
             let Some(asked) = autopath::ask_as(packet, &chase.target) else {
                 return Chased::Done(chase.merge(None));
             };
+            let Ok(request) = Request::parse(&asked) else {
+                return Chased::Done(chase.merge(None));
+            };
             let mut reply = Vec::new();
-            match self.step(&asked, client, transport, Instant::now(), &mut reply) {
-                Progress::Done(Outcome::Reply) => return Chased::Done(chase.merge(Some(&reply))),
-                Progress::Done(Outcome::Forward(pending)) => {
+            match self.step(
+                &asked,
+                &request,
+                client,
+                transport,
+                Instant::now(),
+                &mut reply,
+            ) {
+                Flow::Forward(pending) => {
                     chase.upstream = Some(pending);
                     return Chased::Upstream(chase);
                 }
-                Progress::Done(Outcome::Drop | Outcome::Transfer(_)) => {
-                    return Chased::Done(chase.merge(None));
+                Flow::Transfer(_) => return Chased::Done(chase.merge(None)),
+                Flow::Reply(_) | Flow::Pass | Flow::Upstream(_) | Flow::End => {
+                    return Chased::Done(chase.merge(Some(&reply)));
                 }
-                Progress::Chase(next) => {
+                Flow::Chase(next) => {
                     let Chase {
                         replies, target, ..
                     } = *next;
@@ -539,14 +547,6 @@ impl Chaser for Handler {
 /// How many names a chase asks before it counts as a loop (CoreDNS's
 /// `maxCnameChainLength`).
 const MAX_CHASE: usize = 10;
-
-/// What [`Handler::step`] came to.
-enum Progress {
-    /// Answered, or on its way upstream.
-    Done(Outcome),
-    /// A CNAME to chase.
-    Chase(Box<Chase>),
-}
 
 impl Pending {
     /// For an ExternalName's chase waiting for an upstream: the reply so far (the CNAMEs,

@@ -19,7 +19,7 @@ use hickory_proto::rr::{Name, RData, Record};
 
 use std::time::Instant;
 
-use super::chase::{Chase, Chased, Chaser};
+use super::chase::{Chased, Chaser};
 use super::{Ctx, Flow, Query, forward};
 use crate::codes::rtype;
 use crate::plugin::Plugin;
@@ -38,16 +38,6 @@ pub(crate) struct AutopathRest {
     pub(crate) first: Option<Vec<u8>>,
 }
 
-/// What one name of the walk got.
-pub(crate) enum Tried {
-    /// A reply (for the candidate's question, up to 64 KiB).
-    Reply(Vec<u8>),
-    /// It goes upstream.
-    Upstream,
-    /// A CNAME whose target is asked through the server again.
-    Chase(Box<Chase>),
-}
-
 /// The query as it would have been asked for `name`: same ID, flags and EDNS.
 pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
     let mut message = Message::from_vec(packet).ok()?;
@@ -57,8 +47,15 @@ pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
 }
 
 /// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
-/// have asked it: a reply, or that it goes upstream.
-pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Tried> {
+/// have asked it, writing a reply (for the candidate's question, up to 64 KiB) into `out`:
+/// [`Flow::Reply`], [`Flow::Upstream`] (it goes upstream) or [`Flow::Chase`] (a CNAME whose
+/// target is asked through the server again). `None` where it cannot be asked.
+pub(crate) fn local(
+    ctx: &Ctx<'_>,
+    packet: &[u8],
+    name: &WireName,
+    out: &mut Vec<u8>,
+) -> Option<Flow> {
     let asked = ask_as(packet, name)?;
     let request = Request::parse(&asked).ok()?;
     let chain = &ctx.block.chain;
@@ -68,15 +65,16 @@ pub(crate) fn local(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Tri
         limit: usize::from(u16::MAX),
         revert: None,
     };
-    let mut out = Vec::new();
-    match chain.run(ctx, chain.after_autopath(), &mut q, &mut out) {
-        Flow::Reply(_) => Some(Tried::Reply(out)),
-        Flow::Upstream(_) | Flow::Forward(_) => Some(Tried::Upstream),
-        Flow::Chase(chase) => Some(Tried::Chase(chase)),
+    match chain.run(ctx, chain.after_autopath(), &mut q, out) {
+        Flow::Reply(plugin) => Some(Flow::Reply(plugin)),
+        Flow::Upstream(forwarder) => Some(Flow::Upstream(forwarder)),
+        // Already packed for upstream (a rewritten query): this walk asks it itself.
+        Flow::Forward(_) => Some(Flow::Upstream(0)),
+        Flow::Chase(chase) => Some(Flow::Chase(chase)),
         Flow::End | Flow::Pass => {
             // The end of the chain.
-            wire::write_rcode(q.request, rcode::REFUSED, &mut out);
-            Some(Tried::Reply(out))
+            wire::write_rcode(q.request, rcode::REFUSED, out);
+            Some(Flow::Reply(crate::metrics::dns::Writer::Server))
         }
         Flow::Transfer(_) => None,
     }
@@ -148,20 +146,22 @@ fn walk(
     };
     let mut first = None;
     for (index, candidate) in plan.candidates.iter().enumerate() {
-        match local(ctx, q.packet, candidate)? {
-            Tried::Reply(bytes) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
+        let mut bytes = Vec::new();
+        match local(ctx, q.packet, candidate, &mut bytes)? {
+            Flow::Reply(_) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
                 if index == 0 {
                     first = Some(bytes);
                 }
             }
             // The asked name answers: the rest of the chain writes that.
-            Tried::Reply(_) | Tried::Chase(_) if index == 0 => return None,
-            Tried::Reply(bytes) => {
+            Flow::Reply(_) | Flow::Chase(_) if index == 0 => return None,
+            Flow::Reply(_) => {
                 let written = rewrite(&bytes, q.packet, index)?;
                 super::fit(ctx, q.request, &block.chain.shuffled(&written), out);
                 return Some(Flow::Reply(Plugin::Autopath.into()));
             }
-            Tried::Upstream | Tried::Chase(_) => {
+            // It goes upstream, or is a CNAME whose target may.
+            _ => {
                 let mut pending = block.chain.pending(ctx, q, 0);
                 pending.autopath = Some(Box::new(AutopathRest {
                     candidates: plan.candidates[index..].to_vec(),
@@ -192,16 +192,18 @@ pub(crate) async fn complete(
     let mut first = rest.first;
     for (offset, candidate) in rest.candidates.iter().enumerate() {
         let index = rest.index + offset;
-        let bytes = match local(ctx, packet, candidate) {
-            Some(Tried::Reply(bytes)) => bytes,
-            Some(Tried::Chase(chase)) => {
+        let mut bytes = Vec::new();
+        let bytes = match local(ctx, packet, candidate, &mut bytes) {
+            Some(Flow::Reply(_)) => bytes,
+            Some(Flow::Chase(chase)) => {
                 let asked = ask_as(packet, candidate)?;
                 match server.chase_step(chase, &asked, ctx.client, ctx.transport) {
                     Chased::Done(bytes) => bytes,
                     Chased::Upstream(chase) => server.chase_complete(chase).await,
                 }
             }
-            Some(Tried::Upstream) => match upstream(ctx, packet, candidate).await {
+            // It goes upstream.
+            Some(_) => match upstream(ctx, packet, candidate).await {
                 Some(bytes) => bytes,
                 None => {
                     let reason = format!("autopath: forwarding {candidate} failed");
