@@ -176,8 +176,9 @@ fn contents<'a>(slices: impl Iterator<Item = &'a EndpointSlice>) -> Vec<Content>
     let mut contents: Vec<Content> = slices
         .map(|slice| {
             let mut endpoints = slice.endpoints.clone();
-            endpoints
-                .sort_by(|a, b| (&a.addresses, &a.target_pod).cmp(&(&b.addresses, &b.target_pod)));
+            endpoints.sort_by(|a, b| {
+                (&a.addresses, a.target_pod()).cmp(&(&b.addresses, b.target_pod()))
+            });
             Content {
                 address_type: slice.address_type,
                 labels: slice.labels.clone(),

@@ -158,14 +158,14 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
     let mut nodes: std::collections::BTreeSet<&str> = cluster
         .pods
         .values()
-        .filter_map(|pod| pod.node_name.as_deref())
+        .filter_map(|pod| pod.details().node_name.as_deref())
         .collect();
     nodes.extend(
         cluster
             .endpoint_slices
             .values()
             .flat_map(|slice| &slice.endpoints)
-            .filter_map(|endpoint| endpoint.node_name.as_deref()),
+            .filter_map(|endpoint| endpoint.node_name()),
     );
     if nodes.contains(node) {
         return;

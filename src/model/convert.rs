@@ -25,8 +25,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
     ANNOTATION_TRIGGER_TIME, AddressType, Addresses, ContainerPort, Endpoint, EndpointConditions,
-    EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels, Namespace, ObjectKey, Pod, PodPhase,
-    Protocol, Service, ServicePort, ServiceType, SessionAffinity, TargetPort, TrafficPolicy,
+    EndpointDetails, EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels, Namespace, ObjectKey,
+    Pod, PodDetails, PodPhase, Protocol, Service, ServicePort, ServiceType, SessionAffinity,
+    TargetPort, TrafficPolicy,
 };
 
 /// The namespace of an object whose `metadata.namespace` is unset (what `kubectl apply` uses).
@@ -398,19 +399,17 @@ pub fn pod(object: &core::Pod) -> Result<Pod> {
     }
 
     container_ports.shrink_to_fit();
-    Ok(Pod {
-        key,
+    let mut pod = Pod::new(key, ips, phase).with_details(PodDetails {
         labels: labels(&object.metadata),
-        ips,
-        phase,
-        ready,
-        terminating: object.metadata.deletion_timestamp.is_some(),
         hostname: hostname.map(String::into_boxed_str),
         subdomain: subdomain.map(String::into_boxed_str),
         node_name: node_name.map(String::into_boxed_str),
-        host_network,
         container_ports,
-    })
+    });
+    pod.ready = ready;
+    pod.terminating = object.metadata.deletion_timestamp.is_some();
+    pod.host_network = host_network;
+    Ok(pod)
 }
 
 fn add_container_ports(
@@ -549,14 +548,13 @@ fn slice_endpoint(
         .filter(|target| target.kind.as_deref() == Some("Pod"))
         .and_then(|target| non_empty(target.name.as_deref()));
     let boxed = |value: Option<String>| value.map(String::into_boxed_str);
-    Ok(Endpoint {
-        addresses,
-        conditions,
-        hostname: boxed(non_empty(endpoint.hostname.as_deref())),
+    let mut converted = Endpoint::new(addresses, conditions).with_details(EndpointDetails {
         node_name: boxed(non_empty(endpoint.node_name.as_deref())),
         zone: boxed(non_empty(endpoint.zone.as_deref())),
         target_pod: boxed(target_pod),
-    })
+    });
+    converted.hostname = boxed(non_empty(endpoint.hostname.as_deref()));
+    Ok(converted)
 }
 
 /// `metadata.name`, which must be set.

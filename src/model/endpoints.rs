@@ -3,8 +3,8 @@
 use std::time::SystemTime;
 
 use super::{
-    AddressType, Addresses, Cluster, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Service,
-    ServicePort, ServiceType, TargetPort,
+    AddressType, Addresses, Cluster, Empty, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol,
+    Rare, Service, ServicePort, ServiceType, TargetPort,
 };
 
 /// An EndpointSlice (`discovery.k8s.io/v1`).
@@ -31,8 +31,10 @@ pub struct EndpointSlice {
 /// One entry of `endpoints`.
 ///
 /// A large cluster has as many of these as pods, kept for as long as the server runs: the
-/// one address almost every endpoint has is held inline, and the names are boxed strings
-/// (two words, not three), almost always absent once the zone's trim has run.
+/// one address almost every endpoint has is held inline, the hostname is a boxed string (two
+/// words, not three), and the node, zone and pod, which the zone's trim drops unless
+/// `zonal` or `endpoint_pod_names` reads them, are one [`Rare`] pointer (64 bytes an
+/// endpoint, not 104).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     /// `addresses` (FQDN slices keep none).
@@ -41,12 +43,60 @@ pub struct Endpoint {
     pub conditions: EndpointConditions,
     /// `hostname`.
     pub hostname: Option<Box<str>>,
+    /// `nodeName`, `zone` and the target pod.
+    pub details: Rare<EndpointDetails>,
+}
+
+/// Where an endpoint runs, and which pod it is.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EndpointDetails {
     /// `nodeName`.
     pub node_name: Option<Box<str>>,
     /// `zone`.
     pub zone: Option<Box<str>>,
     /// `targetRef.name` when `targetRef.kind` is Pod.
     pub target_pod: Option<Box<str>>,
+}
+
+impl Empty for EndpointDetails {
+    const EMPTY: &'static Self = &EndpointDetails {
+        node_name: None,
+        zone: None,
+        target_pod: None,
+    };
+}
+
+impl Endpoint {
+    /// An endpoint at `addresses` with no hostname, node, zone or pod.
+    pub fn new(addresses: Addresses, conditions: EndpointConditions) -> Self {
+        Self {
+            addresses,
+            conditions,
+            hostname: None,
+            details: Rare::default(),
+        }
+    }
+
+    /// The endpoint with this node, zone and pod.
+    pub fn with_details(mut self, details: EndpointDetails) -> Self {
+        self.details = Rare::new(details);
+        self
+    }
+
+    /// `nodeName`.
+    pub fn node_name(&self) -> Option<&str> {
+        self.details.get().node_name.as_deref()
+    }
+
+    /// `zone`.
+    pub fn zone(&self) -> Option<&str> {
+        self.details.get().zone.as_deref()
+    }
+
+    /// The pod of `targetRef`.
+    pub fn target_pod(&self) -> Option<&str> {
+        self.details.get().target_pod.as_deref()
+    }
 }
 
 /// `conditions`, with the API's defaults applied by the accessors.
@@ -162,7 +212,7 @@ pub fn reconcile_slices<'a>(
     let selected: Vec<&Pod> = pods
         .into_iter()
         .filter(|pod| pod.key.namespace == service.key.namespace)
-        .filter(|pod| selects(selector, &pod.labels))
+        .filter(|pod| selects(selector, pod.labels()))
         .filter(|pod| !pod.is_finished() && !pod.ips.is_empty())
         .collect();
 
@@ -177,7 +227,7 @@ pub fn reconcile_slices<'a>(
             })
             .collect();
         endpoints.sort_by(|(_, a), (_, b)| {
-            (a.addresses.first(), &a.target_pod).cmp(&(b.addresses.first(), &b.target_pod))
+            (a.addresses.first(), a.target_pod()).cmp(&(b.addresses.first(), b.target_pod()))
         });
 
         let mut groups: Vec<(Vec<EndpointPort>, Vec<Endpoint>)> = Vec::new();
@@ -296,25 +346,26 @@ fn pod_to_endpoint(service: &Service, pod: &Pod, address_type: AddressType) -> O
     let serving = pod.ready;
     let terminating = pod.terminating;
     let ready = service.publish_not_ready_addresses || (serving && !terminating);
-    let hostname = pod
+    let details = pod.details();
+    let hostname = details
         .hostname
         .as_ref()
         .filter(|hostname| {
-            !hostname.is_empty() && pod.subdomain.as_deref() == Some(&*service.key.name)
+            !hostname.is_empty() && details.subdomain.as_deref() == Some(&*service.key.name)
         })
         .cloned();
-    Some(Endpoint {
-        addresses,
-        conditions: EndpointConditions {
-            ready: Some(ready),
-            serving: Some(serving),
-            terminating: Some(terminating),
-        },
-        hostname,
-        node_name: pod.node_name.as_deref().map(Into::into),
+    let conditions = EndpointConditions {
+        ready: Some(ready),
+        serving: Some(serving),
+        terminating: Some(terminating),
+    };
+    let mut endpoint = Endpoint::new(addresses, conditions).with_details(EndpointDetails {
+        node_name: details.node_name.clone(),
         zone: None,
         target_pod: Some((&*pod.key.name).into()),
-    })
+    });
+    endpoint.hostname = hostname;
+    Some(endpoint)
 }
 
 /// `getEndpointPorts`: the Service's ports that resolve in `pod`.
@@ -338,6 +389,7 @@ pub fn resolve_target_port(port: &ServicePort, pod: &Pod) -> Option<u16> {
     match &port.target_port {
         TargetPort::Number(number) => Some(*number),
         TargetPort::Name(name) => pod
+            .details()
             .container_ports
             .iter()
             .find(|candidate| candidate.name == *name && candidate.protocol == port.protocol)

@@ -218,17 +218,14 @@ fn endpoint_slice(slice: &EndpointSlice) -> discovery::EndpointSlice {
                 terminating: endpoint.conditions.terminating,
             }),
             hostname: endpoint.hostname.as_deref().map(str::to_owned),
-            node_name: endpoint.node_name.as_deref().map(str::to_owned),
-            zone: endpoint.zone.as_deref().map(str::to_owned),
-            target_ref: endpoint
-                .target_pod
-                .as_ref()
-                .map(|pod| core::ObjectReference {
-                    kind: Some("Pod".to_owned()),
-                    name: Some(pod.to_string()),
-                    namespace: Some(slice.key.namespace.to_string()),
-                    ..core::ObjectReference::default()
-                }),
+            node_name: endpoint.node_name().map(str::to_owned),
+            zone: endpoint.zone().map(str::to_owned),
+            target_ref: endpoint.target_pod().map(|pod| core::ObjectReference {
+                kind: Some("Pod".to_owned()),
+                name: Some(pod.to_string()),
+                namespace: Some(slice.key.namespace.to_string()),
+                ..core::ObjectReference::default()
+            }),
             ..discovery::Endpoint::default()
         })
         .collect::<Vec<_>>();
@@ -251,7 +248,8 @@ fn endpoint_slice(slice: &EndpointSlice) -> discovery::EndpointSlice {
 }
 
 fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
-    let mut metadata = meta(Some(&pod.key), &pod.key.name, &pod.labels);
+    let details = pod.details();
+    let mut metadata = meta(Some(&pod.key), &pod.key.name, &details.labels);
     if pod.terminating {
         metadata.deletion_timestamp = jiff::Timestamp::try_from(now).ok().map(Time);
     }
@@ -262,7 +260,7 @@ fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
         PodPhase::Failed => "Failed",
         PodPhase::Unknown => "Unknown",
     };
-    let ports: Vec<core::ContainerPort> = pod
+    let ports: Vec<core::ContainerPort> = details
         .container_ports
         .iter()
         .map(|port| core::ContainerPort {
@@ -280,9 +278,9 @@ fn pod(pod: &Pod, now: SystemTime) -> core::Pod {
                 ports: (!ports.is_empty()).then_some(ports),
                 ..core::Container::default()
             }],
-            hostname: pod.hostname.as_deref().map(str::to_owned),
-            subdomain: pod.subdomain.as_deref().map(str::to_owned),
-            node_name: pod.node_name.as_deref().map(str::to_owned),
+            hostname: details.hostname.as_deref().map(str::to_owned),
+            subdomain: details.subdomain.as_deref().map(str::to_owned),
+            node_name: details.node_name.as_deref().map(str::to_owned),
             host_network: pod.host_network.then_some(true),
             ..core::PodSpec::default()
         }),

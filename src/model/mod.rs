@@ -11,16 +11,19 @@ pub mod endpoints;
 pub mod export;
 mod key;
 mod pod;
+mod rare;
 mod service;
 pub mod serviceimport;
 
 use std::collections::BTreeMap;
 
 pub use endpoints::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, compute_slices, reconcile_slices,
+    Endpoint, EndpointConditions, EndpointDetails, EndpointPort, EndpointSlice, compute_slices,
+    reconcile_slices,
 };
 pub use key::ObjectKey;
-pub use pod::{ContainerPort, Pod, PodPhase};
+pub use pod::{ContainerPort, Pod, PodDetails, PodPhase};
+pub use rare::{Empty, Rare};
 pub use service::{
     AddressType, Protocol, Service, ServiceKind, ServicePort, ServiceType, SessionAffinity,
     TargetPort, TrafficPolicy,

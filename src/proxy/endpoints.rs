@@ -265,8 +265,8 @@ pub fn report_text(
                     c.ready().to_string(),
                     c.serving().to_string(),
                     c.terminating().to_string(),
-                    endpoint.node_name.as_deref().unwrap_or("-").to_owned(),
-                    endpoint.target_pod.as_deref().unwrap_or("-").to_owned(),
+                    endpoint.node_name().unwrap_or("-").to_owned(),
+                    endpoint.target_pod().unwrap_or("-").to_owned(),
                 ]);
             }
             table(&mut out, "    ", &rows);
@@ -336,8 +336,8 @@ pub fn report_json(
                             "ready": e.conditions.ready(),
                             "serving": e.conditions.serving(),
                             "terminating": e.conditions.terminating(),
-                            "node": e.node_name,
-                            "pod": e.target_pod,
+                            "node": e.node_name(),
+                            "pod": e.target_pod(),
                             "hostname": e.hostname,
                         })).collect::<Vec<_>>(),
                     })

@@ -486,7 +486,9 @@ mod tests {
         assert!(publisher.publish(at(2)).is_none());
         let mut slice = cluster.endpoint_slices.values().next().unwrap().clone();
         for endpoint in &mut slice.endpoints {
-            endpoint.node_name = Some("elsewhere".into());
+            endpoint
+                .details
+                .edit(|d| d.node_name = Some("elsewhere".into()));
         }
         publisher.change(Change::Upsert(Box::new(Object::EndpointSlice(slice))));
         assert!(publisher.publish(at(3)).is_none());

@@ -13,7 +13,7 @@ use crate::config::KubernetesConfig;
 use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
 use crate::model::{
     AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Labels, Namespace, Object,
-    ObjectKey, Pod, Service, ServiceType,
+    ObjectKey, Pod, PodDetails, Service, ServiceType,
 };
 
 /// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
@@ -254,26 +254,32 @@ fn trim_slice(slice: &mut EndpointSlice, config: &KubernetesConfig) {
         }
     }
     for endpoint in &mut slice.endpoints {
-        endpoint.node_name = None;
-        if !config.zonal {
-            endpoint.zone = None;
-        }
-        if !config.endpoint_pod_names {
-            endpoint.target_pod = None;
-        }
+        endpoint.details.edit(|details| {
+            details.node_name = None;
+            if !config.zonal {
+                details.zone = None;
+            }
+            if !config.endpoint_pod_names {
+                details.target_pod = None;
+            }
+        });
     }
 }
 
 fn trim_pod(pod: &mut Pod, config: &KubernetesConfig) {
-    if config.labels.is_none() {
-        pod.labels = Labels::new();
-    }
+    // Only the labels stay, and only for the `labels` option.
+    pod.edit_details(|details| {
+        let labels = match config.labels {
+            Some(_) => std::mem::take(&mut details.labels),
+            None => Labels::new(),
+        };
+        *details = PodDetails {
+            labels,
+            ..PodDetails::default()
+        };
+    });
     // The Ready condition: `pods verified` names running and pending pods, ready or not.
     pod.ready = false;
-    pod.hostname = None;
-    pod.subdomain = None;
-    pod.node_name = None;
-    pod.container_ports = Vec::new();
 }
 
 /// Whether the options expose namespace `ns`.
@@ -299,7 +305,7 @@ pub(crate) fn ready_addresses(
                 ip,
                 label: endpoint_label(endpoint, ip, pod_names),
                 ports: &slice.ports,
-                zone: endpoint.zone.as_deref(),
+                zone: endpoint.zone(),
             })
         })
 }
@@ -311,7 +317,7 @@ pub(crate) fn endpoint_label(endpoint: &Endpoint, ip: IpAddr, pod_names: bool) -
         return hostname.to_owned();
     }
     if pod_names
-        && let Some(pod) = endpoint.target_pod.as_deref()
+        && let Some(pod) = endpoint.target_pod()
         && !pod.is_empty()
         && pod.len() < MAX_POD_NAME_LABEL
     {

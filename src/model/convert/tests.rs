@@ -382,10 +382,11 @@ fn pod_fields() {
     assert_eq!(pod.phase, PodPhase::Running);
     assert!(pod.ready);
     assert!(pod.terminating);
-    assert_eq!(pod.hostname.as_deref(), Some("db-0"));
-    assert_eq!(pod.subdomain.as_deref(), Some("db"));
-    assert_eq!(pod.node_name.as_deref(), Some("kind-worker"));
+    assert_eq!(pod.details().hostname.as_deref(), Some("db-0"));
+    assert_eq!(pod.details().subdomain.as_deref(), Some("db"));
+    assert_eq!(pod.details().node_name.as_deref(), Some("kind-worker"));
     let ports: Vec<(&str, u16, Protocol)> = pod
+        .details()
         .container_ports
         .iter()
         .map(|port| (port.name.as_str(), port.port, port.protocol))
@@ -513,11 +514,11 @@ fn endpoint_slice_fields() {
     let first = &slice.endpoints[0];
     assert_eq!(first.addresses[..], [ip("10.244.1.5")]);
     assert_eq!(first.hostname.as_deref(), Some("web-0"));
-    assert_eq!(first.node_name.as_deref(), Some("kind-worker"));
-    assert_eq!(first.zone.as_deref(), Some("a"));
-    assert_eq!(first.target_pod.as_deref(), Some("web-0"));
+    assert_eq!(first.node_name(), Some("kind-worker"));
+    assert_eq!(first.zone(), Some("a"));
+    assert_eq!(first.target_pod(), Some("web-0"));
     let second = &slice.endpoints[1];
-    assert_eq!(second.target_pod, None, "a Node targetRef is not a pod");
+    assert_eq!(second.target_pod(), None, "a Node targetRef is not a pod");
     assert!(second.conditions.ready() && second.conditions.serving());
     assert!(!second.conditions.terminating());
     assert_eq!(

@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 
 use super::*;
-use crate::model::{ContainerPort, PodPhase};
+use crate::model::{ContainerPort, PodDetails, PodPhase};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -30,23 +30,23 @@ fn named(port: &str) -> TargetPort {
 
 /// A Running, Ready pod `shop/<name>` labelled `app=<app>` with one TCP container port.
 fn pod(name: &str, app: &str, ips: &[&str], port: (&str, u16)) -> Pod {
-    Pod {
-        key: ObjectKey::new("shop", name),
+    let mut pod = Pod::new(
+        ObjectKey::new("shop", name),
+        ips.iter().map(|text| ip(text)).collect(),
+        PodPhase::Running,
+    )
+    .with_details(PodDetails {
         labels: labels(&[("app", app)]),
-        ips: ips.iter().map(|text| ip(text)).collect(),
-        phase: PodPhase::Running,
-        ready: true,
-        terminating: false,
-        hostname: None,
-        subdomain: None,
         node_name: Some("kind-worker".into()),
-        host_network: false,
         container_ports: vec![ContainerPort {
             name: port.0.to_owned(),
             port: port.1,
             protocol: Protocol::Tcp,
         }],
-    }
+        ..PodDetails::default()
+    });
+    pod.ready = true;
+    pod
 }
 
 fn web(name: &str, address: &str) -> Pod {
@@ -189,20 +189,17 @@ fn cases() -> Vec<Case> {
     finished.phase = PodPhase::Succeeded;
     let mut failed = web("web-failed", "10.244.1.4");
     failed.phase = PodPhase::Failed;
-    let no_ip = web("web-pending", "10.244.1.1");
-    let no_ip = Pod {
-        ips: Default::default(),
-        phase: PodPhase::Pending,
-        ..no_ip
-    };
+    let mut no_ip = web("web-pending", "10.244.1.1");
+    no_ip.ips = Default::default();
+    no_ip.phase = PodPhase::Pending;
     let mut elsewhere = web("web-elsewhere", "10.244.1.2");
     elsewhere.key = ObjectKey::new("other", &*elsewhere.key.name);
     let mut stranger = web("not-web", "10.244.1.6");
-    stranger.labels = labels(&[("app", "webb")]);
+    stranger.edit_details(|d| d.labels = labels(&[("app", "webb")]));
     let mut superset = web("web-labelled", "10.244.1.5");
-    superset
-        .labels
-        .insert("track".to_owned(), "canary".to_owned());
+    superset.edit_details(|d| {
+        d.labels.insert("track".to_owned(), "canary".to_owned());
+    });
     cases.push(Case {
         name: "finished pods, pods without an IP, other namespaces and other labels are out",
         service: service("web", named("http")),
@@ -276,11 +273,11 @@ fn cases() -> Vec<Case> {
     headless.cluster_ips = Vec::new();
     headless.headless = true;
     let mut db0 = pod("db-0", "db", &["10.244.1.11"], ("pg", 5432));
-    db0.hostname = Some("db-0".into());
-    db0.subdomain = Some("db".into());
+    db0.edit_details(|d| d.hostname = Some("db-0".into()));
+    db0.edit_details(|d| d.subdomain = Some("db".into()));
     let mut db1 = pod("db-1", "db", &["10.244.2.12"], ("pg", 5432));
-    db1.hostname = Some("db-1".into());
-    db1.subdomain = Some("other".into());
+    db1.edit_details(|d| d.hostname = Some("db-1".into()));
+    db1.edit_details(|d| d.subdomain = Some("other".into()));
     cases.push(Case {
         name: "headless without ipFamilies: both families; hostname only with the subdomain",
         service: headless,
@@ -311,7 +308,7 @@ fn cases() -> Vec<Case> {
     });
 
     let mut same_ip = web("web-b", "10.244.1.5");
-    same_ip.node_name = None;
+    same_ip.edit_details(|d| d.node_name = None);
     cases.push(Case {
         name: "equal IPs are ordered by pod name",
         service: service("web", named("http")),
@@ -353,9 +350,9 @@ fn endpoint_fields_come_from_the_pod() {
         ])
     );
     let endpoint = &slice.endpoints[0];
-    assert_eq!(endpoint.node_name.as_deref(), Some("kind-worker"));
-    assert_eq!(endpoint.target_pod.as_deref(), Some("web-a"));
-    assert_eq!(endpoint.zone, None);
+    assert_eq!(endpoint.node_name(), Some("kind-worker"));
+    assert_eq!(endpoint.target_pod(), Some("web-a"));
+    assert_eq!(endpoint.zone(), None);
     assert_eq!(
         endpoint.conditions,
         EndpointConditions {
@@ -402,23 +399,19 @@ fn groups_are_cut_at_one_hundred_endpoints() {
             ("web-ipv4-2".to_owned(), 50),
         ]
     );
-    assert_eq!(
-        slices[0].endpoints[0].target_pod.as_deref(),
-        Some("web-000")
-    );
-    assert_eq!(
-        slices[2].endpoints[49].target_pod.as_deref(),
-        Some("web-249")
-    );
+    assert_eq!(slices[0].endpoints[0].target_pod(), Some("web-000"));
+    assert_eq!(slices[2].endpoints[49].target_pod(), Some("web-249"));
 }
 
 #[test]
 fn sidecar_ports_resolve_after_container_ports() {
     let mut pod = web("web-a", "10.244.1.5");
-    pod.container_ports.push(ContainerPort {
-        name: "http".to_owned(),
-        port: 15001,
-        protocol: Protocol::Tcp,
+    pod.edit_details(|d| {
+        d.container_ports.push(ContainerPort {
+            name: "http".to_owned(),
+            port: 15001,
+            protocol: Protocol::Tcp,
+        })
     });
     assert_eq!(
         resolve_target_port(&service("web", named("http")).ports[0], &pod),
@@ -448,4 +441,22 @@ fn compute_slices_covers_every_selecting_service() {
             "web-ipv4-0 IPv4 [http/TCP:8080] 10.244.1.5/RSt 10.244.1.6/RSt",
         ]
     );
+}
+
+#[test]
+fn an_endpoint_keeps_its_node_zone_and_pod_behind_one_pointer() {
+    // A large cluster keeps one of these per pod: what the zone reads is inline.
+    let size = std::mem::size_of::<Endpoint>();
+    assert!(size <= 64, "{size}");
+    let conditions = EndpointConditions::default();
+    let bare = Endpoint::new([ip("10.244.1.5")].into(), conditions);
+    let mut placed = bare.clone().with_details(EndpointDetails {
+        node_name: Some("kind-worker".into()),
+        ..EndpointDetails::default()
+    });
+    assert_eq!(placed.node_name(), Some("kind-worker"));
+    assert_ne!(placed, bare);
+    placed.details.edit(|details| details.node_name = None);
+    assert!(placed.details.is_empty());
+    assert_eq!(placed, bare);
 }

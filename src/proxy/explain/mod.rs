@@ -99,10 +99,11 @@ pub struct Section {
 }
 
 fn pod_ports(pod: &Pod) -> String {
-    if pod.container_ports.is_empty() {
+    if pod.details().container_ports.is_empty() {
         return "no container ports".to_owned();
     }
-    pod.container_ports
+    pod.details()
+        .container_ports
         .iter()
         .map(|p| {
             if p.name.is_empty() {
@@ -141,7 +142,7 @@ fn slice_view(slices: &[&EndpointSlice]) -> BTreeMap<IpAddr, (EndpointKey, Optio
                     *ip,
                     (
                         (*ip, c.ready(), c.serving(), c.terminating(), ports.clone()),
-                        endpoint.target_pod.as_deref().map(str::to_owned),
+                        endpoint.target_pod().map(str::to_owned),
                     ),
                 );
             }
@@ -163,7 +164,7 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
     if let Some(selector) = &service.selector {
         let pods: Vec<&Pod> = cluster
             .pods_in(&service.key.namespace)
-            .filter(|pod| selects(selector, &pod.labels))
+            .filter(|pod| selects(selector, pod.labels()))
             .collect();
         let candidates = pods_section(&pods, &mut report);
         ports_section(service, &candidates, &mut report);

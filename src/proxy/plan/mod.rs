@@ -319,12 +319,12 @@ pub fn endpoints_map(
                 if !family.contains(ip) {
                     continue;
                 }
-                let local = node.is_some() && endpoint.node_name.as_deref() == node;
+                let local = node.is_some() && endpoint.node_name() == node;
                 let info = ProxyEndpoint {
                     ip,
                     port: number,
-                    node: endpoint.node_name.as_deref().map(str::to_owned),
-                    pod: endpoint.target_pod.as_deref().map(str::to_owned),
+                    node: endpoint.node_name().map(str::to_owned),
+                    pod: endpoint.target_pod().map(str::to_owned),
                     ready: endpoint.conditions.ready(),
                     serving: endpoint.conditions.serving(),
                     terminating: endpoint.conditions.terminating(),

@@ -1,7 +1,7 @@
 use super::*;
 use crate::model::{
-    Endpoint, EndpointConditions, EndpointPort, EndpointSlice, LABEL_SERVICE_NAME, Labels,
-    ServicePort, TargetPort,
+    Endpoint, EndpointConditions, EndpointDetails, EndpointPort, EndpointSlice, LABEL_SERVICE_NAME,
+    Labels, ServicePort, TargetPort,
 };
 
 fn ip(text: &str) -> IpAddr {
@@ -33,17 +33,16 @@ fn slice(
         address_type: family,
         endpoints: rows
             .iter()
-            .map(|(address, node, ready, serving, terminating)| Endpoint {
-                addresses: [ip(address)].into(),
-                conditions: EndpointConditions {
+            .map(|(address, node, ready, serving, terminating)| {
+                let conditions = EndpointConditions {
                     ready: Some(*ready),
                     serving: Some(*serving),
                     terminating: Some(*terminating),
-                },
-                hostname: None,
-                node_name: Some((*node).into()),
-                zone: None,
-                target_pod: None,
+                };
+                Endpoint::new([ip(address)].into(), conditions).with_details(EndpointDetails {
+                    node_name: Some((*node).into()),
+                    ..EndpointDetails::default()
+                })
             })
             .collect(),
         ports: ports

@@ -75,7 +75,7 @@ pub(super) fn add_verified_pods(
             || !config
                 .labels
                 .as_ref()
-                .is_none_or(|s| s.matches(&pod.labels))
+                .is_none_or(|s| s.matches(pod.labels()))
         {
             continue;
         }
