@@ -323,20 +323,20 @@ fn spawn_resource(
     match resource {
         Kind::Namespace => tokio::spawn(feed.run(
             Api::<core::Namespace>::all(client.clone()),
-            |ns: &core::Namespace| convert::namespace(ns).map(Object::Namespace),
+            |ns: core::Namespace| convert::namespace(&ns).map(Object::Namespace),
         )),
-        Kind::Service => tokio::spawn(feed.run(api!(core::Service), |svc: &core::Service| {
-            convert::service(svc).map(Object::Service)
+        Kind::Service => tokio::spawn(feed.run(api!(core::Service), |svc: core::Service| {
+            convert::service(&svc).map(Object::Service)
         })),
-        Kind::EndpointSlice => tokio::spawn(feed.run(api!(SliceObject), |slice: &SliceObject| {
-            convert::endpoint_slice(&slice.to_slice()).map(Object::EndpointSlice)
+        Kind::EndpointSlice => tokio::spawn(feed.run(api!(SliceObject), |slice: SliceObject| {
+            convert::endpoint_slice(&slice.into_slice()).map(Object::EndpointSlice)
         })),
-        Kind::Pod => tokio::spawn(feed.run(api!(PodObject), |pod: &PodObject| {
-            convert::pod(&pod.to_pod()).map(Object::Pod)
+        Kind::Pod => tokio::spawn(feed.run(api!(PodObject), |pod: PodObject| {
+            convert::pod(&pod.into_pod()).map(Object::Pod)
         })),
         Kind::ServiceImport => tokio::spawn(
-            feed.run(api!(ServiceImportObject), |import: &ServiceImportObject| {
-                service_import(import).map(Object::ServiceImport)
+            feed.run(api!(ServiceImportObject), |import: ServiceImportObject| {
+                service_import(&import).map(Object::ServiceImport)
             }),
         ),
     };

@@ -7,7 +7,7 @@
 //! `Pod`, all of that is parsed, allocated and dropped again for each of a large cluster's
 //! pods, at the first list and at every change; with `pods verified` at 150,000 pods that
 //! was most of the sync. [`PodObject`] is the object reduced to the fields read (serde skips
-//! the rest without building it), and [`PodObject::to_pod`] gives the k8s-openapi `Pod` that
+//! the rest without building it), and [`PodObject::into_pod`] gives the k8s-openapi `Pod` that
 //! holds just those, for [`convert::pod`] — so a bad field is reported with the same path and
 //! words as from a `kubectl get -o json` file.
 //!
@@ -145,18 +145,18 @@ struct Condition {
 }
 
 impl PodObject {
-    /// The k8s-openapi Pod holding the fields read, and nothing else.
-    pub(crate) fn to_pod(&self) -> core::Pod {
-        let container = |c: &Container| core::Container {
-            name: c.name.clone(),
-            restart_policy: c.restart_policy.clone(),
-            ports: c.ports.as_ref().map(|ports| {
+    /// The k8s-openapi Pod holding the fields read, and nothing else (moved, not copied).
+    pub(crate) fn into_pod(self) -> core::Pod {
+        let container = |c: Container| core::Container {
+            name: c.name,
+            restart_policy: c.restart_policy,
+            ports: c.ports.map(|ports| {
                 ports
-                    .iter()
+                    .into_iter()
                     .map(|port| core::ContainerPort {
-                        name: port.name.clone(),
+                        name: port.name,
                         container_port: port.container_port,
-                        protocol: port.protocol.clone(),
+                        protocol: port.protocol,
                         ..core::ContainerPort::default()
                     })
                     .collect()
@@ -164,33 +164,37 @@ impl PodObject {
             ..core::Container::default()
         };
         core::Pod {
-            metadata: self.metadata.clone(),
-            spec: self.spec.as_ref().map(|spec| core::PodSpec {
-                hostname: spec.hostname.clone(),
-                subdomain: spec.subdomain.clone(),
-                node_name: spec.node_name.clone(),
+            metadata: self.metadata,
+            spec: self.spec.map(|spec| core::PodSpec {
+                hostname: spec.hostname,
+                subdomain: spec.subdomain,
+                node_name: spec.node_name,
                 host_network: spec.host_network,
-                containers: spec.containers.iter().flatten().map(container).collect(),
+                containers: spec
+                    .containers
+                    .into_iter()
+                    .flatten()
+                    .map(container)
+                    .collect(),
                 init_containers: spec
                     .init_containers
-                    .as_ref()
-                    .map(|containers| containers.iter().map(container).collect()),
+                    .map(|containers| containers.into_iter().map(container).collect()),
                 ..core::PodSpec::default()
             }),
-            status: self.status.as_ref().map(|status| core::PodStatus {
-                phase: status.phase.clone(),
-                pod_ip: status.pod_ip.clone(),
-                pod_ips: status.pod_ips.as_ref().map(|ips| {
-                    ips.iter()
-                        .map(|ip| core::PodIP { ip: ip.ip.clone() })
+            status: self.status.map(|status| core::PodStatus {
+                phase: status.phase,
+                pod_ip: status.pod_ip,
+                pod_ips: status.pod_ips.map(|ips| {
+                    ips.into_iter()
+                        .map(|ip| core::PodIP { ip: ip.ip })
                         .collect()
                 }),
-                conditions: status.conditions.as_ref().map(|conditions| {
+                conditions: status.conditions.map(|conditions| {
                     conditions
-                        .iter()
+                        .into_iter()
                         .map(|condition| core::PodCondition {
-                            type_: condition.type_.clone(),
-                            status: condition.status.clone(),
+                            type_: condition.type_,
+                            status: condition.status,
                             ..core::PodCondition::default()
                         })
                         .collect()
@@ -264,43 +268,40 @@ struct SlicePort {
 }
 
 impl SliceObject {
-    /// The k8s-openapi EndpointSlice holding the fields read, and nothing else.
-    pub(crate) fn to_slice(&self) -> discovery::EndpointSlice {
+    /// The k8s-openapi EndpointSlice holding the fields read, and nothing else (moved, not
+    /// copied).
+    pub(crate) fn into_slice(self) -> discovery::EndpointSlice {
         discovery::EndpointSlice {
-            metadata: self.metadata.clone(),
-            address_type: self.address_type.clone(),
-            endpoints: self.endpoints.as_ref().map(|endpoints| {
+            metadata: self.metadata,
+            address_type: self.address_type,
+            endpoints: self.endpoints.map(|endpoints| {
                 endpoints
-                    .iter()
+                    .into_iter()
                     .map(|endpoint| discovery::Endpoint {
-                        addresses: endpoint.addresses.clone(),
-                        conditions: endpoint.conditions.as_ref().map(|c| {
-                            discovery::EndpointConditions {
-                                ready: c.ready,
-                                serving: c.serving,
-                                terminating: c.terminating,
-                            }
+                        addresses: endpoint.addresses,
+                        conditions: endpoint.conditions.map(|c| discovery::EndpointConditions {
+                            ready: c.ready,
+                            serving: c.serving,
+                            terminating: c.terminating,
                         }),
-                        hostname: endpoint.hostname.clone(),
-                        node_name: endpoint.node_name.clone(),
-                        zone: endpoint.zone.clone(),
-                        target_ref: endpoint.target_ref.as_ref().map(|target| {
-                            core::ObjectReference {
-                                kind: target.kind.clone(),
-                                name: target.name.clone(),
-                                ..core::ObjectReference::default()
-                            }
+                        hostname: endpoint.hostname,
+                        node_name: endpoint.node_name,
+                        zone: endpoint.zone,
+                        target_ref: endpoint.target_ref.map(|target| core::ObjectReference {
+                            kind: target.kind,
+                            name: target.name,
+                            ..core::ObjectReference::default()
                         }),
                         ..discovery::Endpoint::default()
                     })
                     .collect()
             }),
-            ports: self.ports.as_ref().map(|ports| {
+            ports: self.ports.map(|ports| {
                 ports
-                    .iter()
+                    .into_iter()
                     .map(|port| discovery::EndpointPort {
-                        name: port.name.clone(),
-                        protocol: port.protocol.clone(),
+                        name: port.name,
+                        protocol: port.protocol,
                         port: port.port,
                         ..discovery::EndpointPort::default()
                     })
@@ -407,7 +408,7 @@ mod tests {
             let whole: discovery::EndpointSlice = serde_json::from_value(slice.clone()).unwrap();
             let reduced: SliceObject = serde_json::from_value(slice.clone()).unwrap();
             assert_eq!(
-                convert::endpoint_slice(&reduced.to_slice()),
+                convert::endpoint_slice(&reduced.clone().into_slice()),
                 convert::endpoint_slice(&whole),
                 "{slice:#}"
             );
@@ -477,7 +478,7 @@ mod tests {
             let whole: core::Pod = serde_json::from_value(pod.clone()).unwrap();
             let reduced: PodObject = serde_json::from_value(pod.clone()).unwrap();
             assert_eq!(
-                convert::pod(&reduced.to_pod()),
+                convert::pod(&reduced.clone().into_pod()),
                 convert::pod(&whole),
                 "{pod:#}"
             );

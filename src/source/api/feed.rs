@@ -31,11 +31,12 @@ pub(super) struct Feed {
 
 impl Feed {
     /// Runs kube-rs's watcher on `api` (with its default backoff on errors) until `stop`,
-    /// converting each object with `convert`.
+    /// converting each object with `convert` (which takes it: what it does not keep is moved
+    /// into the model, not copied).
     pub(super) async fn run<K, F>(self, api: Api<K>, convert: F)
     where
         K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
-        F: Fn(&K) -> Result<Object, convert::ConvertError> + Send + 'static,
+        F: Fn(K) -> Result<Object, convert::ConvertError> + Send + 'static,
     {
         let Self {
             config,
@@ -64,7 +65,7 @@ impl Feed {
                     {
                         continue;
                     }
-                    match convert(&object) {
+                    match convert(object) {
                         Ok(object) => Change::Upsert(Box::new(object)),
                         Err(error) => {
                             tracing::warn!(
