@@ -92,6 +92,7 @@ fn main() -> ExitCode {
         cluster.pods = Default::default();
     }
     clusterdns::zone::trim_cluster(&mut cluster, &kubernetes);
+    cluster.compact();
     let ctx = BuildContext {
         local_ips: vec![IpAddr::from([127, 0, 0, 1])],
         serial: clusterdns::source::publish::unix_seconds(SystemTime::now()),

@@ -89,7 +89,8 @@ impl Publisher {
         changed: SystemTime,
         metrics: Option<Arc<StoreMetrics>>,
     ) -> (Self, Publication) {
-        let cluster = needed(cluster, &config);
+        let mut cluster = needed(cluster, &config);
+        cluster.compact();
         let ctx = BuildContext {
             local_ips: local_ips.clone(),
             serial: unix_seconds(changed),
@@ -241,6 +242,9 @@ impl Publisher {
                 (snapshot, applied == Applied::Whole)
             }
             None => {
+                // The first sync, or the end of a list the objects were edited through:
+                // held from now on, so packed first.
+                self.cluster.compact();
                 let ctx = BuildContext {
                     local_ips: self.local_ips.clone(),
                     serial,
