@@ -64,6 +64,7 @@ pub(crate) fn build(
             directives::apply(line, &context, &mut found)?;
         }
         check_autopath(&found, block)?;
+        attach_autopath(&mut found);
         attach_external(&mut found, block)?;
         if unsupported.is_none() {
             unsupported = found.unsupported.take();
@@ -157,6 +158,17 @@ fn check_autopath(found: &Directives, block: &ServerBlockAst) -> Result<(), Erro
         )));
     }
     Ok(())
+}
+
+/// `autopath @kubernetes` finding a client's namespace from its pod reads the namespaces of
+/// the pods' addresses, which the *kubernetes* zone then keeps (and only then).
+fn attach_autopath(found: &mut Directives) {
+    let from_pod = found.plugins.autopath.as_ref().is_some_and(|autopath| {
+        autopath.source == super::AutopathSource::Kubernetes(super::AutopathNamespace::Pod)
+    });
+    if let Some(kubernetes) = found.plugins.kubernetes.as_mut() {
+        kubernetes.client_namespaces = from_pod;
+    }
 }
 
 /// *k8s_external* reads the block's *kubernetes* plugin (CoreDNS looks it up at start-up and

@@ -65,7 +65,7 @@ pub struct Snapshot {
     pods: PodMode,
     /// `pods verified`: each client pod address and its namespace (`None` when pods of two
     /// namespaces claim the address), for *autopath*.
-    clients: Sharded<(IpAddr, Option<Box<str>>)>,
+    clients: Sharded<(IpAddr, Option<std::sync::Arc<str>>)>,
     ttl: u32,
     serial: u32,
     /// *k8s_external*'s zones, when the block has the plugin.

@@ -216,7 +216,7 @@ impl Incremental {
         if touched.exposure {
             next.pod_namespaces = std::sync::Arc::new(build::pod_namespaces(&self.config, &filter));
         }
-        if self.config.pods == PodMode::Verified {
+        if self.config.pods == PodMode::Verified && self.config.client_namespaces {
             for ip in &touched.clients {
                 let pods = self.index.pods_with(cluster, *ip);
                 let mut clients = build::client_namespaces(pods, &filter.exposed);

@@ -72,7 +72,9 @@ pub(crate) fn build_full(
 
     let pod_namespaces = pod_namespaces(config, &filter);
     let clients = match config.pods {
-        PodMode::Verified => client_namespaces(cluster.pods.values(), &filter.exposed),
+        PodMode::Verified if config.client_namespaces => {
+            client_namespaces(cluster.pods.values(), &filter.exposed)
+        }
         _ => Map::default(),
     };
     let snapshot = Snapshot {

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Pod, PodPhase};
@@ -34,8 +35,8 @@ pub(crate) fn pod_namespaces(
 pub(crate) fn client_namespaces<'p>(
     pods: impl IntoIterator<Item = &'p Pod>,
     exposed: &BTreeSet<&str>,
-) -> Map<IpAddr, Option<Box<str>>> {
-    let mut clients: Map<IpAddr, Option<Box<str>>> = Map::default();
+) -> Map<IpAddr, Option<Arc<str>>> {
+    let mut clients: Map<IpAddr, Option<Arc<str>>> = Map::default();
     for pod in pods {
         if pod.phase != PodPhase::Running
             || pod.terminating
@@ -45,15 +46,16 @@ pub(crate) fn client_namespaces<'p>(
             continue;
         }
         for ip in &pod.ips {
-            let namespace = &*pod.key.namespace;
+            // The key's namespace is interned: every address of a namespace shares it.
+            let namespace = &pod.key.namespace;
             clients
                 .entry(*ip)
                 .and_modify(|seen| {
-                    if seen.as_deref() != Some(namespace) {
+                    if seen.as_deref() != Some(&**namespace) {
                         *seen = None;
                     }
                 })
-                .or_insert_with(|| Some(namespace.into()));
+                .or_insert_with(|| Some(Arc::clone(namespace)));
         }
     }
     clients

@@ -275,6 +275,9 @@ fn config(variant: usize) -> KubernetesConfig {
         ..KubernetesConfig::new(zones, 0, 1)
     };
     config.pods = [PodMode::Insecure, PodMode::Verified, PodMode::Disabled][variant % 3];
+    // *autopath* `@kubernetes` with `namespace pod` in every other `pods verified` variant: the
+    // zone keeps the clients' namespaces then only.
+    config.client_namespaces = config.pods == PodMode::Verified && variant.is_multiple_of(2);
     match variant / 3 % 5 {
         1 => config.namespaces = vec!["a".into(), "b".into()],
         2 => config.namespace_labels = Some(LabelSelector::parse("team=x").unwrap()),
@@ -316,7 +319,7 @@ fn contents(snapshot: &Snapshot) -> String {
             (dotted, node)
         })
         .collect();
-    let clients: BTreeMap<&IpAddr, &Option<Box<str>>> =
+    let clients: BTreeMap<&IpAddr, &Option<std::sync::Arc<str>>> =
         snapshot.clients.iter().map(|(ip, ns)| (ip, ns)).collect();
     let mut pod_namespaces: Vec<_> = snapshot.pod_namespaces.iter().collect();
     pod_namespaces.sort();
