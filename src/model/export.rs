@@ -21,33 +21,61 @@ use super::{
     TrafficPolicy,
 };
 
-/// `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices, Pods and
-/// ServiceImports, in that order and in key order within each kind. `now` stamps the deletion time of terminating
-/// pods (the model keeps only that they are terminating).
+/// Writes `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices, Pods and
+/// ServiceImports, in that order and in key order within each kind, to `out`. `now` stamps
+/// the deletion time of terminating pods (the model keeps only that they are terminating).
+///
+/// Each object is turned into its Kubernetes form and written as it comes, so writing costs
+/// one object's worth of memory, not a JSON tree of the whole cluster (at 10,000 Services
+/// that tree was several times the cluster itself, and the highest mark of a re-list).
+pub fn write_list(
+    cluster: &Cluster,
+    now: SystemTime,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    out.write_all(
+        br#"{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":["#,
+    )?;
+    let mut first = true;
+    for ns in cluster.namespaces.values() {
+        write_item(out, &mut first, &namespace(ns))?;
+    }
+    for svc in cluster.services.values() {
+        write_item(out, &mut first, &service(svc))?;
+    }
+    for slice in cluster.endpoint_slices.values() {
+        write_item(out, &mut first, &endpoint_slice(slice))?;
+    }
+    for p in cluster.pods.values() {
+        write_item(out, &mut first, &pod(p, now))?;
+    }
+    for import in cluster.service_imports.values() {
+        write_item(out, &mut first, &service_import(import))?;
+    }
+    out.write_all(b"]}")
+}
+
+/// One item of the list (k8s-openapi writes its `apiVersion` and `kind`), after a comma
+/// unless it is the `first`.
+fn write_item<T: serde::Serialize>(
+    out: &mut dyn std::io::Write,
+    first: &mut bool,
+    object: &T,
+) -> std::io::Result<()> {
+    if !std::mem::take(first) {
+        out.write_all(b",")?;
+    }
+    serde_json::to_writer(out, object).map_err(std::io::Error::other)
+}
+
+/// `cluster` as [`write_list`] writes it, parsed (for tests and small clusters).
 pub fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
-    let mut items = Vec::with_capacity(
-        cluster.namespaces.len()
-            + cluster.services.len()
-            + cluster.endpoint_slices.len()
-            + cluster.pods.len()
-            + cluster.service_imports.len(),
-    );
-    items.extend(cluster.namespaces.values().map(|ns| item(&namespace(ns))));
-    items.extend(cluster.services.values().map(|svc| item(&service(svc))));
-    items.extend(
-        cluster
-            .endpoint_slices
-            .values()
-            .map(|slice| item(&endpoint_slice(slice))),
-    );
-    items.extend(cluster.pods.values().map(|p| item(&pod(p, now))));
-    items.extend(cluster.service_imports.values().map(service_import));
-    json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"resourceVersion": ""},
-        "items": items,
-    })
+    let mut bytes = Vec::new();
+    // Writing into a Vec does not fail, and what is written is JSON.
+    match write_list(cluster, now, &mut bytes) {
+        Ok(()) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
 }
 
 /// A ServiceImport as JSON, with its `apiVersion` and `kind`.
@@ -58,11 +86,6 @@ fn service_import(import: &crate::model::ServiceImport) -> Value {
         map.insert("kind".into(), json!("ServiceImport"));
     }
     value
-}
-
-/// One object as JSON with its `apiVersion` and `kind` (k8s-openapi writes both).
-fn item<K: serde::Serialize>(object: &K) -> Value {
-    serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
 fn meta(key: Option<&ObjectKey>, name: &str, labels: &Labels) -> ObjectMeta {

@@ -6,23 +6,20 @@ use std::time::SystemTime;
 
 use crate::model::{self, Cluster};
 
-/// Writes `cluster` to `path` as a kubectl List, replacing the file atomically (a temporary
-/// file beside it, synced, then renamed over it): a crash never leaves half a snapshot.
+/// Writes `cluster` to `path` as a kubectl List ([`model::export::write_list`], object by
+/// object), replacing the file atomically (a temporary file beside it, synced, then renamed
+/// over it): a crash never leaves half a snapshot.
 pub fn write_snapshot(path: &Path, cluster: &Cluster) -> std::io::Result<()> {
-    write_list(path, &model::export::to_list(cluster, SystemTime::now()))
-}
-
-/// Writes `list` (a cluster as [`model::export::to_list`] made it) to `path` as
-/// [`write_snapshot`] does: the part that needs no objects, done while they change on.
-pub(super) fn write_list(path: &Path, list: &serde_json::Value) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut temp = tempfile_in(dir, path)?;
-    serde_json::to_writer(std::io::BufWriter::new(&mut temp.1), list)?;
-    temp.1.flush()?;
+    let mut out = std::io::BufWriter::new(&mut temp.1);
+    model::export::write_list(cluster, SystemTime::now(), &mut out)?;
+    out.flush()?;
+    drop(out);
     temp.1.sync_all()?;
     std::fs::rename(&temp.0, path)?;
     Ok(())
