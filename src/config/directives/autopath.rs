@@ -213,8 +213,11 @@ mod tests {
         assert_eq!(autopath.zones[0].to_ascii(), ".");
         assert_eq!(autopath.search[0].to_ascii(), "us-east-1.compute.internal.");
         // The zone keeps the pods' namespaces by address for it, and only for it.
-        let kubernetes = config.servers[0].plugins.kubernetes.as_ref().unwrap();
-        assert!(kubernetes.client_namespaces);
+        let keeps_clients = |config: &Config| {
+            let kubernetes = config.servers[0].plugins.kubernetes.as_ref();
+            kubernetes.unwrap().client_namespaces
+        };
+        assert!(keeps_clients(&config));
 
         let config = parse_with(
             "cluster.local {\n  autopath @kubernetes {\n    namespace query\n    search\n  }\n  kubernetes\n}\n",
@@ -227,26 +230,14 @@ mod tests {
             AutopathSource::Kubernetes(AutopathNamespace::Query)
         );
         assert!(autopath.search.is_empty());
-        assert!(
-            !config.servers[0]
-                .plugins
-                .kubernetes
-                .as_ref()
-                .unwrap()
-                .client_namespaces
-        );
+        assert!(!keeps_clients(&config));
         let config = parse_with(
             ". {\n  kubernetes cluster.local {\n    pods verified\n  }\n}\n",
             &env(),
         )
         .unwrap();
         assert!(
-            !config.servers[0]
-                .plugins
-                .kubernetes
-                .as_ref()
-                .unwrap()
-                .client_namespaces,
+            !keeps_clients(&config),
             "pods verified without autopath keeps no clients"
         );
 
