@@ -68,8 +68,9 @@ fn write_item<T: serde::Serialize>(
     serde_json::to_writer(out, object).map_err(std::io::Error::other)
 }
 
-/// `cluster` as [`write_list`] writes it, parsed (for tests and small clusters).
-pub fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
+/// `cluster` as [`write_list`] writes it, parsed.
+#[cfg(test)]
+fn to_list(cluster: &Cluster, now: SystemTime) -> Value {
     let mut bytes = Vec::new();
     // Writing into a Vec does not fail, and what is written is JSON.
     match write_list(cluster, now, &mut bytes) {
