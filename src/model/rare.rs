@@ -25,9 +25,20 @@ impl<T: Empty> Rare<T> {
 
     /// Changes the value, dropping the box if it leaves it empty.
     pub fn edit(&mut self, edit: impl FnOnce(&mut T)) {
-        let mut value = self.0.take().map(|boxed| *boxed).unwrap_or_default();
-        edit(&mut value);
-        *self = Self::new(value);
+        match &mut self.0 {
+            // In place: a value that stays is not boxed again.
+            Some(boxed) => {
+                edit(boxed);
+                if **boxed == *T::EMPTY {
+                    self.0 = None;
+                }
+            }
+            None => {
+                let mut value = T::default();
+                edit(&mut value);
+                *self = Self::new(value);
+            }
+        }
     }
 
     /// Whether nothing is held.
