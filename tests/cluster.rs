@@ -29,6 +29,7 @@ mod differential;
 mod faults;
 mod kube_proxy;
 mod objects;
+mod tools;
 
 /// How long a change may take to show after an outage: kube's watcher backs off up to 30 s
 /// (with jitter) between retries, so the first retry after the API server is back may come

@@ -172,6 +172,10 @@ fn console_examples_print_what_the_readme_shows() {
             .args(&args)
             .current_dir(crate::common::root())
             .env("RUST_LOG", "warn")
+            // The examples read files, never a cluster the machine may have a kubeconfig for.
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", crate::common::root().join("target/no-home"))
             .output()
             .unwrap();
         // 0, or 1 for a trace that does not DNAT and an explain that finds drift.

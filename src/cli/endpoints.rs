@@ -5,15 +5,21 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
 use crate::model::ObjectKey;
 use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 
 /// Arguments of `endpoints`.
 #[derive(Debug, Args)]
 pub(super) struct EndpointsArgs {
-    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output).
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output); without them,
+    /// the live cluster's objects.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     objects: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    scope: Scope,
     /// `input`: the slices in the files (computed for a Service that has none there);
     /// `computed`: the EndpointSlice controller's, from the pods.
     #[arg(long, value_enum, default_value_t = Slices::Input)]
@@ -58,23 +64,30 @@ pub(super) enum Output {
 }
 
 pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
-    let loaded = super::read_objects_flag(&args.objects)?;
+    let objects = Objects::read(&args.objects, &args.cluster, |context| {
+        let default = args.scope.namespace.as_deref().unwrap_or(context);
+        let named = service_keys(&args.service, Some(default)).unwrap_or_default();
+        service_kinds(args.scope.live_namespace(&named, context))
+    })?;
+    let default = args.scope.default_namespace(&objects);
+    let keys = service_keys(&args.service, default.as_deref())?;
+    let loaded = super::read_objects_flag(&objects.paths)?;
     let source = SliceSource::from(args.slices);
     let mut cluster = with_slices(&loaded.cluster, source);
     super::warn_unknown_node(&cluster, args.node.as_deref());
-    if !args.service.is_empty() {
-        let mut wanted = Vec::new();
-        for text in &args.service {
-            let Some((namespace, name)) = text.split_once('/') else {
-                anyhow::bail!("--service: expected NAMESPACE/NAME, found {text:?}");
-            };
-            let key = ObjectKey::new(namespace, name);
-            if !cluster.services.contains_key(&key) {
+    if keys.is_empty() {
+        if let Some(namespace) = args.scope.shown_namespace(&objects) {
+            cluster
+                .services
+                .retain(|key, _| *key.namespace == *namespace);
+        }
+    } else {
+        for (key, text) in keys.iter().zip(&args.service) {
+            if !cluster.services.contains_key(key) {
                 anyhow::bail!("--service {text}: no such Service in the objects");
             }
-            wanted.push(key);
         }
-        cluster.services.retain(|key, _| wanted.contains(key));
+        cluster.services.retain(|key, _| keys.contains(key));
     }
     match args.output {
         Output::Text => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
@@ -89,4 +102,20 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--service` values: `NAMESPACE/NAME`, or `NAME` in `default` (`-n`, or the context's).
+fn service_keys(texts: &[String], default: Option<&str>) -> anyhow::Result<Vec<ObjectKey>> {
+    texts
+        .iter()
+        .map(|text| match (text.split_once('/'), default) {
+            (Some((namespace, name)), _) => Ok(ObjectKey::new(namespace, name)),
+            (None, Some(namespace)) => Ok(ObjectKey::new(namespace, text)),
+            (None, None) => {
+                anyhow::bail!(
+                    "--service: expected NAMESPACE/NAME (or -n NAMESPACE), found {text:?}"
+                )
+            }
+        })
+        .collect()
 }

@@ -1,10 +1,11 @@
 //! `clusterdns explain NS/NAME`: one Service across pods, slices, kube-proxy, a node's rules
 //! and DNS, with the drift between them (exit 1 when there is any).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
@@ -12,22 +13,31 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
 
+use super::cluster::{ClusterArgs, Objects, service_kinds};
 use super::endpoints::Output;
 use crate::config::{self, ShorthandOptions};
 use crate::model::ObjectKey;
-use crate::proxy::explain::{DnsAnswer, ExplainInput, explain, report_text};
+use crate::proxy::explain::{DnsAnswer, ExplainInput, LiveDns, explain, report_text};
 use crate::proxy::ruleset;
 use crate::server::{self, Handler, Outcome, Transport};
+use crate::source::live::{ListKind, Wanted};
 
 /// Arguments of `explain`.
 #[derive(Debug, Args)]
 pub(super) struct ExplainArgs {
-    /// The Service, as NAMESPACE/NAME.
+    /// The Service, as NAMESPACE/NAME, or NAME with `-n` (or, reading the cluster, in the
+    /// context's namespace).
     #[arg(value_name = "NS/NAME")]
     service: String,
-    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output).
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    /// The Service's namespace, when the argument is a bare NAME.
+    #[arg(short = 'n', long, value_name = "NS")]
+    namespace: Option<String>,
+    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output); without them,
+    /// the live cluster's objects in the Service's namespace.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     objects: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// A node's ruleset (`iptables-save`, `nft list table ip kube-proxy`, or an `nft -f`
     /// transaction) to compare with the endpoints.
     #[arg(long, value_name = "FILE")]
@@ -46,6 +56,157 @@ pub(super) struct ExplainArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// The cluster's DNS server to ask too (`IP` or `IP:PORT`), and compare with what the
+    /// objects say. Reading the cluster, the default is Service kube-system/kube-dns;
+    /// `none` asks no server.
+    #[arg(long, value_name = "ADDR|none")]
+    dns_server: Option<String>,
+}
+
+/// How long the live DNS server has to answer each question.
+const LIVE_DNS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The cluster's DNS server to ask: `--dns-server`, else (reading the cluster) the
+/// kube-dns Service's first ClusterIP and its DNS port.
+fn live_dns_server(
+    flag: Option<&str>,
+    live: bool,
+    cluster: &crate::model::Cluster,
+) -> anyhow::Result<Option<Result<SocketAddr, String>>> {
+    match flag {
+        Some("none") => Ok(None),
+        Some(text) => {
+            let address = text
+                .parse::<SocketAddr>()
+                .or_else(|_| text.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
+                .map_err(|_| {
+                    anyhow::anyhow!("--dns-server: expected IP, IP:PORT or none, found {text:?}")
+                })?;
+            Ok(Some(Ok(address)))
+        }
+        None if live => {
+            let key = ObjectKey::new("kube-system", "kube-dns");
+            let Some(service) = cluster.services.get(&key) else {
+                return Ok(Some(Err(
+                    "the cluster has no Service kube-system/kube-dns (give --dns-server)"
+                        .to_owned(),
+                )));
+            };
+            let Some(ip) = service.cluster_ips.first() else {
+                return Ok(Some(Err(
+                    "Service kube-system/kube-dns has no ClusterIP (give --dns-server)".to_owned(),
+                )));
+            };
+            let port = service
+                .ports
+                .iter()
+                .find(|port| port.protocol == crate::model::Protocol::Udp)
+                .map_or(53, |port| port.port);
+            Ok(Some(Ok(SocketAddr::new(*ip, port))))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Asks `server` for `name`, A then AAAA, over UDP (TCP when the answer is truncated).
+fn ask_live(server: SocketAddr, name: &str) -> Result<DnsAnswer, String> {
+    let qname = Name::from_str(name).map_err(|error| format!("{name}: {error}"))?;
+    let mut answer = DnsAnswer {
+        name: name.to_owned(),
+        addresses: Vec::new(),
+        rcode: "SERVFAIL".to_owned(),
+        cname: None,
+    };
+    let bind: SocketAddr = if server.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = UdpSocket::bind(bind).map_err(|error| format!("a UDP socket: {error}"))?;
+    socket
+        .set_read_timeout(Some(LIVE_DNS_TIMEOUT))
+        .map_err(|error| error.to_string())?;
+    for (id, qtype) in [(0x4c01, RecordType::A), (0x4c02, RecordType::AAAA)] {
+        let mut query = Message::new(id, MessageType::Query, OpCode::Query);
+        query.metadata.recursion_desired = true;
+        query.add_query(Query::query(qname.clone(), qtype));
+        let bytes = query.to_vec().map_err(|error| error.to_string())?;
+        socket
+            .send_to(&bytes, server)
+            .map_err(|error| format!("not reachable: {error}"))?;
+        let mut buffer = vec![0; 65535];
+        let reply = loop {
+            let (len, from) = socket.recv_from(&mut buffer).map_err(|error| {
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    format!(
+                        "no answer in {} s (not reachable from here?)",
+                        LIVE_DNS_TIMEOUT.as_secs()
+                    )
+                } else {
+                    format!("not reachable: {error}")
+                }
+            })?;
+            let Ok(reply) = Message::from_vec(&buffer[..len]) else {
+                continue;
+            };
+            if from == server && reply.metadata.id == id {
+                break reply;
+            }
+        };
+        let reply = if reply.metadata.truncation {
+            ask_tcp(server, &bytes)?
+        } else {
+            reply
+        };
+        if qtype == RecordType::A {
+            answer.rcode =
+                crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned();
+        }
+        collect(&mut answer, reply);
+    }
+    Ok(answer)
+}
+
+/// One question over TCP.
+fn ask_tcp(server: SocketAddr, query: &[u8]) -> Result<Message, String> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect_timeout(&server, LIVE_DNS_TIMEOUT)
+        .map_err(|error| format!("not reachable over TCP: {error}"))?;
+    stream
+        .set_read_timeout(Some(LIVE_DNS_TIMEOUT))
+        .map_err(|error| error.to_string())?;
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(query);
+    stream
+        .write_all(&framed)
+        .map_err(|error| format!("over TCP: {error}"))?;
+    let mut length = [0; 2];
+    stream
+        .read_exact(&mut length)
+        .map_err(|error| format!("over TCP: {error}"))?;
+    let mut reply = vec![0; usize::from(u16::from_be_bytes(length))];
+    stream
+        .read_exact(&mut reply)
+        .map_err(|error| format!("over TCP: {error}"))?;
+    Message::from_vec(&reply)
+        .map_err(|error| format!("over TCP, an answer that is not DNS: {error}"))
+}
+
+/// The addresses and the first CNAME of `reply`'s answer section, into `answer`.
+fn collect(answer: &mut DnsAnswer, reply: Message) {
+    for record in reply.answers {
+        match record.data {
+            RData::A(a) => answer.addresses.push(IpAddr::V4(a.0)),
+            RData::AAAA(aaaa) => answer.addresses.push(IpAddr::V6(aaaa.0)),
+            RData::CNAME(target) if answer.cname.is_none() => {
+                answer.cname = Some(target.0.to_string());
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What the cluster's DNS (the server's own request path, over the same objects, serving
@@ -86,25 +247,42 @@ fn lookup(objects: &[PathBuf], zone: &str, name: &str) -> anyhow::Result<DnsAnsw
             answer.rcode =
                 crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned();
         }
-        for record in reply.answers {
-            match record.data {
-                RData::A(a) => answer.addresses.push(IpAddr::V4(a.0)),
-                RData::AAAA(aaaa) => answer.addresses.push(IpAddr::V6(aaaa.0)),
-                RData::CNAME(target) if answer.cname.is_none() => {
-                    answer.cname = Some(target.0.to_string());
-                }
-                _ => {}
-            }
-        }
+        collect(&mut answer, reply);
     }
     Ok(answer)
 }
 
 pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let Some((namespace, name)) = args.service.split_once('/') else {
-        anyhow::bail!("expected NAMESPACE/NAME, found {:?}", args.service);
+    let named = |default: Option<&str>| match (args.service.split_once('/'), default) {
+        (Some((namespace, name)), _) => Some((namespace.to_owned(), name.to_owned())),
+        (None, Some(namespace)) => Some((namespace.to_owned(), args.service.clone())),
+        (None, None) => None,
     };
-    let loaded = super::read_objects_flag(&args.objects)?;
+    let objects = Objects::read(&args.objects, &args.cluster, |context| {
+        let default = args.namespace.as_deref().unwrap_or(context);
+        let namespace = named(Some(default)).map(|(namespace, _)| namespace);
+        let namespace = namespace.as_deref().unwrap_or(default);
+        let mut kinds = service_kinds(Some(namespace));
+        if args.dns_server.is_none() && namespace != "kube-system" {
+            // Where the cluster's DNS is: Service kube-system/kube-dns.
+            let mut dns = Wanted::in_namespace(ListKind::Services, Some("kube-system"));
+            dns.fields = Some("metadata.name=kube-dns".to_owned());
+            kinds.push(dns);
+        }
+        kinds
+    })?;
+    let default = args
+        .namespace
+        .clone()
+        .or_else(|| objects.live.as_ref().map(|live| live.namespace.clone()));
+    let Some((namespace, name)) = named(default.as_deref()) else {
+        anyhow::bail!(
+            "expected NAMESPACE/NAME (or NAME with -n NAMESPACE), found {:?}",
+            args.service
+        );
+    };
+    let (namespace, name) = (namespace.as_str(), name.as_str());
+    let loaded = super::read_objects_flag(&objects.paths)?;
     super::warn_unknown_node(&loaded.cluster, args.node.as_deref());
     let key = ObjectKey::new(namespace, name);
     let ruleset = match &args.ruleset {
@@ -118,7 +296,22 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let dns_name = format!("{name}.{namespace}.svc.{}.", args.zone);
-    let dns = lookup(&args.objects, &args.zone, &dns_name)?;
+    let dns = lookup(&objects.paths, &args.zone, &dns_name)?;
+    let live_dns = live_dns_server(
+        args.dns_server.as_deref(),
+        objects.live.is_some(),
+        &loaded.cluster,
+    )?
+    .map(|server| match server {
+        Ok(server) => LiveDns {
+            server: server.to_string(),
+            answer: ask_live(server, &dns_name),
+        },
+        Err(reason) => LiveDns {
+            server: "kube-dns".to_owned(),
+            answer: Err(reason),
+        },
+    });
     let slices_computed = loaded.computed_slices.contains(&key);
     let input = ExplainInput {
         cluster: &loaded.cluster,
@@ -128,9 +321,10 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         cluster_cidrs: args.cluster_cidr.clone(),
         ruleset: ruleset.as_ref().map(|(r, n)| (r, n.clone())),
         dns: Some(dns),
+        live_dns,
     };
     let Some(explanation) = explain(&input) else {
-        anyhow::bail!("no Service {} in the objects", args.service);
+        anyhow::bail!("no Service {namespace}/{name} in the objects");
     };
     match args.output {
         Output::Text => out!("{}", report_text(&explanation)),

@@ -16,6 +16,7 @@ macro_rules! outln {
     }};
 }
 
+mod cluster;
 mod endpoints;
 mod explain;
 mod proxy;
@@ -76,7 +77,7 @@ struct Source {
     #[arg(long, value_name = "PATH", conflicts_with = "objects")]
     corefile: Option<PathBuf>,
     /// Objects files (`kubectl get ... -o json` output), served with kubeadm's Corefile.
-    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "corefile")]
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     objects: Vec<PathBuf>,
     /// Where the `--objects` shorthand listens.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, conflicts_with = "corefile")]
@@ -97,7 +98,14 @@ struct Source {
 }
 
 impl Source {
+    /// The configuration: the Corefile, or kubeadm's with the `--objects` files.
     fn config(&self) -> anyhow::Result<Config> {
+        self.config_with(&self.objects)
+    }
+
+    /// [`config`](Self::config) with `objects` in place of the `--objects` files (the live
+    /// cluster's, listed into files).
+    fn config_with(&self, objects: &[PathBuf]) -> anyhow::Result<Config> {
         match &self.corefile {
             Some(path) => config::read_corefile(path)
                 .with_context(|| format!("reading Corefile {}", path.display())),
@@ -112,7 +120,7 @@ impl Source {
                     // Asked for by name: a file that cannot serve is an error, as in a Corefile.
                     options.resolv_conf_required = options.resolv_conf.is_some();
                 }
-                config::shorthand_with(&self.objects, &options)
+                config::shorthand_with(objects, &options)
                     .context("building the --objects configuration")
             }
         }
@@ -120,6 +128,21 @@ impl Source {
 }
 
 impl Source {
+    /// The configuration and the objects it reads: the Corefile's, the `--objects` files,
+    /// or else the live cluster's objects the zone is built from (kubeadm's Corefile, `pods
+    /// insecure`: namespaces, Services and EndpointSlices).
+    fn config_and_objects(
+        &self,
+        cluster: &cluster::ClusterArgs,
+    ) -> anyhow::Result<(Config, cluster::Objects)> {
+        if self.corefile.is_some() {
+            return Ok((self.config()?, cluster::Objects::files(&[])));
+        }
+        let objects =
+            cluster::Objects::read(&self.objects, cluster, |_| cluster::zone_kinds(false))?;
+        Ok((self.config_with(&objects.paths)?, objects))
+    }
+
     /// The blocks of `config`, loaded offline; an objects error says where the files were
     /// given.
     fn load(&self, config: &Config) -> anyhow::Result<Vec<crate::server::LoadedBlock>> {
@@ -268,11 +291,18 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 /// itself, naming the resource and what was refused, once per outage rather than once per
 /// retry).
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "{level},hickory_proto=warn,kube_client=off,kube_runtime=error"
-        ))
-    });
+    let quiet_kube = "kube_client=off,kube_runtime=error";
+    let filter = match std::env::var("RUST_LOG") {
+        // kube-rs's own errors only where asked for by name: the tools and the watch say
+        // what failed themselves, in one line.
+        Ok(wanted) if !wanted.contains("kube") => {
+            tracing_subscriber::EnvFilter::new(format!("{wanted},{quiet_kube}"))
+        }
+        Ok(wanted) => tracing_subscriber::EnvFilter::new(wanted),
+        Err(_) => {
+            tracing_subscriber::EnvFilter::new(format!("{level},hickory_proto=warn,{quiet_kube}"))
+        }
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -107,9 +107,12 @@ struct RenderArgs {
     /// `iptables`: `iptables-save` output; `nftables`: `nft list table ip kube-proxy` output.
     #[arg(long, value_enum)]
     mode: Mode,
-    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output).
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    /// Objects files (`kubectl get svc,pods,endpointslices -o json` output); without them,
+    /// the live cluster's objects.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     objects: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: super::cluster::ClusterArgs,
     /// The cluster's pod CIDR (kube-proxy's `--cluster-cidr`): sources outside it are
     /// masqueraded. Both families may be given, comma-separated.
     #[arg(long, value_name = "CIDR", value_delimiter = ',', required = true, value_parser = crate::config::parse_cidr)]
@@ -287,7 +290,10 @@ fn render(args: &RenderArgs) -> anyhow::Result<ExitCode> {
                 .join(",")
         );
     }
-    let loaded = super::read_objects_flag(&args.objects)?;
+    let objects = super::cluster::Objects::read(&args.objects, &args.cluster, |_| {
+        super::cluster::service_kinds(None)
+    })?;
+    let loaded = super::read_objects_flag(&objects.paths)?;
     let cluster = with_slices(&loaded.cluster, SliceSource::from(args.slices));
     super::warn_unknown_node(&cluster, args.node.as_deref());
     let options = PlanOptions {

@@ -10,6 +10,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode}
 use hickory_proto::rr::{Name, Record, RecordType};
 
 use super::Source;
+use super::cluster::ClusterArgs;
 use crate::server::{Handler, Outcome, Transport};
 use crate::zone::zonefile::record_line;
 
@@ -27,10 +28,12 @@ pub(super) struct QueryArgs {
     why: bool,
     #[command(flatten)]
     source: Source,
+    #[command(flatten)]
+    cluster: ClusterArgs,
 }
 
 pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
-    let config = args.source.config()?;
+    let (config, _objects) = args.source.config_and_objects(&args.cluster)?;
     let blocks = args.source.load(&config)?;
     // `from_ascii` keeps the spelling (the answer's owner keeps it too); `from_str` would
     // lower-case it through IDNA, which non-ASCII names need.

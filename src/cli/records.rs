@@ -6,6 +6,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use super::Source;
+use super::cluster::ClusterArgs;
 use crate::zone::name::WireName;
 use crate::zone::zonefile;
 
@@ -14,6 +15,8 @@ use crate::zone::zonefile;
 pub(super) struct RecordsArgs {
     #[command(flatten)]
     source: Source,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Zone)]
     format: Format,
@@ -31,7 +34,7 @@ enum Format {
 }
 
 pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
-    let config = args.source.config()?;
+    let (config, _objects) = args.source.config_and_objects(&args.cluster)?;
     let blocks = args.source.load(&config)?;
     let Some(kubernetes) = blocks.iter().find_map(|loaded| loaded.block.kubernetes()) else {
         bail!("the configuration has no kubernetes block");

@@ -52,9 +52,16 @@ pub(super) struct PodArgs {
 impl PodArgs {
     /// `--namespace`, which every use but `resolve-cost --log` needs.
     pub(super) fn namespace(&self) -> anyhow::Result<&str> {
+        self.namespace_or(None)
+    }
+
+    /// [`namespace`](Self::namespace), defaulting to `current` (the kubeconfig context's
+    /// namespace when the objects are the live cluster's).
+    pub(super) fn namespace_or<'a>(&'a self, current: Option<&'a str>) -> anyhow::Result<&'a str> {
         let namespace = self
             .namespace
             .as_deref()
+            .or(current)
             .context("--namespace NS is required (the pod's namespace)")?;
         if !crate::config::is_dns_label(namespace) {
             anyhow::bail!(

@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 use hickory_proto::rr::Name;
 
+use super::cluster::{ClusterArgs, Objects, zone_kinds};
 use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
 use crate::resolver_sim::answer::UpstreamMode;
@@ -25,9 +26,13 @@ pub(super) struct ResolveCostArgs {
     #[arg(value_name = "NAME", required_unless_present = "log")]
     names: Vec<String>,
     /// Objects files (`kubectl get ... -o json`) the cluster zone is built from; without
-    /// them the zone has only the pod's namespace, and no Service.
+    /// them the live cluster's (of `--kubeconfig`/`--context`, `KUBECONFIG` or
+    /// `~/.kube/config`), and with no cluster either, a zone with only the pod's namespace
+    /// and no Service.
     #[arg(long, value_name = "F", num_args = 1..)]
     objects: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// The pod's resolv.conf (instead of the kubelet's, from the options below).
     #[arg(long, value_name = "F", conflicts_with_all = ["host_resolv_conf", "dns_config", "dns_policy", "host_network"])]
     resolv_conf: Option<PathBuf>,
@@ -161,13 +166,13 @@ pub(super) fn cluster_zone(
 
 /// The resolver configuration of the pod: its resolv.conf file, or the kubelet's, with
 /// `--search`/`--ndots` on top.
-fn stub_config(args: &ResolveCostArgs) -> anyhow::Result<StubConfig> {
+fn stub_config(args: &ResolveCostArgs, pod: &PodArgs) -> anyhow::Result<StubConfig> {
     let text = match &args.resolv_conf {
         Some(path) => {
             read_text_lossy(path).with_context(|| format!("cannot read {}", path.display()))?
         }
         None => {
-            let dns = args.pod.pod_dns()?;
+            let dns = pod.pod_dns()?;
             for warning in &dns.warnings {
                 eprintln!("clusterdns: warning: {warning}");
             }
@@ -215,19 +220,34 @@ impl crate::resolver_sim::answer::LocalServer for LocalBlock {
     }
 }
 
+/// The objects: `--objects`, else the live cluster's when there is one (with `pods`, its
+/// pods too), else none.
+fn objects(args: &ResolveCostArgs, pods: bool) -> anyhow::Result<Objects> {
+    if args.objects.is_empty() && args.cluster.cluster_available() {
+        Objects::read(&[], &args.cluster, |_| zone_kinds(pods))
+    } else {
+        Ok(Objects::files(&args.objects))
+    }
+}
+
 pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
     if let Some(log) = &args.log {
         return run_log(args, log);
     }
-    let namespace = args.pod.namespace()?;
+    let objects = objects(args, false)?;
+    let current = objects.live.as_ref().map(|live| live.namespace.as_str());
+    let namespace = args.pod.namespace_or(current)?;
     for name in &args.names {
         if name.is_empty() || WireName::from_dotted(name).is_err() {
             bail!("not a domain name: '{name}'");
         }
     }
-    let config = stub_config(args)?;
+    // The namespace as given, or the context's.
+    let mut pod = args.pod.clone();
+    pod.namespace = Some(namespace.to_owned());
+    let config = stub_config(args, &pod)?;
     let (snapshot, kubernetes) =
-        cluster_zone(&args.objects, &args.pod.cluster_domain, Some(namespace))?;
+        cluster_zone(&objects.paths, &args.pod.cluster_domain, Some(namespace))?;
     // The cluster DNS as the server runs it: the block's chain over the zone.
     let store = std::sync::Arc::new(crate::store::Store::new(snapshot));
     let snapshot = store.snapshot();
@@ -288,10 +308,11 @@ fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<Exi
     use crate::resolver_sim::logs::{LogContext, analyse, parse_log};
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let log = parse_log(&String::from_utf8_lossy(&bytes), file)?;
-    let pods = if args.objects.is_empty() {
+    let objects = objects(args, true)?;
+    let pods = if objects.paths.is_empty() {
         Default::default()
     } else {
-        LogContext::pods_of(&super::read_objects_flag(&args.objects)?.cluster)
+        LogContext::pods_of(&super::read_objects_flag(&objects.paths)?.cluster)
     };
     let context = LogContext {
         cluster_domain: args.pod.cluster_domain.clone(),

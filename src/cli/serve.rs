@@ -12,6 +12,7 @@ use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 
 /// Arguments of `serve`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["corefile", "objects"])))]
 pub(super) struct ServeArgs {
     #[command(flatten)]
     source: Source,

@@ -4,6 +4,7 @@
 //!   command).
 //! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
 //! - [`file_watch`]: a store kept current with its objects files.
+//! - [`live`]: one read of the live cluster for the operator's tools.
 //! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
@@ -47,6 +48,7 @@ macro_rules! namespaced_resource {
 pub mod api;
 pub mod file;
 pub mod file_watch;
+pub mod live;
 mod mcs;
 pub mod programming;
 pub mod publish;

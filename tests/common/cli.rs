@@ -13,14 +13,26 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Runs `clusterdns ARGS...` from the repository root, logging warnings only.
+/// Runs `clusterdns ARGS...` from the repository root, logging warnings only, with no
+/// cluster to read (no kubeconfig, not in a pod): the tools read only what they are given.
 pub fn clusterdns(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_clusterdns"))
+    clusterdns_env(args, &[])
+}
+
+/// [`clusterdns`] with `env` set too (`KUBECONFIG`).
+pub fn clusterdns_env(args: &[&str], env: &[(&str, &std::path::Path)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_clusterdns"));
+    command
         .args(args)
         .current_dir(root())
         .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("HOME", root().join("target/no-home"));
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
     Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8(output.stdout).unwrap(),

@@ -19,7 +19,10 @@
 //! - `dns-mismatch`: a headless Service whose DNS answer differs from its ready endpoints, or
 //!   a ClusterIP one whose answer is not its ClusterIPs;
 //! - `dns-unresolved`: the Service's name does not resolve (NXDOMAIN, or no address): clients
-//!   get "no such host" whatever the other layers say.
+//!   get "no such host" whatever the other layers say;
+//! - `dns-live-differs`: the cluster's running DNS server answers the Service's name
+//!   otherwise than the objects say it should (a server that has not caught up, filters
+//!   the Service out, or is not clusterdns).
 
 mod rules;
 
@@ -54,6 +57,17 @@ pub struct ExplainInput<'a> {
     /// The input had no EndpointSlice for the Service: its slices were computed from the
     /// pods when the objects were read.
     pub slices_computed: bool,
+    /// What the cluster's running DNS server answered for the same name, when asked.
+    pub live_dns: Option<LiveDns>,
+}
+
+/// The cluster's running DNS server, asked for the Service's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiveDns {
+    /// Where it was asked (`10.96.0.10:53`).
+    pub server: String,
+    /// Its answer, or why there is none (not reachable, no answer in time).
+    pub answer: Result<DnsAnswer, String>,
 }
 
 /// What DNS answers for the Service's name.
@@ -173,6 +187,9 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
     kube_proxy_sections(input, service, &mut report);
     if let Some(dns) = &input.dns {
         dns_section(dns, service, &slices, &mut report);
+    }
+    if let Some(live) = &input.live_dns {
+        live_dns_section(live, input.dns.as_ref(), &mut report);
     }
     Some(Explanation {
         service: service.key.to_string(),
@@ -648,6 +665,60 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
     });
 }
 
+/// The running DNS server's answer, against what the objects make of the same name.
+fn live_dns_section(live: &LiveDns, expected: Option<&DnsAnswer>, report: &mut Report) {
+    let title = format!("dns (live, {})", live.server);
+    let answer = match &live.answer {
+        Err(reason) => {
+            report.sections.push(Section {
+                title,
+                lines: vec![format!("not asked: {reason}")],
+            });
+            return;
+        }
+        Ok(answer) => answer,
+    };
+    let shown = |answer: &DnsAnswer| {
+        let addresses: BTreeSet<IpAddr> = answer.addresses.iter().copied().collect();
+        let mut text = match &answer.cname {
+            Some(target) => format!("CNAME {target}"),
+            None => String::new(),
+        };
+        for ip in &addresses {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            let _ = write!(text, "{ip}");
+        }
+        if addresses.is_empty() && answer.cname.is_none() {
+            text = format!("no address ({})", no_address(&answer.rcode));
+        }
+        text
+    };
+    let mut lines = vec![format!("{} -> {}", answer.name, shown(answer))];
+    if let Some(expected) = expected {
+        let same = |a: &DnsAnswer| {
+            let addresses: BTreeSet<IpAddr> = a.addresses.iter().copied().collect();
+            (a.rcode.clone(), a.cname.clone(), addresses)
+        };
+        if same(answer) == same(expected) {
+            lines.push("= what the objects say".to_owned());
+        } else {
+            report.findings.push(Finding {
+                kind: "dns-live-differs",
+                message: format!(
+                    "{}: the cluster's DNS at {} answers {}, the objects say {}",
+                    answer.name,
+                    live.server,
+                    shown(answer),
+                    shown(expected)
+                ),
+            });
+        }
+    }
+    report.sections.push(Section { title, lines });
+}
+
 /// What an answer without addresses is, in its rcode's words.
 fn no_address(rcode: &str) -> &str {
     match rcode {
@@ -701,6 +772,7 @@ mod tests {
             ruleset: None,
             dns: None,
             slices_computed: false,
+            live_dns: None,
         };
         assert!(explain(&input).is_none());
     }
