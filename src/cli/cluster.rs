@@ -208,8 +208,16 @@ impl Progress {
         }
     }
 
+    /// [`QUIET_FOR`], or `CLUSTERDNS_PROGRESS_AFTER_MS` (for tests, whose reads are quick).
+    fn quiet_for() -> Duration {
+        std::env::var("CLUSTERDNS_PROGRESS_AFTER_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(QUIET_FOR, Duration::from_millis)
+    }
+
     fn show(&mut self, what: &str, count: usize) {
-        if !self.terminal || self.started.elapsed() < QUIET_FOR {
+        if !self.terminal || self.started.elapsed() < Self::quiet_for() {
             return;
         }
         let mut stderr = std::io::stderr().lock();

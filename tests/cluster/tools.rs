@@ -191,6 +191,37 @@ fn every_tool_reads_the_live_cluster_as_it_reads_a_dump_of_it() {
         }
     }
 
+    // On a terminal, one line says what is being read, rewritten in place and cleared at
+    // the end (after a second; here at once); not on a pipe.
+    let on_terminal = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} records >/dev/null", env!("CARGO_BIN_EXE_clusterdns")),
+            "/dev/null",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("CLUSTERDNS_PROGRESS_AFTER_MS", "0")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&on_terminal.stdout).into_owned();
+    assert!(on_terminal.status.success(), "{shown}");
+    assert!(
+        shown.contains("\r\x1b[2Kreading namespaces from context operator: ")
+            && shown.contains(
+                "\r\x1b[2Kreading endpointslices in all namespaces from context operator: "
+            )
+            && shown.ends_with("\r\x1b[2K"),
+        "{shown:?}"
+    );
+    let piped = clusterdns_env(
+        &["records"],
+        &[
+            ("KUBECONFIG", &kubeconfig),
+            ("CLUSTERDNS_PROGRESS_AFTER_MS", Path::new("0")),
+        ],
+    );
+    assert_eq!(piped.stderr, "");
+
     // `--context` picks another context of the file; its user may list nothing, so every
     // command stops at its first list with one line naming the context, verb and resource.
     let refused: Vec<Vec<&str>> = vec![
