@@ -400,3 +400,64 @@ fn explain_asks_the_clusters_dns_and_reports_where_it_differs_from_the_objects()
         run.stdout
     );
 }
+
+#[test]
+fn in_a_pod_the_tools_read_the_cluster_as_its_service_account() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    // A pod's view in a mount namespace of its own: the service account's token, CA and
+    // namespace where the kubelet mounts them, and the API server's address in the
+    // environment, as in a pod; no kubeconfig anywhere.
+    let dir = tempfile::tempdir().unwrap();
+    let token = cluster.token("kube-system", "coredns", &["--duration", "1h"]);
+    std::fs::write(dir.path().join("token"), token).unwrap();
+    std::fs::copy(cluster.ca(), dir.path().join("ca.crt")).unwrap();
+    std::fs::write(dir.path().join("namespace"), "kube-system").unwrap();
+    let script = format!(
+        "mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && \
+         cp {dir}/token {dir}/ca.crt {dir}/namespace /run/secrets/kubernetes.io/serviceaccount/ && \
+         exec \"$0\" \"$@\"",
+        dir = dir.path().display()
+    );
+    let in_pod = |args: &[&str]| {
+        std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .arg(env!("CARGO_BIN_EXE_clusterdns"))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env("HOME", dir.path().join("no-home"))
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", cluster.api_port.to_string())
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let probe = in_pod(&["--version"]);
+    if !probe.status.success() {
+        assert!(
+            std::env::var_os("CLUSTERDNS_REQUIRE_NETFILTER").is_none(),
+            "CLUSTERDNS_REQUIRE_NETFILTER is set but unshare -m fails: {}",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        eprintln!("skipped: no mount namespaces here (unshare -m needs root)");
+        return;
+    }
+    let records = in_pod(&["records"]);
+    let text = String::from_utf8_lossy(&records.stdout);
+    assert!(
+        records.status.success() && text.contains("kube-dns.kube-system.svc.cluster.local."),
+        "{text}{}",
+        String::from_utf8_lossy(&records.stderr)
+    );
+    // The namespace is the pod's.
+    let endpoints = in_pod(&["endpoints"]);
+    let text = String::from_utf8_lossy(&endpoints.stdout);
+    assert!(
+        endpoints.status.success()
+            && text.contains("kube-system/kube-dns")
+            && text.lines().all(|line| !line.starts_with("default/")),
+        "{text}{}",
+        String::from_utf8_lossy(&endpoints.stderr)
+    );
+}
