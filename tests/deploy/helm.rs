@@ -429,3 +429,40 @@ fn wrong_values_fail_naming_the_value() {
         assert!(error.contains(expected), "{values}: {error}");
     }
 }
+
+/// docs/helm.md's values table has a row for every top-level value of values.yaml, and no
+/// row for a value the chart does not have.
+#[test]
+fn the_docs_table_lists_every_value() {
+    let values: serde_json::Map<String, Value> =
+        serde_saphyr::from_str(&read("deploy/helm/clusterdns/values.yaml")).unwrap();
+    let schema: Value =
+        serde_json::from_str(&read("deploy/helm/clusterdns/values.schema.json")).unwrap();
+    let page = read("docs/helm.md");
+    let table = page
+        .split("## Values")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut documented = std::collections::BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split('|').nth(1).unwrap();
+        for key in first.split('`').skip(1).step_by(2) {
+            let top = key.split('.').next().unwrap().to_owned();
+            assert!(
+                schema["properties"].get(&top).is_some(),
+                "docs/helm.md documents {key}, which the chart does not have"
+            );
+            documented.insert(top);
+        }
+    }
+    let mut expected: std::collections::BTreeSet<String> = values.keys().cloned().collect();
+    expected.insert("global".to_owned());
+    assert_eq!(documented, expected);
+    // And the schema knows every value of values.yaml (the defaults pass it: helm lint).
+    for key in values.keys() {
+        assert!(schema["properties"].get(key).is_some(), "{key}");
+    }
+}
