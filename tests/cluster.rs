@@ -27,6 +27,7 @@ use crate::live::{PATIENCE, addresses, eventually, metric, until, until_within};
 mod access;
 mod differential;
 mod faults;
+mod helm;
 mod kube_proxy;
 mod objects;
 mod tools;

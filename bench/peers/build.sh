@@ -7,7 +7,9 @@
 #       replaces each staging module with its published v0.X.Y), version-stamped;
 #   etcd            the go.etcd.io/etcd/server/v3 release that Kubernetes version links, same module;
 #   kwok            sigs.k8s.io/kwok/cmd/kwok (go install: its own go.mod, no replaces);
-#   coredns         github.com/coredns/coredns (go install), kubernetes plugin included.
+#   coredns         github.com/coredns/coredns (go install), kubernetes plugin included;
+#   helm            helm.sh/helm/v4/cmd/helm (go install), which renders, lints and installs
+#                   deploy/helm/clusterdns in the tests (a test tool, never part of the product).
 #
 #   bench/peers/build.sh            build what is missing, then print where everything is
 #   bench/peers/build.sh --dir      print the directory of the binaries (after building)
@@ -21,6 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 KUBERNETES_VERSION=v1.36.3
 KWOK_VERSION=v0.8.0
 COREDNS_VERSION=v1.14.7
+HELM_VERSION=v4.3.2
 
 cache=${PEERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clusterdns-peers}
 bin="$cache/bin"
@@ -42,6 +45,7 @@ sum=$(cat "$here/kubernetes/go.mod" "$here/kubernetes/go.sum" | sha256sum | cut 
 kube_dir="$cache/kubernetes-$KUBERNETES_VERSION-etcd-$etcd_version-$sum"
 kwok_dir="$cache/kwok-$KWOK_VERSION"
 coredns_dir="$cache/coredns-$COREDNS_VERSION"
+helm_dir="$cache/helm-$HELM_VERSION"
 
 # Runs "$@" (a build into $1's directory) unless the directory is complete; times it.
 built=()
@@ -96,6 +100,7 @@ total=$SECONDS
 build_into "$kube_dir" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl etcd -- kube_build
 build_into "$kwok_dir" kwok -- go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 build_into "$coredns_dir" coredns -- go_install "github.com/coredns/coredns@$COREDNS_VERSION"
+build_into "$helm_dir" helm -- go_install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
 
 if [[ -n "$quiet" ]]; then
     echo "$bin"
@@ -107,4 +112,4 @@ if ((${#built[@]})); then
 else
     say "nothing to build: every peer is in $cache"
 fi
-say "kubernetes $KUBERNETES_VERSION, etcd $etcd_version, kwok $KWOK_VERSION, coredns $COREDNS_VERSION in $bin"
+say "kubernetes $KUBERNETES_VERSION, etcd $etcd_version, kwok $KWOK_VERSION, coredns $COREDNS_VERSION, helm $HELM_VERSION in $bin"

@@ -20,10 +20,11 @@ use serde_json::Value;
 
 use super::root;
 
-/// The directory holding the peers' binaries, if they are built.
-pub fn peers() -> Option<PathBuf> {
-    let dir = match std::env::var_os("CLUSTERDNS_PEERS") {
-        Some(dir) => PathBuf::from(dir),
+/// The directory the peers' binaries are in (or would be): `CLUSTERDNS_PEERS`, else
+/// bench/peers/build.sh's cache.
+fn peers_dir() -> Option<PathBuf> {
+    match std::env::var_os("CLUSTERDNS_PEERS") {
+        Some(dir) => Some(PathBuf::from(dir)),
         None => {
             let cache = std::env::var_os("PEERS_CACHE")
                 .map(PathBuf::from)
@@ -35,9 +36,14 @@ pub fn peers() -> Option<PathBuf> {
                     std::env::var_os("HOME")
                         .map(|h| PathBuf::from(h).join(".cache/clusterdns-peers"))
                 })?;
-            cache.join("bin")
+            Some(cache.join("bin"))
         }
-    };
+    }
+}
+
+/// The directory holding the peers' binaries, if they are built.
+pub fn peers() -> Option<PathBuf> {
+    let dir = peers_dir()?;
     let all = [
         "etcd",
         "kube-apiserver",
@@ -49,6 +55,23 @@ pub fn peers() -> Option<PathBuf> {
     all.iter()
         .all(|name| dir.join(name).is_file())
         .then_some(dir)
+}
+
+/// The binary of one peer (`helm`, `kubectl` ...), for a test that needs it and no cluster:
+/// `None` when it is not built, and the test says so and passes; fails instead when
+/// `CLUSTERDNS_REQUIRE_PEERS` is set.
+pub fn peer(name: &str) -> Option<PathBuf> {
+    let path = peers_dir()
+        .map(|dir| dir.join(name))
+        .filter(|path| path.is_file());
+    if path.is_none() {
+        assert!(
+            std::env::var_os("CLUSTERDNS_REQUIRE_PEERS").is_none(),
+            "CLUSTERDNS_REQUIRE_PEERS is set but the peer {name} is not built: run bench/peers/build.sh"
+        );
+        eprintln!("skipped: the peer {name} is not built (bench/peers/build.sh)");
+    }
+    path
 }
 
 /// Whether a test needing the real control plane must give up here: the peers are not built

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod coredns;
 pub mod dot;
 pub mod golden;
+pub mod helm;
 pub mod names;
 pub mod netns;
 pub mod partition;

@@ -7,6 +7,7 @@
 
 mod autoscaler;
 mod deployment;
+mod helm;
 mod image;
 mod manifests;
 mod service_and_rbac;
