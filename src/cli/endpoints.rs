@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use super::output::Output;
+
 use crate::model::ObjectKey;
 use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 
@@ -48,15 +50,6 @@ impl From<Slices> for SliceSource {
     }
 }
 
-/// `--output`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum Output {
-    /// For people.
-    Text,
-    /// For programs.
-    Json,
-}
-
 pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     let loaded = super::read_objects_flag(&args.objects)?;
     let source = SliceSource::from(args.slices);
@@ -76,16 +69,11 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
         }
         cluster.services.retain(|key, _| wanted.contains(key));
     }
-    match args.output {
-        Output::Text => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
-        Output::Json => outln!(
+    match args.output.data() {
+        None => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
+        Some(data) => out!(
             "{}",
-            serde_json::to_string_pretty(&report_json(
-                &cluster,
-                source,
-                args.node.as_deref(),
-                &[]
-            ))?
+            data.render(&report_json(&cluster, source, args.node.as_deref(), &[]))?
         ),
     }
     Ok(ExitCode::SUCCESS)

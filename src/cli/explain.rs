@@ -12,7 +12,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
 
-use super::endpoints::Output;
+use super::output::Output;
 use crate::config::{self, ShorthandOptions};
 use crate::model::ObjectKey;
 use crate::proxy::explain::{DnsAnswer, ExplainInput, explain, report_text};
@@ -132,9 +132,9 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let Some(explanation) = explain(&input) else {
         anyhow::bail!("no Service {} in the objects", args.service);
     };
-    match args.output {
-        Output::Text => out!("{}", report_text(&explanation)),
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&explanation)?),
+    match args.output.data() {
+        None => out!("{}", report_text(&explanation)),
+        Some(data) => out!("{}", data.render(&explanation)?),
     }
     Ok(if explanation.findings.is_empty() {
         ExitCode::SUCCESS

@@ -6,6 +6,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, ValueEnum};
 
 use super::Source;
+use super::output::Data;
 use crate::zone::name::WireName;
 use crate::zone::zonefile;
 
@@ -14,8 +15,8 @@ use crate::zone::zonefile;
 pub(super) struct RecordsArgs {
     #[command(flatten)]
     source: Source,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Zone)]
+    /// Output format (`--output` is the same flag, as in the other commands).
+    #[arg(long, visible_alias = "output", value_enum, default_value_t = Format::Zone)]
     format: Format,
     /// Only this zone (for example `cluster.local` or `in-addr.arpa`); default: every zone.
     #[arg(long, value_name = "ZONE")]
@@ -28,6 +29,8 @@ enum Format {
     Zone,
     /// JSON: one object per zone with its records.
     Json,
+    /// YAML: the same data as the JSON.
+    Yaml,
 }
 
 pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
@@ -55,9 +58,13 @@ pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
         };
     match args.format {
         Format::Zone => out!("{}", zonefile::zone_file(&snapshot, only)),
-        Format::Json => outln!(
+        Format::Json => out!(
             "{}",
-            serde_json::to_string_pretty(&zonefile::zone_json(&snapshot, only))?
+            Data::Json.render(&zonefile::zone_json(&snapshot, only))?
+        ),
+        Format::Yaml => out!(
+            "{}",
+            Data::Yaml.render(&zonefile::zone_json(&snapshot, only))?
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use hickory_proto::rr::Name;
 
+use super::output::Output;
 use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
 use crate::resolver_sim::answer::UpstreamMode;
@@ -70,14 +71,6 @@ pub(super) struct ResolveCostArgs {
     top: usize,
     #[command(flatten)]
     pod: PodArgs,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Output {
-    /// A table per name.
-    Text,
-    /// JSON.
-    Json,
 }
 
 fn parse_families(text: &str) -> Result<Families, String> {
@@ -262,12 +255,12 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
         send_mode: Default::default(),
     };
     let reports: Vec<_> = args.names.iter().map(|name| setup.report(name)).collect();
-    match args.output {
-        Output::Text => {
+    match args.output.data() {
+        None => {
             let texts: Vec<String> = reports.iter().map(|r| r.text(namespace)).collect();
             out!("{}", texts.join("\n"));
         }
-        Output::Json => {
+        Some(data) => {
             #[derive(serde::Serialize)]
             struct Out<'a> {
                 namespace: &'a str,
@@ -277,7 +270,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
                 namespace,
                 reports: &reports,
             };
-            outln!("{}", serde_json::to_string_pretty(&out)?);
+            out!("{}", data.render(&out)?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -299,9 +292,9 @@ fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<Exi
         pods,
     };
     let report = analyse(&log, &context);
-    match args.output {
-        Output::Text => out!("{}", report.text(file, args.top)),
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&report)?),
+    match args.output.data() {
+        None => out!("{}", report.text(file, args.top)),
+        Some(data) => out!("{}", data.render(&report)?),
     }
     Ok(ExitCode::SUCCESS)
 }
