@@ -6,6 +6,7 @@
 
 mod colour;
 mod completion;
+mod krew;
 mod man;
 mod output;
 mod plugin;
