@@ -7,6 +7,7 @@ mod apiserver;
 mod architecture;
 mod autopath;
 mod cluster;
+mod command_line;
 mod common;
 mod corefile;
 mod dashboards;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
+use super::output::Output;
 use crate::model::ObjectKey;
 use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 
@@ -32,7 +33,7 @@ pub(super) struct EndpointsArgs {
     #[arg(long, value_name = "NS/NAME", value_delimiter = ',')]
     service: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
 
@@ -52,15 +53,6 @@ impl From<Slices> for SliceSource {
             Slices::Computed => Self::Computed,
         }
     }
-}
-
-/// `--output`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum Output {
-    /// For people.
-    Text,
-    /// For programs.
-    Json,
 }
 
 pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
@@ -89,16 +81,11 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
         }
         cluster.services.retain(|key, _| keys.contains(key));
     }
-    match args.output {
-        Output::Text => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
-        Output::Json => outln!(
+    match args.output.data() {
+        None => out!("{}", report_text(&cluster, args.node.as_deref(), &[])),
+        Some(data) => out!(
             "{}",
-            serde_json::to_string_pretty(&report_json(
-                &cluster,
-                source,
-                args.node.as_deref(),
-                &[]
-            ))?
+            data.render(&report_json(&cluster, source, args.node.as_deref(), &[]))?
         ),
     }
     Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
 
 use super::cluster::{ClusterArgs, Objects, service_kinds};
-use super::endpoints::Output;
+use super::output::Output;
 use crate::config::{self, ShorthandOptions};
 use crate::model::ObjectKey;
 use crate::proxy::explain::{DnsAnswer, ExplainInput, LiveDns, explain, report_text};
@@ -54,7 +54,7 @@ pub(super) struct ExplainArgs {
           value_parser = config::parse_cluster_zone)]
     zone: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     output: Output,
     /// The cluster's DNS server to ask too (`IP` or `IP:PORT`), and compare with what the
     /// objects say. Reading the cluster, the default is Service kube-system/kube-dns;
@@ -326,9 +326,9 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let Some(explanation) = explain(&input) else {
         anyhow::bail!("no Service {namespace}/{name} in the objects");
     };
-    match args.output {
-        Output::Text => out!("{}", report_text(&explanation)),
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&explanation)?),
+    match args.output.data() {
+        None => out!("{}", report_text(&explanation)),
+        Some(data) => out!("{}", data.render(&explanation)?),
     }
     Ok(if explanation.findings.is_empty() {
         ExitCode::SUCCESS

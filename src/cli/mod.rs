@@ -19,6 +19,8 @@ macro_rules! outln {
 mod cluster;
 mod endpoints;
 mod explain;
+mod generate;
+mod output;
 mod proxy;
 mod query;
 mod records;
@@ -33,7 +35,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::config::{self, Config};
 
@@ -52,7 +54,7 @@ pub struct Cli {
 enum Command {
     /// Serve DNS, from a Corefile or from objects files.
     Serve(serve::ServeArgs),
-    /// Print the whole zone as an RFC 1035 zone file or JSON.
+    /// Print the whole zone as an RFC 1035 zone file, JSON or YAML.
     Records(records::RecordsArgs),
     /// Answer one question offline and print it like dig.
     Query(query::QueryArgs),
@@ -68,6 +70,34 @@ enum Command {
     /// Show every query the stub resolver's search walk makes for a name, and what the fixes
     /// save.
     ResolveCost(resolve_cost::ResolveCostArgs),
+    /// Print a shell's completion script: `source <(clusterdns completion bash)`.
+    Completion(generate::CompletionArgs),
+    /// Print the manual page, or write every command's page into a directory.
+    Man(generate::ManArgs),
+}
+
+/// The name kubectl runs the binary by as its plugin: `kubectl clusterdns ...` runs
+/// `kubectl-clusterdns ...` from `PATH`.
+const PLUGIN_NAME: &str = "kubectl-clusterdns";
+
+/// Whether the binary was run as kubectl's plugin: by a name (a link or a copy) whose file
+/// name is [`PLUGIN_NAME`].
+fn run_as_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .is_some_and(|name| name == PLUGIN_NAME)
+}
+
+/// The command line's definition; run as kubectl's plugin, its usage and help say
+/// `kubectl clusterdns ...`, as the user typed it.
+fn command_for(plugin: bool) -> clap::Command {
+    let command = Cli::command();
+    if plugin {
+        command.bin_name("kubectl clusterdns")
+    } else {
+        command
+    }
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -210,7 +240,12 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
 /// Parse the arguments, run the command, and turn its result into an exit code: 0 on
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse_from(coredns_args(std::env::args_os()));
+    let args = coredns_args(std::env::args_os());
+    let plugin = run_as_plugin(args.first().map(OsString::as_os_str));
+    let cli = command_for(plugin)
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+        .unwrap_or_else(|error| error.exit());
     // The server logs what it does; the tools print what they were asked, and only
     // warnings beside it.
     init_logging(if matches!(cli.command, Command::Serve(_)) {
@@ -227,6 +262,8 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::ResolvConf(args) => resolv_conf::run(&args),
         Command::ResolveCost(args) => resolve_cost::run(&args),
+        Command::Completion(args) => generate::completion(&args, plugin),
+        Command::Man(args) => generate::man(&args),
     };
     match result {
         Ok(code) => code,
@@ -286,7 +323,14 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     out
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides the default (`level`, with hickory-proto's warnings
+/// Whether to colour what goes to a stream: only to a terminal, and never when `NO_COLOR` is
+/// set to anything but the empty string (<https://no-color.org>). clap's help and errors follow
+/// the same rule (anstream).
+fn colour(to_terminal: bool) -> bool {
+    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+}
+
+/// Logs go to stderr, coloured as [`colour`] says; `RUST_LOG` overrides the default (`level`, with hickory-proto's warnings
 /// only, and kube-rs's client errors and watcher warnings off: the API watch reports those
 /// itself, naming the resource and what was refused, once per outage rather than once per
 /// retry).
@@ -306,7 +350,7 @@ fn init_logging(level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(colour(std::io::IsTerminal::is_terminal(&std::io::stderr())))
         .with_target(false)
         .try_init();
 }

@@ -71,8 +71,8 @@ struct TraceArgs {
     #[arg(long, value_name = "SEED", default_value_t = 1)]
     seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = super::endpoints::Output::Text)]
-    output: super::endpoints::Output,
+    #[arg(short = 'o', long, value_enum, default_value_t = super::output::Output::Text)]
+    output: super::output::Output,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -254,16 +254,14 @@ fn run_trace(args: &TraceArgs) -> anyhow::Result<ExitCode> {
     let simulation = args
         .simulate
         .map(|n| trace::simulate(&ruleset, &options, n, args.seed));
-    match args.output {
-        super::endpoints::Output::Text => {
-            out!("{}", trace::report_text(&report, simulation.as_ref()));
-        }
-        super::endpoints::Output::Json => {
+    match args.output.data() {
+        None => out!("{}", trace::report_text(&report, simulation.as_ref())),
+        Some(data) => {
             let mut json = serde_json::to_value(&report)?;
             if let (Some(simulation), Some(object)) = (&simulation, json.as_object_mut()) {
                 object.insert("simulation".to_owned(), serde_json::to_value(simulation)?);
             }
-            outln!("{}", serde_json::to_string_pretty(&json)?);
+            out!("{}", data.render(&json)?);
         }
     }
     Ok(if report.verdict == TraceVerdict::Dnat {

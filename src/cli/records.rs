@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::Source;
 use super::cluster::ClusterArgs;
+use super::output::Data;
 use crate::zone::name::WireName;
 use crate::zone::zonefile;
 
@@ -17,8 +18,8 @@ pub(super) struct RecordsArgs {
     source: Source,
     #[command(flatten)]
     cluster: ClusterArgs,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Zone)]
+    /// Output format (`--output` is the same flag, as in the other commands).
+    #[arg(short = 'o', long, visible_alias = "output", value_enum, default_value_t = Format::Zone)]
     format: Format,
     /// Only this zone (for example `cluster.local` or `in-addr.arpa`); default: every zone.
     #[arg(long, value_name = "ZONE")]
@@ -31,6 +32,8 @@ enum Format {
     Zone,
     /// JSON: one object per zone with its records.
     Json,
+    /// YAML: the same data as the JSON.
+    Yaml,
 }
 
 pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
@@ -58,9 +61,13 @@ pub(super) fn run(args: &RecordsArgs) -> anyhow::Result<ExitCode> {
         };
     match args.format {
         Format::Zone => out!("{}", zonefile::zone_file(&snapshot, only)),
-        Format::Json => outln!(
+        Format::Json => out!(
             "{}",
-            serde_json::to_string_pretty(&zonefile::zone_json(&snapshot, only))?
+            Data::Json.render(&zonefile::zone_json(&snapshot, only))?
+        ),
+        Format::Yaml => out!(
+            "{}",
+            Data::Yaml.render(&zonefile::zone_json(&snapshot, only))?
         ),
     }
     Ok(ExitCode::SUCCESS)

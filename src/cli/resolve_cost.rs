@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use hickory_proto::rr::Name;
 
 use super::cluster::{ClusterArgs, Objects, zone_kinds};
+use super::output::Output;
 use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
 use crate::resolver_sim::answer::UpstreamMode;
@@ -63,7 +64,7 @@ pub(super) struct ResolveCostArgs {
     #[arg(long)]
     autopath: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     output: Output,
     /// A query log in CoreDNS's `log` format: report per client and per namespace what the
     /// search path cost, and what each fix would have saved (`--objects` maps client
@@ -75,14 +76,6 @@ pub(super) struct ResolveCostArgs {
     top: usize,
     #[command(flatten)]
     pod: PodArgs,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Output {
-    /// A table per name.
-    Text,
-    /// JSON.
-    Json,
 }
 
 fn parse_families(text: &str) -> Result<Families, String> {
@@ -282,12 +275,12 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
         send_mode: Default::default(),
     };
     let reports: Vec<_> = args.names.iter().map(|name| setup.report(name)).collect();
-    match args.output {
-        Output::Text => {
+    match args.output.data() {
+        None => {
             let texts: Vec<String> = reports.iter().map(|r| r.text(namespace)).collect();
             out!("{}", texts.join("\n"));
         }
-        Output::Json => {
+        Some(data) => {
             #[derive(serde::Serialize)]
             struct Out<'a> {
                 namespace: &'a str,
@@ -297,7 +290,7 @@ pub(super) fn run(args: &ResolveCostArgs) -> anyhow::Result<ExitCode> {
                 namespace,
                 reports: &reports,
             };
-            outln!("{}", serde_json::to_string_pretty(&out)?);
+            out!("{}", data.render(&out)?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -320,9 +313,9 @@ fn run_log(args: &ResolveCostArgs, file: &std::path::Path) -> anyhow::Result<Exi
         pods,
     };
     let report = analyse(&log, &context);
-    match args.output {
-        Output::Text => out!("{}", report.text(file, args.top)),
-        Output::Json => outln!("{}", serde_json::to_string_pretty(&report)?),
+    match args.output.data() {
+        None => out!("{}", report.text(file, args.top)),
+        Some(data) => out!("{}", data.render(&report)?),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,112 @@
+//! `clusterdns completion SHELL` and `clusterdns man`: shell completions and manual pages,
+//! generated from the command line's own definition, so they cannot drift from it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, CommandFactory as _, ValueEnum};
+
+use super::Cli;
+
+/// Arguments of `completion`.
+#[derive(Debug, Args)]
+pub(super) struct CompletionArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    shell: Shell,
+}
+
+/// The shells completions are written for.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Shell {
+    /// bash (with or without the bash-completion package).
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+impl From<Shell> for clap_complete::Shell {
+    fn from(shell: Shell) -> Self {
+        match shell {
+            Shell::Bash => Self::Bash,
+            Shell::Zsh => Self::Zsh,
+            Shell::Fish => Self::Fish,
+        }
+    }
+}
+
+/// Arguments of `man`.
+#[derive(Debug, Args)]
+pub(super) struct ManArgs {
+    /// Write clusterdns.1 and one page per subcommand (clusterdns-records.1,
+    /// clusterdns-proxy-trace.1, ...) into this directory; without it, print clusterdns.1.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// The script completing `clusterdns` (or, when run as kubectl's plugin, the
+/// `kubectl-clusterdns` it was run as) in the shell asked for.
+pub(super) fn completion(args: &CompletionArgs, plugin: bool) -> anyhow::Result<ExitCode> {
+    let name = if plugin {
+        super::PLUGIN_NAME
+    } else {
+        "clusterdns"
+    };
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(
+        clap_complete::Shell::from(args.shell),
+        &mut command,
+        name,
+        &mut script,
+    );
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The manual pages: the top page to stdout, or every page into `--out DIR`.
+pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
+    let mut command = Cli::command().disable_help_subcommand(true);
+    command.build();
+    match &args.out {
+        None => {
+            let mut page = Vec::new();
+            page_of(command).render(&mut page)?;
+            out!("{}", String::from_utf8_lossy(&page));
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+            write_pages(command, dir)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The page of `command` (a built command, whose subcommands are named `clusterdns-NAME`).
+fn page_of(command: clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(command)
+        .source(format!("clusterdns {}", env!("CARGO_PKG_VERSION")))
+        .manual("clusterdns manual")
+}
+
+/// Writes the page of `command` and of each of its subcommands, nested ones included, into
+/// `dir`, and names each file written on stdout.
+fn write_pages(command: clap::Command, dir: &Path) -> anyhow::Result<()> {
+    let subcommands: Vec<clap::Command> = command
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .cloned()
+        .collect();
+    let path = page_of(command)
+        .generate_to(dir)
+        .with_context(|| format!("--out {}: cannot write a page", dir.display()))?;
+    outln!("{}", path.display());
+    for sub in subcommands {
+        write_pages(sub, dir)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! `clusterdns man`: a page per command, rendered by groff and man without complaint, each
+//! naming every flag of its command.
+
+use std::process::Command;
+
+use super::{binary, commands, long_flags, run, run_with, tool};
+
+#[test]
+fn man_writes_a_page_per_command_with_every_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let ran = run(binary(), &["man", "--out", out.to_str().unwrap()]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+
+    let mut pages = vec![(vec![], "clusterdns.1".to_owned())];
+    for path in commands() {
+        pages.push((path.clone(), format!("clusterdns-{}.1", path.join("-"))));
+    }
+    let mut written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut expected: Vec<String> = pages.iter().map(|(_, file)| file.clone()).collect();
+    expected.sort();
+    assert_eq!(written, expected);
+    // It names what it wrote, the top page first.
+    let listed: Vec<&str> = ran.stdout.lines().collect();
+    assert_eq!(listed.len(), pages.len(), "{}", ran.stdout);
+    assert_eq!(listed[0], out.join("clusterdns.1").to_str().unwrap());
+
+    let groff = tool("groff", "man_writes_a_page_per_command_with_every_flag");
+    let man = tool("man", "man_writes_a_page_per_command_with_every_flag");
+    for (path, file) in &pages {
+        let page = out.join(file);
+        let title = if path.is_empty() {
+            "clusterdns".to_owned()
+        } else {
+            format!("clusterdns-{}", path.join("-"))
+        };
+        let source = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            source.contains(&format!(".TH {title} 1 ")),
+            "{file}:\n{source}"
+        );
+        if let Some(groff) = &groff {
+            // -ww: every warning; -z: no output, only the diagnostics.
+            let check = run(
+                groff,
+                &["-man", "-Tutf8", "-ww", "-z", page.to_str().unwrap()],
+            );
+            assert_eq!(check.code, 0, "groff {file}: {}", check.stderr);
+            assert_eq!(check.stderr, "", "groff warns about {file}");
+        }
+        let text = match &man {
+            // The page as `man -l` shows it, plain text when not on a terminal.
+            Some(man) => {
+                let shown = run_with(
+                    Command::new(man)
+                        .args(["-l", page.to_str().unwrap()])
+                        .env("MANPAGER", "cat")
+                        .env("MANWIDTH", "200"),
+                );
+                assert_eq!(shown.code, 0, "man -l {file}: {}", shown.stderr);
+                assert!(
+                    shown.stdout.contains(&format!("{title}(1)")),
+                    "{file}:\n{}",
+                    shown.stdout
+                );
+                shown.stdout
+            }
+            None => source.replace("\\-", "-"),
+        };
+        for flag in long_flags(path) {
+            assert!(text.contains(&flag), "{file} does not show {flag}:\n{text}");
+        }
+        // The top page and each parent list their commands.
+        for sub in commands() {
+            if sub.len() == path.len() + 1 && sub.starts_with(path) {
+                let name = sub.last().unwrap();
+                assert!(text.contains(name.as_str()), "{file} does not list {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn man_without_a_directory_prints_the_top_page() {
+    let ran = run(binary(), &["man"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains(".TH clusterdns 1"),
+        "{:.300}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("resolve\\-cost"), "{}", ran.stdout);
+}
+
+#[test]
+fn man_into_a_file_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("taken");
+    std::fs::write(&file, "").unwrap();
+    let ran = run(binary(), &["man", "--out", file.to_str().unwrap()]);
+    assert_eq!(ran.code, 2);
+    assert!(
+        ran.stderr
+            .starts_with(&format!("clusterdns: --out {}:", file.display())),
+        "{}",
+        ran.stderr
+    );
+}
