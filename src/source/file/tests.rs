@@ -141,3 +141,383 @@ fn service_imports_are_read_with_json_paths_in_errors() {
         assert_eq!(error.to_string(), want, "{spec}");
     }
 }
+
+/// A Pod and an EndpointSlice with every field the conversion reads, and some it does not.
+fn pod_and_slice() -> (Value, Value) {
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "web-0", "namespace": "shop", "labels": {"app": "web"},
+            "annotations": {"a": "b"}, "resourceVersion": "42", "uid": "1",
+            "managedFields": [{"manager": "kubelet"}],
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                 "name": "web", "uid": "1"}],
+        },
+        "spec": {
+            "hostname": "web-0", "subdomain": "web", "nodeName": "node-1",
+            "hostNetwork": false,
+            "containers": [{"name": "app", "image": "nginx", "env": [{"name": "A"}],
+                            "ports": [{"name": "http", "containerPort": 8080},
+                                      {"containerPort": 53, "protocol": "UDP"}]}],
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always",
+                 "ports": [{"name": "metrics", "containerPort": 9090}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}],
+        },
+        "status": {
+            "phase": "Running", "podIP": "10.244.1.5",
+            "podIPs": [{"ip": "10.244.1.5"}, {"ip": "fd00::5"}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
+                                   "image": "nginx", "imageID": ""}],
+        },
+    });
+    let slice = serde_json::json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {
+            "name": "web-abc", "namespace": "shop",
+            "labels": {"kubernetes.io/service-name": "web"},
+            "annotations": {
+                "endpoints.kubernetes.io/last-change-trigger-time": "2026-12-01T10:00:00Z"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                                 "uid": "1"}],
+        },
+        "addressType": "IPv4",
+        "endpoints": [
+            {"addresses": ["10.244.1.5"], "hostname": "web-0", "nodeName": "n1", "zone": "a",
+             "conditions": {"ready": true, "serving": true, "terminating": false},
+             "targetRef": {"kind": "Pod", "name": "web-0", "namespace": "shop"},
+             "hints": {"forZones": [{"name": "a"}]}},
+        ],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    });
+    (pod, slice)
+}
+
+/// What a file holding `object` with `value` at `pointer` loads to: the error's text after
+/// the file, item and object (`spec.hostNetwork: invalid type: ...`), or "ok".
+fn load_edited(object: &Value, pointer: &str, value: Value) -> String {
+    let mut object = object.clone();
+    let (parent, last) = pointer.rsplit_once('/').expect(pointer);
+    match object.pointer_mut(parent).expect(pointer) {
+        Value::Object(map) => {
+            map.insert(last.replace("~1", "/"), value);
+        }
+        parent => {
+            *parent
+                .get_mut(last.parse::<usize>().expect(pointer))
+                .expect(pointer) = value
+        }
+    }
+    let text = serde_json::json!({"kind": "List", "items": [object]}).to_string();
+    match parse_objects(&text, Path::new("x.json")) {
+        Ok(_) => "ok".to_owned(),
+        Err(error) => {
+            let text = error.to_string();
+            let object = text
+                .split_once("): ")
+                .map_or(text.as_str(), |(_, rest)| rest);
+            object.to_owned()
+        }
+    }
+}
+
+/// The errors of a Pod's and an EndpointSlice's fields, and the fields that are not read:
+/// a wrong value in a field the conversion reads is reported with its JSON path and what was
+/// expected; a field it does not read is not looked at.
+#[test]
+fn pod_and_slice_fields_read_are_checked_with_their_paths() {
+    use serde_json::json;
+    let (pod, slice) = pod_and_slice();
+    let cases = [
+        (
+            &pod,
+            "/spec/containers",
+            json!("x"),
+            "spec.containers: invalid type: string \"x\", expected a sequence",
+        ),
+        (
+            &pod,
+            "/spec/containers/0",
+            json!("app"),
+            "spec.containers[0]: invalid type: string \"app\", expected Container",
+        ),
+        (
+            &pod,
+            "/spec/containers/0",
+            json!(["app"]),
+            "spec.containers[0]: invalid type: sequence, expected Container",
+        ),
+        (
+            &pod,
+            "/spec/containers/0",
+            json!([]),
+            "spec.containers[0]: invalid type: sequence, expected Container",
+        ),
+        (&pod, "/spec/containers/0/name", json!(null), "ok"),
+        (
+            &pod,
+            "/spec/containers/0/name",
+            json!(5),
+            "spec.containers[0].name: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/spec/containers/0/ports/0/containerPort",
+            json!("80"),
+            "spec.containers[0].ports[0].containerPort: invalid type: string \"80\", expected a whole number",
+        ),
+        (
+            &pod,
+            "/spec/containers/0/ports/0/containerPort",
+            json!(null),
+            "spec.containers[0].ports[0].containerPort: expected a port number 1-65535, found 0",
+        ),
+        (
+            &pod,
+            "/spec/containers/0/ports/0/protocol",
+            json!(6),
+            "spec.containers[0].ports[0].protocol: invalid type: integer `6`, expected a string",
+        ),
+        (
+            &pod,
+            "/spec/initContainers/0/restartPolicy",
+            json!(true),
+            "spec.initContainers[0].restartPolicy: invalid type: boolean `true`, expected a string",
+        ),
+        (
+            &pod,
+            "/spec/hostNetwork",
+            json!("yes"),
+            "spec.hostNetwork: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            &pod,
+            "/spec/nodeName",
+            json!(5),
+            "spec.nodeName: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/spec",
+            json!([]),
+            "spec: invalid type: sequence, expected PodSpec",
+        ),
+        (
+            &pod,
+            "/status",
+            json!(5),
+            "status: invalid type: integer `5`, expected PodStatus",
+        ),
+        (&pod, "/status/phase", json!(null), "ok"),
+        (
+            &pod,
+            "/status/podIPs/0",
+            json!("10.244.1.5"),
+            "status.podIPs[0]: invalid type: string \"10.244.1.5\", expected PodIP",
+        ),
+        (
+            &pod,
+            "/status/podIPs/0/ip",
+            json!(null),
+            "status.podIPs[0].ip: expected an IP address, found nothing",
+        ),
+        (
+            &pod,
+            "/status/conditions/0/type",
+            json!(5),
+            "status.conditions[0].type: invalid type: integer `5`, expected a string",
+        ),
+        (&pod, "/status/conditions/0/status", json!(null), "ok"),
+        (
+            &pod,
+            "/metadata/labels",
+            json!([]),
+            "metadata.labels: invalid type: sequence, expected a map",
+        ),
+        (
+            &pod,
+            "/metadata/labels/app",
+            json!(5),
+            "metadata.labels.app: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/metadata/annotations/a",
+            json!(5),
+            "metadata.annotations.a: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/metadata/resourceVersion",
+            json!(5),
+            "metadata.resourceVersion: invalid type: integer `5`, expected a string",
+        ),
+        (&pod, "/metadata/deletionTimestamp", json!(null), "ok"),
+        (
+            &pod,
+            "/metadata/uid",
+            json!(5),
+            "metadata.uid: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/metadata/ownerReferences",
+            json!(5),
+            "metadata.ownerReferences: invalid type: integer `5`, expected a sequence",
+        ),
+        (
+            &pod,
+            "/metadata/managedFields/0",
+            json!("x"),
+            "metadata.managedFields[0]: invalid type: string \"x\", expected ManagedFieldsEntry",
+        ),
+        (
+            &pod,
+            "/spec/volumes",
+            json!("x"),
+            "spec.volumes: invalid type: string \"x\", expected a sequence",
+        ),
+        (
+            &pod,
+            "/spec/containers/0/image",
+            json!(5),
+            "spec.containers[0].image: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &pod,
+            "/spec/containers/0/env",
+            json!(5),
+            "spec.containers[0].env: invalid type: integer `5`, expected a sequence",
+        ),
+        (
+            &pod,
+            "/status/containerStatuses/0/ready",
+            json!("yes"),
+            "status.containerStatuses[0].ready: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            &slice,
+            "/addressType",
+            json!(null),
+            "addressType: expected IPv4, IPv6 or FQDN, found nothing",
+        ),
+        (
+            &slice,
+            "/addressType",
+            json!(4),
+            "addressType: invalid type: integer `4`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints",
+            json!({}),
+            "endpoints: invalid type: map, expected a sequence",
+        ),
+        (
+            &slice,
+            "/endpoints/0",
+            json!(5),
+            "endpoints[0]: invalid type: integer `5`, expected Endpoint",
+        ),
+        (&slice, "/endpoints/0/addresses", json!(null), "ok"),
+        (
+            &slice,
+            "/endpoints/0/addresses",
+            json!("10.244.1.5"),
+            "endpoints[0].addresses: invalid type: string \"10.244.1.5\", expected a sequence",
+        ),
+        (
+            &slice,
+            "/endpoints/0/addresses/0",
+            json!(5),
+            "endpoints[0].addresses[0]: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints/0/conditions",
+            json!([]),
+            "endpoints[0].conditions: invalid type: sequence, expected EndpointConditions",
+        ),
+        (
+            &slice,
+            "/endpoints/0/conditions/ready",
+            json!("yes"),
+            "endpoints[0].conditions.ready: invalid type: string \"yes\", expected a boolean",
+        ),
+        (
+            &slice,
+            "/endpoints/0/targetRef",
+            json!("web-0"),
+            "endpoints[0].targetRef: invalid type: string \"web-0\", expected ObjectReference",
+        ),
+        (
+            &slice,
+            "/endpoints/0/targetRef/kind",
+            json!(5),
+            "endpoints[0].targetRef.kind: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints/0/targetRef/namespace",
+            json!(5),
+            "endpoints[0].targetRef.namespace: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints/0/hostname",
+            json!(5),
+            "endpoints[0].hostname: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints/0/zone",
+            json!(false),
+            "endpoints[0].zone: invalid type: boolean `false`, expected a string",
+        ),
+        (
+            &slice,
+            "/endpoints/0/hints",
+            json!(5),
+            "endpoints[0].hints: invalid type: integer `5`, expected EndpointHints",
+        ),
+        (
+            &slice,
+            "/ports/0",
+            json!(["http"]),
+            "ports[0]: invalid type: sequence, expected EndpointPort",
+        ),
+        (
+            &slice,
+            "/ports/0/port",
+            json!("80"),
+            "ports[0].port: invalid type: string \"80\", expected a whole number",
+        ),
+        (
+            &slice,
+            "/ports/0/appProtocol",
+            json!(5),
+            "ports[0].appProtocol: invalid type: integer `5`, expected a string",
+        ),
+        (
+            &slice,
+            "/metadata/annotations",
+            json!([]),
+            "metadata.annotations: invalid type: sequence, expected a map",
+        ),
+        (
+            &slice,
+            "/metadata/ownerReferences",
+            json!(5),
+            "metadata.ownerReferences: invalid type: integer `5`, expected a sequence",
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (object, pointer, value, want) in cases {
+        let got = load_edited(object, pointer, value.clone());
+        if got != want {
+            failed.push(format!("{pointer} = {value}: {got}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
