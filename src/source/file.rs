@@ -28,6 +28,10 @@
 //! shop.json: items[3] (Service shop/web): spec.ports[0].port: expected a port number 1-65535, found 70000
 //! ```
 //!
+//! A Pod or an EndpointSlice is decoded only for the fields the model keeps (the same types as
+//! the API watch's, `source::decode`): a field the conversion does not read, such as a Pod's
+//! `spec.volumes` or an endpoint's `hints`, is not looked at, and a wrong one is no error.
+//!
 //! Invalid JSON is an error with the file, line and column. A file that fails adds nothing.
 //!
 //! # Merging
@@ -57,6 +61,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::decode::{PodObject, SliceObject};
 use crate::model::endpoints::reconcile_slices;
 use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
 use crate::model::{Labels, convert, serviceimport};
@@ -671,35 +676,51 @@ impl Reader<'_> {
         } else {
             format!("{kind} {namespace}/{name}")
         };
-        let value = Value::Object(map);
-        let converted = match kind.as_str() {
-            "Namespace" => {
-                convert::namespace(&self.typed(value, &location, &object)?).map(Object::Namespace)
-            }
-            "Service" => {
-                convert::service(&self.typed(value, &location, &object)?).map(Object::Service)
-            }
-            "Pod" => convert::pod(&self.typed(value, &location, &object)?).map(Object::Pod),
-            "ServiceImport" => {
-                serviceimport::service_import(&self.typed(value, &location, &object)?)
-                    .map(Object::ServiceImport)
-            }
-            _ => convert::endpoint_slice(&self.typed(value, &location, &object)?)
-                .map(Object::EndpointSlice),
-        };
-        let converted = converted.map_err(|error| {
-            self.error(
-                &location,
-                &object,
-                &error.path,
-                format!("expected {}, found {}", error.expected, error.found),
-            )
-        })?;
+        let converted = self.convert(&kind, Value::Object(map), &location, &object)?;
         self.objects.push(Item::Object(converted));
         Ok(())
     }
 
-    /// Deserializes `value` into a k8s-openapi type, with the JSON path of any error.
+    /// The model object of `value`, an object of the known `kind` without its `kind` and
+    /// `apiVersion`. A Pod and an EndpointSlice are decoded into what the conversion reads
+    /// (`source::decode`), the other kinds into their k8s-openapi types.
+    fn convert(
+        &self,
+        kind: &str,
+        value: Value,
+        location: &str,
+        object: &str,
+    ) -> Result<Object, Error> {
+        let converted = match kind {
+            "Namespace" => {
+                convert::namespace(&self.typed(value, location, object)?).map(Object::Namespace)
+            }
+            "Service" => {
+                convert::service(&self.typed(value, location, object)?).map(Object::Service)
+            }
+            "Pod" => convert::pod(&self.typed::<PodObject>(value, location, object)?.into_pod())
+                .map(Object::Pod),
+            "ServiceImport" => serviceimport::service_import(&self.typed(value, location, object)?)
+                .map(Object::ServiceImport),
+            _ => convert::endpoint_slice(
+                &self
+                    .typed::<SliceObject>(value, location, object)?
+                    .into_slice(),
+            )
+            .map(Object::EndpointSlice),
+        };
+        converted.map_err(|error| {
+            self.error(
+                location,
+                object,
+                &error.path,
+                format!("expected {}, found {}", error.expected, error.found),
+            )
+        })
+    }
+
+    /// Deserializes `value` into a k8s-openapi type (or one of `source::decode`'s), with the
+    /// JSON path of any error.
     fn typed<T: DeserializeOwned>(
         &self,
         value: Value,

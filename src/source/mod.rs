@@ -4,6 +4,8 @@
 //!   command).
 //! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
 //! - [`file_watch`]: a store kept current with its objects files.
+//! - `decode`: what both read of a Pod and an EndpointSlice: only the fields the model
+//!   keeps.
 //! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
@@ -45,6 +47,7 @@ macro_rules! namespaced_resource {
 }
 
 pub mod api;
+mod decode;
 pub mod file;
 pub mod file_watch;
 mod mcs;
