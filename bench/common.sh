@@ -46,14 +46,20 @@ need_tools() {
 }
 
 # Builds the release binaries and sets $clusterdns, $gencluster, $querymix and $clk_tck.
+# PROFILE=dist builds and runs the server with Cargo.toml's shipping profile instead (the
+# helper examples stay release builds); CLUSTERDNS=PATH runs that binary (an older build kept
+# for a before/after comparison) and builds only the examples.
 build_release() {
-    log "building (release)"
-    if ! (cd "$repo" && cargo build --release --bin clusterdns --example gencluster --example querymix) >"$work/build.log" 2>&1; then
+    local profile=${PROFILE:-release}
+    log "building ($profile)"
+    if ! (cd "$repo" && cargo build --release --example gencluster --example querymix &&
+        if [[ -z "${CLUSTERDNS:-}" ]]; then cargo build --profile "$profile" --bin clusterdns; fi) >"$work/build.log" 2>&1; then
         cat "$work/build.log" >&2
         die "cargo build failed"
     fi
     target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-    clusterdns="$target/release/clusterdns"
+    clusterdns=${CLUSTERDNS:-"$target/$profile/clusterdns"}
+    [[ -x "$clusterdns" ]] || die "$clusterdns is not an executable"
     gencluster="$target/release/examples/gencluster"
     querymix="$target/release/examples/querymix"
     clk_tck=$(getconf CLK_TCK)

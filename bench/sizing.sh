@@ -8,7 +8,8 @@
 # For each size: the objects (fixtures/shop.json, or examples/gencluster), kubeadm's Corefile
 # with `objects FILE` where the pod has `snapshot`, on loopback ports, forward to a closed
 # loopback port (no traffic leaves the machine). The server is pinned to CPU 0. Read from
-# /proc/PID/status: VmRSS once /ready says 200, again after IDLE seconds without queries
+# /proc/PID/status: VmRSS once /ready says 200 (with its RssAnon + RssFile: the heap, and the
+# binary's and libraries' pages), again after IDLE seconds without queries
 # (the allocator has returned what loading used by then), and after a dnsperf run on CPU 1
 # (`-T 2 -c 4 -q 100 -l DURATION`, the querymix mix); VmHWM (the peak, reached while
 # loading) at the end. CPU: the server's utime+stime over the idle wait and over the
@@ -29,7 +30,7 @@ build_release
 
 status_mb() { awk -v k="$2:" '$1 == k { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-echo "| services / pods | peak RSS MB (load) | RSS MB when ready | RSS MB after ${IDLE} s idle | RSS MB after queries | queries / CPU-second | CPU ms per idle minute |"
+echo "| services / pods | peak RSS MB (load) | RSS MB when ready (anon + file) | RSS MB after ${IDLE} s idle | RSS MB after queries | queries / CPU-second | CPU ms per idle minute |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for size in $SIZES; do
     dir="$work/$size"
@@ -59,7 +60,7 @@ for size in $SIZES; do
         sleep 0.25
     done
     sleep 2
-    ready_rss=$(status_mb "$pid" VmRSS)
+    ready_rss="$(status_mb "$pid" VmRSS) ($(status_mb "$pid" RssAnon) + $(status_mb "$pid" RssFile))"
     before=$(cpu_ticks "$pid")
     sleep "$IDLE"
     idle_ms=$(( ($(cpu_ticks "$pid") - before) * 1000 * 60 / clk_tck / IDLE ))

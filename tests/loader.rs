@@ -527,6 +527,38 @@ fn a_missing_file_is_named() {
     );
 }
 
+/// A file is parsed as it is read (not held whole): its JSON errors still name the line and
+/// column, bytes that are not UTF-8 in a string too, and a file that stops short is named.
+#[test]
+fn a_file_read_through_names_line_and_column() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, &[u8], &str); 3] = [
+        (
+            "comma.json",
+            b"{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\"\n  \"items\": []\n}\n",
+            "comma.json:4:3: invalid JSON: expected `,` or `}`",
+        ),
+        (
+            "latin1.json",
+            b"{\"kind\": \"Namespace\",\n \"metadata\": {\"name\": \"caf\xe9\"}}",
+            "latin1.json:2:27: invalid JSON: invalid unicode code point",
+        ),
+        (
+            "short.json",
+            b"[{\"kind\": \"Pod\"",
+            "short.json:1:15: invalid JSON: EOF while parsing an object",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        let error = read_objects(std::slice::from_ref(&path)).expect_err(name);
+        let text = error.to_string();
+        let text = text.strip_prefix(&format!("{}/", dir.path().display()));
+        assert_eq!(text, Some(want), "{error}");
+    }
+}
+
 #[test]
 fn a_failing_file_adds_nothing() {
     let mut loader = Loader::new();

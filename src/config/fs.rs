@@ -19,6 +19,23 @@ pub(crate) fn read_text_lossy(path: &Path) -> std::io::Result<String> {
 /// longer than `max` bytes.
 pub(crate) fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error as IoError, ErrorKind};
+    let (file, len) = open_regular(path, max)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(IoError::new(
+            ErrorKind::InvalidData,
+            format!("larger than {max} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Opens a file that is read through (an objects file, streamed), with the checks of
+/// [`read_regular`]: a regular file, at most `max` bytes long (its length is returned; read it
+/// through `take(max + 1)` and refuse more, as it may grow).
+pub(crate) fn open_regular(path: &Path, max: u64) -> std::io::Result<(std::fs::File, u64)> {
+    use std::io::{Error as IoError, ErrorKind};
     // Checked before opening: opening a FIFO blocks until a writer comes.
     check_regular(&std::fs::metadata(path)?)?;
     let file = std::fs::File::open(path)?;
@@ -31,15 +48,7 @@ pub(crate) fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
             format!("larger than {max} bytes"),
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(IoError::new(
-            ErrorKind::InvalidData,
-            format!("larger than {max} bytes"),
-        ));
-    }
-    Ok(bytes)
+    Ok((file, metadata.len()))
 }
 
 fn check_regular(metadata: &std::fs::Metadata) -> std::io::Result<()> {

@@ -82,7 +82,7 @@ pub(crate) use directives::template::class_number;
 pub use directives::transfer::{TransferConfig, TransferPeer};
 pub use env::Environment;
 pub use error::Error;
-pub(crate) use fs::{read_regular, read_text_lossy};
+pub(crate) use fs::{open_regular, read_regular, read_text_lossy};
 pub use resolv_conf::{
     GLIBC_MAXNS, MAX_NDOTS, ReadResolvConfError, ResolvConf, ResolvConfError,
     Warning as ResolvConfWarning, parse_resolv_conf, read_resolv_conf,

@@ -20,13 +20,12 @@
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
-//! own under `api/`: `connect.rs` (the client), `decode.rs` (what is decoded of a Pod and an
-//! EndpointSlice), `feed.rs` (a resource's events into changes), `state.rs` (the objects and
-//! the listings in progress), `task.rs` (the watch task, that applies the changes and publishes
-//! zones), `snapshot_file.rs` and `status.rs`.
+//! own under `api/`: `connect.rs` (the client), `feed.rs` (a resource's events into changes),
+//! `state.rs` (the objects and the listings in progress), `task.rs` (the watch task, that
+//! applies the changes and publishes zones), `snapshot_file.rs` and `status.rs`. What is
+//! decoded of a Pod and an EndpointSlice is `source/decode.rs`, shared with the objects files.
 
 mod connect;
-mod decode;
 mod feed;
 mod snapshot_file;
 mod state;
@@ -56,12 +55,12 @@ use crate::model::{Cluster, Kind, Object, convert};
 use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
-use self::decode::{PodObject, SliceObject};
 use self::feed::Feed;
 pub use self::snapshot_file::{read_snapshot, write_snapshot};
 use self::state::{Change, WatchState};
 pub use self::status::ApiStatus;
 use self::task::WatchTask;
+use super::decode::{PodObject, SliceObject};
 
 /// The kind a request path reads: its last segment is the kind's plural
 /// (`/api/v1/services`, `/api/v1/namespaces/shop/services`,

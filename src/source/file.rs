@@ -5,8 +5,9 @@
 //! Each file holds one JSON document: a `List` (`{"kind": "List", "items": [...]}`, what
 //! `kubectl get a,b,c -o json` prints), a typed list as the API returns it (`ServiceList`,
 //! whose items carry no `kind`), a single object, or a JSON array of any of these. Any number of
-//! files are merged. A List is streamed: its items are parsed and converted one at a time, so
-//! the memory a load needs is the file's text and the model, never a whole JSON tree. A
+//! files are merged. A file is parsed as it is read, and a List is streamed: its items are
+//! parsed and converted one at a time, so the memory a load needs is a read buffer and the
+//! model, never the file's text or a whole JSON tree. A
 //! top-level object with an `items` array is read as a list, whatever its `kind`.
 //!
 //! Five kinds are read: `v1` Namespace, Service and Pod, `discovery.k8s.io/v1`
@@ -27,6 +28,10 @@
 //! ```text
 //! shop.json: items[3] (Service shop/web): spec.ports[0].port: expected a port number 1-65535, found 70000
 //! ```
+//!
+//! A Pod or an EndpointSlice is decoded only for the fields the model keeps (the same types as
+//! the API watch's, `source::decode`): a field the conversion does not read, such as a Pod's
+//! `spec.volumes` or an endpoint's `hints`, is not looked at, and a wrong one is no error.
 //!
 //! Invalid JSON is an error with the file, line and column. A file that fails adds nothing.
 //!
@@ -51,12 +56,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::decode::{PodObject, SliceObject};
 use crate::model::endpoints::reconcile_slices;
 use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
 use crate::model::{Labels, convert, serviceimport};
@@ -190,35 +197,51 @@ impl Loader {
     }
 
     /// Reads one file and adds its objects.
+    ///
+    /// The file is parsed as it is read, never held whole: a 300 MB dump costs a buffer, not
+    /// its text beside the objects it turns into.
     pub fn read_file(&mut self, path: &Path) -> Result<(), Error> {
         let read = |error| Error::Read {
             file: path.to_owned(),
             error,
         };
-        let bytes = crate::config::read_regular(path, MAX_OBJECTS_BYTES).map_err(read)?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            read(std::io::Error::new(
+        let (file, _) = crate::config::open_regular(path, MAX_OBJECTS_BYTES).map_err(read)?;
+        let mut input =
+            std::io::BufReader::with_capacity(1 << 16, file.take(MAX_OBJECTS_BYTES + 1));
+        let added = self.add(serde_json::Deserializer::from_reader(&mut input), path);
+        if input.into_inner().limit() == 0 {
+            // It grew past the bound while being read (what was added stays out: the caller
+            // drops a loader whose file failed).
+            return Err(read(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ))
-        })?;
-        self.add_text(&text, path)
+                format!("larger than {MAX_OBJECTS_BYTES} bytes"),
+            )));
+        }
+        added
     }
 
     /// Parses one document and adds its objects; `file` names it in errors. On error nothing
     /// is added.
+    pub fn add_text(&mut self, text: &str, file: &Path) -> Result<(), Error> {
+        self.add(serde_json::Deserializer::from_str(text), file)
+    }
+
+    /// Parses one document and adds its objects; on error nothing is added.
     ///
     /// The document is streamed: each item of a List is parsed, converted and dropped before
-    /// the next, so a 300 MB dump never exists as a JSON tree (only as its text and the model
-    /// objects it turns into).
-    pub fn add_text(&mut self, text: &str, file: &Path) -> Result<(), Error> {
+    /// the next, so a 300 MB dump never exists as a JSON tree (only as the model objects it
+    /// turns into).
+    fn add<'de, R: serde_json::de::Read<'de>>(
+        &mut self,
+        mut deserializer: serde_json::Deserializer<R>,
+        file: &Path,
+    ) -> Result<(), Error> {
         let mut objects = Vec::new();
         let mut reader = Reader {
             file,
             objects: &mut objects,
             failure: None,
         };
-        let mut deserializer = serde_json::Deserializer::from_str(text);
         let parsed = Document {
             reader: &mut reader,
         }
@@ -227,7 +250,16 @@ impl Loader {
         if let Some(error) = reader.failure.take() {
             return Err(error);
         }
-        parsed.map_err(|error| json_error(&error, file))?;
+        parsed.map_err(|error| {
+            if error.is_io() {
+                Error::Read {
+                    file: file.to_owned(),
+                    error: error.into(),
+                }
+            } else {
+                json_error(&error, file)
+            }
+        })?;
         for object in objects {
             self.insert(object);
         }
@@ -671,35 +703,51 @@ impl Reader<'_> {
         } else {
             format!("{kind} {namespace}/{name}")
         };
-        let value = Value::Object(map);
-        let converted = match kind.as_str() {
-            "Namespace" => {
-                convert::namespace(&self.typed(value, &location, &object)?).map(Object::Namespace)
-            }
-            "Service" => {
-                convert::service(&self.typed(value, &location, &object)?).map(Object::Service)
-            }
-            "Pod" => convert::pod(&self.typed(value, &location, &object)?).map(Object::Pod),
-            "ServiceImport" => {
-                serviceimport::service_import(&self.typed(value, &location, &object)?)
-                    .map(Object::ServiceImport)
-            }
-            _ => convert::endpoint_slice(&self.typed(value, &location, &object)?)
-                .map(Object::EndpointSlice),
-        };
-        let converted = converted.map_err(|error| {
-            self.error(
-                &location,
-                &object,
-                &error.path,
-                format!("expected {}, found {}", error.expected, error.found),
-            )
-        })?;
+        let converted = self.convert(&kind, Value::Object(map), &location, &object)?;
         self.objects.push(Item::Object(converted));
         Ok(())
     }
 
-    /// Deserializes `value` into a k8s-openapi type, with the JSON path of any error.
+    /// The model object of `value`, an object of the known `kind` without its `kind` and
+    /// `apiVersion`. A Pod and an EndpointSlice are decoded into what the conversion reads
+    /// (`source::decode`), the other kinds into their k8s-openapi types.
+    fn convert(
+        &self,
+        kind: &str,
+        value: Value,
+        location: &str,
+        object: &str,
+    ) -> Result<Object, Error> {
+        let converted = match kind {
+            "Namespace" => {
+                convert::namespace(&self.typed(value, location, object)?).map(Object::Namespace)
+            }
+            "Service" => {
+                convert::service(&self.typed(value, location, object)?).map(Object::Service)
+            }
+            "Pod" => convert::pod(&self.typed::<PodObject>(value, location, object)?.into_pod())
+                .map(Object::Pod),
+            "ServiceImport" => serviceimport::service_import(&self.typed(value, location, object)?)
+                .map(Object::ServiceImport),
+            _ => convert::endpoint_slice(
+                &self
+                    .typed::<SliceObject>(value, location, object)?
+                    .into_slice(),
+            )
+            .map(Object::EndpointSlice),
+        };
+        converted.map_err(|error| {
+            self.error(
+                location,
+                object,
+                &error.path,
+                format!("expected {}, found {}", error.expected, error.found),
+            )
+        })
+    }
+
+    /// Deserializes `value` into a k8s-openapi type (or one of `source::decode`'s), with the
+    /// JSON path of any error.
     fn typed<T: DeserializeOwned>(
         &self,
         value: Value,

@@ -5,6 +5,8 @@
 //! - [`api`]: the API watch (kube-rs), for a *kubernetes* block without `objects`.
 //! - [`file_watch`]: a store kept current with its objects files.
 //! - [`live`]: one read of the live cluster for the operator's tools.
+//! - `decode`: what both read of a Pod and an EndpointSlice: only the fields the model
+//!   keeps.
 //! - [`publish`]: the one place that turns changes of objects into published zones.
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
@@ -46,6 +48,7 @@ macro_rules! namespaced_resource {
 }
 
 pub mod api;
+mod decode;
 pub mod file;
 pub mod file_watch;
 pub mod live;

@@ -1,19 +1,25 @@
-//! What the watch decodes of a Pod and an EndpointSlice: only the fields [`convert::pod`]
-//! and [`convert::endpoint_slice`] read.
+//! What is decoded of a Pod and an EndpointSlice, by the API watch and by the objects files
+//! alike: only the fields [`convert::pod`] and [`convert::endpoint_slice`] read.
 //!
-//! A Pod as the API server sends it is mostly what DNS never reads — `managedFields`,
-//! annotations, owner references, every container's image, command, environment, probes,
-//! volumes and resources, and the status of each container. Decoded into k8s-openapi's
-//! `Pod`, all of that is parsed, allocated and dropped again for each of a large cluster's
-//! pods, at the first list and at every change; with `pods verified` at 150,000 pods that
-//! was most of the sync. [`PodObject`] is the object reduced to the fields read (serde skips
-//! the rest without building it), and [`PodObject::into_pod`] gives the k8s-openapi `Pod` that
-//! holds just those, for [`convert::pod`] — so a bad field is reported with the same path and
-//! words as from a `kubectl get -o json` file.
-//!
+//! A Pod as the API server sends it (and as `kubectl get -o json` prints it) is mostly what DNS
+//! never reads — `managedFields`, annotations, owner references, every container's image,
+//! command, environment, probes, volumes and resources, and the status of each container.
+//! Decoded into k8s-openapi's `Pod`, all of that is parsed, allocated and dropped again for
+//! each of a large cluster's pods, at the first list and at every change; with `pods verified`
+//! at 150,000 pods that was most of the sync. [`PodObject`] is the object reduced to the fields
+//! read (serde skips the rest without building it), and [`PodObject::into_pod`] gives the
+//! k8s-openapi `Pod` that holds just those, for [`convert::pod`].
 //!
 //! An EndpointSlice is reduced the same way ([`SliceObject`]): its endpoints' hints and
 //! deprecated topology, its owner references and `managedFields` are skipped.
+//!
+//! The fields read are decoded exactly as k8s-openapi decodes them, so a bad one is reported
+//! with the same JSON path and words: only a JSON object is a struct (serde's derive would also
+//! take an array of the fields in order), a field that is null or missing takes its default
+//! (k8s-openapi's `containers`, `addresses` or a condition's `status` too), and a struct of the
+//! wrong type is "expected Container", k8s-openapi's name, not "expected struct Container". A
+//! field that is not read is not looked at: a `kubectl` file whose `spec.volumes` is wrong
+//! loads, as it would if the field were absent.
 //!
 //! [`convert::pod`]: crate::model::convert::pod
 //! [`convert::endpoint_slice`]: crate::model::convert::endpoint_slice
@@ -23,125 +29,200 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde::{Deserialize, Deserializer};
 
 use crate::model::ANNOTATION_TRIGGER_TIME;
 
-/// A Pod, reduced to what [`convert::pod`](crate::model::convert::pod) reads.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct PodObject {
-    /// `metadata`: name, namespace, labels, `deletionTimestamp` and `resourceVersion` (the
-    /// watch resumes from it).
-    #[serde(default, deserialize_with = "metadata")]
-    pub(crate) metadata: ObjectMeta,
-    #[serde(default)]
-    spec: Option<PodSpec>,
-    #[serde(default)]
-    status: Option<PodStatus>,
+/// A struct of the fields read of a JSON object, with `impl Deserialize` as k8s-openapi
+/// writes its own (see the module documentation): `expecting` names it in errors; each field
+/// is `name: Type = "jsonName"`, or `... via Other` for one decoded as `Other` and converted
+/// with `From`.
+macro_rules! object {
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $name:ident expecting $expecting:literal {
+            $(
+                $(#[$field_attr:meta])*
+                $field_vis:vis $field:ident: $type:ty = $json:literal $(via $via:ty)?,
+            )*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Default)]
+        $vis struct $name {
+            $(
+                $(#[$field_attr])*
+                $field_vis $field: $type,
+            )*
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                #[allow(non_camel_case_types)]
+                enum Field {
+                    $($field,)*
+                    Other,
+                }
+
+                impl<'de> serde::Deserialize<'de> for Field {
+                    fn deserialize<D: serde::Deserializer<'de>>(
+                        deserializer: D,
+                    ) -> Result<Self, D::Error> {
+                        struct Name;
+
+                        impl serde::de::Visitor<'_> for Name {
+                            type Value = Field;
+
+                            fn expecting(
+                                &self,
+                                f: &mut std::fmt::Formatter<'_>,
+                            ) -> std::fmt::Result {
+                                f.write_str("field identifier")
+                            }
+
+                            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Field, E> {
+                                Ok(match name {
+                                    $($json => Field::$field,)*
+                                    _ => Field::Other,
+                                })
+                            }
+                        }
+
+                        deserializer.deserialize_identifier(Name)
+                    }
+                }
+
+                struct Fields;
+
+                impl<'de> serde::de::Visitor<'de> for Fields {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str($expecting)
+                    }
+
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<$name, A::Error> {
+                        let mut object = $name::default();
+                        while let Some(field) = map.next_key::<Field>()? {
+                            match field {
+                                $(Field::$field => {
+                                    object.$field = object!(@value map, $type $(, $via)?);
+                                })*
+                                Field::Other => {
+                                    map.next_value::<serde::de::IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(object)
+                    }
+                }
+
+                deserializer.deserialize_struct(stringify!($name), &[$($json),*], Fields)
+            }
+        }
+    };
+    (@value $map:ident, $type:ty) => {
+        $map.next_value::<Option<$type>>()?.unwrap_or_default()
+    };
+    (@value $map:ident, $type:ty, $via:ty) => {
+        $map.next_value::<Option<$via>>()?.map(<$type>::from).unwrap_or_default()
+    };
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Metadata {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    deletion_timestamp: Option<Time>,
-    #[serde(default)]
-    resource_version: Option<String>,
+object! {
+    /// A Pod, reduced to what [`convert::pod`](crate::model::convert::pod) reads.
+    pub(crate) struct PodObject expecting "Pod" {
+        /// `metadata`: name, namespace, labels, `deletionTimestamp` and `resourceVersion`
+        /// (the watch resumes from it).
+        pub(crate) metadata: ObjectMeta = "metadata" via Metadata,
+        spec: Option<PodSpec> = "spec",
+        status: Option<PodStatus> = "status",
+    }
 }
 
-fn metadata<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ObjectMeta, D::Error> {
-    let meta = Option::<Metadata>::deserialize(deserializer)?.unwrap_or_default();
-    // The one annotation read (an EndpointSlice's trigger time).
-    let annotations = meta.annotations.and_then(|mut all| {
-        let value = all.remove(ANNOTATION_TRIGGER_TIME)?;
-        Some(BTreeMap::from([(
-            ANNOTATION_TRIGGER_TIME.to_owned(),
-            value,
-        )]))
-    });
-    Ok(ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        labels: meta.labels,
-        annotations,
-        deletion_timestamp: meta.deletion_timestamp,
-        resource_version: meta.resource_version,
-        ..ObjectMeta::default()
-    })
+object! {
+    /// The fields read of `metadata`: the trigger-time annotation is the only one kept.
+    struct Metadata expecting "ObjectMeta" {
+        name: Option<String> = "name",
+        namespace: Option<String> = "namespace",
+        labels: Option<BTreeMap<String, String>> = "labels",
+        annotations: Option<BTreeMap<String, String>> = "annotations",
+        deletion_timestamp: Option<Time> = "deletionTimestamp",
+        resource_version: Option<String> = "resourceVersion",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodSpec {
-    #[serde(default)]
-    hostname: Option<String>,
-    #[serde(default)]
-    subdomain: Option<String>,
-    #[serde(default)]
-    node_name: Option<String>,
-    #[serde(default)]
-    host_network: Option<bool>,
-    #[serde(default)]
-    containers: Option<Vec<Container>>,
-    #[serde(default)]
-    init_containers: Option<Vec<Container>>,
+impl From<Metadata> for ObjectMeta {
+    fn from(meta: Metadata) -> Self {
+        // The one annotation read (an EndpointSlice's trigger time).
+        let annotations = meta.annotations.and_then(|mut all| {
+            let value = all.remove(ANNOTATION_TRIGGER_TIME)?;
+            Some(BTreeMap::from([(
+                ANNOTATION_TRIGGER_TIME.to_owned(),
+                value,
+            )]))
+        });
+        ObjectMeta {
+            name: meta.name,
+            namespace: meta.namespace,
+            labels: meta.labels,
+            annotations,
+            deletion_timestamp: meta.deletion_timestamp,
+            resource_version: meta.resource_version,
+            ..ObjectMeta::default()
+        }
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Container {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    ports: Option<Vec<ContainerPort>>,
-    #[serde(default)]
-    restart_policy: Option<String>,
+object! {
+    struct PodSpec expecting "PodSpec" {
+        hostname: Option<String> = "hostname",
+        subdomain: Option<String> = "subdomain",
+        node_name: Option<String> = "nodeName",
+        host_network: Option<bool> = "hostNetwork",
+        containers: Vec<Container> = "containers",
+        init_containers: Option<Vec<Container>> = "initContainers",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ContainerPort {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    container_port: i32,
-    #[serde(default)]
-    protocol: Option<String>,
+object! {
+    struct Container expecting "Container" {
+        name: String = "name",
+        ports: Option<Vec<ContainerPort>> = "ports",
+        restart_policy: Option<String> = "restartPolicy",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodStatus {
-    #[serde(default)]
-    phase: Option<String>,
-    #[serde(default, rename = "podIP")]
-    pod_ip: Option<String>,
-    #[serde(default, rename = "podIPs")]
-    pod_ips: Option<Vec<PodIp>>,
-    #[serde(default)]
-    conditions: Option<Vec<Condition>>,
+object! {
+    struct ContainerPort expecting "ContainerPort" {
+        name: Option<String> = "name",
+        container_port: i32 = "containerPort",
+        protocol: Option<String> = "protocol",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-struct PodIp {
-    #[serde(default)]
-    ip: String,
+object! {
+    struct PodStatus expecting "PodStatus" {
+        phase: Option<String> = "phase",
+        pod_ip: Option<String> = "podIP",
+        pod_ips: Option<Vec<PodIp>> = "podIPs",
+        conditions: Option<Vec<Condition>> = "conditions",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-struct Condition {
-    #[serde(default, rename = "type")]
-    type_: String,
-    #[serde(default)]
-    status: String,
+object! {
+    struct PodIp expecting "PodIP" {
+        ip: String = "ip",
+    }
+}
+
+object! {
+    struct Condition expecting "PodCondition" {
+        type_: String = "type",
+        status: String = "status",
+    }
 }
 
 impl PodObject {
@@ -170,12 +251,7 @@ impl PodObject {
                 subdomain: spec.subdomain,
                 node_name: spec.node_name,
                 host_network: spec.host_network,
-                containers: spec
-                    .containers
-                    .into_iter()
-                    .flatten()
-                    .map(container)
-                    .collect(),
+                containers: spec.containers.into_iter().map(container).collect(),
                 init_containers: spec
                     .init_containers
                     .map(|containers| containers.into_iter().map(container).collect()),
@@ -205,66 +281,51 @@ impl PodObject {
     }
 }
 
-/// An EndpointSlice, reduced to what
-/// [`convert::endpoint_slice`](crate::model::convert::endpoint_slice) reads.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct SliceObject {
-    /// `metadata`: name, namespace, labels, the trigger-time annotation and
-    /// `resourceVersion`.
-    #[serde(default, deserialize_with = "metadata")]
-    pub(crate) metadata: ObjectMeta,
-    #[serde(default)]
-    address_type: String,
-    #[serde(default)]
-    endpoints: Option<Vec<SliceEndpoint>>,
-    #[serde(default)]
-    ports: Option<Vec<SlicePort>>,
+object! {
+    /// An EndpointSlice, reduced to what
+    /// [`convert::endpoint_slice`](crate::model::convert::endpoint_slice) reads.
+    pub(crate) struct SliceObject expecting "EndpointSlice" {
+        /// `metadata`: name, namespace, labels, the trigger-time annotation and
+        /// `resourceVersion`.
+        pub(crate) metadata: ObjectMeta = "metadata" via Metadata,
+        address_type: String = "addressType",
+        endpoints: Option<Vec<SliceEndpoint>> = "endpoints",
+        ports: Option<Vec<SlicePort>> = "ports",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SliceEndpoint {
-    #[serde(default)]
-    addresses: Vec<String>,
-    #[serde(default)]
-    conditions: Option<SliceConditions>,
-    #[serde(default)]
-    hostname: Option<String>,
-    #[serde(default)]
-    node_name: Option<String>,
-    #[serde(default)]
-    zone: Option<String>,
-    #[serde(default)]
-    target_ref: Option<TargetRef>,
+object! {
+    struct SliceEndpoint expecting "Endpoint" {
+        addresses: Vec<String> = "addresses",
+        conditions: Option<SliceConditions> = "conditions",
+        hostname: Option<String> = "hostname",
+        node_name: Option<String> = "nodeName",
+        zone: Option<String> = "zone",
+        target_ref: Option<TargetRef> = "targetRef",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-struct SliceConditions {
-    #[serde(default)]
-    ready: Option<bool>,
-    #[serde(default)]
-    serving: Option<bool>,
-    #[serde(default)]
-    terminating: Option<bool>,
+object! {
+    struct SliceConditions expecting "EndpointConditions" {
+        ready: Option<bool> = "ready",
+        serving: Option<bool> = "serving",
+        terminating: Option<bool> = "terminating",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-struct TargetRef {
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
+object! {
+    struct TargetRef expecting "ObjectReference" {
+        kind: Option<String> = "kind",
+        name: Option<String> = "name",
+    }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-struct SlicePort {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    protocol: Option<String>,
-    #[serde(default)]
-    port: Option<i32>,
+object! {
+    struct SlicePort expecting "EndpointPort" {
+        name: Option<String> = "name",
+        protocol: Option<String> = "protocol",
+        port: Option<i32> = "port",
+    }
 }
 
 impl SliceObject {
