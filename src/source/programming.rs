@@ -71,9 +71,16 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// A tracker that ignores stamps before `since`, starting from the slices of the
+    /// A tracker that ignores stamps before the second of `since`, starting from the slices of the
     /// snapshot being served (`initial`), which are not observed.
     pub fn new(since: SystemTime, initial: &[SliceTrigger]) -> Self {
+        // Stamps are whole seconds (RFC 3339 without a fraction): a change made in the
+        // second the server started reads as that second's start.
+        let since = since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(since, |after| {
+                SystemTime::UNIX_EPOCH + Duration::from_secs(after.as_secs())
+            });
         Self {
             since,
             seen: initial
@@ -145,6 +152,19 @@ mod tests {
             kind,
             at: at(seconds),
         }
+    }
+
+    #[test]
+    fn a_stamp_in_the_second_the_server_started_is_observed() {
+        // The controller stamps whole seconds: a change made 0.6 s after the start, in the
+        // same second, reads as before it.
+        let started = at(1000) + Duration::from_millis(400);
+        let mut tracker = Tracker::new(started, &[]);
+        let stamped = [trigger("web-1", ServiceKind::HeadlessWithSelector, 1000)];
+        assert_eq!(
+            tracker.published(&stamped, at(1001)),
+            vec![(ServiceKind::HeadlessWithSelector, Duration::from_secs(1))]
+        );
     }
 
     #[test]

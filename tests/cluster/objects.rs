@@ -73,22 +73,25 @@ fn a_deployment_scaled_0_5_0_is_answered_from_the_controllers_slices() {
         expect(&[&format!("{} 30 IN A {first}", targets[0])])
     );
     let reverse: Vec<&str> = first.split('.').rev().collect();
-    let ptr = dns.ask_udp(&format!("{}.in-addr.arpa.", reverse.join(".")), "PTR");
-    // One PTR per Service the address is an endpoint of.
-    assert_eq!(
-        ptr.answer,
-        expect(&[
-            &format!(
-                "{}.in-addr.arpa. 30 IN PTR {}.web-headless.scale.svc.cluster.local.",
-                reverse.join("."),
-                dashed(first)
-            ),
-            &format!(
-                "{}.in-addr.arpa. 30 IN PTR {}.web.scale.svc.cluster.local.",
-                reverse.join("."),
-                dashed(first)
-            ),
-        ])
+    // One PTR per Service the address is an endpoint of (the two Services' slices are
+    // written one after the other: wait for both).
+    let wanted = expect(&[
+        &format!(
+            "{}.in-addr.arpa. 30 IN PTR {}.web-headless.scale.svc.cluster.local.",
+            reverse.join("."),
+            dashed(first)
+        ),
+        &format!(
+            "{}.in-addr.arpa. 30 IN PTR {}.web.scale.svc.cluster.local.",
+            reverse.join("."),
+            dashed(first)
+        ),
+    ]);
+    until(
+        &dns,
+        &format!("{}.in-addr.arpa.", reverse.join(".")),
+        "PTR",
+        |reply| reply.answer == wanted,
     );
 
     // The controller stamps each slice it writes with the trigger time of the change: the
