@@ -562,22 +562,7 @@ fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut
 /// DNS's answer, against the ClusterIPs or the ready endpoints.
 fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: &mut Report) {
     let answered: BTreeSet<IpAddr> = dns.addresses.iter().copied().collect();
-    let shown = if let Some(target) = &dns.cname {
-        let mut shown = format!("CNAME {target}");
-        for ip in &answered {
-            let _ = write!(shown, " {ip}");
-        }
-        shown
-    } else if answered.is_empty() {
-        format!("no address ({})", no_address(&dns.rcode))
-    } else {
-        answered
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let mut lines = vec![format!("{} -> {shown}", dns.name)];
+    let mut lines = vec![format!("{} -> {}", dns.name, answer_text(dns))];
     let external = service.service_type == ServiceType::ExternalName;
     let unresolved = dns.rcode != "NOERROR" || (answered.is_empty() && dns.cname.is_none());
     if unresolved {
@@ -678,24 +663,7 @@ fn live_dns_section(live: &LiveDns, expected: Option<&DnsAnswer>, report: &mut R
         }
         Ok(answer) => answer,
     };
-    let shown = |answer: &DnsAnswer| {
-        let addresses: BTreeSet<IpAddr> = answer.addresses.iter().copied().collect();
-        let mut text = match &answer.cname {
-            Some(target) => format!("CNAME {target}"),
-            None => String::new(),
-        };
-        for ip in &addresses {
-            if !text.is_empty() {
-                text.push(' ');
-            }
-            let _ = write!(text, "{ip}");
-        }
-        if addresses.is_empty() && answer.cname.is_none() {
-            text = format!("no address ({})", no_address(&answer.rcode));
-        }
-        text
-    };
-    let mut lines = vec![format!("{} -> {}", answer.name, shown(answer))];
+    let mut lines = vec![format!("{} -> {}", answer.name, answer_text(answer))];
     if let Some(expected) = expected {
         let same = |a: &DnsAnswer| {
             let addresses: BTreeSet<IpAddr> = a.addresses.iter().copied().collect();
@@ -710,13 +678,28 @@ fn live_dns_section(live: &LiveDns, expected: Option<&DnsAnswer>, report: &mut R
                     "{}: the cluster's DNS at {} answers {}, the objects say {}",
                     answer.name,
                     live.server,
-                    shown(answer),
-                    shown(expected)
+                    answer_text(answer),
+                    answer_text(expected)
                 ),
             });
         }
     }
     report.sections.push(Section { title, lines });
+}
+
+/// An answer in one phrase: `CNAME target` and the addresses, or `no address (NXDOMAIN)`.
+fn answer_text(dns: &DnsAnswer) -> String {
+    let answered: BTreeSet<IpAddr> = dns.addresses.iter().copied().collect();
+    let mut parts: Vec<String> = dns
+        .cname
+        .iter()
+        .map(|target| format!("CNAME {target}"))
+        .collect();
+    parts.extend(answered.iter().map(ToString::to_string));
+    if parts.is_empty() {
+        return format!("no address ({})", no_address(&dns.rcode));
+    }
+    parts.join(" ")
 }
 
 /// What an answer without addresses is, in its rcode's words.
