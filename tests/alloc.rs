@@ -76,6 +76,11 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
         ("_pg._tcp.db.shop.svc.cluster.local.", "SRV"),
         ("db-0.db.shop.svc.cluster.local.", "A"),
         ("20.0.96.10.in-addr.arpa.", "PTR"),
+        // An endpoint's PTR, kept as its address: the record is made for the question.
+        ("9.1.244.10.in-addr.arpa.", "PTR"),
+        ("9.1.244.10.in-addr.arpa.", "A"),
+        // `pods insecure`: the address is made for the question too.
+        ("10-244-1-5.shop.pod.cluster.local.", "A"),
         ("web.shop.svc.cluster.local.", "AAAA"),
         ("api.partner.example.com.shop.svc.cluster.local.", "A"),
         ("nope.shop.svc.cluster.local.", "AAAA"),

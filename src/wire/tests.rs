@@ -175,8 +175,8 @@ fn malformed_reply_echoes_header() {
 
 #[test]
 fn loadbalance_shuffles_prepared_address_runs() {
+    use crate::zone::RunData;
     use crate::zone::{Answer, Owner, Rcode, Run};
-    use std::borrow::Cow;
     let mut data = Vec::new();
     for i in 0..10u8 {
         crate::zone::rrset::write_rr_header(&mut data, 1, 30, 4);
@@ -192,7 +192,7 @@ fn loadbalance_shuffles_prepared_address_runs() {
     answer.answer.push(Run {
         owner: Owner::Question,
         count: 10,
-        data: Cow::Owned(data),
+        data: RunData::Owned(data),
         holder: &[],
     });
     let mut packet = header(1, 0, [1, 0, 0, 0]);

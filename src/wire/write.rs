@@ -204,13 +204,16 @@ impl<'o> Writer<'o> {
             }
             let rr_type = u16::from_be_bytes([data[rr_start], data[rr_start + 1]]);
             let rdata_at = self.out.len() + 10;
-            // An SRV target is a stored name: written whole, and RDLENGTH with it.
-            let stored_target = data
-                .get(rr_start + 16..end)
-                .filter(|_| rr_type == rtype::SRV);
+            // An SRV or PTR target is a stored name: written whole, and RDLENGTH with it.
+            let target_at = match rr_type {
+                rtype::SRV => Some(rr_start + 16),
+                rtype::PTR => Some(rr_start + 10),
+                _ => None,
+            };
+            let stored_target = target_at.and_then(|at| Some((at, data.get(at..end)?)));
             match stored_target {
-                Some(target) => {
-                    self.out.extend_from_slice(&data[rr_start..rr_start + 16]);
+                Some((target_at, target)) => {
+                    self.out.extend_from_slice(&data[rr_start..target_at]);
                     if expand_name(target, run.holder, self.out).is_none() {
                         self.out.extend_from_slice(target);
                     }

@@ -20,6 +20,7 @@ mod build;
 mod external;
 mod multicluster;
 pub mod name;
+mod names;
 mod node;
 mod records;
 pub mod rrset;
@@ -59,7 +60,7 @@ const MAX_CNAME_CHAIN: usize = 8;
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     zones: Vec<ServedZone>,
-    nodes: Sharded<Node>,
+    names: names::Names,
     /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
     pod_namespaces: std::sync::Arc<HashSet<Box<[u8]>, ahash::RandomState>>,
     pods: PodMode,
@@ -196,12 +197,86 @@ pub struct Run<'a> {
     /// How many records `data` holds.
     pub count: u16,
     /// TYPE CLASS TTL RDLENGTH RDATA per record (owner first when [`Owner::Embedded`]).
-    /// SRV targets and embedded owners are stored names: whole, or ending in a pointer into
-    /// `holder` (see [`rrset`]'s "names stored once").
-    pub data: Cow<'a, [u8]>,
+    /// SRV and PTR targets and embedded owners are stored names: whole, or ending in a
+    /// pointer into `holder` (see [`rrset`]'s "names stored once").
+    pub data: RunData<'a>,
     /// The name that held the records (lower-case wire), which the pointers of their
     /// stored names point into; empty for records built for the question.
     pub holder: &'a [u8],
+}
+
+/// The bytes of a [`Run`]: the zone's own, or records made for the question — in place when
+/// they are short (one address, one PTR), so that answering them does not allocate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunData<'a> {
+    /// Bytes the snapshot holds.
+    Borrowed(&'a [u8]),
+    /// Records made for the question.
+    Owned(Vec<u8>),
+    /// A short record made for the question.
+    Inline(InlineRecord),
+}
+
+impl std::ops::Deref for RunData<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Borrowed(bytes) => bytes,
+            Self::Owned(bytes) => bytes,
+            Self::Inline(record) => record.as_bytes(),
+        }
+    }
+}
+
+/// Up to [`InlineRecord::CAPACITY`] bytes held in place.
+#[derive(Clone)]
+pub struct InlineRecord {
+    len: u8,
+    bytes: [u8; InlineRecord::CAPACITY],
+}
+
+impl InlineRecord {
+    /// The most bytes one holds: a record header, a PTR target's first label (at most 63
+    /// bytes, and 40 for a dashed IPv6 address) and a pointer.
+    pub const CAPACITY: usize = 80;
+
+    fn new() -> Self {
+        Self {
+            len: 0,
+            bytes: [0; Self::CAPACITY],
+        }
+    }
+
+    /// Appends `bytes`; `None` (and nothing appended) when they do not fit.
+    fn push(&mut self, bytes: &[u8]) -> Option<()> {
+        let at = usize::from(self.len);
+        let end = at + bytes.len();
+        self.bytes.get_mut(at..end)?.copy_from_slice(bytes);
+        // CAPACITY is below 256.
+        self.len = end as u8;
+        Some(())
+    }
+
+    /// The bytes held.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl PartialEq for InlineRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for InlineRecord {}
+
+impl std::fmt::Debug for InlineRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("InlineRecord")
+            .field(&self.as_bytes())
+            .finish()
+    }
 }
 
 impl<'a> Run<'a> {
@@ -209,7 +284,7 @@ impl<'a> Run<'a> {
         Self {
             owner: Owner::Question,
             count: set.count,
-            data: Cow::Borrowed(set.body),
+            data: RunData::Borrowed(set.body),
             holder: set.owner,
         }
     }
@@ -218,7 +293,7 @@ impl<'a> Run<'a> {
         (set.extra_count > 0).then_some(Self {
             owner: Owner::Embedded,
             count: set.extra_count,
-            data: Cow::Borrowed(set.extra),
+            data: RunData::Borrowed(set.extra),
             holder: set.owner,
         })
     }
@@ -293,7 +368,7 @@ impl Snapshot {
 
     /// Number of names held (including empty non-terminals).
     pub fn name_count(&self) -> usize {
-        self.nodes.len()
+        self.names.len()
     }
 
     /// The index of the longest served zone that `qname` (lower-case wire) falls in.
@@ -318,12 +393,15 @@ impl Snapshot {
     }
 
     fn answer(&self, zone: usize, qname: &[u8], qtype: u16, depth: usize) -> Answer<'_> {
-        if let Some(node) = self.nodes.get(qname) {
+        if let Some(node) = self.names.get(qname) {
             return self.answer_node(zone, qname, node, qtype, depth);
+        }
+        if let Some(answer) = self.ptr_answer(zone, qname, qtype) {
+            return answer;
         }
         if let Some(node) = self
             .srv_alias(zone, qname)
-            .and_then(|key| self.nodes.get(&key[..]))
+            .and_then(|key| self.names.get(&key[..]))
         {
             return self.answer_node(zone, qname, node, qtype, depth);
         }
@@ -367,11 +445,11 @@ impl Snapshot {
             _ => return None,
         };
         // The marker exists for a headless Service with ready endpoints under `zonal`.
-        self.nodes.get(&qname[offsets[n - 5]..])?;
+        self.names.get(&qname[offsets[n - 5]..])?;
         if !prefer || !matches!(qtype, rtype::A | rtype::AAAA | rtype::SRV) {
             return Some(Answer::new(Rcode::NoError, zone));
         }
-        let base = self.nodes.get(&qname[offsets[n - 3]..])?;
+        let base = self.names.get(&qname[offsets[n - 3]..])?;
         Some(match base.rrset(qtype) {
             Some(set) => Answer::from_set(zone, set),
             None => Answer::new(Rcode::NoError, zone),
@@ -440,6 +518,29 @@ impl Snapshot {
         answer
     }
 
+    /// An endpoint address's PTR kept as the address ([`names`]): its one record, or NODATA
+    /// for another type.
+    fn ptr_answer(&self, zone: usize, qname: &[u8], qtype: u16) -> Option<Answer<'_>> {
+        if !names::Names::may_be_ptr(qname) {
+            return None;
+        }
+        if qtype != rtype::PTR {
+            return self
+                .names
+                .is_ptr(qname)
+                .then(|| Answer::new(Rcode::NoError, zone));
+        }
+        let (data, suffix) = self.names.ptr_answer(qname)?;
+        let mut answer = Answer::new(Rcode::NoError, zone);
+        answer.answer.push(Run {
+            owner: Owner::Question,
+            count: 1,
+            data,
+            holder: suffix,
+        });
+        Some(answer)
+    }
+
     /// CoreDNS strips one leading underscore from the port and protocol labels, so
     /// `http.tcp.web.shop.svc.<zone>` is `_http._tcp.web.shop.svc.<zone>`. The key of the
     /// underscored form, when `qname` has that shape and lacks an underscore.
@@ -495,15 +596,20 @@ impl Snapshot {
 
     fn pod_answer(&self, zone: usize, ip: IpAddr, qtype: u16) -> Answer<'_> {
         let mut answer = Answer::new(Rcode::NoError, zone);
-        let (rtype, rdata) = rrset::address_rdata(ip);
+        let (rtype, octets): (u16, &[u8]) = match &ip {
+            IpAddr::V4(v4) => (rtype::A, &v4.octets()[..]),
+            IpAddr::V6(v6) => (rtype::AAAA, &v6.octets()[..]),
+        };
         if rtype == qtype {
-            let mut data = Vec::with_capacity(10 + rdata.len());
-            rrset::write_rr_header(&mut data, rtype, self.ttl, rdata.len());
-            data.extend_from_slice(&rdata);
+            let mut data = InlineRecord::new();
+            // 10 + 16 bytes fit.
+            let _ = data
+                .push(&rrset::rr_header(rtype, self.ttl, octets.len()))
+                .and_then(|()| data.push(octets));
             answer.answer.push(Run {
                 owner: Owner::Question,
                 count: 1,
-                data: Cow::Owned(data),
+                data: RunData::Inline(data),
                 holder: &[],
             });
         }
@@ -512,9 +618,9 @@ impl Snapshot {
 
     /// Every name of `zone` that holds records, for zone files and transfers, in no
     /// particular order.
-    pub(crate) fn nodes_in(&self, zone: usize) -> impl Iterator<Item = &Node> + '_ {
-        self.nodes
-            .iter()
+    pub(crate) fn nodes_in(&self, zone: usize) -> impl Iterator<Item = Cow<'_, Node>> + '_ {
+        self.names
+            .nodes()
             .filter(move |node| node.has_records() && self.zone_of(node.name()) == Some(zone))
     }
 }
@@ -525,18 +631,29 @@ impl Snapshot {
 pub fn ip_from_dashed(label: &[u8]) -> Option<IpAddr> {
     let text = std::str::from_utf8(label).ok()?;
     let dashes = text.bytes().filter(|&b| b == b'-').count();
+    // The label with its dashes turned into `separator`, in place (a label is at most 63
+    // bytes): a pod's name is answered without allocating.
+    let mut buffer = [0u8; 63];
     if dashes == 3 && !text.contains("--") {
-        return text
-            .replace('-', ".")
+        return respelled(label, b'.', &mut buffer)?
             .parse::<Ipv4Addr>()
             .ok()
             .map(IpAddr::V4);
     }
-    let v6: Ipv6Addr = text.replace('-', ":").parse().ok()?;
+    let v6: Ipv6Addr = respelled(label, b':', &mut buffer)?.parse().ok()?;
     Some(match v6.to_ipv4_mapped() {
         Some(v4) => IpAddr::V4(v4),
         None => IpAddr::V6(v6),
     })
+}
+
+/// `label` with each `-` turned into `separator`, in `buffer`.
+fn respelled<'b>(label: &[u8], separator: u8, buffer: &'b mut [u8; 63]) -> Option<&'b str> {
+    let out = buffer.get_mut(..label.len())?;
+    for (to, &from) in out.iter_mut().zip(label) {
+        *to = if from == b'-' { separator } else { from };
+    }
+    std::str::from_utf8(out).ok()
 }
 
 /// The dashed label CoreDNS gives an endpoint without a hostname: `10-244-1-5`, and for

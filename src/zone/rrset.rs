@@ -17,7 +17,10 @@
 //! what they were with whole names; the zone-file listing decodes the sets inside a message
 //! whose question is the holding name, where the pointer is an ordinary one. No other
 //! stored name holds a pointer but the SOA's, which points at the question itself and is
-//! written as it is.
+//! written as it is, and the target of an endpoint PTR kept as its address (`names.rs`),
+//! whose record is made for the question: its dashed label in front of a pointer to the
+//! start of its holder, the rest of the target, which the snapshot holds once for the
+//! Service.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -146,11 +149,18 @@ impl RrSetBuilder {
 
 /// TYPE CLASS TTL RDLENGTH.
 pub(crate) fn write_rr_header(out: &mut Vec<u8>, rtype: u16, ttl: u32, rdlen: usize) {
-    out.extend_from_slice(&rtype.to_be_bytes());
-    out.extend_from_slice(&class::IN.to_be_bytes());
-    out.extend_from_slice(&ttl.to_be_bytes());
+    out.extend_from_slice(&rr_header(rtype, ttl, rdlen));
+}
+
+/// TYPE CLASS TTL RDLENGTH, in place.
+pub(crate) fn rr_header(rtype: u16, ttl: u32, rdlen: usize) -> [u8; 10] {
+    let mut header = [0; 10];
+    header[..2].copy_from_slice(&rtype.to_be_bytes());
+    header[2..4].copy_from_slice(&class::IN.to_be_bytes());
+    header[4..8].copy_from_slice(&ttl.to_be_bytes());
     // Every rdata built here is far below 65535 bytes (at most one name and a few integers).
-    out.extend_from_slice(&(rdlen as u16).to_be_bytes());
+    header[8..].copy_from_slice(&(rdlen as u16).to_be_bytes());
+    header
 }
 
 /// The TTL of a record written by [`write_rr_header`] and its RDATA (0 if it is cut short).

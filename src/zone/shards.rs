@@ -68,12 +68,18 @@ impl<T> Sharded<T> {
     }
 }
 
+impl<T> Sharded<T> {
+    /// An empty map sharded for about `count` entries.
+    pub(crate) fn for_count(count: usize) -> Self {
+        let wanted = count / NAMES_PER_SHARD;
+        Self::with_shards((usize::BITS - wanted.leading_zeros()).min(MAX_SHARD_BITS))
+    }
+}
+
 impl<T: Keyed + Clone> Sharded<T> {
     /// A map of `entries`, sharded for their number. A key given twice keeps its last entry.
     pub(crate) fn from_entries(entries: impl ExactSizeIterator<Item = T>) -> Self {
-        let wanted = entries.len() / NAMES_PER_SHARD;
-        let bits = (usize::BITS - wanted.leading_zeros()).min(MAX_SHARD_BITS);
-        let mut map = Self::with_shards(bits);
+        let mut map = Self::for_count(entries.len());
         for entry in entries {
             map.insert(entry);
         }

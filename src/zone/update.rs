@@ -198,16 +198,14 @@ impl Incremental {
         let kept: HashSet<Box<[u8]>> = after.iter().map(|node| node.name().into()).collect();
         for node in after {
             // An unchanged name leaves its shard shared with the previous snapshot.
-            if next.nodes.get(node.name()) == Some(&node)
-                && self.tree.is_built(&next.nodes, node.name())
-            {
+            if next.names.holds(&node) && self.tree.is_built(&next.names, node.name()) {
                 continue;
             }
-            self.tree.insert(&next.zones, &mut next.nodes, node);
+            self.tree.insert(&next.zones, &mut next.names, node);
         }
         let mut removed = 0;
         for name in before.difference(&kept) {
-            self.tree.remove(&next.zones, &mut next.nodes, name);
+            self.tree.remove(&next.zones, &mut next.names, name);
             removed += 1;
         }
         let built = kept.len();

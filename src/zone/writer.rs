@@ -22,8 +22,10 @@ use smallvec::SmallVec;
 
 use super::ServedZone;
 use super::name::{WireName, parent};
+use super::names::Names;
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
+use crate::codes::rtype;
 
 const RECORD: u8 = 0;
 const EXTRA: u8 = 1;
@@ -193,6 +195,33 @@ impl NameWriter {
             self.node_of(name);
         }
         missing
+    }
+
+    /// How many of the names being built `wanted` picks.
+    pub(crate) fn count_names(&self, wanted: impl Fn(&[u8]) -> bool) -> usize {
+        self.nodes
+            .iter()
+            .filter(|node| wanted(name_of(node)))
+            .count()
+    }
+
+    /// The names built, as a snapshot holds them: an endpoint PTR of the shape kept as an
+    /// address goes in as one without its node ever being made (see `names.rs`), every other
+    /// name as its node ([`finish`](Self::finish)).
+    pub(crate) fn into_names(self) -> Names {
+        let ptrs = self.count_names(Names::may_be_ptr);
+        let mut names = Names::sized(self.nodes.len(), ptrs, self.ttl);
+        for node in self.nodes {
+            let name = name_of(&node);
+            let mut all = entries(&node);
+            if let (Some((RECORD, rtype::PTR, record)), None) = (all.next(), all.next())
+                && names.insert_ptr_record(name, record)
+            {
+                continue;
+            }
+            names.insert(pack(&node));
+        }
+        names
     }
 
     /// The nodes built, each with its RRsets sorted by type (records in the order they

@@ -4,6 +4,7 @@
 //! Records are decoded from the same prepared bytes the server answers with, so the listing
 //! is what the server says, record for record.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
@@ -20,7 +21,7 @@ use crate::codes::{class, rtype};
 /// Every record of `zone` (an index into [`Snapshot::zones`]): the SOA first, then names in
 /// canonical order, types in numeric order, and the records of a set in text order.
 pub fn zone_records(snapshot: &Snapshot, zone: usize) -> Vec<Record> {
-    let mut nodes: Vec<&Node> = snapshot.nodes_in(zone).collect();
+    let mut nodes: Vec<Cow<'_, Node>> = snapshot.nodes_in(zone).collect();
     nodes.sort_by(|a, b| canonical_cmp(a.name(), b.name()));
     let mut soa = Vec::new();
     let mut rest = Vec::new();

@@ -16,7 +16,6 @@ use std::net::IpAddr;
 
 use super::multicluster::{self, ImportView};
 use super::name::WireName;
-use super::node::Node;
 use super::records::{Filter, View};
 use super::shards::Sharded;
 use super::writer::NameWriter;
@@ -67,8 +66,8 @@ pub(crate) fn build_full(
     // The view's addresses and labels are not needed to pack the names: freed before.
     drop((scope, view));
     let filled = b.fill_empty_non_terminals(&zones);
-    let nodes = Sharded::from_entries(b.into_nodes());
-    let tree = Tree::of(&zones, nodes.iter().map(Node::name), &filled);
+    let names = b.into_names();
+    let tree = Tree::of(&zones, names.names(), &filled);
 
     let pod_namespaces = pod_namespaces(config, &filter);
     let clients = match config.pods {
@@ -79,7 +78,7 @@ pub(crate) fn build_full(
     };
     let snapshot = Snapshot {
         zones,
-        nodes,
+        names,
         pod_namespaces: std::sync::Arc::new(pod_namespaces),
         pods: config.pods,
         clients: Sharded::from_entries(clients.into_iter()),

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use crate::zone::name::parent;
+use crate::zone::names::Names;
 use crate::zone::node::Node;
-use crate::zone::shards::Sharded;
 use crate::zone::writer::zone_origin;
 use crate::zone::{Map, ServedZone};
 
@@ -27,14 +27,14 @@ struct Parent {
 impl Tree {
     /// The tree of `names` (every name of a zone, `filled` the empty non-terminals among
     /// them).
-    pub(super) fn of<'n>(
+    pub(super) fn of(
         zones: &[ServedZone],
-        names: impl Iterator<Item = &'n [u8]>,
+        names: impl Iterator<Item = impl AsRef<[u8]>>,
         filled: &HashSet<Box<[u8]>>,
     ) -> Self {
         let mut parents: Map<Box<[u8]>, Parent> = Map::default();
         for name in names {
-            let Some(up) = Self::parent_in(zones, name) else {
+            let Some(up) = Self::parent_in(zones, name.as_ref()) else {
                 continue;
             };
             parents
@@ -58,7 +58,7 @@ impl Tree {
     }
 
     /// Whether `name` is in `nodes` as a built name (not only as an empty non-terminal).
-    pub(crate) fn is_built(&self, nodes: &Sharded<Node>, name: &[u8]) -> bool {
+    pub(crate) fn is_built(&self, nodes: &Names, name: &[u8]) -> bool {
         match self.parents.get(name) {
             Some(parent) => parent.built,
             None => nodes.contains_key(name),
@@ -67,18 +67,18 @@ impl Tree {
 
     /// Puts the built name `node` in `nodes`, adding the empty non-terminals it needs above
     /// it.
-    pub(crate) fn insert(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, node: Node) {
+    pub(crate) fn insert(&mut self, zones: &[ServedZone], nodes: &mut Names, node: Node) {
         if let Some(parent) = self.parents.get_mut(node.name()) {
             parent.built = true;
         }
         let key: Box<[u8]> = node.name().into();
-        if nodes.insert(node).is_none() {
+        if !nodes.insert(node) {
             self.link(zones, nodes, &key);
         }
     }
 
     /// `name` (new in `nodes`) counts as a child of its parent, which exists from now on.
-    fn link(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
+    fn link(&mut self, zones: &[ServedZone], nodes: &mut Names, name: &[u8]) {
         let Some(up) = Self::parent_in(zones, name) else {
             return;
         };
@@ -102,18 +102,18 @@ impl Tree {
 
     /// `name` is no longer built: it leaves `nodes`, unless names below it keep it as an
     /// empty non-terminal; parents left with neither go too.
-    pub(crate) fn remove(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
+    pub(crate) fn remove(&mut self, zones: &[ServedZone], nodes: &mut Names, name: &[u8]) {
         if let Some(parent) = self.parents.get_mut(name) {
             parent.built = false;
             nodes.insert(Node::empty(name));
             return;
         }
-        if nodes.remove(name).is_some() {
+        if nodes.remove(name) {
             self.unlink(zones, nodes, name);
         }
     }
 
-    fn unlink(&mut self, zones: &[ServedZone], nodes: &mut Sharded<Node>, name: &[u8]) {
+    fn unlink(&mut self, zones: &[ServedZone], nodes: &mut Names, name: &[u8]) {
         let Some(up) = Self::parent_in(zones, name) else {
             return;
         };

@@ -310,9 +310,9 @@ fn config(variant: usize) -> KubernetesConfig {
 
 /// Every name of a snapshot with its records, and the rest of what it answers from.
 fn contents(snapshot: &Snapshot) -> String {
-    let nodes: BTreeMap<String, &Node> = snapshot
-        .nodes
-        .iter()
+    let nodes: BTreeMap<String, std::borrow::Cow<'_, Node>> = snapshot
+        .names
+        .nodes()
         .map(|node| {
             let mut dotted = String::new();
             crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
@@ -340,7 +340,7 @@ fn contents(snapshot: &Snapshot) -> String {
          serial {} names {}\nexternal {external:?}",
         snapshot.zones,
         snapshot.serial,
-        snapshot.nodes.len()
+        snapshot.names.len()
     )
 }
 
@@ -439,8 +439,11 @@ fn an_update_shares_what_it_did_not_touch() {
     let changes = vec![up(service("a", "svc-7", 2, 0, false))];
     let (next, applied) = incremental.apply(&mut cluster, changes, &snapshot, 2);
     assert!(matches!(applied, Applied::Names { .. }), "{applied:?}");
-    let shards = snapshot.nodes.shard_count();
-    let shared = next.nodes.shared_with(&snapshot.nodes);
+    let shards = snapshot.names.node_index().shard_count();
+    let shared = next
+        .names
+        .node_index()
+        .shared_with(snapshot.names.node_index());
     assert!(shards >= 256, "{shards}");
     assert!(shared + 12 >= shards, "{shared} of {shards} shards shared");
     assert_eq!(

@@ -1,0 +1,251 @@
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::config::PodMode;
+use crate::source::read_objects;
+use crate::wire::{Request, write_answer};
+use crate::zone::name::WireName;
+use crate::zone::{BuildContext, Snapshot, dashed_ip};
+
+impl Names {
+    /// Every name of `names` as a node, none kept as an address: the zone as it was.
+    fn plain(names: &Self) -> Self {
+        let nodes: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
+        Self {
+            nodes: Sharded::from_entries(nodes.into_iter()),
+            v4: Sharded::default(),
+            v6: Sharded::default(),
+            ttl: names.ttl,
+            suffixes: Arc::default(),
+        }
+    }
+}
+
+fn built(file: &str) -> Snapshot {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
+    let loaded = read_objects(&[path]).unwrap();
+    let mut config = crate::zone::tests::config(&["cluster.local.", "in-addr.arpa.", "ip6.arpa."]);
+    config.pods = PodMode::Insecure;
+    let ctx = BuildContext {
+        local_ips: vec!["127.0.0.1".parse().unwrap()],
+        serial: 1_700_000_000,
+    };
+    crate::zone::build(&loaded.cluster, &config, &ctx)
+}
+
+/// The whole reply to `qtype` at `name` (lower-case wire), as the server writes it.
+fn reply(snapshot: &Snapshot, name: &[u8], qtype: u16) -> Vec<u8> {
+    let mut packet = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    packet.extend_from_slice(name);
+    packet.extend_from_slice(&qtype.to_be_bytes());
+    packet.extend_from_slice(&1u16.to_be_bytes());
+    let request = Request::parse(&packet).unwrap();
+    let answer = snapshot.lookup(name, qtype).unwrap();
+    let mut out = Vec::new();
+    write_answer(
+        &request,
+        &answer,
+        &snapshot.zones()[answer.zone],
+        4096,
+        false,
+        &mut out,
+    );
+    out
+}
+
+fn v4(text: &str) -> IpAddr {
+    text.parse().unwrap()
+}
+
+/// A PTR node at `ip`'s reverse name with the given targets and TTL.
+fn ptr_node(ip: IpAddr, targets: &[&str], ttl: u32) -> Node {
+    let mut set = RrSetBuilder::new(rtype::PTR, ttl);
+    for target in targets {
+        let target = WireName::from_dotted(target).unwrap();
+        let mut record = Vec::new();
+        rrset::write_rr_header(&mut record, rtype::PTR, ttl, target.as_bytes().len());
+        record.extend_from_slice(target.as_bytes());
+        set.push_record(&record);
+    }
+    Node::pack(rrset::reverse_name(ip).as_bytes(), None, &[set])
+}
+
+#[test]
+fn the_dashed_label_and_the_reverse_name_are_spelled_as_before_without_allocating() {
+    for text in [
+        "10.244.1.5",
+        "0.0.0.0",
+        "255.255.255.255",
+        "::",
+        "::1",
+        "1::",
+        "fd00:10:244::5",
+        "2001:db8::",
+        "2001:db8:0:0:1:0:0:1",
+        "1:2:3:4:5:6:7:8",
+        "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        "::ffff:10.1.2.3",
+        "64:ff9b::a01:203",
+    ] {
+        let ip: IpAddr = text.parse().unwrap();
+        assert_eq!(
+            std::str::from_utf8(Dashed::of(ip).as_bytes()).unwrap(),
+            dashed_ip(ip),
+            "{text}"
+        );
+        assert_eq!(
+            ReverseName::of(ip).as_bytes(),
+            rrset::reverse_name(ip).as_bytes(),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn only_a_ptr_to_the_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
+    let mut names = Names::sized(0, 0, 30);
+    let ip = v4("10.244.1.9");
+    let kept = [
+        ptr_node(ip, &["10-244-1-9.checkout.shop.svc.cluster.local."], 30),
+        ptr_node(
+            "fd00::9".parse().unwrap(),
+            &["fd00--9.checkout.shop.svc.cluster.local."],
+            30,
+        ),
+    ];
+    let nodes = [
+        // A ClusterIP's: the Service's name.
+        ptr_node(v4("10.96.0.30"), &["checkout.shop.svc.cluster.local."], 30),
+        // An endpoint with a hostname.
+        ptr_node(v4("10.244.1.11"), &["db-0.db.shop.svc.cluster.local."], 30),
+        // An address two Services' endpoints share.
+        ptr_node(
+            v4("10.244.1.5"),
+            &[
+                "10-244-1-5.web.shop.svc.cluster.local.",
+                "10-244-1-5.web-headless.shop.svc.cluster.local.",
+            ],
+            30,
+        ),
+        // Another TTL.
+        ptr_node(v4("10.244.1.7"), &["10-244-1-7.a.b.svc.cluster.local."], 5),
+        // Another address's label.
+        ptr_node(v4("10.244.1.8"), &["10-244-1-9.a.b.svc.cluster.local."], 30),
+        // A name that is not an address's.
+        Node::empty(
+            WireName::from_dotted("1.244.10.in-addr.arpa.")
+                .unwrap()
+                .as_bytes(),
+        ),
+    ];
+    for node in kept.iter().chain(&nodes) {
+        assert!(!names.insert(node.clone()));
+        assert!(names.holds(node), "{node:?}");
+        assert!(names.contains_key(node.name()));
+    }
+    assert_eq!(names.len(), kept.len() + nodes.len());
+    assert_eq!(names.ptr_count(), kept.len());
+    for node in &kept {
+        assert_eq!(names.get(node.name()), None, "{node:?} is kept as a node");
+        assert!(names.is_ptr(node.name()));
+    }
+    for node in &nodes {
+        assert_eq!(names.get(node.name()), Some(node));
+    }
+    // Listed as the nodes they were.
+    let mut listed: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
+    let mut all: Vec<Node> = kept.iter().chain(&nodes).cloned().collect();
+    listed.sort_by(|a, b| a.name().cmp(b.name()));
+    all.sort_by(|a, b| a.name().cmp(b.name()));
+    assert_eq!(listed, all);
+    let mut listed_names: Vec<Vec<u8>> = names.names().map(Cow::into_owned).collect();
+    listed_names.sort();
+    let mut all_names: Vec<Vec<u8>> = all.iter().map(|node| node.name().to_vec()).collect();
+    all_names.sort();
+    assert_eq!(listed_names, all_names);
+
+    // A name moves between the two as its node changes, and goes.
+    let shared = ptr_node(
+        ip,
+        &[
+            "10-244-1-9.checkout.shop.svc.cluster.local.",
+            "10-244-1-9.other.shop.svc.cluster.local.",
+        ],
+        30,
+    );
+    assert!(names.insert(shared.clone()));
+    assert_eq!(names.get(shared.name()), Some(&shared));
+    assert!(!names.holds(&kept[0]));
+    assert_eq!(names.len(), kept.len() + nodes.len());
+    assert!(names.insert(kept[0].clone()));
+    assert_eq!(names.get(shared.name()), None);
+    assert!(names.holds(&kept[0]));
+    assert!(names.remove(kept[0].name()));
+    assert!(!names.remove(kept[0].name()));
+    assert!(!names.contains_key(kept[0].name()));
+    assert_eq!(names.len(), kept.len() + nodes.len() - 1);
+}
+
+#[test]
+fn the_endpoints_of_a_service_share_one_target_rest() {
+    let mut names = Names::sized(0, 0, 30);
+    for n in 1..=200u8 {
+        let ip = IpAddr::from([10, 244, 3, n]);
+        let target = format!("{}.web.shop.svc.cluster.local.", dashed_ip(ip));
+        names.insert(ptr_node(ip, &[&target], 30));
+    }
+    let first = names.ptr_at(v4("10.244.3.1")).unwrap().clone();
+    // 200 names and this one.
+    assert_eq!(Arc::strong_count(&first), 201);
+    // A rest nothing holds any more is dropped from the table in time.
+    for n in 1..=200u8 {
+        names.remove(rrset::reverse_name(IpAddr::from([10, 244, 3, n])).as_bytes());
+    }
+    drop(first);
+    for n in 0..2000u32 {
+        let ip = IpAddr::from(std::net::Ipv4Addr::from(0x0a10_0000 + n));
+        let target = format!("{}.svc-{n}.shop.svc.cluster.local.", dashed_ip(ip));
+        names.insert(ptr_node(ip, &[&target], 30));
+    }
+    let table = names.suffixes.held.lock().unwrap();
+    assert!(table.by_name.len() < 2000 + 200, "{}", table.by_name.len());
+}
+
+/// Every name of the fixtures, asked every type a reverse name can hold and a few more,
+/// answers byte for byte as it did when every name was a node; so does a name just past
+/// each (a miss), and the zone lists the same records.
+#[test]
+fn answers_and_listings_are_what_the_nodes_gave() {
+    for file in ["fixtures/shop.json", "fixtures/dualstack.json"] {
+        let snapshot = built(file);
+        let mut plain = snapshot.clone();
+        plain.names = Names::plain(&snapshot.names);
+        assert!(snapshot.names.ptr_count() >= 3, "{file}");
+        assert_eq!(plain.names.ptr_count(), 0);
+        assert_eq!(snapshot.name_count(), plain.name_count());
+        let names: Vec<Vec<u8>> = snapshot.names.names().map(Cow::into_owned).collect();
+        for name in &names {
+            let mut miss = vec![1, b'x'];
+            miss.extend_from_slice(name);
+            for qtype in [rtype::PTR, rtype::A, rtype::AAAA, rtype::TXT, rtype::SRV] {
+                for asked in [name, &miss] {
+                    assert_eq!(
+                        reply(&snapshot, asked, qtype),
+                        reply(&plain, asked, qtype),
+                        "{file}: {} type {qtype}",
+                        WireName::from_wire_unchecked(asked.clone())
+                    );
+                }
+            }
+        }
+        for zone in 0..snapshot.zones().len() {
+            assert_eq!(
+                crate::zone::zonefile::zone_records(&snapshot, zone),
+                crate::zone::zonefile::zone_records(&plain, zone),
+                "{file}"
+            );
+        }
+    }
+}
