@@ -31,7 +31,7 @@ use super::{InlineRecord, Map, RunData};
 use crate::codes::rtype;
 
 /// The rest of a PTR target after its first label, lower-case wire, shared.
-type Suffix = Arc<Box<[u8]>>;
+pub(crate) type Suffix = Arc<Box<[u8]>>;
 
 /// An endpoint address's PTR, kept as the address and its target's rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,13 +62,24 @@ impl Names {
     /// No names yet, with tables sized for `total` names, about `ptrs` of them endpoint
     /// PTRs; `ttl` the zone's.
     pub(crate) fn sized(total: usize, ptrs: usize, ttl: u32) -> Self {
+        Self::sharing(total, ptrs, ttl, Arc::default())
+    }
+
+    /// [`sized`](Self::sized), sharing the targets' rests of `suffixes`.
+    pub(crate) fn sharing(total: usize, ptrs: usize, ttl: u32, suffixes: Arc<Suffixes>) -> Self {
         Self {
             nodes: Sharded::for_count(total.saturating_sub(ptrs)),
             v4: Sharded::for_count(ptrs),
             v6: Sharded::default(),
             ttl,
-            suffixes: Arc::default(),
+            suffixes,
         }
+    }
+
+    /// Puts in the endpoint PTR of `ip` to its dashed address in front of `suffix` (one
+    /// [`Suffixes::share`] gave), the zone's TTL, without its node being made.
+    pub(crate) fn insert_ptr(&mut self, ip: IpAddr, suffix: Suffix) {
+        self.put_ptr(ip, suffix);
     }
 
     /// Puts in the name `name` (lower-case wire) holding exactly the one PTR `record` (TYPE
@@ -269,17 +280,7 @@ impl Names {
 
     /// The node an endpoint PTR kept as `ip` and `suffix` stands for.
     fn node_of(&self, ip: IpAddr, suffix: &[u8]) -> Node {
-        let label = Dashed::of(ip);
-        let mut target = Vec::with_capacity(1 + label.as_bytes().len() + suffix.len());
-        target.push(label.as_bytes().len() as u8);
-        target.extend_from_slice(label.as_bytes());
-        target.extend_from_slice(suffix);
-        let mut set = RrSetBuilder::new(rtype::PTR, self.ttl);
-        let mut record = Vec::with_capacity(10 + target.len());
-        rrset::write_rr_header(&mut record, rtype::PTR, self.ttl, target.len());
-        record.extend_from_slice(&target);
-        set.push_record(&record);
-        Node::pack(ReverseName::of(ip).as_bytes(), None, &[set])
+        ptr_node(ip, suffix, self.ttl)
     }
 
     /// The index of nodes, for tests of its sharing.
@@ -302,13 +303,13 @@ impl Default for Names {
 }
 
 /// An address's reverse name ([`rrset::reverse_name`]), made without allocating.
-struct ReverseName {
+pub(crate) struct ReverseName {
     len: usize,
     bytes: [u8; 74],
 }
 
 impl ReverseName {
-    fn of(ip: IpAddr) -> Self {
+    pub(crate) fn of(ip: IpAddr) -> Self {
         let mut name = Self {
             len: 0,
             bytes: [0; 74],
@@ -350,9 +351,37 @@ impl ReverseName {
         self.len = end;
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
+}
+
+/// The node of the endpoint PTR of `ip` to its dashed address in front of `suffix`, with
+/// `ttl`.
+pub(crate) fn ptr_node(ip: IpAddr, suffix: &[u8], ttl: u32) -> Node {
+    let target = ptr_target(ip, suffix);
+    let mut set = RrSetBuilder::new(rtype::PTR, ttl);
+    let mut record = Vec::with_capacity(10 + target.len());
+    rrset::write_rr_header(&mut record, rtype::PTR, ttl, target.len());
+    record.extend_from_slice(&target);
+    set.push_record(&record);
+    Node::pack(ReverseName::of(ip).as_bytes(), None, &[set])
+}
+
+/// The target of the endpoint PTR of `ip`: its dashed address in front of `suffix`.
+pub(crate) fn ptr_target(ip: IpAddr, suffix: &[u8]) -> Vec<u8> {
+    let label = Dashed::of(ip);
+    let mut target = Vec::with_capacity(1 + label.as_bytes().len() + suffix.len());
+    // A dashed address is at most 40 bytes: a label.
+    target.push(label.as_bytes().len() as u8);
+    target.extend_from_slice(label.as_bytes());
+    target.extend_from_slice(suffix);
+    target
+}
+
+/// Whether `label` is `ip` dashed.
+pub(crate) fn is_dashed(ip: IpAddr, label: &str) -> bool {
+    Dashed::of(ip).as_bytes() == label.as_bytes()
 }
 
 /// Whether `bytes` is exactly one uncompressed wire name.
@@ -373,7 +402,7 @@ fn is_whole_name(bytes: &[u8]) -> bool {
 /// answering; a rest nothing holds any more is dropped when the table has doubled since it
 /// was last swept.
 #[derive(Debug, Default)]
-struct Suffixes {
+pub(crate) struct Suffixes {
     held: Mutex<SuffixTable>,
 }
 
@@ -384,7 +413,8 @@ struct SuffixTable {
 }
 
 impl Suffixes {
-    fn share(&self, suffix: &[u8]) -> Suffix {
+    /// The one shared copy of `suffix`.
+    pub(crate) fn share(&self, suffix: &[u8]) -> Suffix {
         let mut table = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(held) = table.by_name.get(suffix).and_then(Weak::upgrade) {
             return held;
@@ -426,7 +456,7 @@ impl Dashed {
         dashed
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
 }

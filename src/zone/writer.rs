@@ -14,15 +14,16 @@
 //! ```
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use super::ServedZone;
 use super::name::{WireName, parent};
-use super::names::Names;
+use super::names::{self, Names, Suffix, Suffixes};
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use crate::codes::rtype;
@@ -43,6 +44,13 @@ pub(crate) struct NameWriter {
     hasher: ahash::RandomState,
     /// One name each (see the [module](self) documentation for the layout).
     nodes: HashTable<Vec<u8>>,
+    /// The endpoint PTRs of the shape a snapshot keeps as an address (`names.rs`), held as
+    /// that from the start: an address and its target's rest, not a name being built (a
+    /// full build writes 150,000 of them at 10,000 Services). A second target, or a record of
+    /// any other kind at the name, makes it a name being built like any other.
+    ptrs: HashMap<IpAddr, Suffix, ahash::RandomState>,
+    /// The targets' rests, one copy each, shared with the snapshot built.
+    suffixes: Arc<Suffixes>,
 }
 
 /// The name an entry of [`NameWriter::nodes`] is built for.
@@ -106,7 +114,37 @@ impl NameWriter {
             srv_ttl: ttl,
             hasher: ahash::RandomState::new(),
             nodes: HashTable::new(),
+            ptrs: HashMap::default(),
+            suffixes: Arc::default(),
         }
+    }
+
+    /// The one shared copy of a PTR target's rest (lower-case wire), for
+    /// [`endpoint_ptr`](Self::endpoint_ptr).
+    pub(crate) fn suffix(&self, suffix: &WireName) -> Suffix {
+        self.suffixes.share(suffix.as_bytes())
+    }
+
+    /// Adds the PTR at `name`, the reverse name of `ip`, to `label` in front of `suffix`
+    /// (unless the name holds that target already), with the writer's TTL.
+    pub(crate) fn endpoint_ptr(&mut self, name: &[u8], ip: IpAddr, label: &str, suffix: &Suffix) {
+        if names::is_dashed(ip, label) && !self.contains_node(name) {
+            match self.ptrs.get(&ip) {
+                None => {
+                    self.ptrs.insert(ip, Arc::clone(suffix));
+                    return;
+                }
+                Some(held) if held == suffix => return,
+                Some(_) => {}
+            }
+        }
+        let mut target = Vec::with_capacity(1 + label.len() + suffix.len());
+        // An endpoint's label is a DNS label (at most 63 bytes).
+        target.push(label.len() as u8);
+        target.extend_from_slice(label.as_bytes());
+        target.extend_from_slice(suffix);
+        let ttl = self.ttl;
+        push_record_unique(self.node_of(name), rtype::PTR, ttl, &target);
     }
 
     fn node(&mut self, name: &WireName) -> &mut Vec<u8> {
@@ -121,8 +159,25 @@ impl NameWriter {
         self.node_of(&key)
     }
 
-    /// The entry of lower-case wire `name`, made if new.
+    /// The entry of lower-case wire `name`, made if new (an endpoint PTR held as an address
+    /// at it becomes its first record).
     fn node_of(&mut self, name: &[u8]) -> &mut Vec<u8> {
+        let held = match self.ptrs.is_empty() || !Names::may_be_ptr(name) {
+            true => None,
+            false => rrset::address_of_reverse_wire(name)
+                .filter(|ip| names::ReverseName::of(*ip).as_bytes() == name)
+                .and_then(|ip| Some((ip, self.ptrs.remove(&ip)?))),
+        };
+        let ttl = self.ttl;
+        let node = self.node_entry(name);
+        if let Some((ip, suffix)) = held {
+            let target = names::ptr_target(ip, &suffix);
+            push_record(node, rtype::PTR, ttl, &target);
+        }
+        node
+    }
+
+    fn node_entry(&mut self, name: &[u8]) -> &mut Vec<u8> {
         let hasher = &self.hasher;
         let hash = hasher.hash_one(name);
         self.nodes
@@ -143,11 +198,20 @@ impl NameWriter {
             .into_mut()
     }
 
-    fn contains(&self, name: &[u8]) -> bool {
+    fn contains_node(&self, name: &[u8]) -> bool {
         let hash = self.hasher.hash_one(name);
         self.nodes
             .find(hash, |node| name_of(node) == name)
             .is_some()
+    }
+
+    fn contains(&self, name: &[u8]) -> bool {
+        self.contains_node(name)
+            || (!self.ptrs.is_empty()
+                && Names::may_be_ptr(name)
+                && rrset::address_of_reverse_wire(name).is_some_and(|ip| {
+                    self.ptrs.contains_key(&ip) && names::ReverseName::of(ip).as_bytes() == name
+                }))
     }
 
     /// Makes sure `name` exists (NODATA for every type it has no records of).
@@ -177,8 +241,17 @@ impl NameWriter {
     /// a name with names below it exists (RFC 8020). The names it added.
     pub(crate) fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) -> HashSet<Box<[u8]>> {
         let mut missing = HashSet::new();
-        for node in &self.nodes {
-            let name = name_of(node);
+        let held: Vec<names::ReverseName> = self
+            .ptrs
+            .keys()
+            .map(|ip| names::ReverseName::of(*ip))
+            .collect();
+        let all = self
+            .nodes
+            .iter()
+            .map(|node| name_of(node))
+            .chain(held.iter().map(names::ReverseName::as_bytes));
+        for name in all {
             let Some(origin) = zone_origin(zones, name) else {
                 continue;
             };
@@ -209,8 +282,12 @@ impl NameWriter {
     /// address goes in as one without its node ever being made (see `names.rs`), every other
     /// name as its node ([`finish`](Self::finish)).
     pub(crate) fn into_names(self) -> Names {
-        let ptrs = self.count_names(Names::may_be_ptr);
-        let mut names = Names::sized(self.nodes.len(), ptrs, self.ttl);
+        let ptrs = self.ptrs.len() + self.count_names(Names::may_be_ptr);
+        let total = self.nodes.len() + self.ptrs.len();
+        let mut names = Names::sharing(total, ptrs, self.ttl, self.suffixes);
+        for (ip, suffix) in self.ptrs {
+            names.insert_ptr(ip, suffix);
+        }
         for node in self.nodes {
             let name = name_of(&node);
             let mut all = entries(&node);
@@ -225,16 +302,29 @@ impl NameWriter {
     }
 
     /// The nodes built, each with its RRsets sorted by type (records in the order they
-    /// came) and the empty ones dropped.
+    /// came), each name's buffer freed as its node is packed; the endpoint PTRs held as
+    /// addresses made nodes.
     pub(crate) fn finish(self) -> Vec<Node> {
-        self.into_nodes().collect()
+        let ttl = self.ttl;
+        let mut nodes = Vec::with_capacity(self.nodes.len() + self.ptrs.len());
+        nodes.extend(self.nodes.into_iter().map(|node| pack(&node)));
+        nodes.extend(
+            self.ptrs
+                .into_iter()
+                .map(|(ip, suffix)| names::ptr_node(ip, &suffix, ttl)),
+        );
+        nodes
     }
+}
 
-    /// [`finish`](Self::finish) one node at a time, each name's buffer freed as its node is
-    /// packed.
-    pub(crate) fn into_nodes(self) -> impl ExactSizeIterator<Item = Node> {
-        self.nodes.into_iter().map(|node| pack(&node))
-    }
+/// Adds one record with `rdata` to the set of `rtype` of the name being built `node`.
+fn push_record(node: &mut Vec<u8>, rtype: u16, ttl: u32, rdata: &[u8]) {
+    SetWriter { node, rtype, ttl }.push(rdata);
+}
+
+/// [`push_record`], unless the set holds a record with `rdata` already.
+fn push_record_unique(node: &mut Vec<u8>, rtype: u16, ttl: u32, rdata: &[u8]) {
+    SetWriter { node, rtype, ttl }.push_unique(rdata);
 }
 
 /// The entries after the name of a node being built: (kind, set type, bytes).

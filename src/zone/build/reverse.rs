@@ -6,7 +6,8 @@ use std::net::IpAddr;
 
 use super::Scope;
 use crate::codes::rtype;
-use crate::zone::name::WireName;
+use crate::zone::name::{MAX_NAME_LEN, WireName, suffix_offset};
+use crate::zone::names::ReverseName;
 use crate::zone::records::{self, View};
 use crate::zone::rrset;
 use crate::zone::writer::NameWriter;
@@ -51,23 +52,24 @@ pub(super) fn add_reverse(
         let Some(service) = slice.service_name.as_deref() else {
             continue;
         };
+        // The targets' rest: the Service's name, one copy for all its endpoints.
+        let Ok(rest) = primary.prepend_all([service, &*slice.key.namespace, "svc"]) else {
+            continue;
+        };
+        let rest = b.suffix(&rest);
         for address in records::ready_addresses(slice, view.pod_names) {
             if cluster_ips.contains(&address.ip) || !wanted(&address.ip) {
                 continue;
             }
-            let name = rrset::reverse_name(address.ip);
-            if !name.is_within(zone) {
+            let name = ReverseName::of(address.ip);
+            if suffix_offset(name.as_bytes(), zone.as_bytes()).is_none()
+                || address.label.is_empty()
+                || address.label.len() > 63
+                || 1 + address.label.len() + rest.len() > MAX_NAME_LEN
+            {
                 continue;
             }
-            let Ok(target) = primary.prepend_all([
-                address.label.as_str(),
-                service,
-                &*slice.key.namespace,
-                "svc",
-            ]) else {
-                continue;
-            };
-            b.set(&name, rtype::PTR, ttl).push_unique(target.as_bytes());
+            b.endpoint_ptr(name.as_bytes(), address.ip, &address.label, &rest);
         }
     }
 }

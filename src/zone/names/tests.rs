@@ -249,3 +249,81 @@ fn answers_and_listings_are_what_the_nodes_gave() {
         }
     }
 }
+
+/// The build holds an endpoint PTR as an address from the start; a second target, a
+/// hostname's or any other record at the name make it a name being built, with its records
+/// in the order they came, exactly as if it had been one all along.
+#[test]
+fn the_writer_holds_an_endpoint_ptr_as_an_address_until_the_name_needs_more() {
+    use crate::zone::writer::NameWriter;
+    let web = WireName::from_dotted("web.shop.svc.cluster.local.").unwrap();
+    let api = WireName::from_dotted("api.shop.svc.cluster.local.").unwrap();
+    let ptr_at = |ip: &str| {
+        let ip: IpAddr = ip.parse().unwrap();
+        (ip, ReverseName::of(ip).as_bytes().to_vec())
+    };
+    let mut b = NameWriter::new(30);
+    let (web_rest, api_rest) = (b.suffix(&web), b.suffix(&api));
+    // Kept as an address: one target, written twice.
+    let (one, one_name) = ptr_at("10.244.1.9");
+    b.endpoint_ptr(&one_name, one, "10-244-1-9", &web_rest);
+    b.endpoint_ptr(&one_name, one, "10-244-1-9", &web_rest);
+    // Two Services' endpoints.
+    let (two, two_name) = ptr_at("10.244.1.5");
+    b.endpoint_ptr(&two_name, two, "10-244-1-5", &web_rest);
+    b.endpoint_ptr(&two_name, two, "10-244-1-5", &api_rest);
+    // A hostname after the dashed address.
+    let (host, host_name) = ptr_at("10.244.1.11");
+    b.endpoint_ptr(&host_name, host, "10-244-1-11", &web_rest);
+    b.endpoint_ptr(&host_name, host, "db-0", &web_rest);
+    // Another record at the name after it.
+    let (other, other_name) = ptr_at("10.244.1.12");
+    b.endpoint_ptr(&other_name, other, "10-244-1-12", &web_rest);
+    b.set(
+        &WireName::from_wire_unchecked(other_name.clone()),
+        rtype::TXT,
+        30,
+    )
+    .push(b"\x01x");
+    let expected = [
+        ptr_node(one, &["10-244-1-9.web.shop.svc.cluster.local."], 30),
+        ptr_node(
+            two,
+            &[
+                "10-244-1-5.web.shop.svc.cluster.local.",
+                "10-244-1-5.api.shop.svc.cluster.local.",
+            ],
+            30,
+        ),
+        ptr_node(
+            host,
+            &[
+                "10-244-1-11.web.shop.svc.cluster.local.",
+                "db-0.web.shop.svc.cluster.local.",
+            ],
+            30,
+        ),
+    ];
+    let mut nodes = b.finish();
+    nodes.sort_by(|a, b| a.name().cmp(b.name()));
+    let texts: Vec<String> = nodes.iter().map(|node| format!("{node:?}")).collect();
+    for node in &expected {
+        assert!(nodes.contains(node), "{node:?} not in {texts:#?}");
+    }
+    let with_txt = nodes.iter().find(|node| node.name() == other_name).unwrap();
+    let types: Vec<u16> = with_txt.rrsets().map(|set| set.rtype).collect();
+    assert_eq!(types, [rtype::PTR, rtype::TXT], "{with_txt:?}");
+    assert_eq!(nodes.len(), 4, "{texts:#?}");
+
+    // The same names through into_names: only the first is kept as an address.
+    let mut b = NameWriter::new(30);
+    let web_rest = b.suffix(&web);
+    b.endpoint_ptr(&one_name, one, "10-244-1-9", &web_rest);
+    b.endpoint_ptr(&two_name, two, "10-244-1-5", &web_rest);
+    b.endpoint_ptr(&two_name, two, "10-244-1-5", &b.suffix(&api));
+    let names = b.into_names();
+    assert_eq!(names.ptr_count(), 1);
+    assert!(names.holds(&expected[0]));
+    assert_eq!(names.get(&two_name), Some(&expected[1]));
+    assert!(Arc::ptr_eq(names.ptr_at(one).unwrap(), &web_rest));
+}
