@@ -201,8 +201,11 @@ impl Names {
     /// the rest of its target.
     fn ptr(&self, qname: &[u8]) -> Option<(IpAddr, &[u8])> {
         let ip = rrset::address_of_reverse_wire(qname)?;
-        // `address_of_reverse_wire` takes `010` for no octet and a nibble in upper case for
-        // none; the name must be the one the address gives.
+        // `address_of_reverse_wire` reads `+5` as the octet 5: only the one name an address
+        // gives is its PTR's.
+        if ReverseName::of(ip).as_bytes() != qname {
+            return None;
+        }
         let suffix = self.ptr_at(ip)?;
         Some((ip, &suffix[..]))
     }

@@ -306,7 +306,10 @@ pub(crate) fn address_of_reverse_wire(qname: &[u8]) -> Option<IpAddr> {
         [d, c, b, a, b"in-addr", b"arpa"] => {
             let octet = |label: &[u8]| -> Option<u8> {
                 let text = std::str::from_utf8(label).ok()?;
-                if text.len() > 1 && text.starts_with('0') {
+                // Digits only (Rust's parse would take `+5`), and no leading zero.
+                if !text.bytes().all(|b| b.is_ascii_digit())
+                    || (text.len() > 1 && text.starts_with('0'))
+                {
                     return None;
                 }
                 text.parse().ok()
@@ -336,6 +339,24 @@ pub(crate) fn address_of_reverse_wire(qname: &[u8]) -> Option<IpAddr> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reverse_name_spells_its_octets_in_digits_only() {
+        for name in [
+            "+5.1.244.10.in-addr.arpa.",
+            "05.1.244.10.in-addr.arpa.",
+            "5.1.244.256.in-addr.arpa.",
+            "5.1.2 4.10.in-addr.arpa.",
+        ] {
+            let name = WireName::from_dotted(name).unwrap();
+            assert_eq!(address_from_reverse(&name), None, "{name}");
+        }
+        let name = WireName::from_dotted("5.1.244.10.in-addr.arpa.").unwrap();
+        assert_eq!(
+            address_from_reverse(&name),
+            Some("10.244.1.5".parse().unwrap())
+        );
+    }
 
     #[test]
     fn reverse_names_round_trip() {

@@ -151,6 +151,12 @@ fn only_a_ptr_to_the_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
         assert_eq!(names.get(node.name()), None, "{node:?} is kept as a node");
         assert!(names.is_ptr(node.name()));
     }
+    // Other spellings of the address are other names (an octet's `+` reads as a number).
+    for other in ["+9.1.244.10.in-addr.arpa.", "09.1.244.10.in-addr.arpa."] {
+        let other = WireName::from_dotted(other).unwrap();
+        assert!(!names.contains_key(other.as_bytes()), "{other}");
+        assert!(names.ptr_answer(other.as_bytes()).is_none(), "{other}");
+    }
     for node in &nodes {
         assert_eq!(names.get(node.name()), Some(node));
     }
