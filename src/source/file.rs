@@ -736,14 +736,22 @@ impl Reader<'_> {
             )
             .map(Object::EndpointSlice),
         };
-        converted.map_err(|error| {
-            self.error(
-                location,
-                object,
-                &error.path,
-                format!("expected {}, found {}", error.expected, error.found),
-            )
-        })
+        converted.map_err(|error| self.conversion_error(location, object, &error))
+    }
+
+    /// The error of an object that decoded but does not convert.
+    fn conversion_error(
+        &self,
+        location: &str,
+        object: &str,
+        error: &convert::ConvertError,
+    ) -> Error {
+        self.error(
+            location,
+            object,
+            &error.path,
+            format!("expected {}, found {}", error.expected, error.found),
+        )
     }
 
     /// Deserializes `value` into a k8s-openapi type (or one of `source::decode`'s), with the

@@ -76,12 +76,6 @@ impl Names {
         }
     }
 
-    /// Puts in the endpoint PTR of `ip` to its dashed address in front of `suffix` (one
-    /// [`Suffixes::share`] gave), the zone's TTL, without its node being made.
-    pub(crate) fn insert_ptr(&mut self, ip: IpAddr, suffix: Suffix) {
-        self.put_ptr(ip, suffix);
-    }
-
     /// Puts in the name `name` (lower-case wire) holding exactly the one PTR `record` (TYPE
     /// CLASS TTL RDLENGTH RDATA) if it is of the shape kept as an address, without making
     /// its node; whether it was (when not, the caller puts its node in).
@@ -94,7 +88,10 @@ impl Names {
         true
     }
 
-    fn put_ptr(&mut self, ip: IpAddr, suffix: Suffix) -> bool {
+    /// Puts in the endpoint PTR of `ip` to its dashed address in front of `suffix` (one
+    /// [`Suffixes::share`] gave), the zone's TTL, without its node being made; whether the
+    /// address had one.
+    pub(crate) fn put_ptr(&mut self, ip: IpAddr, suffix: Suffix) -> bool {
         match ip {
             IpAddr::V4(v4) => self
                 .v4

@@ -286,7 +286,7 @@ impl NameWriter {
         let total = self.nodes.len() + self.ptrs.len();
         let mut names = Names::sharing(total, ptrs, self.ttl, self.suffixes);
         for (ip, suffix) in self.ptrs {
-            names.insert_ptr(ip, suffix);
+            names.put_ptr(ip, suffix);
         }
         for node in self.nodes {
             let name = name_of(&node);

@@ -492,19 +492,15 @@ fn decoded(kind: &str, value: &Value, whole: bool) -> Result<Object, String> {
         ("Pod", true) => reader
             .typed::<core::Pod>(value, location, object)
             .and_then(|pod| {
-                convert::pod(&pod).map_err(|error| {
-                    let message = format!("expected {}, found {}", error.expected, error.found);
-                    reader.error(location, object, &error.path, message)
-                })
+                convert::pod(&pod)
+                    .map_err(|error| reader.conversion_error(location, object, &error))
             })
             .map(Object::Pod),
         (_, true) => reader
             .typed::<discovery::EndpointSlice>(value, location, object)
             .and_then(|slice| {
-                convert::endpoint_slice(&slice).map_err(|error| {
-                    let message = format!("expected {}, found {}", error.expected, error.found);
-                    reader.error(location, object, &error.path, message)
-                })
+                convert::endpoint_slice(&slice)
+                    .map_err(|error| reader.conversion_error(location, object, &error))
             })
             .map(Object::EndpointSlice),
     };

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use super::Scope;
 use crate::codes::rtype;
-use crate::zone::name::{MAX_NAME_LEN, WireName, suffix_offset};
+use crate::zone::name::{MAX_LABEL_LEN, MAX_NAME_LEN, WireName, suffix_offset};
 use crate::zone::names::ReverseName;
 use crate::zone::records::{self, View};
 use crate::zone::rrset;
@@ -64,7 +64,7 @@ pub(super) fn add_reverse(
             let name = ReverseName::of(address.ip);
             if suffix_offset(name.as_bytes(), zone.as_bytes()).is_none()
                 || address.label.is_empty()
-                || address.label.len() > 63
+                || address.label.len() > MAX_LABEL_LEN
                 || 1 + address.label.len() + rest.len() > MAX_NAME_LEN
             {
                 continue;
