@@ -191,6 +191,20 @@ impl Cluster {
         pack(&mut self.service_imports);
     }
 
+    /// Moves every object of `later` in, replacing those of the same kind and key.
+    pub fn append(&mut self, later: &mut Cluster) {
+        self.namespaces.append(&mut later.namespaces);
+        self.services.append(&mut later.services);
+        self.endpoint_slices.append(&mut later.endpoint_slices);
+        self.pods.append(&mut later.pods);
+        self.service_imports.append(&mut later.service_imports);
+    }
+
+    /// Whether it holds no object.
+    pub fn is_empty(&self) -> bool {
+        Kind::ALL.iter().all(|kind| self.len_of(*kind) == 0)
+    }
+
     /// Adds `object`, replacing the one of its kind with its key.
     pub fn insert(&mut self, object: Object) {
         self.replace(object);

@@ -120,7 +120,7 @@ pub(super) fn load_with(
             }
             Some(k8s) => {
                 let loaded =
-                    file_watch::load(&k8s.objects).map_err(|source| StartError::Objects {
+                    file_watch::load(&k8s.objects, k8s).map_err(|source| StartError::Objects {
                         line: k8s.line,
                         error: Box::new(source),
                     })?;

@@ -64,6 +64,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqA
 use serde_json::Value;
 
 use super::decode::{PodObject, SliceObject};
+use crate::config::KubernetesConfig;
 use crate::model::endpoints::reconcile_slices;
 use crate::model::{Cluster, Namespace, Object, ObjectKey, ServiceType};
 use crate::model::{Labels, convert, serviceimport};
@@ -161,6 +162,18 @@ pub fn read_objects(paths: &[PathBuf]) -> Result<Loaded, Error> {
     Ok(loader.finish())
 }
 
+/// Reads and merges `paths`, in order, and completes the result, keeping of each object
+/// only what the zone of `config` reads ([`crate::zone::trim`]) — except what completion
+/// reads, trimmed after it. What the server loads: the fields it drops are never held beside
+/// those it keeps, so they leave no holes among them.
+pub fn read_objects_for(paths: &[PathBuf], config: &KubernetesConfig) -> Result<Loaded, Error> {
+    let mut loader = Loader::for_zone(config);
+    for path in paths {
+        loader.read_file(path)?;
+    }
+    Ok(loader.finish())
+}
+
 /// Parses one document; `file` names it in errors.
 pub fn parse_objects(text: &str, file: &Path) -> Result<Loaded, Error> {
     let mut loader = Loader::new();
@@ -175,15 +188,8 @@ pub struct Loader {
     cluster: Cluster,
     ignored: BTreeMap<String, usize>,
     namespace_objects: usize,
-}
-
-/// One item of a file, converted, waiting for its whole file to succeed. Nearly every item
-/// is an object: boxing them would cost an allocation each for nothing.
-#[allow(clippy::large_enum_variant)]
-enum Item {
-    Object(Object),
-    /// An object of a kind the model does not keep.
-    Ignored(String),
+    /// The zone the objects are for, when only what it reads is kept.
+    zone: Option<KubernetesConfig>,
 }
 
 /// The largest objects file read: a `kubectl get -o json` dump of 10,000 Services and 150,000
@@ -194,6 +200,16 @@ impl Loader {
     /// An empty loader.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty loader that keeps, of each object, only what the zone of `config` reads
+    /// ([`crate::zone::trim`]), as it reads them. A Service keeps its selector and a Pod its
+    /// whole self: [`finish`](Self::finish) computes EndpointSlices from them.
+    pub fn for_zone(config: &KubernetesConfig) -> Self {
+        Self {
+            zone: Some(config.clone()),
+            ..Self::default()
+        }
     }
 
     /// Reads one file and adds its objects.
@@ -236,10 +252,13 @@ impl Loader {
         mut deserializer: serde_json::Deserializer<R>,
         file: &Path,
     ) -> Result<(), Error> {
-        let mut objects = Vec::new();
+        let mut staged = Loader {
+            zone: self.zone.clone(),
+            ..Loader::default()
+        };
         let mut reader = Reader {
             file,
-            objects: &mut objects,
+            staged: &mut staged,
             failure: None,
         };
         let parsed = Document {
@@ -260,22 +279,48 @@ impl Loader {
                 json_error(&error, file)
             }
         })?;
-        for object in objects {
-            self.insert(object);
-        }
+        self.merge(staged);
         Ok(())
     }
 
-    fn insert(&mut self, item: Item) {
-        match item {
-            Item::Object(object) => {
-                if matches!(object, Object::Namespace(_)) {
-                    self.namespace_objects += 1;
+    /// Adds `object`, replacing one of its kind and key added before.
+    fn keep(&mut self, mut object: Object) {
+        if let Some(config) = &self.zone {
+            match &mut object {
+                Object::Service(service) => {
+                    let selector = service.selector.take();
+                    crate::zone::trim(&mut object, config);
+                    if let Object::Service(service) = &mut object {
+                        service.selector = selector;
+                    }
                 }
-                self.cluster.insert(object);
+                Object::Pod(_) => {}
+                _ => crate::zone::trim(&mut object, config),
             }
-            Item::Ignored(kind) => *self.ignored.entry(kind).or_default() += 1,
         }
+        if matches!(object, Object::Namespace(_)) {
+            self.namespace_objects += 1;
+        }
+        self.cluster.insert(object);
+    }
+
+    /// Counts an object of a kind the model does not keep.
+    fn ignore(&mut self, kind: String) {
+        *self.ignored.entry(kind).or_default() += 1;
+    }
+
+    /// Adds what `later` holds, its objects replacing those of the same kind and key. The
+    /// first document is taken whole, not moved object by object.
+    fn merge(&mut self, mut later: Loader) {
+        if self.cluster.is_empty() && self.ignored.is_empty() {
+            *self = later;
+            return;
+        }
+        self.cluster.append(&mut later.cluster);
+        for (kind, count) in later.ignored {
+            *self.ignored.entry(kind).or_default() += count;
+        }
+        self.namespace_objects += later.namespace_objects;
     }
 
     /// The objects exactly as read: no Namespace synthesized, no EndpointSlice computed. This
@@ -296,6 +341,7 @@ impl Loader {
             mut cluster,
             ignored,
             namespace_objects,
+            zone: _,
         } = self;
 
         // A namespace objects live in but the input does not list gets a Namespace, as the
@@ -367,7 +413,9 @@ impl Loader {
 /// Walks one document.
 struct Reader<'a> {
     file: &'a Path,
-    objects: &'a mut Vec<Item>,
+    /// What the document holds so far, merged into the loader once the whole document has
+    /// been read: a document that fails adds nothing.
+    staged: &'a mut Loader,
     /// The first error found while streaming: serde only carries strings, so the error is
     /// kept here and the stream is stopped with a placeholder.
     failure: Option<Error>,
@@ -686,12 +734,11 @@ impl Reader<'_> {
             .find(|(known_kind, _)| *known_kind == kind)
             .copied();
         let Some((_, version)) = known else {
-            self.objects.push(Item::Ignored(kind));
+            self.staged.ignore(kind);
             return Ok(());
         };
         if let Some(api_version) = api_version.as_deref().filter(|v| *v != version) {
-            self.objects
-                .push(Item::Ignored(format!("{kind} ({api_version})")));
+            self.staged.ignore(format!("{kind} ({api_version})"));
             return Ok(());
         }
         // Typed lists' items have no kind or apiVersion; k8s-openapi accepts their absence.
@@ -704,7 +751,7 @@ impl Reader<'_> {
             format!("{kind} {namespace}/{name}")
         };
         let converted = self.convert(&kind, Value::Object(map), &location, &object)?;
-        self.objects.push(Item::Object(converted));
+        self.staged.keep(converted);
         Ok(())
     }
 

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::file::{self, Loaded};
 use super::publish::Publisher;
+use crate::config::KubernetesConfig;
 
 /// How long a burst of file events settles before the files are read again.
 const DEBOUNCE: Duration = Duration::from_millis(200);
@@ -33,7 +34,7 @@ pub struct LoadedObjects {
 }
 
 /// Reads the objects files `paths`.
-pub fn load(paths: &[PathBuf]) -> Result<LoadedObjects, file::Error> {
+pub fn load(paths: &[PathBuf], config: &KubernetesConfig) -> Result<LoadedObjects, file::Error> {
     let fingerprint = fingerprint(paths);
     let started = Instant::now();
     let Loaded {
@@ -41,7 +42,7 @@ pub fn load(paths: &[PathBuf]) -> Result<LoadedObjects, file::Error> {
         ignored,
         unlisted_namespaces,
         ..
-    } = file::read_objects(paths)?;
+    } = file::read_objects_for(paths, config)?;
     let modified = paths
         .iter()
         .filter_map(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())
@@ -162,7 +163,7 @@ pub fn watch(
             let paths = paths.clone();
             let before = std::mem::take(&mut unlisted);
             let done = tokio::task::spawn_blocking(move || {
-                let result = load(&paths).map(|loaded| {
+                let result = load(&paths, owned.config()).map(|loaded| {
                     loaded.report_unlisted(&before);
                     let read_time = loaded.read_time;
                     owned.replace(loaded.cluster);

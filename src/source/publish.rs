@@ -120,6 +120,11 @@ impl Publisher {
         &self.store
     }
 
+    /// The block the zone is built for.
+    pub fn config(&self) -> &KubernetesConfig {
+        &self.config
+    }
+
     /// The objects, as last changed.
     pub fn cluster(&self) -> &Cluster {
         &self.cluster

@@ -479,10 +479,10 @@ fn decoded(kind: &str, value: &Value, whole: bool) -> Result<Object, String> {
     use k8s_openapi::api::core::v1 as core;
     use k8s_openapi::api::discovery::v1 as discovery;
 
-    let mut objects = Vec::new();
+    let mut staged = Loader::new();
     let reader = Reader {
         file: Path::new("x.json"),
-        objects: &mut objects,
+        staged: &mut staged,
         failure: None,
     };
     let (location, object) = ("items[0]", "the object");
@@ -761,4 +761,56 @@ fn every_field_wrong_loads_as_decoded_whole_or_is_not_read() {
         }
     }
     assert!(checked.0 > 500 && checked.1 > 200, "{checked:?}");
+}
+
+/// Every objects file of the fixtures loaded for a zone (each object trimmed as it is read)
+/// holds, once trimmed whole, exactly what it holds loaded whole and trimmed after: the same
+/// objects, Namespaces synthesized and EndpointSlices computed — under each option that
+/// changes what is trimmed.
+#[test]
+fn loading_for_a_zone_keeps_what_the_zone_reads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files: Vec<PathBuf> = ["fixtures", "tests/fixtures"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root.join(dir)).expect("fixtures"))
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    let zone = |name: &str| hickory_proto::rr::Name::from_ascii(name).expect("zone");
+    let base = KubernetesConfig::new(vec![zone("cluster.local.")], 0, 1);
+    let mut configs = vec![base.clone()];
+    for edit in [
+        |c: &mut KubernetesConfig| c.endpoint_pod_names = true,
+        |c: &mut KubernetesConfig| c.zonal = true,
+        |c: &mut KubernetesConfig| {
+            c.labels = Some(crate::selector::LabelSelector::parse("app=web").expect("selector"));
+        },
+        |c: &mut KubernetesConfig| {
+            c.multicluster =
+                vec![hickory_proto::rr::Name::from_ascii("clusterset.local.").expect("zone")];
+        },
+    ] {
+        let mut config = base.clone();
+        edit(&mut config);
+        configs.push(config);
+    }
+    let mut compared = 0;
+    for file in &files {
+        let Ok(whole) = read_objects(std::slice::from_ref(file)) else {
+            continue;
+        };
+        for config in &configs {
+            let mut expected = whole.clone();
+            crate::zone::trim_cluster(&mut expected.cluster, config);
+            let mut loaded = read_objects_for(std::slice::from_ref(file), config)
+                .unwrap_or_else(|error| panic!("{error}"));
+            crate::zone::trim_cluster(&mut loaded.cluster, config);
+            assert_eq!(loaded, expected, "{}", file.display());
+            compared += 1;
+        }
+    }
+    assert!(compared >= 5 * 5, "{compared}");
+    // And the fixture with Services and pods but no EndpointSlices computes them.
+    let computed = read_objects_for(&[root.join("fixtures/shop.json")], &base).expect("shop");
+    assert!(!computed.cluster.endpoint_slices.is_empty());
 }
