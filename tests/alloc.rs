@@ -79,6 +79,10 @@ fn answering_from_the_prepared_zone_does_not_allocate() {
         // An endpoint's PTR, kept as its address: the record is made for the question.
         ("9.1.244.10.in-addr.arpa.", "PTR"),
         ("9.1.244.10.in-addr.arpa.", "A"),
+        // An endpoint's name, kept as its address: its records are made for the question.
+        ("10-244-1-9.checkout.shop.svc.cluster.local.", "A"),
+        ("10-244-1-9.checkout.shop.svc.cluster.local.", "SRV"),
+        ("10-244-1-9.checkout.shop.svc.cluster.local.", "TXT"),
         // `pods insecure`: the address is made for the question too.
         ("10-244-1-5.shop.pod.cluster.local.", "A"),
         ("web.shop.svc.cluster.local.", "AAAA"),

@@ -399,6 +399,9 @@ impl Snapshot {
         if let Some(answer) = self.ptr_answer(zone, qname, qtype) {
             return answer;
         }
+        if let Some((ip, shape)) = self.names.address(qname) {
+            return self.endpoint_answer(zone, ip, shape, qtype);
+        }
         if let Some(node) = self
             .srv_alias(zone, qname)
             .and_then(|key| self.names.get(&key[..]))
@@ -406,7 +409,7 @@ impl Snapshot {
             return self.answer_node(zone, qname, node, qtype, depth);
         }
         if let Some(ip) = self.insecure_pod(zone, qname) {
-            return self.pod_answer(zone, ip, qtype);
+            return self.address_answer(zone, ip, self.ttl, qtype);
         }
         if let Some(answer) = self.zonal_fallback(zone, qname, qtype) {
             return answer;
@@ -594,7 +597,79 @@ impl Snapshot {
         (count == N).then_some(found)
     }
 
-    fn pod_answer(&self, zone: usize, ip: IpAddr, qtype: u16) -> Answer<'_> {
+    /// An endpoint's address name kept as its address ([`names`]): its A or AAAA record, its
+    /// SRV records with their glue, or NODATA for another type — what its node answers.
+    fn endpoint_answer<'s>(
+        &'s self,
+        zone: usize,
+        ip: IpAddr,
+        shape: names::Shape<'s>,
+        qtype: u16,
+    ) -> Answer<'s> {
+        let ttl = self.names.ttl();
+        if qtype != rtype::SRV || !shape.has_srv() {
+            return self.address_answer(zone, ip, ttl, qtype);
+        }
+        // The target and the glue's owner: the name itself, stored as its dashed label in
+        // front of a pointer to the rest (the holder).
+        let label = Dashed::of(ip);
+        let mut target: SmallVec<[u8; 48]> = SmallVec::new();
+        // A dashed address is at most 40 bytes: a label.
+        target.push(label.as_bytes().len() as u8);
+        target.extend_from_slice(label.as_bytes());
+        target.extend_from_slice(&[0xc0, 12]);
+        let mut records = InlineRecord::new();
+        let mut owned = Vec::new();
+        let mut count = 0;
+        for port in shape.ports() {
+            let mut record: SmallVec<[u8; 64]> = SmallVec::new();
+            record.extend_from_slice(&rrset::rr_header(rtype::SRV, ttl, 6 + target.len()));
+            record.extend_from_slice(&[0, 0]);
+            record.extend_from_slice(&shape.weight.to_be_bytes());
+            record.extend_from_slice(&port.to_be_bytes());
+            record.extend_from_slice(&target);
+            if owned.is_empty() && records.push(&record).is_none() {
+                owned.extend_from_slice(records.as_bytes());
+            }
+            if !owned.is_empty() {
+                owned.extend_from_slice(&record);
+            }
+            count += 1;
+        }
+        let data = match owned.is_empty() {
+            true => RunData::Inline(records),
+            false => RunData::Owned(owned),
+        };
+        let mut answer = Answer::new(Rcode::NoError, zone);
+        answer.answer.push(Run {
+            owner: Owner::Question,
+            count,
+            data,
+            holder: shape.rest,
+        });
+        let (rtype, rdata) = match &ip {
+            IpAddr::V4(v4) => (rtype::A, &v4.octets()[..]),
+            IpAddr::V6(v6) => (rtype::AAAA, &v6.octets()[..]),
+        };
+        let mut glue = InlineRecord::new();
+        // A stored label and pointer (at most 43 bytes), a header and an address: 69.
+        let _ = glue
+            .push(&target)
+            .and_then(|()| glue.push(&rrset::rr_header(rtype, ttl, rdata.len())))
+            .and_then(|()| glue.push(rdata));
+        answer.additional.push(Run {
+            owner: Owner::Embedded,
+            count: 1,
+            data: RunData::Inline(glue),
+            holder: shape.rest,
+        });
+        answer
+    }
+
+    /// A name holding exactly the A or AAAA record of `ip` with `ttl` (an insecure pod's, or
+    /// an endpoint's address name kept as its address, [`names`]): the record, or NODATA
+    /// for another type.
+    fn address_answer(&self, zone: usize, ip: IpAddr, ttl: u32, qtype: u16) -> Answer<'_> {
         let mut answer = Answer::new(Rcode::NoError, zone);
         let (rtype, octets): (u16, &[u8]) = match &ip {
             IpAddr::V4(v4) => (rtype::A, &v4.octets()[..]),
@@ -604,7 +679,7 @@ impl Snapshot {
             let mut data = InlineRecord::new();
             // 10 + 16 bytes fit.
             let _ = data
-                .push(&rrset::rr_header(rtype, self.ttl, octets.len()))
+                .push(&rrset::rr_header(rtype, ttl, octets.len()))
                 .and_then(|()| data.push(octets));
             answer.answer.push(Run {
                 owner: Owner::Question,
@@ -659,15 +734,63 @@ fn respelled<'b>(label: &[u8], separator: u8, buffer: &'b mut [u8; 63]) -> Optio
 /// The dashed label CoreDNS gives an endpoint without a hostname: `10-244-1-5`, and for
 /// IPv6 every `:` as `-` with a `0` after a trailing `-` (`2001-db8--0`).
 pub fn dashed_ip(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => v4.to_string().replace('.', "-"),
-        IpAddr::V6(v6) => {
-            let mut label = v6.to_string().replace(':', "-");
-            if label.ends_with('-') {
-                label.push('0');
-            }
-            label
+    Dashed::of(ip).as_str().to_owned()
+}
+
+/// An address as CoreDNS's dashed label spells it ([`dashed_ip`]), made without allocating.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dashed {
+    len: u8,
+    bytes: [u8; 47],
+}
+
+impl Default for Dashed {
+    fn default() -> Self {
+        Self {
+            len: 0,
+            bytes: [0; 47],
         }
+    }
+}
+
+impl Dashed {
+    pub(crate) fn of(ip: IpAddr) -> Self {
+        use std::fmt::Write as _;
+        let mut dashed = Self::default();
+        // An address's text is at most 45 bytes.
+        let _ = write!(dashed, "{ip}");
+        let separator = if ip.is_ipv4() { b'.' } else { b':' };
+        for byte in &mut dashed.bytes[..usize::from(dashed.len)] {
+            if *byte == separator {
+                *byte = b'-';
+            }
+        }
+        if ip.is_ipv6() && dashed.as_bytes().ends_with(b"-") {
+            let _ = dashed.write_str("0");
+        }
+        dashed
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only whole `str`s are ever written in.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for Dashed {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let start = usize::from(self.len);
+        let end = start + text.len();
+        self.bytes
+            .get_mut(start..end)
+            .ok_or(std::fmt::Error)?
+            .copy_from_slice(text.as_bytes());
+        self.len = end as u8;
+        Ok(())
     }
 }
 

@@ -210,7 +210,7 @@ fn add_endpoint_names(
 fn target_key(address: &ReadyAddress<'_>, cluster: Option<&str>) -> (String, String) {
     (
         cluster.unwrap_or_default().to_ascii_lowercase(),
-        address.label.to_ascii_lowercase(),
+        address.label().to_ascii_lowercase(),
     )
 }
 
@@ -225,7 +225,8 @@ fn endpoint_targets(
         if targets.contains_key(&key) {
             continue;
         }
-        let label = address.label.as_str();
+        let label = address.label();
+        let label = &*label;
         let one_label = |text: &str| !text.contains('.') && !text.starts_with('_');
         let name = match cluster {
             Some(cluster) if one_label(label) && one_label(cluster) => {

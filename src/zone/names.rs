@@ -1,23 +1,33 @@
-//! The names of a snapshot: packed [`Node`]s, except the PTRs of endpoint addresses, which
-//! are kept as their address and a share of their target.
+//! The names of a snapshot: packed [`Node`]s, except the names of endpoint addresses, which
+//! are kept as their address and a share of what their Service's endpoints have in common.
 //!
-//! A cluster's reverse zone is mostly the PTRs of endpoint addresses: at 10,000 Services and
-//! 150,000 pods, 150,000 of the zone's 339,000 names, each
-//! `5.1.244.10.in-addr.arpa. PTR 10-244-1-5.<service>.<namespace>.svc.cluster.local.`. As a
-//! node, such a name is about 110 bytes (its owner, a set header, a record header and the
-//! whole target) and a slot of its shard, about 140 bytes in all. It says nothing that its
-//! address and its Service's name do not: the owner is the address reversed, the target's
-//! first label the address dashed. So a node of exactly that shape — one PTR record with
-//! the zone's TTL, whose target is the dashed address in front of any name — is kept as the
-//! address and a pointer to the target's rest, shared by every endpoint of that Service
-//! ([`Suffixes`]): 16 bytes (IPv4) or 24 (IPv6) a name in its table. Anything else (a
-//! ClusterIP's PTR, an endpoint with a hostname, an address two Services' endpoints share)
-//! stays a node.
+//! A cluster zone is mostly endpoint names: at 10,000 Services and 150,000 pods, 300,000 of
+//! its 339,000 names are the two each ready endpoint address gives,
+//!
+//! ```text
+//! 10-244-1-5.<service>.<namespace>.svc.cluster.local.  A    10.244.1.5
+//!                                                      SRV  0 100 8080 10-244-1-5.<service>...
+//! 5.1.244.10.in-addr.arpa.                             PTR  10-244-1-5.<service>...
+//! ```
+//!
+//! As a node, such a name is about 100 bytes (its owner, set headers, the records) and a slot
+//! of its shard. It says nothing that its address and what the Service's endpoints share do
+//! not: the endpoint's name is the address dashed in front of the Service's name, its SRV
+//! records (one per port of its slice, with the weight CoreDNS gives, the name itself as
+//! target and its address as glue) the same for every endpoint of the slice, and the PTR's
+//! owner is the address reversed. So a node of exactly one of these shapes is kept as the
+//! address and an `Arc` shared by every endpoint of the Service ([`Suffixes`]) — for a PTR the
+//! rest of its target, for an endpoint's name its [`Shape`] (weight, ports and the rest of
+//! the name): 16 bytes (IPv4) or 24 (IPv6) a name in its table. Anything else (a ClusterIP's
+//! PTR, an endpoint with a hostname, a PTR an address two Services' endpoints share, the
+//! second Service's name of an address the first holds) stays a node; a node is of a kept
+//! shape only when the node made again from what is kept is byte for byte the node.
 //!
 //! The representation is invisible: [`Names::nodes`] gives every name as a node, the one it
-//! would have been, and an answer is written from the address and the shared rest without
-//! allocating (the target as a stored name: the dashed label in front of a pointer into the
-//! rest, [`Names::ptr_answer`]), byte for byte what the node would have answered.
+//! would have been, and an answer is written from the address and the shared part without
+//! allocating (names as stored names: the dashed label in front of a pointer into the shared
+//! rest, [`Names::ptr_answer`], `Snapshot::endpoint_answer`), byte for byte what the node
+//! would have answered.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -27,50 +37,137 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use super::shards::{Keyed, Sharded};
-use super::{InlineRecord, Map, RunData};
+use super::{Dashed, InlineRecord, Map, RunData};
 use crate::codes::rtype;
 
-/// The rest of a PTR target after its first label, lower-case wire, shared.
+/// The rest of a PTR target or of an endpoint's name after its first label, lower-case
+/// wire, shared.
 pub(crate) type Suffix = Arc<Box<[u8]>>;
 
-/// An endpoint address's PTR, kept as the address and its target's rest.
+/// A name kept as an address and a shared rest: an endpoint PTR (the rest of its target) or
+/// an endpoint's address name (the rest of the name itself).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Ptr<const N: usize> {
+struct Held<const N: usize> {
     octets: [u8; N],
     suffix: Suffix,
 }
 
-impl<const N: usize> Keyed for Ptr<N> {
+impl<const N: usize> Keyed for Held<N> {
     type Key = [u8; N];
     fn key(&self) -> &[u8; N] {
         &self.octets
     }
 }
 
+/// The names of one form kept as addresses, by address family.
+#[derive(Debug, Clone, Default)]
+struct ByAddress {
+    v4: Sharded<Held<4>>,
+    v6: Sharded<Held<16>>,
+}
+
+impl ByAddress {
+    fn sized(v4: usize, v6: usize) -> Self {
+        Self {
+            v4: Sharded::for_count(v4),
+            v6: Sharded::for_count(v6),
+        }
+    }
+
+    fn get(&self, ip: IpAddr) -> Option<&Suffix> {
+        match ip {
+            IpAddr::V4(v4) => self.v4.get(&v4.octets()).map(|held| &held.suffix),
+            IpAddr::V6(v6) => self.v6.get(&v6.octets()).map(|held| &held.suffix),
+        }
+    }
+
+    /// Puts `ip` in with `suffix`; whether it had one.
+    fn put(&mut self, ip: IpAddr, suffix: Suffix) -> bool {
+        match ip {
+            IpAddr::V4(v4) => self
+                .v4
+                .insert(Held {
+                    octets: v4.octets(),
+                    suffix,
+                })
+                .is_some(),
+            IpAddr::V6(v6) => self
+                .v6
+                .insert(Held {
+                    octets: v6.octets(),
+                    suffix,
+                })
+                .is_some(),
+        }
+    }
+
+    fn remove(&mut self, ip: IpAddr) -> bool {
+        match ip {
+            IpAddr::V4(v4) => self.v4.remove(&v4.octets()).is_some(),
+            IpAddr::V6(v6) => self.v6.remove(&v6.octets()).is_some(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (IpAddr, &Suffix)> + '_ {
+        let v4 = self
+            .v4
+            .iter()
+            .map(|held| (IpAddr::from(held.octets), &held.suffix));
+        let v6 = self
+            .v6
+            .iter()
+            .map(|held| (IpAddr::from(held.octets), &held.suffix));
+        v4.chain(v6)
+    }
+}
+
+/// How many names of each form a [`Names`] is sized for.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sizes {
+    /// All names.
+    pub(crate) total: usize,
+    /// Endpoint PTRs, IPv4 and IPv6.
+    pub(crate) ptrs: [usize; 2],
+    /// Endpoints' address names, IPv4 and IPv6.
+    pub(crate) addresses: [usize; 2],
+}
+
+/// What a node of a shape kept as an address is kept as.
+enum Compact<'n> {
+    /// An endpoint PTR: the address, and the rest of the target.
+    Ptr(IpAddr, &'n [u8]),
+    /// An endpoint's address name: the address, and its [`Shape`] bytes.
+    Address(IpAddr, Vec<u8>),
+}
+
 /// Every name of a snapshot (see the [module](self) documentation).
 #[derive(Debug, Clone)]
 pub(crate) struct Names {
     nodes: Sharded<Node>,
-    v4: Sharded<Ptr<4>>,
-    v6: Sharded<Ptr<16>>,
-    /// The TTL of the PTRs kept as addresses (a PTR with another stays a node).
+    ptrs: ByAddress,
+    addresses: ByAddress,
+    /// The TTL of the names kept as addresses (one with another stays a node).
     ttl: u32,
     suffixes: Arc<Suffixes>,
 }
 
 impl Names {
-    /// No names yet, with tables sized for `total` names, about `ptrs` of them endpoint
-    /// PTRs; `ttl` the zone's.
-    pub(crate) fn sized(total: usize, ptrs: usize, ttl: u32) -> Self {
-        Self::sharing(total, ptrs, ttl, Arc::default())
+    /// No names yet, with tables sized for `sizes`; `ttl` the zone's.
+    pub(crate) fn sized(sizes: Sizes, ttl: u32) -> Self {
+        Self::sharing(sizes, ttl, Arc::default())
     }
 
-    /// [`sized`](Self::sized), sharing the targets' rests of `suffixes`.
-    pub(crate) fn sharing(total: usize, ptrs: usize, ttl: u32, suffixes: Arc<Suffixes>) -> Self {
+    /// [`sized`](Self::sized), sharing the rests of `suffixes`.
+    pub(crate) fn sharing(sizes: Sizes, ttl: u32, suffixes: Arc<Suffixes>) -> Self {
+        let compact: usize = sizes.ptrs.iter().chain(&sizes.addresses).sum();
         Self {
-            nodes: Sharded::for_count(total.saturating_sub(ptrs)),
-            v4: Sharded::for_count(ptrs),
-            v6: Sharded::default(),
+            nodes: Sharded::for_count(sizes.total.saturating_sub(compact)),
+            ptrs: ByAddress::sized(sizes.ptrs[0], sizes.ptrs[1]),
+            addresses: ByAddress::sized(sizes.addresses[0], sizes.addresses[1]),
             ttl,
             suffixes,
         }
@@ -92,28 +189,36 @@ impl Names {
     /// [`Suffixes::share`] gave), the zone's TTL, without its node being made; whether the
     /// address had one.
     pub(crate) fn put_ptr(&mut self, ip: IpAddr, suffix: Suffix) -> bool {
-        match ip {
-            IpAddr::V4(v4) => self
-                .v4
-                .insert(Ptr {
-                    octets: v4.octets(),
-                    suffix,
-                })
-                .is_some(),
-            IpAddr::V6(v6) => self
-                .v6
-                .insert(Ptr {
-                    octets: v6.octets(),
-                    suffix,
-                })
-                .is_some(),
-        }
+        self.ptrs.put(ip, suffix)
+    }
+
+    /// Puts in the address name of `ip` of `shape` ([`Shape`] bytes), unless another name
+    /// (another Service's endpoint at the same address) holds the address: then `None`, and
+    /// the name is to be a node. Whether the name was there.
+    fn put_address(&mut self, ip: IpAddr, shape: &[u8]) -> Option<bool> {
+        let present = match self.addresses.get(ip) {
+            Some(held) if held[..] == *shape => return Some(true),
+            // The same name, holding other records.
+            Some(held) if Shape::of(held).rest == Shape::of(shape).rest => true,
+            Some(_) => return None,
+            None => false,
+        };
+        let shape = self.suffixes.share(shape);
+        self.addresses.put(ip, shape);
+        Some(present)
     }
 
     /// Whether `name` (lower-case wire) might be an endpoint PTR kept as its address: for
     /// sizing, before the nodes are made.
     pub(crate) fn may_be_ptr(name: &[u8]) -> bool {
         name.ends_with(b"\x07in-addr\x04arpa\x00") || name.ends_with(b"\x03ip6\x04arpa\x00")
+    }
+
+    /// The address `name` (lower-case wire) would be kept as were it an endpoint's address
+    /// name: its first label, undashed. For sizing, before the nodes are made.
+    pub(crate) fn may_be_address(name: &[u8]) -> Option<IpAddr> {
+        let (ip, _) = dashed_first_label(name)?;
+        Some(ip)
     }
 
     /// The node of `name`, when it is kept as a node.
@@ -123,95 +228,125 @@ impl Names {
 
     /// Whether `name` exists.
     pub(crate) fn contains_key(&self, name: &[u8]) -> bool {
-        self.nodes.contains_key(name) || self.ptr(name).is_some()
+        self.nodes.contains_key(name) || self.ptr(name).is_some() || self.address(name).is_some()
     }
 
     /// Whether `node` is held, exactly.
     pub(crate) fn holds(&self, node: &Node) -> bool {
         match self.compact(node) {
-            Some((ip, suffix)) => self.ptr_at(ip).is_some_and(|held| held[..] == *suffix),
-            None => self.nodes.get(node.name()) == Some(node),
+            Some(Compact::Ptr(ip, suffix)) => {
+                self.ptrs.get(ip).is_some_and(|held| held[..] == *suffix)
+            }
+            Some(Compact::Address(ip, suffix))
+                if self
+                    .addresses
+                    .get(ip)
+                    .is_some_and(|held| held[..] == *suffix) =>
+            {
+                true
+            }
+            _ => self.nodes.get(node.name()) == Some(node),
         }
     }
 
     /// Puts `node` in, in place of the name's node; whether the name was there.
     pub(crate) fn insert(&mut self, node: Node) -> bool {
-        let Some((ip, suffix)) = self.compact(&node) else {
-            let present = self.remove_ptr(node.name());
-            return self.nodes.insert(node).is_some() || present;
-        };
-        let present = self.nodes.remove(node.name()).is_some();
-        let suffix = self.suffixes.share(suffix);
-        self.put_ptr(ip, suffix) || present
+        match self.compact(&node) {
+            Some(Compact::Ptr(ip, suffix)) => {
+                let present = self.nodes.remove(node.name()).is_some();
+                let suffix = self.suffixes.share(suffix);
+                self.put_ptr(ip, suffix) || present
+            }
+            Some(Compact::Address(ip, shape)) => match self.put_address(ip, &shape) {
+                Some(held) => self.nodes.remove(node.name()).is_some() || held,
+                None => self.nodes.insert(node).is_some(),
+            },
+            None => {
+                let present = self.remove_compact(node.name());
+                self.nodes.insert(node).is_some() || present
+            }
+        }
     }
 
     /// Removes `name`; whether it was there.
     pub(crate) fn remove(&mut self, name: &[u8]) -> bool {
-        self.nodes.remove(name).is_some() || self.remove_ptr(name)
+        self.nodes.remove(name).is_some() || self.remove_compact(name)
     }
 
-    fn remove_ptr(&mut self, name: &[u8]) -> bool {
-        match rrset::address_of_reverse_wire(name) {
-            Some(IpAddr::V4(v4)) => self.v4.remove(&v4.octets()).is_some(),
-            Some(IpAddr::V6(v6)) => self.v6.remove(&v6.octets()).is_some(),
+    /// Removes `name` when it is kept as an address; whether it was.
+    fn remove_compact(&mut self, name: &[u8]) -> bool {
+        if let Some((ip, _)) = self.ptr(name) {
+            return self.ptrs.remove(ip);
+        }
+        match self.address(name) {
+            Some((ip, _)) => self.addresses.remove(ip),
             None => false,
         }
     }
 
     /// How many names there are.
     pub(crate) fn len(&self) -> usize {
-        self.nodes.len() + self.v4.len() + self.v6.len()
+        self.nodes.len() + self.ptrs.len() + self.addresses.len()
     }
 
-    /// Every name as its node, in no particular order (an endpoint PTR's node made again).
+    /// Every name as its node, in no particular order (a name kept as an address made a
+    /// node again).
     pub(crate) fn nodes(&self) -> impl Iterator<Item = Cow<'_, Node>> + '_ {
-        let v4 = self
-            .v4
+        let ptrs = self
+            .ptrs
             .iter()
-            .map(|ptr| Cow::Owned(self.node_of(IpAddr::from(ptr.octets), &ptr.suffix)));
-        let v6 = self
-            .v6
+            .map(|(ip, suffix)| Cow::Owned(ptr_node(ip, suffix, self.ttl)));
+        let addresses = self
+            .addresses
             .iter()
-            .map(|ptr| Cow::Owned(self.node_of(IpAddr::from(ptr.octets), &ptr.suffix)));
-        self.nodes.iter().map(Cow::Borrowed).chain(v4).chain(v6)
+            .map(|(ip, shape)| Cow::Owned(address_node(ip, shape, self.ttl)));
+        self.nodes
+            .iter()
+            .map(Cow::Borrowed)
+            .chain(ptrs)
+            .chain(addresses)
     }
 
     /// Every name, in no particular order.
     pub(crate) fn names(&self) -> impl Iterator<Item = Cow<'_, [u8]>> + '_ {
-        let reversed = |ip: IpAddr| Cow::Owned(ReverseName::of(ip).as_bytes().to_vec());
-        let v4 = self
-            .v4
+        let ptrs = self
+            .ptrs
             .iter()
-            .map(move |ptr| reversed(IpAddr::from(ptr.octets)));
-        let v6 = self
-            .v6
+            .map(|(ip, _)| Cow::Owned(ReverseName::of(ip).as_bytes().to_vec()));
+        let addresses = self
+            .addresses
             .iter()
-            .map(move |ptr| reversed(IpAddr::from(ptr.octets)));
+            .map(|(ip, shape)| Cow::Owned(ptr_target(ip, Shape::of(shape).rest)));
         self.nodes
             .iter()
             .map(|node| Cow::Borrowed(node.name()))
-            .chain(v4)
-            .chain(v6)
+            .chain(ptrs)
+            .chain(addresses)
     }
 
     /// The PTR of `qname` (lower-case wire) when it is kept as an address: the address, and
     /// the rest of its target.
     fn ptr(&self, qname: &[u8]) -> Option<(IpAddr, &[u8])> {
         let ip = rrset::address_of_reverse_wire(qname)?;
-        // `address_of_reverse_wire` reads `+5` as the octet 5: only the one name an address
-        // gives is its PTR's.
+        // Only the one name an address gives is its PTR's.
         if ReverseName::of(ip).as_bytes() != qname {
             return None;
         }
-        let suffix = self.ptr_at(ip)?;
+        let suffix = self.ptrs.get(ip)?;
         Some((ip, &suffix[..]))
     }
 
-    fn ptr_at(&self, ip: IpAddr) -> Option<&Suffix> {
-        match ip {
-            IpAddr::V4(v4) => self.v4.get(&v4.octets()).map(|ptr| &ptr.suffix),
-            IpAddr::V6(v6) => self.v6.get(&v6.octets()).map(|ptr| &ptr.suffix),
-        }
+    /// The TTL of the names kept as addresses.
+    pub(crate) fn ttl(&self) -> u32 {
+        self.ttl
+    }
+
+    /// The address and [`Shape`] of `qname` (lower-case wire) when it is an endpoint's
+    /// address name kept as an address.
+    pub(crate) fn address(&self, qname: &[u8]) -> Option<(IpAddr, Shape<'_>)> {
+        let (ip, rest) = dashed_first_label(qname)?;
+        let shape = Shape::of(self.addresses.get(ip)?);
+        (shape.rest == rest).then_some((ip, shape))
     }
 
     /// For `qname` (lower-case wire) when it is an endpoint PTR kept as its address: the one
@@ -239,22 +374,29 @@ impl Names {
         self.ptr(qname).is_some()
     }
 
-    /// The address and target's rest of `node` when it is an endpoint PTR of the shape kept
-    /// as an address (see the [module](self) documentation).
-    fn compact<'n>(&self, node: &'n Node) -> Option<(IpAddr, &'n [u8])> {
+    /// What `node` is kept as when it is of a shape kept as an address (see the
+    /// [module](self) documentation).
+    fn compact<'n>(&self, node: &'n Node) -> Option<Compact<'n>> {
         if node.cname().is_some() {
             return None;
         }
-        let mut sets = node.rrsets();
-        let set = sets.next()?;
-        if sets.next().is_some()
-            || set.rtype != rtype::PTR
-            || set.count != 1
-            || set.extra_count != 0
-        {
-            return None;
+        let set = node.rrsets().next()?;
+        match set.rtype {
+            rtype::PTR => {
+                let mut sets = node.rrsets();
+                sets.next();
+                if sets.next().is_some() || set.count != 1 || set.extra_count != 0 {
+                    return None;
+                }
+                let (ip, suffix) = self.compact_record(node.name(), set.body)?;
+                Some(Compact::Ptr(ip, suffix))
+            }
+            rtype::A | rtype::AAAA => {
+                let (ip, shape) = self.compact_address(node)?;
+                Some(Compact::Address(ip, shape))
+            }
+            _ => None,
         }
-        self.compact_record(node.name(), set.body)
     }
 
     /// [`compact`](Self::compact) of a name and its one PTR record.
@@ -278,9 +420,28 @@ impl Names {
         is_whole_name(suffix).then_some((ip, suffix))
     }
 
-    /// The node an endpoint PTR kept as `ip` and `suffix` stands for.
-    fn node_of(&self, ip: IpAddr, suffix: &[u8]) -> Node {
-        ptr_node(ip, suffix, self.ttl)
+    /// [`compact`](Self::compact) of an endpoint's address name: the address and the
+    /// [`Shape`] bytes, when the name is that address dashed in front of any name and holds
+    /// exactly what [`address_node`] makes of them.
+    fn compact_address(&self, node: &Node) -> Option<(IpAddr, Vec<u8>)> {
+        let (ip, rest) = dashed_first_label(node.name())?;
+        let (mut weight, mut ports) = (0, Vec::new());
+        for set in node.rrsets() {
+            match set.rtype {
+                rtype::A | rtype::AAAA => {}
+                rtype::SRV => {
+                    // Each record: a header, priority, weight, port and a 2-byte target.
+                    for record in set.body.chunks(SRV_RECORD_LEN) {
+                        let fixed = record.get(10..16)?;
+                        weight = u16::from_be_bytes([fixed[2], fixed[3]]);
+                        ports.push(u16::from_be_bytes([fixed[4], fixed[5]]));
+                    }
+                }
+                _ => return None,
+            }
+        }
+        let shape = Shape::bytes(weight, &ports, rest)?;
+        (address_node(ip, &shape, self.ttl) == *node).then_some((ip, shape))
     }
 
     /// The index of nodes, for tests of its sharing.
@@ -289,16 +450,35 @@ impl Names {
         &self.nodes
     }
 
-    /// How many names are kept as addresses.
+    /// How many PTRs are kept as addresses.
     #[cfg(test)]
     pub(crate) fn ptr_count(&self) -> usize {
-        self.v4.len() + self.v6.len()
+        self.ptrs.len()
     }
+
+    /// How many endpoints' address names are kept as addresses.
+    #[cfg(test)]
+    pub(crate) fn address_count(&self) -> usize {
+        self.addresses.len()
+    }
+}
+
+/// The address whose dashed spelling is exactly the first label of `name` (lower-case
+/// wire), as the name is looked up again ([`super::ip_from_dashed`] reads more spellings
+/// than one address has), and the rest of the name.
+fn dashed_first_label(name: &[u8]) -> Option<(IpAddr, &[u8])> {
+    let (&len, rest) = name.split_first()?;
+    let (label, rest) = rest.split_at_checked(usize::from(len))?;
+    if len == 0 || len > 63 || rest.is_empty() {
+        return None;
+    }
+    let ip = super::ip_from_dashed(label)?;
+    (Dashed::of(ip).as_bytes() == label).then_some((ip, rest))
 }
 
 impl Default for Names {
     fn default() -> Self {
-        Self::sized(0, 0, 0)
+        Self::sized(Sizes::default(), 0)
     }
 }
 
@@ -317,13 +497,10 @@ impl ReverseName {
         match ip {
             IpAddr::V4(v4) => {
                 for octet in v4.octets().iter().rev() {
-                    let mut digits = Dashed {
-                        len: 0,
-                        bytes: [0; 48],
-                    };
+                    let mut digits = Dashed::default();
                     let _ = write!(digits, "{octet}");
                     // At most three digits.
-                    name.push(&[digits.len as u8]);
+                    name.push(&[digits.as_bytes().len() as u8]);
                     name.push(digits.as_bytes());
                 }
                 name.push(b"\x07in-addr\x04arpa\x00");
@@ -379,6 +556,95 @@ pub(crate) fn ptr_target(ip: IpAddr, suffix: &[u8]) -> Vec<u8> {
     target
 }
 
+/// An SRV record at an endpoint's address name: a header, priority, weight and port, and
+/// the target, the name itself (a pointer to the holder).
+const SRV_RECORD_LEN: usize = 10 + 6 + 2;
+
+/// The stored name of the name that holds it: a pointer to the holder's start.
+const HOLDER: [u8; 2] = [0xc0, 12];
+
+/// The node of an endpoint's address name: `ip` dashed in front of the rest of `shape`
+/// ([`Shape`] bytes), holding the A or AAAA record of `ip` and, for each of the shape's
+/// ports, an SRV record to itself with the shape's weight, with its address as glue — what
+/// `records::add_entries` writes at an endpoint's name; all with `ttl`.
+pub(crate) fn address_node(ip: IpAddr, shape: &[u8], ttl: u32) -> Node {
+    let shape = Shape::of(shape);
+    let (rtype, rdata) = rrset::address_rdata(ip);
+    let mut address = Vec::with_capacity(10 + rdata.len());
+    rrset::write_rr_header(&mut address, rtype, ttl, rdata.len());
+    address.extend_from_slice(&rdata);
+    let mut sets = vec![RrSetBuilder::new(rtype, ttl)];
+    sets[0].push_record(&address);
+    if !shape.ports.is_empty() {
+        let mut srv = RrSetBuilder::new(rtype::SRV, ttl);
+        for port in shape.ports() {
+            let mut record = Vec::with_capacity(SRV_RECORD_LEN);
+            rrset::write_rr_header(&mut record, rtype::SRV, ttl, SRV_RECORD_LEN - 10);
+            record.extend_from_slice(&rrset::srv_rdata_stored(0, shape.weight, port, &HOLDER));
+            srv.push_record(&record);
+        }
+        let mut glue = HOLDER.to_vec();
+        glue.extend_from_slice(&address);
+        srv.push_extra_record(&glue);
+        sets.push(srv);
+    }
+    sets.sort_by_key(RrSetBuilder::rtype);
+    Node::pack(&ptr_target(ip, shape.rest), None, &sets)
+}
+
+/// What an endpoint's address name kept as its address holds beside the address, shared by
+/// the endpoints of one slice: its SRV records' weight and ports, and the rest of the name
+/// after the dashed address. As bytes: the number of ports, the weight, each port, then the
+/// rest (lower-case wire).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shape<'a> {
+    pub(crate) weight: u16,
+    /// The ports, two bytes each, in the order of the SRV records.
+    ports: &'a [u8],
+    /// The rest of the name.
+    pub(crate) rest: &'a [u8],
+}
+
+impl<'a> Shape<'a> {
+    /// The bytes of a shape; `None` past 255 ports.
+    fn bytes(weight: u16, ports: &[u16], rest: &[u8]) -> Option<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(3 + 2 * ports.len() + rest.len());
+        bytes.push(u8::try_from(ports.len()).ok()?);
+        bytes.extend_from_slice(&weight.to_be_bytes());
+        for port in ports {
+            bytes.extend_from_slice(&port.to_be_bytes());
+        }
+        bytes.extend_from_slice(rest);
+        Some(bytes)
+    }
+
+    /// The shape of `bytes` that [`bytes`](Self::bytes) made.
+    fn of(bytes: &'a [u8]) -> Self {
+        let count = usize::from(bytes.first().copied().unwrap_or_default());
+        let ports_end = (3 + 2 * count).min(bytes.len());
+        Self {
+            weight: u16::from_be_bytes([
+                bytes.get(1).copied().unwrap_or_default(),
+                bytes.get(2).copied().unwrap_or_default(),
+            ]),
+            ports: bytes.get(3..ports_end).unwrap_or_default(),
+            rest: &bytes[ports_end..],
+        }
+    }
+
+    /// The ports, in the order of the SRV records.
+    pub(crate) fn ports(&self) -> impl Iterator<Item = u16> + 'a {
+        self.ports
+            .chunks_exact(2)
+            .map(|port| u16::from_be_bytes([port[0], port[1]]))
+    }
+
+    /// Whether the name holds SRV records.
+    pub(crate) fn has_srv(&self) -> bool {
+        !self.ports.is_empty()
+    }
+}
+
 /// Whether `label` is `ip` dashed.
 pub(crate) fn is_dashed(ip: IpAddr, label: &str) -> bool {
     Dashed::of(ip).as_bytes() == label.as_bytes()
@@ -397,8 +663,8 @@ fn is_whole_name(bytes: &[u8]) -> bool {
     false
 }
 
-/// The PTR targets' rests, each held once for every name and snapshot that uses it (the
-/// names of one Service's endpoints share theirs). Used while names are put in, never while
+/// The PTR targets' rests and the endpoint names' [`Shape`]s, each held once for every name
+/// and snapshot that uses it (the names of one Service's endpoints share theirs). Used while names are put in, never while
 /// answering; a rest nothing holds any more is dropped when the table has doubled since it
 /// was last swept.
 #[derive(Debug, Default)]
@@ -426,50 +692,6 @@ impl Suffixes {
             table.swept_at = table.by_name.len();
         }
         held
-    }
-}
-
-/// An address as CoreDNS's dashed label spells it ([`super::dashed_ip`]), made without
-/// allocating.
-struct Dashed {
-    len: usize,
-    bytes: [u8; 48],
-}
-
-impl Dashed {
-    fn of(ip: IpAddr) -> Self {
-        let mut dashed = Self {
-            len: 0,
-            bytes: [0; 48],
-        };
-        // An address's text is at most 45 bytes.
-        let _ = write!(dashed, "{ip}");
-        let separator = if ip.is_ipv4() { b'.' } else { b':' };
-        for byte in &mut dashed.bytes[..dashed.len] {
-            if *byte == separator {
-                *byte = b'-';
-            }
-        }
-        if ip.is_ipv6() && dashed.as_bytes().ends_with(b"-") {
-            let _ = dashed.write_str("0");
-        }
-        dashed
-    }
-
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl std::fmt::Write for Dashed {
-    fn write_str(&mut self, text: &str) -> std::fmt::Result {
-        let end = self.len + text.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(std::fmt::Error)?
-            .copy_from_slice(text.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }
 

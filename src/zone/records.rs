@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
-use super::dashed_ip;
+use super::Dashed;
 use super::name::WireName;
 use super::rrset;
 use super::writer::NameWriter;
@@ -45,12 +45,44 @@ pub(crate) struct ServiceView<'c> {
 #[derive(Debug, Clone)]
 pub(crate) struct ReadyAddress<'c> {
     pub(crate) ip: IpAddr,
-    /// The endpoint's DNS label: hostname, pod name (`endpoint_pod_names`), or dashed IP.
-    pub(crate) label: String,
+    /// The endpoint's hostname, or its pod's name (`endpoint_pod_names`); without one, its
+    /// label is the dashed address, spelled when asked for ([`Self::label`]): a build holds
+    /// every ready address of the cluster at once.
+    given: Option<&'c str>,
     /// The ports of the slice it came from (empty: the slice declares none).
     pub(crate) ports: &'c [EndpointPort],
     /// The endpoint's topology zone (`zone`).
     pub(crate) zone: Option<&'c str>,
+}
+
+impl<'c> ReadyAddress<'c> {
+    /// The endpoint's DNS label: hostname, pod name (`endpoint_pod_names`), or dashed IP.
+    pub(crate) fn label(&self) -> Label<'c> {
+        match self.given {
+            Some(given) => Label::Given(given),
+            None => Label::Dashed(Dashed::of(self.ip)),
+        }
+    }
+}
+
+/// An endpoint's DNS label ([`ReadyAddress::label`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Label<'c> {
+    /// The endpoint's hostname or pod name.
+    Given(&'c str),
+    /// The dashed address.
+    Dashed(Dashed),
+}
+
+impl std::ops::Deref for Label<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Self::Given(given) => given,
+            Self::Dashed(dashed) => dashed.as_str(),
+        }
+    }
 }
 
 impl<'c> View<'c> {
@@ -303,7 +335,7 @@ pub(crate) fn ready_addresses(
         .flat_map(move |endpoint| {
             endpoint.addresses.iter().map(move |&ip| ReadyAddress {
                 ip,
-                label: endpoint_label(endpoint, ip, pod_names),
+                given: given_label(endpoint, pod_names),
                 ports: &slice.ports,
                 zone: endpoint.zone(),
             })
@@ -311,19 +343,14 @@ pub(crate) fn ready_addresses(
 }
 
 /// CoreDNS `endpointHostname`: the hostname, else (with `endpoint_pod_names`) the pod name
-/// when it is a usable label, else the dashed address.
-pub(crate) fn endpoint_label(endpoint: &Endpoint, ip: IpAddr, pod_names: bool) -> String {
+/// when it is a usable label; `None`: the dashed address ([`ReadyAddress::label`]).
+fn given_label(endpoint: &Endpoint, pod_names: bool) -> Option<&str> {
     if let Some(hostname) = endpoint.hostname.as_deref().filter(|h| !h.is_empty()) {
-        return hostname.to_owned();
+        return Some(hostname);
     }
-    if pod_names
-        && let Some(pod) = endpoint.target_pod()
-        && !pod.is_empty()
-        && pod.len() < MAX_POD_NAME_LABEL
-    {
-        return pod.to_owned();
-    }
-    dashed_ip(ip)
+    endpoint
+        .target_pod()
+        .filter(|pod| pod_names && !pod.is_empty() && pod.len() < MAX_POD_NAME_LABEL)
 }
 
 /// One (address, port) pair behind a name: the unit CoreDNS counts SRV weights over.
@@ -517,16 +544,20 @@ fn add_endpoint_names(b: &mut NameWriter, base: &WireName, ready: &[ReadyAddress
 fn endpoint_targets(base: &WireName, ready: &[ReadyAddress<'_>]) -> BTreeMap<String, WireName> {
     let mut targets = BTreeMap::new();
     for address in ready {
-        let key = address.label.to_ascii_lowercase();
+        let label = address.label();
+        let key = label.to_ascii_lowercase();
         if targets.contains_key(&key) {
             continue;
         }
-        match base.child(&address.label) {
-            Ok(name) if !address.label.contains('.') => {
+        match base.child(&label) {
+            Ok(name) if !label.contains('.') => {
                 targets.insert(key, name);
             }
             _ => {
-                tracing::debug!(label = %address.label, "endpoint label is not a DNS label; skipped")
+                tracing::debug!(
+                    label = &*label,
+                    "endpoint label is not a DNS label; skipped"
+                )
             }
         }
     }
@@ -542,7 +573,7 @@ fn entries_of<'t>(
 ) -> Vec<Entry<'t>> {
     let mut entries = Vec::new();
     for address in ready {
-        if let Some(target) = targets.get(&address.label.to_ascii_lowercase()) {
+        if let Some(target) = targets.get(&address.label().to_ascii_lowercase()) {
             push_entries(&mut entries, address, target, &keep);
         }
     }

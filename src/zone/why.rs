@@ -207,8 +207,13 @@ fn service_reasons(
                 && filter.slice(slice)
         })
         .flat_map(|slice| {
-            ready_addresses(slice, config.endpoint_pod_names)
-                .map(move |ready| (slice.key.name.to_string(), ready.ip, ready.label))
+            ready_addresses(slice, config.endpoint_pod_names).map(move |ready| {
+                (
+                    slice.key.name.to_string(),
+                    ready.ip,
+                    ready.label().to_string(),
+                )
+            })
         })
         .collect();
     let headless = service.headless && service.service_type != ServiceType::ExternalName;

@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 
 use super::ServedZone;
 use super::name::{WireName, parent};
-use super::names::{self, Names, Suffix, Suffixes};
+use super::names::{self, Names, Sizes, Suffix, Suffixes};
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use crate::codes::rtype;
@@ -270,21 +270,26 @@ impl NameWriter {
         missing
     }
 
-    /// How many of the names being built `wanted` picks.
-    pub(crate) fn count_names(&self, wanted: impl Fn(&[u8]) -> bool) -> usize {
-        self.nodes
-            .iter()
-            .filter(|node| wanted(name_of(node)))
-            .count()
-    }
-
-    /// The names built, as a snapshot holds them: an endpoint PTR of the shape kept as an
-    /// address goes in as one without its node ever being made (see `names.rs`), every other
-    /// name as its node ([`finish`](Self::finish)).
+    /// The names built, as a snapshot holds them: an endpoint PTR or an endpoint's address
+    /// name of the shape kept as an address goes in as one without its node ever being made
+    /// (see `names.rs`), every other name as its node ([`finish`](Self::finish)).
     pub(crate) fn into_names(self) -> Names {
-        let ptrs = self.ptrs.len() + self.count_names(Names::may_be_ptr);
-        let total = self.nodes.len() + self.ptrs.len();
-        let mut names = Names::sharing(total, ptrs, self.ttl, self.suffixes);
+        let mut sizes = Sizes {
+            total: self.nodes.len() + self.ptrs.len(),
+            ..Sizes::default()
+        };
+        for ip in self.ptrs.keys() {
+            sizes.ptrs[usize::from(ip.is_ipv6())] += 1;
+        }
+        for node in &self.nodes {
+            let name = name_of(node);
+            if Names::may_be_ptr(name) {
+                sizes.ptrs[usize::from(name.ends_with(b"\x03ip6\x04arpa\x00"))] += 1;
+            } else if let Some(ip) = Names::may_be_address(name) {
+                sizes.addresses[usize::from(ip.is_ipv6())] += 1;
+            }
+        }
+        let mut names = Names::sharing(sizes, self.ttl, self.suffixes);
         for (ip, suffix) in self.ptrs {
             names.put_ptr(ip, suffix);
         }
@@ -296,6 +301,7 @@ impl NameWriter {
             {
                 continue;
             }
+            // An endpoint's address name is kept as its address from its node.
             names.insert(pack(&node));
         }
         names

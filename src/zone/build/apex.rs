@@ -84,7 +84,7 @@ pub(super) fn name_servers(
             };
             if sv.headless {
                 for address in records::ready_addresses(slice, view.pod_names) {
-                    if let Ok(name) = base.child(&address.label) {
+                    if let Ok(name) = base.child(&address.label()) {
                         found.push((name, address.ip));
                     }
                 }

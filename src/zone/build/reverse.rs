@@ -62,14 +62,15 @@ pub(super) fn add_reverse(
                 continue;
             }
             let name = ReverseName::of(address.ip);
+            let label = address.label();
             if suffix_offset(name.as_bytes(), zone.as_bytes()).is_none()
-                || address.label.is_empty()
-                || address.label.len() > MAX_LABEL_LEN
-                || 1 + address.label.len() + rest.len() > MAX_NAME_LEN
+                || label.is_empty()
+                || label.len() > MAX_LABEL_LEN
+                || 1 + label.len() + rest.len() > MAX_NAME_LEN
             {
                 continue;
             }
-            b.endpoint_ptr(name.as_bytes(), address.ip, &address.label, &rest);
+            b.endpoint_ptr(name.as_bytes(), address.ip, &label, &rest);
         }
     }
 }

@@ -15,8 +15,8 @@ impl Names {
         let nodes: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
         Self {
             nodes: Sharded::from_entries(nodes.into_iter()),
-            v4: Sharded::default(),
-            v6: Sharded::default(),
+            ptrs: ByAddress::default(),
+            addresses: ByAddress::default(),
             ttl: names.ttl,
             suffixes: Arc::default(),
         }
@@ -74,27 +74,27 @@ fn ptr_node(ip: IpAddr, targets: &[&str], ttl: u32) -> Node {
 
 #[test]
 fn the_dashed_label_and_the_reverse_name_are_spelled_as_before_without_allocating() {
-    for text in [
-        "10.244.1.5",
-        "0.0.0.0",
-        "255.255.255.255",
-        "::",
-        "::1",
-        "1::",
-        "fd00:10:244::5",
-        "2001:db8::",
-        "2001:db8:0:0:1:0:0:1",
-        "1:2:3:4:5:6:7:8",
-        "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-        "::ffff:10.1.2.3",
-        "64:ff9b::a01:203",
+    for (text, dashed) in [
+        ("10.244.1.5", "10-244-1-5"),
+        ("0.0.0.0", "0-0-0-0"),
+        ("255.255.255.255", "255-255-255-255"),
+        ("::", "--0"),
+        ("::1", "--1"),
+        ("1::", "1--0"),
+        ("fd00:10:244::5", "fd00-10-244--5"),
+        ("2001:db8::", "2001-db8--0"),
+        ("2001:db8:0:0:1:0:0:1", "2001-db8--1-0-0-1"),
+        ("1:2:3:4:5:6:7:8", "1-2-3-4-5-6-7-8"),
+        (
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+            "ffff-ffff-ffff-ffff-ffff-ffff-ffff-ffff",
+        ),
+        ("::ffff:10.1.2.3", "--ffff-10.1.2.3"),
+        ("64:ff9b::a01:203", "64-ff9b--a01-203"),
     ] {
         let ip: IpAddr = text.parse().unwrap();
-        assert_eq!(
-            std::str::from_utf8(Dashed::of(ip).as_bytes()).unwrap(),
-            dashed_ip(ip),
-            "{text}"
-        );
+        assert_eq!(Dashed::of(ip).as_str(), dashed, "{text}");
+        assert_eq!(dashed_ip(ip), dashed, "{text}");
         assert_eq!(
             ReverseName::of(ip).as_bytes(),
             rrset::reverse_name(ip).as_bytes(),
@@ -105,7 +105,7 @@ fn the_dashed_label_and_the_reverse_name_are_spelled_as_before_without_allocatin
 
 #[test]
 fn only_a_ptr_to_the_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
-    let mut names = Names::sized(0, 0, 30);
+    let mut names = Names::sized(Sizes::default(), 30);
     let ip = v4("10.244.1.9");
     let kept = [
         ptr_node(ip, &["10-244-1-9.checkout.shop.svc.cluster.local."], 30),
@@ -194,15 +194,162 @@ fn only_a_ptr_to_the_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
     assert_eq!(names.len(), kept.len() + nodes.len() - 1);
 }
 
+/// A node at `name` holding the address records of `ips` with `ttl`.
+fn address_node_at(name: &str, ips: &[&str], ttl: u32) -> Node {
+    let mut sets: Vec<RrSetBuilder> = Vec::new();
+    for ip in ips {
+        let (rtype, rdata) = rrset::address_rdata(ip.parse().unwrap());
+        let mut record = Vec::new();
+        rrset::write_rr_header(&mut record, rtype, ttl, rdata.len());
+        record.extend_from_slice(&rdata);
+        match sets.iter_mut().find(|set| set.rtype() == rtype) {
+            Some(set) => set.push_record(&record),
+            None => {
+                let mut set = RrSetBuilder::new(rtype, ttl);
+                set.push_record(&record);
+                sets.push(set);
+            }
+        }
+    }
+    Node::pack(WireName::from_dotted(name).unwrap().as_bytes(), None, &sets)
+}
+
+#[test]
+fn only_an_address_name_of_its_own_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
+    let mut names = Names::sized(Sizes::default(), 30);
+    let kept = [
+        address_node_at(
+            "10-244-1-9.web.shop.svc.cluster.local.",
+            &["10.244.1.9"],
+            30,
+        ),
+        address_node_at("fd00--9.web.shop.svc.cluster.local.", &["fd00::9"], 30),
+        address_node_at(
+            "10-244-1-10.api.shop.svc.cluster.local.",
+            &["10.244.1.10"],
+            30,
+        ),
+    ];
+    let nodes = [
+        // A hostname.
+        address_node_at("db-0.db.shop.svc.cluster.local.", &["10.244.1.11"], 30),
+        // Another address's label.
+        address_node_at(
+            "10-244-1-9.other.shop.svc.cluster.local.",
+            &["10.244.1.8"],
+            30,
+        ),
+        // Two addresses.
+        address_node_at(
+            "10-244-1-12.web.shop.svc.cluster.local.",
+            &["10.244.1.12", "10.244.1.13"],
+            30,
+        ),
+        // Another TTL.
+        address_node_at(
+            "10-244-1-14.web.shop.svc.cluster.local.",
+            &["10.244.1.14"],
+            5,
+        ),
+        // Another spelling of the address (a leading zero; an IPv6 address uncompressed).
+        address_node_at(
+            "010-244-1-15.web.shop.svc.cluster.local.",
+            &["10.244.1.15"],
+            30,
+        ),
+        address_node_at(
+            "fd00-0-0-0-0-0-0-16.web.shop.svc.cluster.local.",
+            &["fd00::16"],
+            30,
+        ),
+        // An IPv4-mapped IPv6 address, which its dashed label reads back as IPv4.
+        address_node_at(
+            "--ffff-a01-203.web.shop.svc.cluster.local.",
+            &["::ffff:10.1.2.3"],
+            30,
+        ),
+        // The same address under another Service, after the first: a node.
+        address_node_at(
+            "10-244-1-10.web.shop.svc.cluster.local.",
+            &["10.244.1.10"],
+            30,
+        ),
+    ];
+    for node in kept.iter().chain(&nodes) {
+        assert!(!names.insert(node.clone()), "{node:?}");
+        assert!(names.holds(node), "{node:?}");
+        assert!(names.contains_key(node.name()));
+    }
+    assert_eq!(names.len(), kept.len() + nodes.len());
+    assert_eq!(names.address_count(), kept.len());
+    for node in &kept {
+        assert_eq!(names.get(node.name()), None, "{node:?} is kept as a node");
+        assert!(names.address(node.name()).is_some());
+    }
+    for node in &nodes {
+        assert_eq!(names.get(node.name()), Some(node));
+        assert!(names.address(node.name()).is_none());
+    }
+    let mut listed: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
+    let mut all: Vec<Node> = kept.iter().chain(&nodes).cloned().collect();
+    listed.sort_by(|a, b| a.name().cmp(b.name()));
+    all.sort_by(|a, b| a.name().cmp(b.name()));
+    assert_eq!(listed, all);
+    let mut listed_names: Vec<Vec<u8>> = names.names().map(Cow::into_owned).collect();
+    listed_names.sort();
+    let mut all_names: Vec<Vec<u8>> = all.iter().map(|node| node.name().to_vec()).collect();
+    all_names.sort();
+    assert_eq!(listed_names, all_names);
+
+    // A name moves between the two as its node changes, and goes.
+    let two = address_node_at(
+        "10-244-1-9.web.shop.svc.cluster.local.",
+        &["10.244.1.9", "fd00::9"],
+        30,
+    );
+    assert!(names.insert(two.clone()));
+    assert_eq!(names.get(two.name()), Some(&two));
+    assert!(!names.holds(&kept[0]));
+    assert_eq!(names.address_count(), kept.len() - 1);
+    assert!(names.insert(kept[0].clone()));
+    assert_eq!(names.get(two.name()), None);
+    assert!(names.holds(&kept[0]));
+    // The same name with SRV records (its slice has ports now) is still kept as an address,
+    // in place of the one it was.
+    let rest = &kept[0].name()[1 + b"10-244-1-9".len()..];
+    for ports in [&[8080][..], &[80, 443]] {
+        let shape = Shape::bytes((100 / ports.len()) as u16, ports, rest).unwrap();
+        let with_srv = address_node(v4("10.244.1.9"), &shape, 30);
+        assert!(names.insert(with_srv.clone()));
+        assert!(names.holds(&with_srv));
+        assert!(!names.holds(&kept[0]));
+        assert_eq!(names.get(with_srv.name()), None);
+        assert_eq!(names.address_count(), kept.len());
+        assert_eq!(names.nodes().filter(|node| **node == with_srv).count(), 1);
+    }
+    assert!(names.insert(kept[0].clone()));
+    assert!(names.remove(kept[0].name()));
+    assert!(!names.remove(kept[0].name()));
+    assert!(!names.contains_key(kept[0].name()));
+    // The address held for one Service; the other Service's name is a node, and stays one
+    // when the first goes.
+    let shared = nodes.last().unwrap();
+    assert!(names.remove(kept[2].name()));
+    assert!(!names.contains_key(kept[2].name()));
+    assert_eq!(names.get(shared.name()), Some(shared));
+    assert!(names.holds(shared));
+    assert_eq!(names.len(), kept.len() + nodes.len() - 2);
+}
+
 #[test]
 fn the_endpoints_of_a_service_share_one_target_rest() {
-    let mut names = Names::sized(0, 0, 30);
+    let mut names = Names::sized(Sizes::default(), 30);
     for n in 1..=200u8 {
         let ip = IpAddr::from([10, 244, 3, n]);
         let target = format!("{}.web.shop.svc.cluster.local.", dashed_ip(ip));
         names.insert(ptr_node(ip, &[&target], 30));
     }
-    let first = names.ptr_at(v4("10.244.3.1")).unwrap().clone();
+    let first = names.ptrs.get(v4("10.244.3.1")).unwrap().clone();
     // 200 names and this one.
     assert_eq!(Arc::strong_count(&first), 201);
     // A rest nothing holds any more is dropped from the table in time.
@@ -229,13 +376,21 @@ fn answers_and_listings_are_what_the_nodes_gave() {
         let mut plain = snapshot.clone();
         plain.names = Names::plain(&snapshot.names);
         assert!(snapshot.names.ptr_count() >= 3, "{file}");
-        assert_eq!(plain.names.ptr_count(), 0);
+        assert!(snapshot.names.address_count() >= 3, "{file}");
+        assert_eq!(plain.names.ptr_count() + plain.names.address_count(), 0);
         assert_eq!(snapshot.name_count(), plain.name_count());
         let names: Vec<Vec<u8>> = snapshot.names.names().map(Cow::into_owned).collect();
         for name in &names {
             let mut miss = vec![1, b'x'];
             miss.extend_from_slice(name);
-            for qtype in [rtype::PTR, rtype::A, rtype::AAAA, rtype::TXT, rtype::SRV] {
+            for qtype in [
+                rtype::PTR,
+                rtype::A,
+                rtype::AAAA,
+                rtype::TXT,
+                rtype::SRV,
+                rtype::ANY,
+            ] {
                 for asked in [name, &miss] {
                     assert_eq!(
                         reply(&snapshot, asked, qtype),
@@ -331,5 +486,5 @@ fn the_writer_holds_an_endpoint_ptr_as_an_address_until_the_name_needs_more() {
     assert_eq!(names.ptr_count(), 1);
     assert!(names.holds(&expected[0]));
     assert_eq!(names.get(&two_name), Some(&expected[1]));
-    assert!(Arc::ptr_eq(names.ptr_at(one).unwrap(), &web_rest));
+    assert!(Arc::ptr_eq(names.ptrs.get(one).unwrap(), &web_rest));
 }
