@@ -192,6 +192,12 @@ impl Names {
         self.ptrs.put(ip, suffix)
     }
 
+    /// Puts in the address name of `ip` of `shape` (shared [`Shape`] bytes) that no other
+    /// name holds, without its node being made.
+    pub(crate) fn put_address_shared(&mut self, ip: IpAddr, shape: Suffix) {
+        self.addresses.put(ip, shape);
+    }
+
     /// Puts in the address name of `ip` of `shape` ([`Shape`] bytes), unless another name
     /// (another Service's endpoint at the same address) holds the address: then `None`, and
     /// the name is to be a node. Whether the name was there.
@@ -420,28 +426,9 @@ impl Names {
         is_whole_name(suffix).then_some((ip, suffix))
     }
 
-    /// [`compact`](Self::compact) of an endpoint's address name: the address and the
-    /// [`Shape`] bytes, when the name is that address dashed in front of any name and holds
-    /// exactly what [`address_node`] makes of them.
+    /// [`compact`](Self::compact) of an endpoint's address name ([`address_shape`]).
     fn compact_address(&self, node: &Node) -> Option<(IpAddr, Vec<u8>)> {
-        let (ip, rest) = dashed_first_label(node.name())?;
-        let (mut weight, mut ports) = (0, Vec::new());
-        for set in node.rrsets() {
-            match set.rtype {
-                rtype::A | rtype::AAAA => {}
-                rtype::SRV => {
-                    // Each record: a header, priority, weight, port and a 2-byte target.
-                    for record in set.body.chunks(SRV_RECORD_LEN) {
-                        let fixed = record.get(10..16)?;
-                        weight = u16::from_be_bytes([fixed[2], fixed[3]]);
-                        ports.push(u16::from_be_bytes([fixed[4], fixed[5]]));
-                    }
-                }
-                _ => return None,
-            }
-        }
-        let shape = Shape::bytes(weight, &ports, rest)?;
-        (address_node(ip, &shape, self.ttl) == *node).then_some((ip, shape))
+        address_shape(node, self.ttl)
     }
 
     /// The index of nodes, for tests of its sharing.
@@ -463,10 +450,34 @@ impl Names {
     }
 }
 
+/// The address and [`Shape`] bytes of `node` when it is an endpoint's address name of the
+/// shape kept as an address with `ttl`: the address dashed in front of any name, holding
+/// exactly what [`address_node`] makes of them.
+pub(crate) fn address_shape(node: &Node, ttl: u32) -> Option<(IpAddr, Vec<u8>)> {
+    let (ip, rest) = dashed_first_label(node.name())?;
+    let (mut weight, mut ports) = (0, Vec::new());
+    for set in node.rrsets() {
+        match set.rtype {
+            rtype::A | rtype::AAAA => {}
+            rtype::SRV => {
+                // Each record: a header, priority, weight, port and a 2-byte target.
+                for record in set.body.chunks(SRV_RECORD_LEN) {
+                    let fixed = record.get(10..16)?;
+                    weight = u16::from_be_bytes([fixed[2], fixed[3]]);
+                    ports.push(u16::from_be_bytes([fixed[4], fixed[5]]));
+                }
+            }
+            _ => return None,
+        }
+    }
+    let shape = Shape::bytes(weight, &ports, rest)?;
+    (address_node(ip, &shape, ttl) == *node).then_some((ip, shape))
+}
+
 /// The address whose dashed spelling is exactly the first label of `name` (lower-case
 /// wire), as the name is looked up again ([`super::ip_from_dashed`] reads more spellings
 /// than one address has), and the rest of the name.
-fn dashed_first_label(name: &[u8]) -> Option<(IpAddr, &[u8])> {
+pub(crate) fn dashed_first_label(name: &[u8]) -> Option<(IpAddr, &[u8])> {
     let (&len, rest) = name.split_first()?;
     let (label, rest) = rest.split_at_checked(usize::from(len))?;
     if len == 0 || len > 63 || rest.is_empty() {
@@ -619,7 +630,7 @@ impl<'a> Shape<'a> {
     }
 
     /// The shape of `bytes` that [`bytes`](Self::bytes) made.
-    fn of(bytes: &'a [u8]) -> Self {
+    pub(crate) fn of(bytes: &'a [u8]) -> Self {
         let count = usize::from(bytes.first().copied().unwrap_or_default());
         let ports_end = (3 + 2 * count).min(bytes.len());
         Self {

@@ -32,13 +32,26 @@ pub(crate) struct View<'c> {
     pub(crate) pod_names: bool,
 }
 
-/// A visible Service with the ready addresses of its visible slices.
+/// A visible Service with its visible slices.
 #[derive(Debug)]
 pub(crate) struct ServiceView<'c> {
     pub(crate) service: &'c Service,
+    /// Its visible slices, in name order.
+    slices: Vec<&'c EndpointSlice>,
+    /// `endpoint_pod_names`.
+    pod_names: bool,
+}
+
+impl<'c> ServiceView<'c> {
     /// Every ready address, slice by slice, in slice order (duplicates kept: SRV weights
-    /// count them, as CoreDNS does).
-    pub(crate) ready: Vec<ReadyAddress<'c>>,
+    /// count them, as CoreDNS does). Made for each Service as its names are written, not
+    /// held for all of them: a build would hold every ready address of the cluster at once.
+    pub(crate) fn ready(&self) -> Vec<ReadyAddress<'c>> {
+        self.slices
+            .iter()
+            .flat_map(|slice| ready_addresses(slice, self.pod_names))
+            .collect()
+    }
 }
 
 /// One ready address of a Service's endpoints.
@@ -109,13 +122,11 @@ impl<'c> View<'c> {
             .filter(|svc| filter.service(svc))
             .map(|service| {
                 let key = (&*service.key.namespace, &*service.key.name);
-                let ready = slices_of
-                    .get(&key)
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|slice| ready_addresses(slice, config.endpoint_pod_names))
-                    .collect();
-                ServiceView { service, ready }
+                ServiceView {
+                    service,
+                    slices: slices_of.remove(&key).unwrap_or_default(),
+                    pod_names: config.endpoint_pod_names,
+                }
             })
             .collect();
         Self {
@@ -140,13 +151,13 @@ impl<'c> View<'c> {
             .into_iter()
             .filter_map(|key| cluster.services.get(key))
             .filter(|svc| filter.service(svc))
-            .map(|service| {
-                let ready = cluster
+            .map(|service| ServiceView {
+                service,
+                slices: cluster
                     .slices_of(&service.key)
                     .filter(|slice| filter.slice(slice))
-                    .flat_map(|slice| ready_addresses(slice, config.endpoint_pod_names))
-                    .collect();
-                ServiceView { service, ready }
+                    .collect(),
+                pod_names: config.endpoint_pod_names,
             })
             .collect();
         let slices = slices
@@ -381,11 +392,12 @@ pub(crate) fn add_service(
         _ => {
             // `ignore empty_service`: a Service no ready endpoint can answer for is NXDOMAIN,
             // so clients walk on down their search path.
-            if config.ignore_empty_service && sv.ready.is_empty() {
+            let ready = sv.ready();
+            if config.ignore_empty_service && ready.is_empty() {
                 return;
             }
             add_cluster_ip(b, &base, service);
-            add_endpoint_names(b, &base, &sv.ready);
+            add_endpoint_names(b, &base, &ready);
         }
     }
 }
@@ -446,8 +458,9 @@ fn add_cluster_ip(b: &mut NameWriter, base: &WireName, service: &Service) {
 }
 
 pub(crate) fn add_headless(b: &mut NameWriter, base: &WireName, sv: &ServiceView<'_>, zonal: bool) {
-    let targets = endpoint_targets(base, &sv.ready);
-    let entries = entries_of(&sv.ready, &targets, |_| true);
+    let ready = sv.ready();
+    let targets = endpoint_targets(base, &ready);
+    let entries = entries_of(&ready, &targets, |_| true);
     if entries.is_empty() {
         // A headless Service without ready endpoints is NXDOMAIN (spec §2.4.1), and so is
         // every name below it (RFC 8020), zonal names too.
@@ -455,10 +468,9 @@ pub(crate) fn add_headless(b: &mut NameWriter, base: &WireName, sv: &ServiceView
     }
     add_entries(b, base, &entries);
     if zonal {
-        add_zonal(b, base, sv, &targets);
+        add_zonal(b, base, &ready, &targets);
     }
-    let named_ports: BTreeSet<(String, &str)> = sv
-        .ready
+    let named_ports: BTreeSet<(String, &str)> = ready
         .iter()
         .flat_map(|address| address.ports)
         .filter(|port| !port.name.is_empty())
@@ -468,14 +480,14 @@ pub(crate) fn add_headless(b: &mut NameWriter, base: &WireName, sv: &ServiceView
         let Some(name) = srv_name(base, port_name, protocol) else {
             continue;
         };
-        let entries = entries_of(&sv.ready, &targets, |port| {
+        let entries = entries_of(&ready, &targets, |port| {
             port.is_some_and(|p| {
                 p.name.eq_ignore_ascii_case(port_name) && p.protocol.lower() == *protocol
             })
         });
         add_entries(b, &name, &entries);
     }
-    add_endpoint_names(b, base, &sv.ready);
+    add_endpoint_names(b, base, &ready);
 }
 
 /// `zonal` (CoreDNS ≥ 1.14): `<topology-zone>.pin._zone.<base>` and
@@ -487,7 +499,7 @@ pub(crate) fn add_headless(b: &mut NameWriter, base: &WireName, sv: &ServiceView
 fn add_zonal(
     b: &mut NameWriter,
     base: &WireName,
-    sv: &ServiceView<'_>,
+    ready: &[ReadyAddress<'_>],
     targets: &BTreeMap<String, WireName>,
 ) {
     let markers: Vec<WireName> = ["pin", "prefer"]
@@ -497,16 +509,14 @@ fn add_zonal(
     for marker in &markers {
         b.touch(marker);
     }
-    let zones: BTreeSet<String> = sv
-        .ready
+    let zones: BTreeSet<String> = ready
         .iter()
         .filter_map(|address| address.zone)
         .filter(|zone| !zone.is_empty())
         .map(str::to_ascii_lowercase)
         .collect();
     for zone in &zones {
-        let in_zone: Vec<ReadyAddress<'_>> = sv
-            .ready
+        let in_zone: Vec<ReadyAddress<'_>> = ready
             .iter()
             .filter(|address| address.zone.is_some_and(|z| z.eq_ignore_ascii_case(zone)))
             .cloned()
@@ -537,6 +547,7 @@ fn add_endpoint_names(b: &mut NameWriter, base: &WireName, ready: &[ReadyAddress
     }
     for (name, entries) in by_name {
         add_entries(b, name, &entries);
+        b.settle_endpoint_name(name);
     }
 }
 

@@ -49,6 +49,11 @@ pub(crate) struct NameWriter {
     /// full build writes 150,000 of them at 10,000 Services). A second target, or a record of
     /// any other kind at the name, makes it a name being built like any other.
     ptrs: HashMap<IpAddr, Suffix, ahash::RandomState>,
+    /// The endpoints' address names of the shape a snapshot keeps as an address, held as
+    /// that once written ([`settle_endpoint_name`](Self::settle_endpoint_name)): the address
+    /// and the shared [`names::Shape`] bytes. Writing to the name again makes it a name
+    /// being built.
+    addresses: HashMap<IpAddr, Suffix, ahash::RandomState>,
     /// The targets' rests, one copy each, shared with the snapshot built.
     suffixes: Arc<Suffixes>,
 }
@@ -115,6 +120,7 @@ impl NameWriter {
             hasher: ahash::RandomState::new(),
             nodes: HashTable::new(),
             ptrs: HashMap::default(),
+            addresses: HashMap::default(),
             suffixes: Arc::default(),
         }
     }
@@ -168,13 +174,68 @@ impl NameWriter {
                 .filter(|ip| names::ReverseName::of(*ip).as_bytes() == name)
                 .and_then(|ip| Some((ip, self.ptrs.remove(&ip)?))),
         };
+        let address = match self.addresses.is_empty() {
+            true => None,
+            false => self.held_address(name),
+        };
         let ttl = self.ttl;
         let node = self.node_entry(name);
         if let Some((ip, suffix)) = held {
             let target = names::ptr_target(ip, &suffix);
             push_record(node, rtype::PTR, ttl, &target);
         }
+        if let Some((ip, shape)) = address {
+            // Its records as `records::add_entries` wrote them.
+            let packed = names::address_node(ip, &shape, ttl);
+            for set in packed.rrsets() {
+                for record in records_of(set.body) {
+                    push_record(node, set.rtype, ttl, &record[10..]);
+                }
+                if set.extra_count > 0 {
+                    let mut extra = SetWriter {
+                        node: &mut *node,
+                        rtype: set.rtype,
+                        ttl,
+                    };
+                    extra.entry(EXTRA, set.extra.len());
+                    extra.node.extend_from_slice(set.extra);
+                }
+            }
+        }
         node
+    }
+
+    /// The endpoint's address name `name` held as an address, taken out to be built again.
+    fn held_address(&mut self, name: &[u8]) -> Option<(IpAddr, Suffix)> {
+        let (ip, rest) = names::dashed_first_label(name)?;
+        let shape = self.addresses.get(&ip)?;
+        if names::Shape::of(shape).rest != rest {
+            return None;
+        }
+        self.addresses.remove_entry(&ip)
+    }
+
+    /// Holds the endpoint's address name `name`, just written, as its address when it is of
+    /// the shape a snapshot keeps as one and no other name holds the address that way: a
+    /// full build writes 150,000 of them at 10,000 Services, which need not all be names
+    /// being built at once.
+    pub(crate) fn settle_endpoint_name(&mut self, name: &WireName) {
+        let name = name.as_bytes();
+        let Some((ip, _)) = names::dashed_first_label(name) else {
+            return;
+        };
+        if self.addresses.contains_key(&ip) {
+            return;
+        }
+        let hash = self.hasher.hash_one(name);
+        let Ok(entry) = self.nodes.find_entry(hash, |node| name_of(node) == name) else {
+            return;
+        };
+        let Some((ip, shape)) = names::address_shape(&pack(entry.get()), self.ttl) else {
+            return;
+        };
+        entry.remove();
+        self.addresses.insert(ip, self.suffixes.share(&shape));
     }
 
     fn node_entry(&mut self, name: &[u8]) -> &mut Vec<u8> {
@@ -207,6 +268,12 @@ impl NameWriter {
 
     fn contains(&self, name: &[u8]) -> bool {
         self.contains_node(name)
+            || (!self.addresses.is_empty()
+                && names::dashed_first_label(name).is_some_and(|(ip, rest)| {
+                    self.addresses
+                        .get(&ip)
+                        .is_some_and(|shape| names::Shape::of(shape).rest == rest)
+                }))
             || (!self.ptrs.is_empty()
                 && Names::may_be_ptr(name)
                 && rrset::address_of_reverse_wire(name).is_some_and(|ip| {
@@ -246,22 +313,31 @@ impl NameWriter {
             .keys()
             .map(|ip| names::ReverseName::of(*ip))
             .collect();
+        // Each name, and its parent: where the walk up starts. A held address name's parent
+        // is the rest of its name (the name itself is not made for this).
         let all = self
             .nodes
             .iter()
             .map(|node| name_of(node))
-            .chain(held.iter().map(names::ReverseName::as_bytes));
-        for name in all {
-            let Some(origin) = zone_origin(zones, name) else {
+            .chain(held.iter().map(names::ReverseName::as_bytes))
+            .map(|name| (name, parent(name), false));
+        let rests = self.addresses.values().map(|shape| {
+            let rest = names::Shape::of(shape).rest;
+            (rest, Some(rest), true)
+        });
+        for (name, up, below) in all.chain(rests) {
+            let (Some(origin), Some(mut up)) = (zone_origin(zones, name), up) else {
                 continue;
             };
-            let mut at: &[u8] = name;
-            while at.len() > origin.len() {
-                let Some(up) = parent(at) else { break };
+            // Up to the origin, and not past it (a name that is the origin has none).
+            while (below || name.len() > origin.len()) && up.len() >= origin.len() {
                 if !self.contains(up) && !missing.contains(up) {
                     missing.insert(up.to_vec().into_boxed_slice());
                 }
-                at = up;
+                match parent(up) {
+                    Some(next) if up.len() > origin.len() => up = next,
+                    _ => break,
+                }
             }
         }
         for name in &missing {
@@ -275,11 +351,14 @@ impl NameWriter {
     /// (see `names.rs`), every other name as its node ([`finish`](Self::finish)).
     pub(crate) fn into_names(self) -> Names {
         let mut sizes = Sizes {
-            total: self.nodes.len() + self.ptrs.len(),
+            total: self.nodes.len() + self.ptrs.len() + self.addresses.len(),
             ..Sizes::default()
         };
         for ip in self.ptrs.keys() {
             sizes.ptrs[usize::from(ip.is_ipv6())] += 1;
+        }
+        for ip in self.addresses.keys() {
+            sizes.addresses[usize::from(ip.is_ipv6())] += 1;
         }
         for node in &self.nodes {
             let name = name_of(node);
@@ -292,6 +371,9 @@ impl NameWriter {
         let mut names = Names::sharing(sizes, self.ttl, self.suffixes);
         for (ip, suffix) in self.ptrs {
             names.put_ptr(ip, suffix);
+        }
+        for (ip, shape) in self.addresses {
+            names.put_address_shared(ip, shape);
         }
         for node in self.nodes {
             let name = name_of(&node);
@@ -312,12 +394,18 @@ impl NameWriter {
     /// addresses made nodes.
     pub(crate) fn finish(self) -> Vec<Node> {
         let ttl = self.ttl;
-        let mut nodes = Vec::with_capacity(self.nodes.len() + self.ptrs.len());
+        let mut nodes =
+            Vec::with_capacity(self.nodes.len() + self.ptrs.len() + self.addresses.len());
         nodes.extend(self.nodes.into_iter().map(|node| pack(&node)));
         nodes.extend(
             self.ptrs
                 .into_iter()
                 .map(|(ip, suffix)| names::ptr_node(ip, &suffix, ttl)),
+        );
+        nodes.extend(
+            self.addresses
+                .into_iter()
+                .map(|(ip, shape)| names::address_node(ip, &shape, ttl)),
         );
         nodes
     }
@@ -331,6 +419,17 @@ fn push_record(node: &mut Vec<u8>, rtype: u16, ttl: u32, rdata: &[u8]) {
 /// [`push_record`], unless the set holds a record with `rdata` already.
 fn push_record_unique(node: &mut Vec<u8>, rtype: u16, ttl: u32, rdata: &[u8]) {
     SetWriter { node, rtype, ttl }.push_unique(rdata);
+}
+
+/// The records of a set's body (TYPE CLASS TTL RDLENGTH RDATA each).
+fn records_of(body: &[u8]) -> impl Iterator<Item = &[u8]> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let len = u16::from_be_bytes([*body.get(at + 8)?, *body.get(at + 9)?]);
+        let record = body.get(at..at + 10 + usize::from(len))?;
+        at += record.len();
+        Some(record)
+    })
 }
 
 /// The entries after the name of a node being built: (kind, set type, bytes).

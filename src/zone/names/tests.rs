@@ -488,3 +488,83 @@ fn the_writer_holds_an_endpoint_ptr_as_an_address_until_the_name_needs_more() {
     assert_eq!(names.get(&two_name), Some(&expected[1]));
     assert!(Arc::ptr_eq(names.ptrs.get(one).unwrap(), &web_rest));
 }
+
+/// The build holds an endpoint's address name as an address once written; writing to the
+/// name again makes it a name being built, with the records it had; the nodes a writer
+/// gives are those it gives without holding any name so, and so are the names.
+#[test]
+fn the_writer_holds_an_endpoint_name_as_an_address_until_it_is_written_again() {
+    use crate::zone::records::{Entry, add_entries};
+    use crate::zone::writer::NameWriter;
+    let name = |text: &str| WireName::from_dotted(text).unwrap();
+    let write = |settle: bool| {
+        let mut b = NameWriter::new(30);
+        let names = [
+            (
+                "10-244-1-9.web.shop.svc.cluster.local.",
+                "10.244.1.9",
+                &[Some(8080)][..],
+            ),
+            (
+                "10-244-1-10.web.shop.svc.cluster.local.",
+                "10.244.1.10",
+                &[Some(80), Some(443), Some(80)],
+            ),
+            (
+                "10-244-1-11.web.shop.svc.cluster.local.",
+                "10.244.1.11",
+                &[None],
+            ),
+            // The same address under another Service: a name being built.
+            (
+                "10-244-1-9.api.shop.svc.cluster.local.",
+                "10.244.1.9",
+                &[Some(8080)],
+            ),
+            // Written again below.
+            (
+                "10-244-1-12.web.shop.svc.cluster.local.",
+                "10.244.1.12",
+                &[Some(8080)],
+            ),
+        ];
+        for (owner, ip, ports) in names {
+            let owner = name(owner);
+            let entries: Vec<Entry<'_>> = ports
+                .iter()
+                .map(|&port| Entry {
+                    ip: ip.parse().unwrap(),
+                    target: &owner,
+                    port,
+                })
+                .collect();
+            add_entries(&mut b, &owner, &entries);
+            if settle {
+                b.settle_endpoint_name(&owner);
+            }
+        }
+        b.set(
+            &name("10-244-1-12.web.shop.svc.cluster.local."),
+            rtype::TXT,
+            30,
+        )
+        .push(b"\x01x");
+        b
+    };
+    let sorted = |mut nodes: Vec<Node>| {
+        nodes.sort_by(|a, b| a.name().cmp(b.name()));
+        nodes
+    };
+    let plain = sorted(write(false).finish());
+    assert_eq!(sorted(write(true).finish()), plain);
+    let names = write(true).into_names();
+    assert_eq!(names.address_count(), 3);
+    assert_eq!(sorted(names.nodes().map(Cow::into_owned).collect()), plain);
+    let with_txt = plain
+        .iter()
+        .find(|node| node.name() == name("10-244-1-12.web.shop.svc.cluster.local.").as_bytes())
+        .unwrap();
+    let types: Vec<u16> = with_txt.rrsets().map(|set| set.rtype).collect();
+    assert_eq!(types, [rtype::A, rtype::TXT, rtype::SRV], "{with_txt:?}");
+    assert_eq!(with_txt.rrset(rtype::SRV).unwrap().extra_count, 1);
+}
