@@ -72,6 +72,20 @@ fn ptr_node(ip: IpAddr, targets: &[&str], ttl: u32) -> Node {
     Node::pack(rrset::reverse_name(ip).as_bytes(), None, &[set])
 }
 
+/// `names` lists exactly `expected`: as nodes (those kept as addresses made again), and as
+/// names.
+fn assert_listed_as<'n>(names: &Names, expected: impl Iterator<Item = &'n Node>) {
+    let mut listed: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
+    let mut all: Vec<Node> = expected.cloned().collect();
+    listed.sort_by(|a, b| a.name().cmp(b.name()));
+    all.sort_by(|a, b| a.name().cmp(b.name()));
+    assert_eq!(listed, all);
+    let mut listed_names: Vec<Vec<u8>> = names.names().map(Cow::into_owned).collect();
+    listed_names.sort();
+    let all_names: Vec<Vec<u8>> = all.iter().map(|node| node.name().to_vec()).collect();
+    assert_eq!(listed_names, all_names);
+}
+
 #[test]
 fn the_dashed_label_and_the_reverse_name_are_spelled_as_before_without_allocating() {
     for (text, dashed) in [
@@ -160,17 +174,7 @@ fn only_a_ptr_to_the_dashed_address_with_the_zone_ttl_is_kept_as_an_address() {
     for node in &nodes {
         assert_eq!(names.get(node.name()), Some(node));
     }
-    // Listed as the nodes they were.
-    let mut listed: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
-    let mut all: Vec<Node> = kept.iter().chain(&nodes).cloned().collect();
-    listed.sort_by(|a, b| a.name().cmp(b.name()));
-    all.sort_by(|a, b| a.name().cmp(b.name()));
-    assert_eq!(listed, all);
-    let mut listed_names: Vec<Vec<u8>> = names.names().map(Cow::into_owned).collect();
-    listed_names.sort();
-    let mut all_names: Vec<Vec<u8>> = all.iter().map(|node| node.name().to_vec()).collect();
-    all_names.sort();
-    assert_eq!(listed_names, all_names);
+    assert_listed_as(&names, kept.iter().chain(&nodes));
 
     // A name moves between the two as its node changes, and goes.
     let shared = ptr_node(
@@ -290,16 +294,7 @@ fn only_an_address_name_of_its_own_dashed_address_with_the_zone_ttl_is_kept_as_a
         assert_eq!(names.get(node.name()), Some(node));
         assert!(names.address(node.name()).is_none());
     }
-    let mut listed: Vec<Node> = names.nodes().map(Cow::into_owned).collect();
-    let mut all: Vec<Node> = kept.iter().chain(&nodes).cloned().collect();
-    listed.sort_by(|a, b| a.name().cmp(b.name()));
-    all.sort_by(|a, b| a.name().cmp(b.name()));
-    assert_eq!(listed, all);
-    let mut listed_names: Vec<Vec<u8>> = names.names().map(Cow::into_owned).collect();
-    listed_names.sort();
-    let mut all_names: Vec<Vec<u8>> = all.iter().map(|node| node.name().to_vec()).collect();
-    all_names.sort();
-    assert_eq!(listed_names, all_names);
+    assert_listed_as(&names, kept.iter().chain(&nodes));
 
     // A name moves between the two as its node changes, and goes.
     let two = address_node_at(
