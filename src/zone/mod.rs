@@ -610,14 +610,8 @@ impl Snapshot {
         if qtype != rtype::SRV || !shape.has_srv() {
             return self.address_answer(zone, ip, ttl, qtype);
         }
-        // The target and the glue's owner: the name itself, stored as its dashed label in
-        // front of a pointer to the rest (the holder).
-        let label = Dashed::of(ip);
-        let mut target: SmallVec<[u8; 48]> = SmallVec::new();
-        // A dashed address is at most 40 bytes: a label.
-        target.push(label.as_bytes().len() as u8);
-        target.extend_from_slice(label.as_bytes());
-        target.extend_from_slice(&[0xc0, 12]);
+        // The target and the glue's owner: the name itself, held by the rest.
+        let target = names::stored_endpoint_name(ip);
         let mut records = InlineRecord::new();
         let mut owned = Vec::new();
         let mut count = 0;

@@ -34,6 +34,8 @@ use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use smallvec::SmallVec;
+
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use super::shards::{Keyed, Sharded};
@@ -360,18 +362,10 @@ impl Names {
     /// of a pointer into the returned rest of the target), and that rest.
     pub(crate) fn ptr_answer(&self, qname: &[u8]) -> Option<(RunData<'static>, &[u8])> {
         let (ip, suffix) = self.ptr(qname)?;
-        let label = Dashed::of(ip);
+        let target = stored_endpoint_name(ip);
         let mut record = InlineRecord::new();
-        record.push(&rrset::rr_header(
-            rtype::PTR,
-            self.ttl,
-            1 + label.as_bytes().len() + 2,
-        ))?;
-        // A dashed address is at most 40 bytes: a label.
-        record.push(&[label.as_bytes().len() as u8])?;
-        record.push(label.as_bytes())?;
-        // A pointer to the holder's start (a stored name's pointer: offset 12 + 0).
-        record.push(&[0xc0, 12])?;
+        record.push(&rrset::rr_header(rtype::PTR, self.ttl, target.len()))?;
+        record.push(&target)?;
         Some((RunData::Inline(record), suffix))
     }
 
@@ -654,6 +648,19 @@ impl<'a> Shape<'a> {
     pub(crate) fn has_srv(&self) -> bool {
         !self.ports.is_empty()
     }
+}
+
+/// The name of the endpoint at `ip` as a record held by its rest stores it: the dashed
+/// address in front of a pointer to the holder's start (a stored name's pointer, offset
+/// 12 + 0).
+pub(crate) fn stored_endpoint_name(ip: IpAddr) -> SmallVec<[u8; 48]> {
+    let label = Dashed::of(ip);
+    let mut stored = SmallVec::new();
+    // A dashed address is at most 40 bytes: a label.
+    stored.push(label.as_bytes().len() as u8);
+    stored.extend_from_slice(label.as_bytes());
+    stored.extend_from_slice(&HOLDER);
+    stored
 }
 
 /// Whether `label` is `ip` dashed.

@@ -341,24 +341,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reverse_name_spells_its_octets_in_digits_only() {
-        for name in [
-            "+5.1.244.10.in-addr.arpa.",
-            "05.1.244.10.in-addr.arpa.",
-            "5.1.244.256.in-addr.arpa.",
-            "5.1.2 4.10.in-addr.arpa.",
-        ] {
-            let name = WireName::from_dotted(name).unwrap();
-            assert_eq!(address_from_reverse(&name), None, "{name}");
-        }
-        let name = WireName::from_dotted("5.1.244.10.in-addr.arpa.").unwrap();
-        assert_eq!(
-            address_from_reverse(&name),
-            Some("10.244.1.5".parse().unwrap())
-        );
-    }
-
-    #[test]
     fn reverse_names_round_trip() {
         for text in ["10.96.0.20", "0.0.0.0", "fd00:10:96::50", "2001:db8::1"] {
             let ip: IpAddr = text.parse().unwrap();
@@ -435,6 +417,11 @@ mod tests {
             "x.0.96.10.in-addr.arpa.",
             "020.0.96.10.in-addr.arpa.",
             "300.0.96.10.in-addr.arpa.",
+            // An octet in digits only.
+            "+5.1.244.10.in-addr.arpa.",
+            "05.1.244.10.in-addr.arpa.",
+            "5.1.244.256.in-addr.arpa.",
+            "5.1.2 4.10.in-addr.arpa.",
             "1.0.ip6.arpa.",
             "web.shop.svc.cluster.local.",
         ] {
