@@ -126,3 +126,31 @@ fn the_binary_runs_with_the_allocator_options_its_sizing_was_measured_with() {
         );
     }
 }
+
+#[test]
+fn the_image_builds_the_binary_the_layout_was_made_for() {
+    // link/hot-text.ld names the functions start-up and the query path run by their symbols,
+    // whose hashes change with the profile's settings and the compiler's flags: the image's
+    // build must be Cargo.toml's release profile untouched, and only strip what it built.
+    let text = read("Dockerfile");
+    let instructions: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for changes_the_symbols in ["CARGO_PROFILE_", "RUSTFLAGS", "CARGO_BUILD_", "--profile"] {
+        assert!(
+            !instructions.contains(changes_the_symbols),
+            "the Dockerfile sets {changes_the_symbols}, so its binary's symbols are not the \
+             ones link/hot-text.ld lists"
+        );
+    }
+    assert!(instructions.contains("cargo build --release --locked --bin clusterdns"));
+    assert!(instructions.contains("strip --strip-debug /usr/local/bin/clusterdns"));
+    let script = read("link/hot-text.ld");
+    assert!(
+        script.contains("INSERT BEFORE .text;") && script.contains("*(.text._ZN10clusterdns"),
+        "link/hot-text.ld is bench/orderfile.sh's linker script"
+    );
+    assert!(read("build.rs").contains("link/hot-text.ld"));
+}
