@@ -677,6 +677,42 @@ fn label_selectors_parse_and_match_like_kubernetes() {
 }
 
 #[tokio::test]
+async fn remaining_item_count_counts_down_page_by_page() {
+    let server = ApiServer::start();
+    for name in ["a", "b", "c", "d", "e"] {
+        server.apply(service("shop", name, json!({})));
+    }
+    // A Service in another namespace after the first page: not in the snapshot listed.
+    let client = client(&server);
+    let mut target = "/api/v1/services?limit=2".to_owned();
+    let mut seen = Vec::new();
+    loop {
+        let request = hyper::Request::get(&target).body(Vec::new()).unwrap();
+        let text = client.request_text(request).await.unwrap();
+        let page: Value = serde_json::from_str(&text).unwrap();
+        if seen.is_empty() {
+            server.apply(service("zoo", "late", json!({})));
+        }
+        seen.push((
+            ids(page["items"].as_array().unwrap()),
+            page["metadata"]["remainingItemCount"].as_u64(),
+        ));
+        let Some(token) = page["metadata"]["continue"].as_str() else {
+            break;
+        };
+        target = format!("/api/v1/services?limit=2&continue={token}");
+    }
+    assert_eq!(
+        seen,
+        [
+            (vec!["shop/a".to_owned(), "shop/b".to_owned()], Some(3)),
+            (vec!["shop/c".to_owned(), "shop/d".to_owned()], Some(1)),
+            (vec!["shop/e".to_owned()], None),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn lists_page_over_a_consistent_snapshot_and_answer_like_the_real_server() {
     let server = ApiServer::start();
     for name in ["a", "b", "c"] {
