@@ -104,6 +104,31 @@ wait_ready() {
     die "server on port $port did not answer $zone SOA within ${limit}s"
 }
 
+# deploy/configmap.yaml's Corefile (kubeadm's) on loopback ports from $1: DNS on $1, health,
+# ready and prometheus on the next three, forward to the one after (closed: no traffic
+# leaves the machine), and `objects $2` where the pod's Corefile has `snapshot`.
+kubeadm_corefile() {
+    local port=$1 objects=$2
+    sed -n '/Corefile: |/,$p' "$repo/deploy/configmap.yaml" | tail -n +2 | sed 's/^    //' |
+        sed "s|^\.:53 {|.:$port {\n    bind 127.0.0.1|" |
+        sed "s|snapshot .*|objects $objects|" |
+        sed "s|health {|health 127.0.0.1:$((port + 1)) {|; s|^    ready$|    ready 127.0.0.1:$((port + 2))|" |
+        sed "s|prometheus :9153|prometheus 127.0.0.1:$((port + 3))|" |
+        sed "s|forward . /etc/resolv.conf|forward . 127.0.0.1:$((port + 4))|"
+}
+
+# Waits until process $1's /ready on 127.0.0.1:$2 says 200 (up to $3 seconds); if the process
+# exits first, prints its log $4 and dies.
+wait_http_ready() {
+    local pid=$1 port=$2 limit=$3 log_file=$4 i
+    for ((i = 0; i < limit * 4; i++)); do
+        kill -0 "$pid" 2>/dev/null || { cat "$log_file" >&2; die "clusterdns exited"; }
+        [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/ready")" == 200 ]] && return 0
+        sleep 0.25
+    done
+    die "clusterdns did not become ready on port $port within ${limit}s"
+}
+
 # p50 and p99 in milliseconds from dnsperf -v output.
 percentiles() {
     awk '$1 == ">" { print $NF * 1000 }' "$1" | sort -g |

@@ -29,43 +29,34 @@ log "building (release, without the current ordering)"
 target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 binary="$target/release/clusterdns"
 
-sed -n '/Corefile: |/,$p' "$repo/deploy/configmap.yaml" | tail -n +2 | sed 's/^    //' |
-    sed "s|^\.:53 {|.:$PORT {\n    bind 127.0.0.1|" |
-    sed "s|snapshot .*|objects $repo/fixtures/shop.json|" |
-    sed "s|health {|health 127.0.0.1:$((PORT + 1)) {|; s|^    ready$|    ready 127.0.0.1:$((PORT + 2))|" |
-    sed "s|prometheus :9153|prometheus 127.0.0.1:$((PORT + 3))|" |
-    sed "s|forward . /etc/resolv.conf|forward . 127.0.0.1:$((PORT + 4))|" >"$work/Corefile"
+kubeadm_corefile "$PORT" "$repo/fixtures/shop.json" >"$work/Corefile"
 
 log "running the server under callgrind"
 valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
     "$binary" serve --corefile "$work/Corefile" >"$work/stdout.log" 2>"$work/stderr.log" &
 pid=$!
 pids+=("$pid")
-for ((i = 0; i < 2400; i++)); do
-    kill -0 "$pid" 2>/dev/null || { cat "$work/stderr.log" >&2; die "clusterdns exited"; }
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT + 2))/ready")" == 200 ]] && break
-    sleep 0.25
-done
+wait_http_ready "$pid" $((PORT + 2)) 600 "$work/stderr.log"
 
-ask() {
+ask_both() {
     dig @127.0.0.1 -p "$PORT" +time=5 +tries=1 "$@" >/dev/null || true
     dig @127.0.0.1 -p "$PORT" +tcp +time=5 +tries=1 "$@" >/dev/null || true
 }
 log "asking"
 for _ in 1 2; do
-    ask kubernetes.default.svc.cluster.local A
-    ask web.shop.svc.cluster.local AAAA
-    ask db.shop.svc.cluster.local A
-    ask _http._tcp.web.shop.svc.cluster.local SRV
-    ask web-headless.shop.svc.cluster.local A
-    ask nope.shop.svc.cluster.local A
-    ask web.shop.svc.cluster.local.shop.svc.cluster.local A
-    ask -x 10.96.0.20
-    ask cluster.local SOA
-    ask cluster.local NS
-    ask 1-2-3-4.shop.pod.cluster.local A
-    ask +noedns web.shop.svc.cluster.local A
-    ask example.com A
+    ask_both kubernetes.default.svc.cluster.local A
+    ask_both web.shop.svc.cluster.local AAAA
+    ask_both db.shop.svc.cluster.local A
+    ask_both _http._tcp.web.shop.svc.cluster.local SRV
+    ask_both web-headless.shop.svc.cluster.local A
+    ask_both nope.shop.svc.cluster.local A
+    ask_both web.shop.svc.cluster.local.shop.svc.cluster.local A
+    ask_both -x 10.96.0.20
+    ask_both cluster.local SOA
+    ask_both cluster.local NS
+    ask_both 1-2-3-4.shop.pod.cluster.local A
+    ask_both +noedns web.shop.svc.cluster.local A
+    ask_both example.com A
     curl -s "http://127.0.0.1:$((PORT + 1))/health" >/dev/null || true
     curl -s "http://127.0.0.1:$((PORT + 2))/ready" >/dev/null || true
     curl -s "http://127.0.0.1:$((PORT + 3))/metrics" >/dev/null || true

@@ -44,21 +44,11 @@ for size in $SIZES; do
         label="$size / $(grep -o '[0-9]* pods on' "$dir/gencluster.txt" | cut -d' ' -f1)"
     fi
     "$target/release/examples/querymix" --objects "$objects" --count 100000 --out "$dir/queries.txt" 2>/dev/null
-    # deploy/configmap.yaml's Corefile, on loopback ports, `objects` for the API watch.
-    sed -n '/Corefile: |/,$p' "$repo/deploy/configmap.yaml" | tail -n +2 | sed 's/^    //' |
-        sed "s|^\.:53 {|.:$PORT {\n    bind 127.0.0.1|" |
-        sed "s|snapshot .*|objects $objects|" |
-        sed "s|health {|health 127.0.0.1:$((PORT + 1)) {|; s|^    ready$|    ready 127.0.0.1:$((PORT + 2))|" |
-        sed "s|prometheus :9153|prometheus 127.0.0.1:$((PORT + 3))|" |
-        sed "s|forward . /etc/resolv.conf|forward . 127.0.0.1:$((PORT + 4))|" >"$dir/Corefile"
+    kubeadm_corefile "$PORT" "$objects" >"$dir/Corefile"
     taskset -c 0 "$clusterdns" serve --corefile "$dir/Corefile" >"$dir/stdout.log" 2>"$dir/stderr.log" &
     pid=$!
     pids+=("$pid")
-    for ((i = 0; i < 1200; i++)); do
-        kill -0 "$pid" 2>/dev/null || { cat "$dir/stderr.log" >&2; die "clusterdns exited"; }
-        [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT + 2))/ready")" == 200 ]] && break
-        sleep 0.25
-    done
+    wait_http_ready "$pid" $((PORT + 2)) 300 "$dir/stderr.log"
     sleep 2
     ready_rss="$(status_mb "$pid" VmRSS) ($(status_mb "$pid" RssAnon) + $(status_mb "$pid" RssFile))"
     before=$(cpu_ticks "$pid")
