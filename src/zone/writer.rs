@@ -205,13 +205,16 @@ impl NameWriter {
         node
     }
 
-    /// The endpoint's address name `name` held as an address, taken out to be built again.
-    fn held_address(&mut self, name: &[u8]) -> Option<(IpAddr, Suffix)> {
+    /// The address of the endpoint's address name `name`, if it is held as that address.
+    fn held_address_of(&self, name: &[u8]) -> Option<IpAddr> {
         let (ip, rest) = names::dashed_first_label(name)?;
         let shape = self.addresses.get(&ip)?;
-        if names::Shape::of(shape).rest != rest {
-            return None;
-        }
+        (names::Shape::of(shape).rest == rest).then_some(ip)
+    }
+
+    /// The endpoint's address name `name` held as an address, taken out to be built again.
+    fn held_address(&mut self, name: &[u8]) -> Option<(IpAddr, Suffix)> {
+        let ip = self.held_address_of(name)?;
         self.addresses.remove_entry(&ip)
     }
 
@@ -268,12 +271,7 @@ impl NameWriter {
 
     fn contains(&self, name: &[u8]) -> bool {
         self.contains_node(name)
-            || (!self.addresses.is_empty()
-                && names::dashed_first_label(name).is_some_and(|(ip, rest)| {
-                    self.addresses
-                        .get(&ip)
-                        .is_some_and(|shape| names::Shape::of(shape).rest == rest)
-                }))
+            || (!self.addresses.is_empty() && self.held_address_of(name).is_some())
             || (!self.ptrs.is_empty()
                 && Names::may_be_ptr(name)
                 && rrset::address_of_reverse_wire(name).is_some_and(|ip| {
