@@ -1,5 +1,5 @@
-//! The query path, per query, at 100 and at 10,000 Services; one update of the zone; and
-//! the snapshot built whole.
+//! The query path, per query, at 100 and at 10,000 Services; the search-path tracker on
+//! it; one update of the zone; and the snapshot built whole.
 //!
 //! Each query is what `Handler::respond` does for a UDP packet: `wire::Request::parse` →
 //! `Snapshot::lookup` → `wire::write_answer` into a reused buffer. `respond/*` benches
@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use clusterdns::config::KubernetesConfig;
 use clusterdns::model::Cluster;
+use clusterdns::search_tracker::live::{Tracker, Watch};
 use clusterdns::server::{Handler, Outcome, Transport};
 use clusterdns::wire::{self, Request};
 use clusterdns::zone::{BuildContext, Snapshot};
@@ -221,6 +222,49 @@ fn bench_queries(c: &mut Criterion, fixture: &Fixture) {
     group.finish();
 }
 
+/// The search-path tracker (on wherever *prometheus* is) over the dnsperf mix: alone, and
+/// after each answer as the handler calls it, to set beside `query/N/mix`.
+fn bench_tracker(c: &mut Criterion, fixture: &Fixture) {
+    let mut out = Vec::with_capacity(4096);
+    // Each question as the tracker sees it: its name (read in the packet, as the handler
+    // reads it), its type, the answer's rcode.
+    let seen: Vec<(&[u8], u16, u16)> = fixture
+        .mix
+        .iter()
+        .map(|packet| {
+            let request = Request::parse(packet).expect("a mix question parses");
+            answer(&fixture.snapshot, packet, &mut out);
+            let question = &request.question;
+            let name = &packet[12..12 + question.name().len()];
+            assert_eq!(name, question.name(), "the question's name, uncompressed");
+            (name, question.qtype, u16::from(rcode(&out)))
+        })
+        .collect();
+    let watch = Watch::new(Arc::new(Tracker::new()), b"\x07cluster\x05local\x00", &[]);
+    let client = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let mut group = c.benchmark_group(format!("tracker/{}", fixture.services));
+    group.throughput(Throughput::Elements(MIX_LEN as u64));
+    group.bench_function(format!("observe, mix of {MIX_LEN}"), |b| {
+        b.iter(|| {
+            let now = Instant::now();
+            for (name, qtype, rcode) in &seen {
+                watch.observe(client, black_box(name), *qtype, *rcode, now);
+            }
+        });
+    });
+    group.bench_function(format!("answer and observe, mix of {MIX_LEN}"), |b| {
+        b.iter(|| {
+            let now = Instant::now();
+            for (packet, (name, qtype, _)) in fixture.mix.iter().zip(&seen) {
+                answer(&fixture.snapshot, black_box(packet), &mut out);
+                let rcode = u16::from(rcode(&out));
+                watch.observe(client, name, *qtype, rcode, now);
+            }
+        });
+    });
+    group.finish();
+}
+
 fn bench_build(c: &mut Criterion, fixture: &Fixture) {
     let ctx = BuildContext {
         local_ips: vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
@@ -315,6 +359,7 @@ fn benches(c: &mut Criterion) {
     for services in [100, 10_000] {
         let fixture = fixture(services);
         bench_queries(c, &fixture);
+        bench_tracker(c, &fixture);
         bench_update(c, &fixture);
         bench_build(c, &fixture);
     }

@@ -12,9 +12,13 @@
 //! Memory is fixed when the tracker is made: [`SHARDS`] × [`SLOTS`] walks in flight (a new
 //! walk takes the slot its key hashes to), [`MAX_NAMESPACES`] namespaces with their own
 //! counters (the first `limit` seen; later ones are counted as `other`), and the
-//! [`STEMS`] stems with the most misses per namespace (a new stem replaces the one with the
-//! fewest). A query costs one hash over its name, a lock of its client's shard, and, for a
-//! query in a walk, a lock of the namespace book: no allocation.
+//! [`STEMS`] stems with the most misses per namespace (a new stem takes an empty slot, and
+//! when there is none, a miss replaces the stem with the fewest; a walk that ends with the
+//! query that began it takes no slot). A query costs a hash of each stem its name may have
+//! (one to four of them), a lock of its client's shard and, for a query in a walk, a lock
+//! of the namespace book: no allocation. On a loaded server every query touches these
+//! tables, so what a query reads there is kept to a few cache lines: the walks' keys and
+//! the stems' hashes, not their names.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -93,10 +97,9 @@ impl<const N: usize> Inline<N> {
     }
 }
 
-/// One stem of a namespace: its wire-format labels (no root) and its figures.
-#[derive(Debug, Clone, Copy)]
+/// The figures of one stem of a namespace.
+#[derive(Debug, Clone, Copy, Default)]
 struct StemSlot {
-    name: Inline<255>,
     counts: Stem,
     /// The step whose name answered ([`AS_TYPED`]: the name as typed).
     found_step: u8,
@@ -107,7 +110,8 @@ struct StemSlot {
 /// Every query that may start a walk finds its namespace's row and its stem here, so the
 /// search goes through compact arrays of hashes (a few cache lines) and reads a name only to
 /// confirm a hash that matched: scanning the names themselves touched about 9 KB a query,
-/// enough to push a large zone out of the CPU's caches.
+/// enough to push a large zone out of the CPU's caches. A stem's figures are read only when
+/// it is found, or when a miss needs a slot and the one with the fewest misses is chosen.
 #[derive(Debug)]
 struct Book {
     /// Rows in use (up to the limit).
@@ -115,11 +119,12 @@ struct Book {
     /// The hash of each row's name ([`fnv`]).
     name_hashes: Box<[u64]>,
     used: usize,
-    /// [`STEMS`] per row, the last row `other`'s.
-    stems: Box<[StemSlot]>,
-    /// The hash of each stem slot's name (its prefix hash, as [`split`] computes it); 0 for
-    /// an empty slot.
+    /// The hash of each stem slot's name ([`stem_hash`], never 0); 0 for an empty slot. [`STEMS`] per row, the last row `other`'s.
     stem_hashes: Box<[u64]>,
+    /// Each stem slot's figures.
+    stems: Box<[StemSlot]>,
+    /// Each stem slot's wire-format labels (no root).
+    stem_names: Box<[Inline<255>]>,
 }
 
 /// The per-namespace counters.
@@ -167,11 +172,7 @@ impl Default for Tracker {
 impl Tracker {
     /// A tracker labelling [`DEFAULT_NAMESPACES`] namespaces.
     pub fn new() -> Self {
-        let empty = StemSlot {
-            name: Inline::EMPTY,
-            counts: Stem::default(),
-            found_step: 0,
-        };
+        let stem_slots = (MAX_NAMESPACES + 1) * STEMS;
         Self {
             shards: (0..SHARDS)
                 .map(|_| {
@@ -184,8 +185,9 @@ impl Tracker {
                 names: vec![Inline::EMPTY; MAX_NAMESPACES].into_boxed_slice(),
                 name_hashes: vec![0; MAX_NAMESPACES].into_boxed_slice(),
                 used: 0,
-                stems: vec![empty; (MAX_NAMESPACES + 1) * STEMS].into_boxed_slice(),
-                stem_hashes: vec![0; (MAX_NAMESPACES + 1) * STEMS].into_boxed_slice(),
+                stem_hashes: vec![0; stem_slots].into_boxed_slice(),
+                stems: vec![StemSlot::default(); stem_slots].into_boxed_slice(),
+                stem_names: vec![Inline::EMPTY; stem_slots].into_boxed_slice(),
             }),
             counts: (0..=MAX_NAMESPACES).map(|_| Counts::default()).collect(),
             lengths: Histogram::integral(&LENGTH_BUCKETS),
@@ -215,12 +217,12 @@ impl Tracker {
             } else {
                 String::from_utf8_lossy(book.names[row].get()).into_owned()
             };
-            let stems = book.stems[row * STEMS..(row + 1) * STEMS]
-                .iter()
-                .filter(|slot| slot.name.len > 0)
-                .map(|slot| {
+            let stems = (row * STEMS..(row + 1) * STEMS)
+                .filter(|&index| book.stem_hashes[index] != 0)
+                .map(|index| {
+                    let slot = &book.stems[index];
                     let found = slot.counts.found.then_some(slot.found_step);
-                    (dotted(slot.name.get()), slot.counts, found)
+                    (dotted(book.stem_names[index].get()), slot.counts, found)
                 })
                 .collect::<Vec<_>>();
             let view = NamespaceView {
@@ -260,43 +262,39 @@ impl Book {
         OTHER
     }
 
-    /// The slot of `stem` (whose prefix hash is `hash`) in `row`, taking the one with the
-    /// fewest misses when it is new.
-    fn stem(&mut self, row: usize, stem: &[u8], hash: u64) -> &mut StemSlot {
+    /// The slot of `stem` (whose [`stem_hash`] is `hash`) in `row`. A stem not held takes an
+    /// empty slot; when there is none, a `miss` takes the slot with the fewest misses, and
+    /// anything else is not kept (a stem that missed nothing would only take the place of
+    /// another, one query after the other, when more stems than [`STEMS`] are asked).
+    fn stem(&mut self, row: usize, stem: &[u8], hash: u64, miss: bool) -> Option<&mut StemSlot> {
+        let hash = hash.max(1);
         let range = row * STEMS..(row + 1) * STEMS;
         let hashes = &mut self.stem_hashes[range.clone()];
+        let names = &mut self.stem_names[range.clone()];
         let slots = &mut self.stems[range];
         let found = hashes
             .iter()
-            .zip(slots.iter())
-            .position(|(slot_hash, slot)| {
-                *slot_hash == hash && slot.name.len > 0 && slot.name.get() == stem
-            });
+            .zip(names.iter())
+            .position(|(slot_hash, name)| *slot_hash == hash && name.get() == stem);
         let index = match found {
             Some(index) => index,
             None => {
-                let index = slots
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, slot)| {
-                        (
-                            slot.name.len > 0,
-                            slot.counts.misses,
-                            slot.counts.first_step,
-                        )
-                    })
-                    .map_or(0, |(index, _)| index);
-                slots[index] = StemSlot {
-                    name: Inline::EMPTY,
-                    counts: Stem::default(),
-                    found_step: 0,
+                let index = match hashes.iter().position(|slot_hash| *slot_hash == 0) {
+                    Some(empty) => empty,
+                    None if miss => slots
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, slot)| (slot.counts.misses, slot.counts.first_step))
+                        .map_or(0, |(index, _)| index),
+                    None => return None,
                 };
-                slots[index].name.set(stem);
+                slots[index] = StemSlot::default();
+                names[index].set(stem);
                 hashes[index] = hash;
                 index
             }
         };
-        &mut slots[index]
+        Some(&mut slots[index])
     }
 }
 
@@ -350,9 +348,8 @@ impl Watch {
 
     /// Counts one answered query: `name` in wire format, lower case.
     pub fn observe(&self, client: IpAddr, name: &[u8], qtype: u16, rcode: u16, now: Instant) {
-        let mut starts = [0usize; MAX_LABELS];
-        let mut hashes = [0u64; MAX_LABELS + 1];
-        let Some(labels) = split(name, &mut starts, &mut hashes) else {
+        let mut starts = [0u8; MAX_LABELS];
+        let Some(labels) = split(name, &mut starts) else {
             return;
         };
         let client_hash = hash_client(client, qtype);
@@ -365,12 +362,12 @@ impl Watch {
             let stem_end = if stem_labels == labels {
                 name.len() - 1
             } else {
-                starts[stem_labels]
+                usize::from(starts[stem_labels])
             };
             candidates[count] = Candidate {
                 step,
                 stem_end,
-                key: hashes[stem_labels] ^ client_hash,
+                key: stem_hash(&name[..stem_end]) ^ client_hash,
             };
             count += 1;
         };
@@ -422,8 +419,8 @@ impl Tracker {
             walk.key == c.key && fresh(walk) && walk.last < c.step
         });
         let mut book = None;
-        let candidate = match (continued, namespace) {
-            (Some(candidate), _) => *candidate,
+        let (candidate, mut walk) = match (continued, namespace) {
+            (Some(candidate), _) => (*candidate, shard.walks[slot(candidate.key)]),
             // The first search domain starts a walk (or starts it again).
             (None, Some(namespace)) => {
                 let Some(first) = candidates.iter().find(|c| c.step == 0) else {
@@ -432,58 +429,71 @@ impl Tracker {
                 let mut guard = self.book();
                 let row = guard.row(namespace, self.limit());
                 book = Some(guard);
-                shard.walks[slot(first.key)] = Walk {
+                let walk = Walk {
                     key: first.key,
-                    at: Some(now),
+                    at: None,
                     namespace: row as u8,
                     last: 0,
                     steps: 0,
                     live: true,
                 };
-                *first
+                (*first, walk)
             }
             (None, None) => return,
         };
-        let walk = &mut shard.walks[slot(candidate.key)];
         walk.last = candidate.step;
         walk.steps = walk.steps.saturating_add(1);
         walk.at = Some(now);
         let row = usize::from(walk.namespace);
         let counts = &self.counts[row];
+        let as_typed = candidate.step == AS_TYPED;
+        let miss = rcode == NXDOMAIN && !as_typed;
         let mut book = book.unwrap_or_else(|| self.book());
-        let stem = book.stem(
+        let mut stem = book.stem(
             row,
             &name[..candidate.stem_end],
             candidate.key ^ client_hash,
+            miss,
         );
-        if candidate.step == 0 {
+        if let Some(stem) = stem.as_deref_mut()
+            && candidate.step == 0
+        {
             stem.counts.first_step += 1;
         }
-        let as_typed = candidate.step == AS_TYPED;
-        if rcode == NXDOMAIN && !as_typed {
-            stem.counts.misses += 1;
+        if miss {
+            let upstream = candidate.step >= 3;
+            if let Some(stem) = stem {
+                stem.counts.misses += 1;
+                stem.counts.upstream += u64::from(upstream);
+            }
             counts.wasted.inc();
-            if candidate.step >= 3 {
-                stem.counts.upstream += 1;
+            if upstream {
                 counts.upstream.inc();
             }
-            return;
-        }
-        if rcode == NOERROR {
+        } else if rcode == NOERROR {
             counts.answered.inc();
-            if !stem.counts.found {
+            if let Some(stem) = stem
+                && !stem.counts.found
+            {
                 stem.counts.found = true;
                 stem.counts.found_by_search = !as_typed;
                 stem.found_step = candidate.step;
             }
+            walk.live = false;
         } else if as_typed {
             counts.unanswered.inc();
-        } else {
-            // SERVFAIL on the way: the resolver goes on down the list.
-            return;
+            walk.live = false;
         }
-        walk.live = false;
-        self.lengths.observe(f64::from(walk.steps));
+        // Otherwise SERVFAIL on the way: the resolver goes on down the list.
+        drop(book);
+        if walk.live || continued.is_some() {
+            // A walk that ended with the query that began it never takes a slot (the walk
+            // in flight there goes on).
+            shard.walks[slot(candidate.key)] = walk;
+        }
+        if !walk.live {
+            self.lengths.observe(f64::from(walk.steps));
+        }
     }
 }
 
@@ -523,46 +533,55 @@ fn slot(key: u64) -> usize {
     ((key >> 8) as usize) % SLOTS
 }
 
-/// Splits a wire name into label starts and the hashes of its prefixes (`hashes[k]`: the
-/// first `k` labels); the number of labels, or `None` for a name not followed.
-fn split(
-    name: &[u8],
-    starts: &mut [usize; MAX_LABELS],
-    hashes: &mut [u64; MAX_LABELS + 1],
-) -> Option<usize> {
+/// Splits a wire name into label starts; the number of labels, or `None` for a name not
+/// followed.
+fn split(name: &[u8], starts: &mut [u8; MAX_LABELS]) -> Option<usize> {
     let mut at = 0;
     let mut labels = 0;
-    let mut hash = FNV_OFFSET;
     loop {
         let len = usize::from(*name.get(at)?);
-        hashes[labels] = hash;
         if len == 0 {
             return (at + 1 == name.len()).then_some(labels);
         }
         if labels == MAX_LABELS - 1 {
             return None;
         }
-        starts[labels] = at;
+        starts[labels] = u8::try_from(at).ok()?;
         labels += 1;
-        hash = fnv(hash, name.get(at..at + 1 + len)?);
+        name.get(at..at + 1 + len)?;
         at += 1 + len;
     }
 }
 
+/// The hash of a stem (the wire-format labels a name starts with): the walk's key, with its
+/// client's, and the stem's in the book.
+fn stem_hash(stem: &[u8]) -> u64 {
+    // Fixed keys: the book keeps the hashes across reloads (and the tracker is rebuilt with
+    // none of them).
+    const KEYS: ahash::RandomState = ahash::RandomState::with_seeds(
+        0x243f_6a88_85a3_08d3,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    );
+    KEYS.hash_one(stem)
+}
+
 /// The label index at which `suffix` (a wire name with its root) starts in `name`, if
 /// `name` ends with it at a label boundary.
-fn suffix_label(name: &[u8], starts: &[usize], suffix: &[u8]) -> Option<usize> {
+fn suffix_label(name: &[u8], starts: &[u8], suffix: &[u8]) -> Option<usize> {
     let at = name.len().checked_sub(suffix.len())?;
     let index = if at + 1 == name.len() {
         starts.len()
     } else {
-        starts.iter().position(|start| *start == at)?
+        starts.iter().position(|start| usize::from(*start) == at)?
     };
     (name[at..] == *suffix).then_some(index)
 }
 
 /// The label starting at `at` (without its length byte).
-fn label(name: &[u8], at: usize) -> &[u8] {
+fn label(name: &[u8], at: u8) -> &[u8] {
+    let at = usize::from(at);
     let len = usize::from(name[at]);
     name.get(at + 1..at + 1 + len).unwrap_or_default()
 }
@@ -749,6 +768,43 @@ mod tests {
             shop.stems
                 .iter()
                 .any(|(name, stem, _)| name == "big" && stem.misses == 5)
+        );
+    }
+
+    #[test]
+    fn a_stem_that_missed_nothing_takes_no_other_stems_place() {
+        let watch = watch(20);
+        // A full row of stems, each answered by the first search domain.
+        for index in 0..STEMS {
+            let name = format!("s{index}.shop.svc.cluster.local.");
+            walk(&watch, [10, 0, 0, 1], &[(&name, NOERROR)]);
+        }
+        walk(
+            &watch,
+            [10, 0, 0, 1],
+            &[("late.shop.svc.cluster.local.", NOERROR)],
+        );
+        let view = watch.tracker().view();
+        let shop = row(&view, "shop");
+        assert_eq!(shop.answered, STEMS as u64 + 1, "every walk is counted");
+        assert_eq!(shop.stems.len(), STEMS);
+        assert!(shop.stems.iter().all(|(name, _, _)| name != "late"));
+        let (name, stem, found) = &shop.stems[0];
+        assert_eq!(name, "s0");
+        assert_eq!((stem.first_step, stem.found, *found), (1, true, Some(0)));
+        // A miss does take the place of one of them.
+        walk(
+            &watch,
+            [10, 0, 0, 1],
+            &[("miss.shop.svc.cluster.local.", NXDOMAIN)],
+        );
+        let view = watch.tracker().view();
+        let shop = row(&view, "shop");
+        assert_eq!(shop.stems.len(), STEMS);
+        assert!(
+            shop.stems
+                .iter()
+                .any(|(name, stem, _)| name == "miss" && stem.misses == 1)
         );
     }
 
