@@ -119,7 +119,8 @@ struct Book {
     /// The hash of each row's name ([`fnv`]).
     name_hashes: Box<[u64]>,
     used: usize,
-    /// The hash of each stem slot's name ([`stem_hash`], never 0); 0 for an empty slot. [`STEMS`] per row, the last row `other`'s.
+    /// The hash of each stem slot's name ([`stem_hash`], never 0); 0 for an empty slot.
+    /// [`STEMS`] per row, the last row `other`'s.
     stem_hashes: Box<[u64]>,
     /// Each stem slot's figures.
     stems: Box<[StemSlot]>,
@@ -556,8 +557,8 @@ fn split(name: &[u8], starts: &mut [u8; MAX_LABELS]) -> Option<usize> {
 /// The hash of a stem (the wire-format labels a name starts with): the walk's key, with its
 /// client's, and the stem's in the book.
 fn stem_hash(stem: &[u8]) -> u64 {
-    // Fixed keys: the book keeps the hashes across reloads (and the tracker is rebuilt with
-    // none of them).
+    // Fixed keys: the book keeps its stems' hashes across reloads, and each reload makes
+    // the listeners' `Watch`es again.
     const KEYS: ahash::RandomState = ahash::RandomState::with_seeds(
         0x243f_6a88_85a3_08d3,
         0x1319_8a2e_0370_7344,
