@@ -26,6 +26,8 @@ pub(super) type ResponseBody = BoxBody<Bytes, io::Error>;
 /// What a request gets.
 pub(super) enum Outcome {
     Json(u16, Value),
+    /// JSON already encoded (a list page).
+    Encoded(u16, Vec<u8>),
     Text(u16, &'static str),
     Watch(WatchBody),
 }
@@ -33,10 +35,29 @@ pub(super) enum Outcome {
 impl Outcome {
     fn status(&self) -> u16 {
         match self {
-            Self::Json(status, _) | Self::Text(status, _) => *status,
+            Self::Json(status, _) | Self::Encoded(status, _) | Self::Text(status, _) => *status,
             Self::Watch(_) => 200,
         }
     }
+}
+
+/// A JSON response; a 429 says when to retry.
+fn json_response(status: u16, body: Vec<u8>) -> Response<ResponseBody> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if status == 429 {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 pub(super) async fn respond(
@@ -114,23 +135,8 @@ pub(super) async fn respond(
         tokio::time::sleep(latency).await;
     }
     match outcome {
-        Outcome::Json(status, body) => {
-            let mut response = Response::new(
-                Full::new(Bytes::from(serde_json::to_vec(&body).unwrap()))
-                    .map_err(|never| match never {})
-                    .boxed(),
-            );
-            *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            if status == 429 {
-                response
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-            }
-            response
-        }
+        Outcome::Json(status, body) => json_response(status, serde_json::to_vec(&body).unwrap()),
+        Outcome::Encoded(status, body) => json_response(status, body),
         Outcome::Text(status, text) => {
             let mut response = Response::new(
                 Full::new(Bytes::from_static(text.as_bytes()))
@@ -293,7 +299,7 @@ fn route(
                 watch(shared, *kind, filter, request, watch_limit, flushes)
             } else {
                 match list(shared, *kind, &filter, request) {
-                    Ok(list) => Outcome::Json(200, list),
+                    Ok(list) => Outcome::Encoded(200, list),
                     Err((status, body)) => Outcome::Json(status, body),
                 }
             }
