@@ -117,6 +117,33 @@ kubeadm_corefile() {
         sed "s|forward . /etc/resolv.conf|forward . 127.0.0.1:$((port + 4))|"
 }
 
+# The shorthand's Corefile (src/config/shorthand.rs) with prometheus on, for the tracker's
+# cost: DNS on loopback port $1, the search-path tracker `$2` (on or off), `objects $3`.
+search_path_corefile() {
+    local port=$1 mode=$2 objects=$3
+    cat <<COREFILE
+.:$port {
+    bind 127.0.0.1
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+        objects "$objects"
+    }
+    prometheus 127.0.0.1:0 {
+        search_path $mode
+    }
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
+    loop
+    loadbalance
+}
+COREFILE
+}
+
 # Waits until process $1's /ready on 127.0.0.1:$2 says 200 (up to $3 seconds); if the process
 # exits first, prints its log $4 and dies.
 wait_http_ready() {

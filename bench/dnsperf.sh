@@ -133,28 +133,7 @@ for size in $SIZES; do
     log "$size services: starting clusterdns (port $CLUSTERDNS_PORT) and knotd (port $KNOT_PORT) on CPU $SERVER_CPU"
     serve_args=(serve --objects "$objects" --listen "127.0.0.1:$CLUSTERDNS_PORT")
     if [[ -n "$SEARCH_PATH" ]]; then
-        # The shorthand's Corefile (src/config/shorthand.rs) with prometheus on.
-        cat >"$dir/Corefile" <<COREFILE
-.:$CLUSTERDNS_PORT {
-    bind 127.0.0.1
-    errors
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-        ttl 30
-        objects "$objects"
-    }
-    prometheus 127.0.0.1:0 {
-        search_path $SEARCH_PATH
-    }
-    cache 30 {
-        disable success cluster.local
-        disable denial cluster.local
-    }
-    loop
-    loadbalance
-}
-COREFILE
+        search_path_corefile "$CLUSTERDNS_PORT" "$SEARCH_PATH" "$objects" >"$dir/Corefile"
         serve_args=(serve --corefile "$dir/Corefile")
     fi
     taskset -c "$SERVER_CPU" "$clusterdns" "${serve_args[@]}" >"$dir/clusterdns.log" 2>&1 &

@@ -34,37 +34,12 @@ log "$SERVICES services: generating"
 "$gencluster" --services "$SERVICES" --out "$objects" 2>"$work/gencluster.txt"
 "$querymix" --objects "$objects" --count "$QUERIES" --out "$work/queries.txt" 2>"$work/querymix.txt"
 
-# The shorthand's Corefile (src/config/shorthand.rs) with prometheus, as bench/dnsperf.sh
-# runs it with SEARCH_PATH=on|off: port $1, tracker $2.
-corefile() {
-    cat <<COREFILE
-.:$1 {
-    bind 127.0.0.1
-    errors
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-        ttl 30
-        objects "$objects"
-    }
-    prometheus 127.0.0.1:0 {
-        search_path $2
-    }
-    cache 30 {
-        disable success cluster.local
-        disable denial cluster.local
-    }
-    loop
-    loadbalance
-}
-COREFILE
-}
-
 declare -A port pid
 port[on]=$ON_PORT
 port[off]=$OFF_PORT
 for mode in on off; do
-    corefile "${port[$mode]}" "$mode" >"$work/Corefile.$mode"
+    # The Corefile bench/dnsperf.sh runs with SEARCH_PATH=on|off.
+    search_path_corefile "${port[$mode]}" "$mode" "$objects" >"$work/Corefile.$mode"
     taskset -c "$SERVER_CPU" "$clusterdns" serve --corefile "$work/Corefile.$mode" \
         >"$work/clusterdns.$mode.log" 2>&1 &
     pid[$mode]=$!
