@@ -137,15 +137,26 @@ impl Histogram {
         }
     }
 
-    /// Records one observation: two relaxed atomic adds.
+    /// Records one observation: two relaxed atomic adds. It is on every query's path (sizes,
+    /// durations, search-path walks), so the bounds are read from the lowest up, where most
+    /// observations fall, and the sum is rounded without a call into libm.
     pub fn observe(&self, value: f64) {
-        let index = self.bounds.partition_point(|bound| *bound < value);
+        // The first bound not below the value; NaN in the first bucket.
+        let index = if value.is_nan() {
+            0
+        } else {
+            self.bounds
+                .iter()
+                .position(|bound| value <= *bound)
+                .unwrap_or(self.bounds.len())
+        };
         if let Some(bucket) = self.buckets.get(index) {
             bucket.fetch_add(1, Ordering::Relaxed);
         }
-        // `as` saturates: NaN counts as 0, an absurdly large value as u64::MAX.
+        // Not negative, so a half added then cut off rounds it. `as` saturates: NaN counts
+        // as 0, an absurdly large value as u64::MAX.
         self.sum.fetch_add(
-            (value.max(0.0) * self.scale).round() as u64,
+            (value.max(0.0) * self.scale + 0.5) as u64,
             Ordering::Relaxed,
         );
     }
@@ -448,8 +459,13 @@ mod tests {
         durations.observe(0.29);
         durations.observe(0.000_000_4);
         assert_eq!(durations.sum(), 0.29);
+        durations.observe(0.000_001_6);
+        assert_eq!(durations.sum(), 0.290_002, "to the nearest microsecond");
         durations.observe(f64::NAN);
-        assert_eq!(durations.count(), 3);
+        assert_eq!(durations.count(), 4);
+        assert_eq!(durations.sum(), 0.290_002, "NaN adds nothing");
+        let first = durations.buckets[0].load(Ordering::Relaxed);
+        assert_eq!(first, 3, "below the first bound, and NaN");
     }
 
     #[test]
