@@ -15,14 +15,16 @@
 //! [`STEMS`] stems with the most misses per namespace (a new stem takes an empty slot, and
 //! when there is none, a miss replaces the stem with the fewest; a walk that ends with the
 //! query that began it takes no slot). A query costs a hash of each stem its name may have
-//! (one to four of them), a lock of its client's shard and, for a query in a walk, a lock
-//! of the namespace book: no allocation. On a loaded server every query touches these
-//! tables, so what a query reads there is kept to a few cache lines: the walks' keys and
-//! the stems' hashes, not their names.
+//! (one to four of them) and no allocation; it takes a lock only where it may change what
+//! the lock guards: its client's shard when one of its keys is a live walk's or its walk
+//! goes on, the namespace book when its stem's figures may change. Most queries (a name
+//! the first search domain answers, a name in no walk) take none. On a loaded server
+//! every query touches these tables, so what a query reads there is kept to a few cache
+//! lines: the walks' keys and the stems' hashes, not their names.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::Stem;
@@ -70,7 +72,18 @@ struct Walk {
 /// A shard of the walks.
 #[derive(Debug)]
 struct Shard {
-    walks: Box<[Walk]>,
+    /// Each slot's walk key while its walk is live, else 0: written under the lock, read
+    /// without it. A query none of whose keys is here continues no walk, and most queries
+    /// (a name answered by the first search domain, a name in no walk) end there without
+    /// taking the lock.
+    keys: Box<[AtomicU64]>,
+    walks: Mutex<Box<[Walk]>>,
+}
+
+impl Shard {
+    fn lock(&self) -> MutexGuard<'_, Box<[Walk]>> {
+        self.walks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A name held inline (no allocation after the tracker is made).
@@ -92,6 +105,12 @@ impl<const N: usize> Inline<N> {
         self.len = len as u8;
     }
 
+    fn of(bytes: &[u8]) -> Self {
+        let mut inline = Self::EMPTY;
+        inline.set(bytes);
+        inline
+    }
+
     fn get(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
@@ -105,24 +124,29 @@ struct StemSlot {
     found_step: u8,
 }
 
-/// The namespaces seen and their stems.
+/// The namespaces seen, in the order first seen: read without a lock (a row is written
+/// once, before `used` counts it), added to under the book's.
+#[derive(Debug)]
+struct Rows {
+    names: Box<[OnceLock<Inline<63>>]>,
+    /// The hash of each row's name ([`stem_hash`]).
+    hashes: Box<[AtomicU64]>,
+    used: AtomicUsize,
+}
+
+/// The stems of each namespace: their figures and names.
 ///
-/// Every query that may start a walk finds its namespace's row and its stem here, so the
-/// search goes through compact arrays of hashes (a few cache lines) and reads a name only to
-/// confirm a hash that matched: scanning the names themselves touched about 9 KB a query,
-/// enough to push a large zone out of the CPU's caches. A stem's figures are read only when
-/// it is found, or when a miss needs a slot and the one with the fewest misses is chosen.
+/// Every query that may start a walk looks for its stem in its namespace's row, so the
+/// search goes through a compact array of hashes (the tracker's `stem_hashes`, two cache
+/// lines a row, read without the lock) and reads a name only to confirm a hash that
+/// matched: scanning the names themselves touched about 9 KB a query, enough to push a
+/// large zone out of the CPU's caches. The book is locked only when a stem's figures may
+/// change: it is held, its row has an empty slot, or a miss may take one; a stem's figures
+/// are read only when it is found, or when a miss needs a slot and the one with the fewest
+/// misses is chosen.
 #[derive(Debug)]
 struct Book {
-    /// Rows in use (up to the limit).
-    names: Box<[Inline<63>]>,
-    /// The hash of each row's name ([`fnv`]).
-    name_hashes: Box<[u64]>,
-    used: usize,
-    /// The hash of each stem slot's name ([`stem_hash`], never 0); 0 for an empty slot.
-    /// [`STEMS`] per row, the last row `other`'s.
-    stem_hashes: Box<[u64]>,
-    /// Each stem slot's figures.
+    /// Each stem slot's figures, [`STEMS`] per row, the last row `other`'s.
     stems: Box<[StemSlot]>,
     /// Each stem slot's wire-format labels (no root).
     stem_names: Box<[Inline<255>]>,
@@ -140,7 +164,11 @@ struct Counts {
 /// The tracker, one per process (its counters carry on across reloads).
 #[derive(Debug)]
 pub struct Tracker {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Shard]>,
+    rows: Rows,
+    /// The hash of each stem slot's name ([`stem_hash`], never 0); 0 for an empty slot.
+    /// Written under the book's lock, read without it.
+    stem_hashes: Box<[AtomicU64]>,
     book: Mutex<Book>,
     counts: Box<[Counts]>,
     lengths: Histogram,
@@ -176,17 +204,18 @@ impl Tracker {
         let stem_slots = (MAX_NAMESPACES + 1) * STEMS;
         Self {
             shards: (0..SHARDS)
-                .map(|_| {
-                    Mutex::new(Shard {
-                        walks: vec![Walk::default(); SLOTS].into_boxed_slice(),
-                    })
+                .map(|_| Shard {
+                    keys: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
+                    walks: Mutex::new(vec![Walk::default(); SLOTS].into_boxed_slice()),
                 })
                 .collect(),
+            rows: Rows {
+                names: (0..MAX_NAMESPACES).map(|_| OnceLock::new()).collect(),
+                hashes: (0..MAX_NAMESPACES).map(|_| AtomicU64::new(0)).collect(),
+                used: AtomicUsize::new(0),
+            },
+            stem_hashes: (0..stem_slots).map(|_| AtomicU64::new(0)).collect(),
             book: Mutex::new(Book {
-                names: vec![Inline::EMPTY; MAX_NAMESPACES].into_boxed_slice(),
-                name_hashes: vec![0; MAX_NAMESPACES].into_boxed_slice(),
-                used: 0,
-                stem_hashes: vec![0; stem_slots].into_boxed_slice(),
                 stems: vec![StemSlot::default(); stem_slots].into_boxed_slice(),
                 stem_names: vec![Inline::EMPTY; stem_slots].into_boxed_slice(),
             }),
@@ -210,16 +239,18 @@ impl Tracker {
     /// What the tracker saw, per namespace, in the order first seen, `other` last.
     pub fn view(&self) -> Vec<NamespaceView> {
         let book = self.book();
-        let rows = (0..book.used).chain(std::iter::once(OTHER));
+        let used = self.rows.used.load(Ordering::Acquire);
+        let rows = (0..used).chain(std::iter::once(OTHER));
         rows.filter_map(|row| {
             let counts = &self.counts[row];
             let namespace = if row == OTHER {
                 "other".to_owned()
             } else {
-                String::from_utf8_lossy(book.names[row].get()).into_owned()
+                let name = self.rows.names[row].get().map_or(&[][..], Inline::get);
+                String::from_utf8_lossy(name).into_owned()
             };
             let stems = (row * STEMS..(row + 1) * STEMS)
-                .filter(|&index| book.stem_hashes[index] != 0)
+                .filter(|&index| self.stem_hashes[index].load(Ordering::Relaxed) != 0)
                 .map(|index| {
                     let slot = &book.stems[index];
                     let found = slot.counts.found.then_some(slot.found_step);
@@ -245,42 +276,84 @@ impl Tracker {
     }
 }
 
-impl Book {
-    /// The row of `namespace`: its own, a new one under `limit`, else `other`'s.
-    fn row(&mut self, namespace: &[u8], limit: usize) -> usize {
-        let hash = fnv(FNV_OFFSET, namespace);
-        if let Some(row) = (0..self.used)
-            .find(|&row| self.name_hashes[row] == hash && self.names[row].get() == namespace)
-        {
+impl Tracker {
+    /// The row of `namespace`: its own, a new one under the limit, else `other`'s. Called
+    /// without the book's lock (it takes it to add a row).
+    fn row(&self, namespace: &[u8]) -> usize {
+        let hash = stem_hash(namespace);
+        if let Some(row) = self.find_row(namespace, hash) {
             return row;
         }
-        if self.used < limit.min(MAX_NAMESPACES) {
-            self.names[self.used].set(namespace);
-            self.name_hashes[self.used] = hash;
-            self.used += 1;
-            return self.used - 1;
+        let limit = self.limit().min(MAX_NAMESPACES);
+        if self.rows.used.load(Ordering::Acquire) >= limit {
+            return OTHER;
         }
-        OTHER
+        // Rows are added one at a time, under the book's lock.
+        let _book = self.book();
+        if let Some(row) = self.find_row(namespace, hash) {
+            return row;
+        }
+        let used = self.rows.used.load(Ordering::Acquire);
+        if used >= limit || self.rows.names[used].set(Inline::of(namespace)).is_err() {
+            return OTHER;
+        }
+        self.rows.hashes[used].store(hash, Ordering::Relaxed);
+        self.rows.used.store(used + 1, Ordering::Release);
+        used
     }
 
-    /// The slot of `stem` (whose [`stem_hash`] is `hash`) in `row`. A stem not held takes an
-    /// empty slot; when there is none, a `miss` takes the slot with the fewest misses, and
-    /// anything else is not kept (a stem that missed nothing would only take the place of
-    /// another, one query after the other, when more stems than [`STEMS`] are asked).
-    fn stem(&mut self, row: usize, stem: &[u8], hash: u64, miss: bool) -> Option<&mut StemSlot> {
-        let hash = hash.max(1);
+    /// The row of `namespace` (whose [`stem_hash`] is `hash`), if it has one.
+    fn find_row(&self, namespace: &[u8], hash: u64) -> Option<usize> {
+        let used = self.rows.used.load(Ordering::Acquire);
+        (0..used).find(|&row| {
+            self.rows.hashes[row].load(Ordering::Relaxed) == hash
+                && self.rows.names[row]
+                    .get()
+                    .is_some_and(|name| name.get() == namespace)
+        })
+    }
+
+    /// Whether a query for the stem whose hash is `hash` (never 0) may change figures in
+    /// `row` ([`Tracker::stem`] may give a slot): without the book's lock.
+    fn stem_may_change(&self, row: usize, hash: u64, miss: bool) -> bool {
+        miss || self.stem_hashes[row * STEMS..(row + 1) * STEMS]
+            .iter()
+            .any(|slot_hash| {
+                let slot_hash = slot_hash.load(Ordering::Acquire);
+                slot_hash == hash || slot_hash == 0
+            })
+    }
+
+    /// The slot of `stem` (whose [`stem_hash`] is `hash`, never 0) in `row`, `book` being
+    /// the book locked. A stem not held takes an empty slot; when there is none, a `miss`
+    /// takes the slot with the fewest misses, and anything else is not kept (a stem that
+    /// missed nothing would only take the place of another, one query after the other,
+    /// when more stems than [`STEMS`] are asked).
+    fn stem<'b>(
+        &self,
+        book: &'b mut Book,
+        row: usize,
+        stem: &[u8],
+        hash: u64,
+        miss: bool,
+    ) -> Option<&'b mut StemSlot> {
         let range = row * STEMS..(row + 1) * STEMS;
-        let hashes = &mut self.stem_hashes[range.clone()];
-        let names = &mut self.stem_names[range.clone()];
-        let slots = &mut self.stems[range];
+        let hashes = &self.stem_hashes[range.clone()];
+        let names = &mut book.stem_names[range.clone()];
+        let slots = &mut book.stems[range];
         let found = hashes
             .iter()
             .zip(names.iter())
-            .position(|(slot_hash, name)| *slot_hash == hash && name.get() == stem);
+            .position(|(slot_hash, name)| {
+                slot_hash.load(Ordering::Relaxed) == hash && name.get() == stem
+            });
         let index = match found {
             Some(index) => index,
             None => {
-                let index = match hashes.iter().position(|slot_hash| *slot_hash == 0) {
+                let empty = hashes
+                    .iter()
+                    .position(|slot_hash| slot_hash.load(Ordering::Relaxed) == 0);
+                let index = match empty {
                     Some(empty) => empty,
                     None if miss => slots
                         .iter()
@@ -291,7 +364,7 @@ impl Book {
                 };
                 slots[index] = StemSlot::default();
                 names[index].set(stem);
-                hashes[index] = hash;
+                hashes[index].store(hash, Ordering::Release);
                 index
             }
         };
@@ -398,6 +471,14 @@ impl Watch {
 
 impl Tracker {
     /// Counts one query whose name may stand in a walk as `candidates` say.
+    ///
+    /// Locks are taken only where a query may change what they guard: the shard's when one
+    /// of the query's keys is a live walk's there (read without the lock), or when a walk is
+    /// kept for its next step; the book's when the stem's figures may change or a
+    /// namespace is added. A query answered by the first search domain, or in no walk at
+    /// all, takes neither once its stem's row is full: most queries on a busy server. Two
+    /// queries of one client, name and type at once may then be counted as if one had come
+    /// first; a stub resolver waits for each answer before the next step of its walk.
     fn record(
         &self,
         client_hash: u64,
@@ -408,32 +489,37 @@ impl Tracker {
         now: Instant,
     ) {
         let shard = &self.shards[(client_hash as usize) % SHARDS];
-        let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
         let fresh = |walk: &Walk| {
             walk.live
                 && walk
                     .at
                     .is_some_and(|at| now.saturating_duration_since(at) < WALK_TIMEOUT)
         };
-        let continued = candidates.iter().find(|c| {
-            let walk = &shard.walks[slot(c.key)];
-            walk.key == c.key && fresh(walk) && walk.last < c.step
-        });
-        let mut book = None;
+        // A step 0 continues nothing; the others only a live walk of their key.
+        let may_continue = candidates
+            .iter()
+            .any(|c| c.step > 0 && shard.keys[slot(c.key)].load(Ordering::Acquire) == c.key);
+        let mut walks = None;
+        let continued = if may_continue {
+            let walks = walks.insert(shard.lock());
+            candidates.iter().find_map(|c| {
+                let walk = walks[slot(c.key)];
+                (walk.key == c.key && fresh(&walk) && walk.last < c.step).then_some((*c, walk))
+            })
+        } else {
+            None
+        };
         let (candidate, mut walk) = match (continued, namespace) {
-            (Some(candidate), _) => (*candidate, shard.walks[slot(candidate.key)]),
+            (Some(continued), _) => continued,
             // The first search domain starts a walk (or starts it again).
             (None, Some(namespace)) => {
                 let Some(first) = candidates.iter().find(|c| c.step == 0) else {
                     return;
                 };
-                let mut guard = self.book();
-                let row = guard.row(namespace, self.limit());
-                book = Some(guard);
                 let walk = Walk {
                     key: first.key,
                     at: None,
-                    namespace: row as u8,
+                    namespace: self.row(namespace) as u8,
                     last: 0,
                     steps: 0,
                     live: true,
@@ -449,13 +535,11 @@ impl Tracker {
         let counts = &self.counts[row];
         let as_typed = candidate.step == AS_TYPED;
         let miss = rcode == NXDOMAIN && !as_typed;
-        let mut book = book.unwrap_or_else(|| self.book());
-        let mut stem = book.stem(
-            row,
-            &name[..candidate.stem_end],
-            candidate.key ^ client_hash,
-            miss,
-        );
+        let hash = (candidate.key ^ client_hash).max(1);
+        let mut book = self.stem_may_change(row, hash, miss).then(|| self.book());
+        let mut stem = book
+            .as_deref_mut()
+            .and_then(|book| self.stem(book, row, &name[..candidate.stem_end], hash, miss));
         if let Some(stem) = stem.as_deref_mut()
             && candidate.step == 0
         {
@@ -490,7 +574,10 @@ impl Tracker {
         if walk.live || continued.is_some() {
             // A walk that ended with the query that began it never takes a slot (the walk
             // in flight there goes on).
-            shard.walks[slot(candidate.key)] = walk;
+            let at = slot(candidate.key);
+            walks.get_or_insert_with(|| shard.lock())[at] = walk;
+            let key = if walk.live { walk.key } else { 0 };
+            shard.keys[at].store(key, Ordering::Release);
         }
         if !walk.live {
             self.lengths.observe(f64::from(walk.steps));
@@ -554,17 +641,18 @@ fn split(name: &[u8], starts: &mut [u8; MAX_LABELS]) -> Option<usize> {
     }
 }
 
+/// The keys of the tracker's hashes. They are fixed: the book keeps its stems' hashes across
+/// reloads, and each reload makes the listeners' `Watch`es again.
+const KEYS: ahash::RandomState = ahash::RandomState::with_seeds(
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+);
+
 /// The hash of a stem (the wire-format labels a name starts with): the walk's key, with its
-/// client's, and the stem's in the book.
+/// client's, and the stem's in the book. Also a namespace's, for its row.
 fn stem_hash(stem: &[u8]) -> u64 {
-    // Fixed keys: the book keeps its stems' hashes across reloads, and each reload makes
-    // the listeners' `Watch`es again.
-    const KEYS: ahash::RandomState = ahash::RandomState::with_seeds(
-        0x243f_6a88_85a3_08d3,
-        0x1319_8a2e_0370_7344,
-        0xa409_3822_299f_31d0,
-        0x082e_fa98_ec4e_6c89,
-    );
     KEYS.hash_one(stem)
 }
 
@@ -606,32 +694,19 @@ pub fn dotted(wire: &[u8]) -> String {
     out
 }
 
-/// FNV-1a of `bytes`, continuing from `hash`.
-fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
-    for byte in bytes {
-        hash = (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME);
-    }
-    hash
-}
-
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0100_0000_01b3;
-
 /// The client's and the type's share of a walk key.
 fn hash_client(client: IpAddr, qtype: u16) -> u64 {
-    let hash = match client {
-        IpAddr::V4(v4) => fnv(FNV_OFFSET, &v4.octets()),
-        IpAddr::V6(v6) => fnv(FNV_OFFSET, &v6.octets()),
-    };
-    let hash = fnv(hash, &qtype.to_be_bytes());
-    // Spread over the whole word: the shard comes from the low bits, the slot from others.
-    hash ^ (hash >> 29)
+    match client {
+        IpAddr::V4(v4) => KEYS.hash_one((v4.to_bits(), qtype)),
+        IpAddr::V6(v6) => KEYS.hash_one((v6.to_bits(), qtype)),
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::codes::rcode::SERVFAIL;
 
     /// `a.b.` in wire format.
     fn wire(dotted: &str) -> Vec<u8> {
@@ -806,6 +881,88 @@ mod tests {
             shop.stems
                 .iter()
                 .any(|(name, stem, _)| name == "miss" && stem.misses == 1)
+        );
+    }
+
+    #[test]
+    fn a_walk_that_ended_is_not_continued() {
+        let watch = watch(20);
+        walk(
+            &watch,
+            [10, 0, 0, 1],
+            &[
+                ("db.shop.svc.cluster.local.", NXDOMAIN),
+                ("db.svc.cluster.local.", NOERROR),
+            ],
+        );
+        // The next step of that walk, had it not ended: in no walk (it has no namespace).
+        walk(&watch, [10, 0, 0, 1], &[("db.cluster.local.", NXDOMAIN)]);
+        let view = watch.tracker().view();
+        let shop = row(&view, "shop");
+        assert_eq!((shop.wasted, shop.answered, shop.unanswered), (1, 1, 0));
+        assert_eq!(watch.tracker().lengths.count(), 1);
+        assert_eq!(watch.tracker().lengths.sum(), 2.0);
+        // Unanswered there, it goes on.
+        walk(
+            &watch,
+            [10, 0, 0, 1],
+            &[
+                ("db.shop.svc.cluster.local.", NXDOMAIN),
+                ("db.svc.cluster.local.", SERVFAIL),
+                ("db.cluster.local.", NXDOMAIN),
+            ],
+        );
+        let view = watch.tracker().view();
+        assert_eq!(row(&view, "shop").wasted, 3);
+    }
+
+    #[test]
+    fn walks_on_many_threads_at_once_are_each_counted_once() {
+        const THREADS: u8 = 8;
+        const WALKS: u8 = 50;
+        let watch = watch(20);
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let watch = &watch;
+                scope.spawn(move || {
+                    for index in 0..WALKS {
+                        // Each thread its own clients, every thread the same namespaces in
+                        // another order: rows are added while others read them.
+                        let namespace = format!("ns{}", (index + thread) % 10);
+                        let first = format!("web.{namespace}.{namespace}.svc.cluster.local.");
+                        let second = format!("web.{namespace}.svc.cluster.local.");
+                        walk(
+                            watch,
+                            [10, thread, index, 1],
+                            &[(&first, NXDOMAIN), (&second, NOERROR)],
+                        );
+                    }
+                });
+            }
+        });
+        let view = watch.tracker().view();
+        let mut namespaces: Vec<&str> = view.iter().map(|v| v.namespace.as_str()).collect();
+        namespaces.sort_unstable();
+        let expected: Vec<String> = (0..10).map(|index| format!("ns{index}")).collect();
+        assert_eq!(namespaces, expected, "each namespace once, no other");
+        let per_namespace = u64::from(THREADS) * u64::from(WALKS) / 10;
+        for namespace in &view {
+            assert_eq!(
+                (namespace.wasted, namespace.answered),
+                (per_namespace, per_namespace),
+                "{}",
+                namespace.namespace
+            );
+            let (name, stem, step) = &namespace.stems[0];
+            assert_eq!(name, &format!("web.{}", namespace.namespace));
+            assert_eq!(
+                (stem.misses, stem.first_step, *step),
+                (per_namespace, per_namespace, Some(1))
+            );
+        }
+        assert_eq!(
+            watch.tracker().lengths.count(),
+            u64::from(THREADS) * u64::from(WALKS)
         );
     }
 
