@@ -6,13 +6,13 @@
 # drifts of a shared machine, which move whole runs of `SEARCH_PATH=on|off bench/dnsperf.sh`
 # by more than the tracker costs, fall on both halves of a pair.
 #
-#   bench/tracker-paired.sh                        # 10,000 Services, 10 rounds of 5 s
+#   bench/tracker-paired.sh                        # 10,000 Services, 16 rounds of 5 s
 #   SERVICES=100 ROUNDS=20 bench/tracker-paired.sh
 #   CLUSTERDNS=/path/to/old/clusterdns bench/tracker-paired.sh
 set -euo pipefail
 
 SERVICES=${SERVICES:-10000}
-ROUNDS=${ROUNDS:-10}
+ROUNDS=${ROUNDS:-16}
 DURATION=${DURATION:-5}
 QUERIES=${QUERIES:-100000}
 SERVER_CPU=${SERVER_CPU:-0}
