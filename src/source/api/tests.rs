@@ -96,6 +96,47 @@ fn a_relist_updates_in_place_and_removes_what_it_did_not_see() {
 }
 
 #[test]
+fn a_first_list_removes_what_was_held_before_it_and_not_listed() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut state = WatchState::new(vec![Kind::Service], publisher());
+    // Held before the first list: read from a snapshot file at the start.
+    state.publisher.insert_listed(*service("shop", "old"));
+    state.publisher.insert_listed(*service("shop", "web"));
+    for change in [
+        Change::Init(Kind::Service),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(service("shop", "cart")),
+        Change::InitDone(Kind::Service),
+    ] {
+        state.apply(change, &status);
+    }
+    assert!(state.complete());
+    assert_eq!(names(&state), ["shop/cart", "shop/web"]);
+}
+
+#[test]
+fn a_list_that_began_with_nothing_held_keeps_all_it_listed() {
+    let status = ApiStatus::new("cluster.local.");
+    let mut state = WatchState::new(vec![Kind::Namespace, Kind::Service], publisher());
+    for change in [
+        Change::Init(Kind::Service),
+        Change::Upsert(service("shop", "web")),
+        Change::Upsert(service("shop", "db")),
+        Change::InitDone(Kind::Service),
+        // Every Service deleted, then listed again: nothing held as that list begins.
+        Change::Delete(Kind::Service, ObjectKey::new("shop", "web")),
+        Change::Delete(Kind::Service, ObjectKey::new("shop", "db")),
+        Change::Init(Kind::Service),
+        Change::Upsert(service("shop", "cart")),
+        Change::InitDone(Kind::Service),
+    ] {
+        state.apply(change, &status);
+    }
+    assert_eq!(names(&state), ["shop/cart"]);
+    assert!(state.listing.is_empty());
+}
+
+#[test]
 fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
     let status = ApiStatus::new("cluster.local.");
     let mut state = WatchState::new(vec![Kind::Namespace, Kind::Service], publisher());
