@@ -9,6 +9,12 @@
 #   bench/tracker-paired.sh                        # 10,000 Services, 16 rounds of 5 s
 #   SERVICES=100 ROUNDS=20 bench/tracker-paired.sh
 #   CLUSTERDNS=/path/to/old/clusterdns bench/tracker-paired.sh
+#   AGAINST=/path/to/old/clusterdns bench/tracker-paired.sh   # two builds, the tracker on in both
+#
+# With AGAINST, the pair is two binaries instead: "on" is this build ($CLUSTERDNS) and "off"
+# the binary AGAINST names, both on the same Corefile with the tracker on (the default
+# wherever prometheus is), so the ratio is the new build's queries per CPU-second against
+# the old's.
 set -euo pipefail
 
 SERVICES=${SERVICES:-10000}
@@ -34,13 +40,22 @@ log "$SERVICES services: generating"
 "$gencluster" --services "$SERVICES" --out "$objects" 2>"$work/gencluster.txt"
 "$querymix" --objects "$objects" --count "$QUERIES" --out "$work/queries.txt" 2>"$work/querymix.txt"
 
-declare -A port pid
+declare -A port pid binary tracker
 port[on]=$ON_PORT
 port[off]=$OFF_PORT
+binary[on]=$clusterdns
+binary[off]=${AGAINST:-$clusterdns}
+tracker[on]=on
+tracker[off]=${AGAINST:+on}
+tracker[off]=${tracker[off]:-off}
+if [[ -n "${AGAINST:-}" ]]; then
+    [[ -x "$AGAINST" ]] || die "AGAINST=$AGAINST is not an executable"
+    log "this build (on) against $AGAINST (off), the tracker on in both"
+fi
 for mode in on off; do
     # The Corefile bench/dnsperf.sh runs with SEARCH_PATH=on|off.
-    search_path_corefile "${port[$mode]}" "$mode" "$objects" >"$work/Corefile.$mode"
-    taskset -c "$SERVER_CPU" "$clusterdns" serve --corefile "$work/Corefile.$mode" \
+    search_path_corefile "${port[$mode]}" "${tracker[$mode]}" "$objects" >"$work/Corefile.$mode"
+    taskset -c "$SERVER_CPU" "${binary[$mode]}" serve --corefile "$work/Corefile.$mode" \
         >"$work/clusterdns.$mode.log" 2>&1 &
     pid[$mode]=$!
     pids+=("${pid[$mode]}")
