@@ -46,10 +46,10 @@ port[off]=$OFF_PORT
 binary[on]=$clusterdns
 binary[off]=${AGAINST:-$clusterdns}
 tracker[on]=on
-tracker[off]=${AGAINST:+on}
-tracker[off]=${tracker[off]:-off}
+tracker[off]=off
 if [[ -n "${AGAINST:-}" ]]; then
     [[ -x "$AGAINST" ]] || die "AGAINST=$AGAINST is not an executable"
+    tracker[off]=on
     log "this build (on) against $AGAINST (off), the tracker on in both"
 fi
 for mode in on off; do
