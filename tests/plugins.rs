@@ -6,6 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::common::binary::{TestServer, http_get};
+use crate::common::ports::on_free_ports;
 use crate::common::upstream::{Behaviour, TestUpstream};
 use crate::common::{Reply, TempCorefile, expect, query, read, runtime};
 
@@ -423,15 +424,14 @@ fn relay_to(target: SocketAddr) -> SocketAddr {
 #[test]
 fn a_forwarding_loop_is_reported_and_the_cluster_zone_still_answers() {
     // The port is known before the server starts, so the relay can point at it.
-    let port = {
-        let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
-    let relay = relay_to(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
-    let corefile = TempCorefile::new(&format!(
-        ".:{port} {{\n bind 127.0.0.1\n kubernetes cluster.local {{\n  objects {{FIXTURES}}/shop.json\n }}\n forward . {relay}\n loop\n}}\n"
-    ));
-    let server = serve(&corefile);
+    let (server, _corefile) = on_free_ports(|[port]| {
+        let relay = relay_to(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+        let corefile = TempCorefile::new(&format!(
+            ".:{port} {{\n bind 127.0.0.1\n kubernetes cluster.local {{\n  objects {{FIXTURES}}/shop.json\n }}\n forward . {relay}\n loop\n}}\n"
+        ));
+        TestServer::try_start(&["serve", "--corefile", corefile.path.to_str().unwrap()])
+            .map(|server| (server, corefile))
+    });
     server.wait_log("loop detected", Duration::from_secs(20));
     assert_eq!(
         server.ask_udp("web.shop.svc.cluster.local.", "A").rcode,

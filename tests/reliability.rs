@@ -6,6 +6,7 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use crate::common::binary::{TestServer, http_get};
+use crate::common::ports::on_free_ports;
 use crate::common::{Reply, TempCorefile, fixture, query};
 
 fn shop() -> String {
@@ -530,20 +531,12 @@ fn tcp_drops_responses_and_empty_frames_and_answers_what_follows() {
     );
 }
 
-/// A loopback port free for UDP and TCP just now.
-fn free_port() -> u16 {
-    loop {
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let port = udp.local_addr().unwrap().port();
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 /// A server on `port` (0: any) serving the fixture and forwarding the rest to `upstream`
-/// as kubeadm does, without *loop*.
-fn forwarding_server(port: u16, upstream: SocketAddr) -> (TestServer, TempCorefile) {
+/// as kubeadm does, without *loop*; its log if it did not start.
+fn forwarding_server(
+    port: u16,
+    upstream: SocketAddr,
+) -> Result<(TestServer, TempCorefile), String> {
     let corefile = TempCorefile::new(&format!(
         ".:{port} {{
     bind 127.0.0.1
@@ -557,8 +550,8 @@ fn forwarding_server(port: u16, upstream: SocketAddr) -> (TestServer, TempCorefi
 }}
 "
     ));
-    let server = TestServer::start(&["serve", "--corefile", corefile.path.to_str().unwrap()]);
-    (server, corefile)
+    let server = TestServer::try_start(&["serve", "--corefile", corefile.path.to_str().unwrap()])?;
+    Ok((server, corefile))
 }
 
 /// What a server's `coredns_dns_requests_total` series add up to.
@@ -572,9 +565,12 @@ fn requests_total(server: &TestServer) -> f64 {
 
 #[test]
 fn two_servers_forwarding_to_each_other_answer_servfail_at_once() {
-    let port_b = free_port();
-    let (a, _a_file) = forwarding_server(0, SocketAddr::from(([127, 0, 0, 1], port_b)));
-    let (b, _b_file) = forwarding_server(port_b, a.addr);
+    // b's port is chosen first, for a to point at it; a, on any port, may take it.
+    let ((a, _a_file), (b, _b_file), port_b) = on_free_ports(|[port_b]| {
+        let a = forwarding_server(0, SocketAddr::from(([127, 0, 0, 1], port_b)))?;
+        let b = forwarding_server(port_b, a.0.addr)?;
+        Ok((a, b, port_b))
+    });
     assert_eq!(b.addr.port(), port_b);
     let started = Instant::now();
     let reply = a.ask_udp("loop.example.com.", "A");
@@ -600,7 +596,7 @@ fn two_clients_asking_the_same_name_at_once_is_not_a_loop() {
     let upstream = runtime.block_on(crate::common::upstream::TestUpstream::start(
         crate::common::upstream::Behaviour::Delay(Duration::from_millis(500)),
     ));
-    let (server, _file) = forwarding_server(0, upstream.addr);
+    let (server, _file) = forwarding_server(0, upstream.addr).unwrap();
     let packet = query("same.example.com.", "A", Some(1232));
     // Two clients, neither of them the upstream's address (127.0.0.1).
     let clients: Vec<UdpSocket> = ["127.0.0.2:0", "127.0.0.3:0"]

@@ -244,14 +244,21 @@ fn tcp_messages_split_across_reads_are_answered_when_whole() {
     drop(upstream);
 }
 
-/// The UDP sockets bound to `port` on 127.0.0.1, from /proc/net/udp.
+/// The UDP sockets bound to `port` on 127.0.0.1, as `ss` reads them from the kernel with
+/// the port as its filter. /proc/net/udp is not used: it is read a page at a time, and
+/// sockets other tests open and close between two pages shift lines past the reader.
 fn udp_sockets_on(port: u16) -> usize {
-    let table = std::fs::read_to_string("/proc/net/udp").unwrap();
-    let local = format!("0100007F:{port:04X}");
+    let output = Command::new("ss")
+        .args(["-H", "-n", "-u", "-a", "src"])
+        .arg(format!("127.0.0.1:{port}"))
+        .output()
+        .expect("ss (iproute2) runs");
+    assert!(output.status.success(), "{output:?}");
+    let table = String::from_utf8(output.stdout).unwrap();
+    let local = format!("127.0.0.1:{port}");
     table
         .lines()
-        .skip(1)
-        .filter(|line| line.split_whitespace().nth(1) == Some(local.as_str()))
+        .filter(|line| line.split_whitespace().nth(3) == Some(local.as_str()))
         .count()
 }
 

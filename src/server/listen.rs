@@ -24,8 +24,8 @@ pub struct Listener {
     pub addr: SocketAddr,
 }
 
-/// How many ports to try when port 0 asks for any free one and TCP finds the port UDP got
-/// already taken.
+/// How many ports to try when port 0 asks for any free one and TCP, or the UDP group, finds
+/// the port a lone UDP socket got already taken.
 const PORT_ATTEMPTS: usize = 32;
 
 /// How long a UDP worker's receive waits before it looks whether it should stop. Stopping
@@ -64,16 +64,31 @@ async fn bind_pair_on(addr: SocketAddr, udp_sockets: usize) -> io::Result<Listen
         let tcp = bind_tcp(addr).map_err(|e| context(e, "tcp", addr))?;
         return Ok(Listener { udp, tcp, addr });
     }
+    // Port 0 is found by a lone UDP socket, not by the group's first: Linux gives a socket
+    // with `SO_REUSEPORT` a port another group of the same user already holds (it could
+    // join it), and that group would then take a share of our datagrams. A socket without
+    // it is only given a port nothing holds. The group takes the port once the lone socket
+    // is closed; if anything came between, the next port is tried.
     let mut last = None;
     for _ in 0..PORT_ATTEMPTS {
-        let first = bind_udp(addr).map_err(|e| context(e, "udp", addr))?;
-        let bound = first.local_addr()?;
-        match bind_tcp(bound) {
-            Ok(tcp) => {
-                let mut udp = vec![first];
-                for _ in 1..udp_sockets {
-                    udp.push(bind_udp(bound).map_err(|e| context(e, "udp", bound))?);
-                }
+        let lone = socket(addr, Type::DGRAM, Protocol::UDP)
+            .and_then(|socket| socket.bind(&addr.into()).map(|()| socket))
+            .map_err(|e| context(e, "udp", addr))?;
+        let bound = lone
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("a UDP socket without an IP address"))?;
+        let tcp = match bind_tcp(bound) {
+            Ok(tcp) => tcp,
+            Err(error) if error.kind() == io::ErrorKind::AddrInUse => {
+                last = Some(context(error, "tcp", bound));
+                continue;
+            }
+            Err(error) => return Err(context(error, "tcp", bound)),
+        };
+        drop(lone);
+        match bind_udp_group(bound, udp_sockets) {
+            Ok(udp) => {
                 return Ok(Listener {
                     udp,
                     tcp,
@@ -81,7 +96,7 @@ async fn bind_pair_on(addr: SocketAddr, udp_sockets: usize) -> io::Result<Listen
                 });
             }
             Err(error) if error.kind() == io::ErrorKind::AddrInUse => last = Some(error),
-            Err(error) => return Err(context(error, "tcp", bound)),
+            Err(error) => return Err(error),
         }
     }
     Err(last.unwrap_or_else(|| io::Error::other("no free port for UDP and TCP together")))
@@ -165,4 +180,34 @@ pub fn local_ips(addrs: &[SocketAddr]) -> Vec<IpAddr> {
     let mut seen = std::collections::HashSet::new();
     ips.retain(|ip| seen.insert(*ip));
     ips
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Port 0 never lands on a port another `SO_REUSEPORT` group of this user holds, which
+    /// a first socket with `SO_REUSEPORT` would be given (and share) about once in 28 tries
+    /// with a thousand such ports held.
+    #[tokio::test]
+    async fn port_0_never_shares_a_port_another_group_holds() {
+        crate::limits::raise_nofile().unwrap();
+        let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let others: Vec<std::net::UdpSocket> =
+            (0..1000).map(|_| bind_udp(loopback).unwrap()).collect();
+        let held: std::collections::HashSet<u16> = others
+            .iter()
+            .map(|socket| socket.local_addr().unwrap().port())
+            .collect();
+        for _ in 0..200 {
+            let listeners = bind_all(&[loopback], 2).await.unwrap();
+            let port = listeners[0].addr.port();
+            assert!(!held.contains(&port), "port {port} is another group's");
+            for udp in &listeners[0].udp {
+                assert_eq!(udp.local_addr().unwrap().port(), port);
+            }
+            assert_eq!(listeners[0].tcp.local_addr().unwrap().port(), port);
+        }
+    }
 }

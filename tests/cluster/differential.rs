@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{
-    InCluster, configmap_corefile, private_turn, serve_corefile, service_account_kubeconfig,
-};
+use super::{InCluster, configmap_corefile, private_turn, service_account_kubeconfig};
+use crate::common::binary::TestServer;
 use crate::common::cluster::Cluster;
-use crate::common::coredns::{CoreDns, free_port};
+use crate::common::coredns::CoreDns;
+use crate::common::ports::on_free_ports;
 use crate::common::upstream::{Behaviour, TestUpstream};
 use crate::common::{read, runtime};
 use compare::{Difference, Known, Pass, Seen};
@@ -96,15 +96,20 @@ fn side(cluster: &Cluster, upstream: SocketAddr, mode: &'static str) -> Side {
         &cluster.url(),
     );
     let connection = format!("kubeconfig {}", kubeconfig.display());
-    let ports = || [free_port(), free_port(), free_port(), free_port()];
-    let theirs = ports();
-    let coredns = CoreDns::start(
-        &kubeadm(&configmap, theirs, &connection, upstream, mode),
-        theirs[0],
-        theirs[2],
-    );
-    let ours = ports();
-    let clusterdns = serve_corefile(dir, &kubeadm(&configmap, ours, &connection, upstream, mode));
+    let (coredns, theirs) = on_free_ports(|theirs| {
+        let corefile = kubeadm(&configmap, theirs, &connection, upstream, mode);
+        CoreDns::try_start(&corefile, theirs[0], theirs[2]).map(|coredns| (coredns, theirs))
+    });
+    let path = dir.path().join("Corefile");
+    let server = on_free_ports(|ours| {
+        std::fs::write(
+            &path,
+            kubeadm(&configmap, ours, &connection, upstream, mode),
+        )
+        .unwrap();
+        TestServer::try_start(&["serve", "--corefile", path.to_str().unwrap()])
+    });
+    let clusterdns = InCluster { server, dir };
     cluster.wait("clusterdns ready", Duration::from_secs(60), || {
         clusterdns.http_get("ready", "/ready").0 == 200
     });
@@ -531,7 +536,6 @@ fn check(cluster: &Cluster, namespaces: usize, services: usize, rounds: usize) -
                 &asked,
                 round,
                 threads,
-                false,
                 documented,
             );
             pass.absorb(more);
@@ -565,7 +569,6 @@ fn check(cluster: &Cluster, namespaces: usize, services: usize, rounds: usize) -
                 &questions,
                 round + 3,
                 threads,
-                true,
                 documented,
             );
             pass.absorb(more);

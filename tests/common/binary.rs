@@ -35,7 +35,19 @@ impl TestServer {
 
     /// Starts `COMMAND ARGS...` (clusterdns behind a wrapper that execs it, such as
     /// taskset) and waits for it to listen on UDP and TCP.
-    pub fn start_with(mut command: Command, args: &[&str]) -> Self {
+    pub fn start_with(command: Command, args: &[&str]) -> Self {
+        Self::try_start_with(command, args)
+            .unwrap_or_else(|log| panic!("server did not start:\n{log}"))
+    }
+
+    /// Starts `clusterdns ARGS...`, or gives back its log if it did not come to listen (it
+    /// exited, or said nothing within a minute).
+    pub fn try_start(args: &[&str]) -> Result<Self, String> {
+        Self::try_start_with(Command::new(env!("CARGO_BIN_EXE_clusterdns")), args)
+    }
+
+    /// [`TestServer::start_with`], giving back the log if the server did not come to listen.
+    pub fn try_start_with(mut command: Command, args: &[&str]) -> Result<Self, String> {
         let mut child = command
             .args(args)
             .env("RUST_LOG", "info")
@@ -80,7 +92,9 @@ impl TestServer {
             }
             Err(_) => {
                 let _ = child.kill();
-                panic!("server did not start:\n{}", log.lock().unwrap());
+                let _ = child.wait();
+                let log = log.lock().unwrap().clone();
+                return Err(log);
             }
         };
         // TCP is bound before the log line; give the accept loop a moment to run.
@@ -88,12 +102,12 @@ impl TestServer {
         while TcpStream::connect(addr).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self {
+        Ok(Self {
             child,
             addr,
             log,
             stdout,
-        }
+        })
     }
 
     /// What the server wrote to stdout so far (the *log* and *errors* plugins).

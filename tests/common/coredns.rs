@@ -2,24 +2,13 @@
 //! from a Corefile on ports the test chose, for side-by-side tests (tests/cluster/differential.rs).
 
 use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::binary::http_get;
-
-/// A free port on 127.0.0.1 for UDP and TCP both (nothing holds it once this returns).
-pub fn free_port() -> u16 {
-    loop {
-        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
 
 /// The CoreDNS binary among the peers, if it is built.
 pub fn binary() -> Option<PathBuf> {
@@ -53,6 +42,11 @@ impl CoreDns {
     /// Starts `coredns -conf` on `corefile`, which serves DNS on `dns` and has `ready` on
     /// `ready`; waits until `/ready` says 200 (every plugin, *kubernetes* included, synced).
     pub fn start(corefile: &str, dns: u16, ready: u16) -> Self {
+        Self::try_start(corefile, dns, ready).unwrap_or_else(|log| panic!("{log}"))
+    }
+
+    /// [`CoreDns::start`], giving back what it printed if it exited before it was ready.
+    pub fn try_start(corefile: &str, dns: u16, ready: u16) -> Result<Self, String> {
         let binary = binary().expect("CoreDNS is built (bench/peers/build.sh)");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Corefile");
@@ -67,19 +61,20 @@ impl CoreDns {
             .spawn()
             .expect("start coredns");
         let log = Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
         for stream in [
             Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
             Box::new(child.stderr.take().unwrap()),
         ] {
             let sink = Arc::clone(&log);
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { break };
                     let mut log = sink.lock().unwrap();
                     log.push_str(&line);
                     log.push('\n');
                 }
-            });
+            }));
         }
         let mut coredns = Self {
             child,
@@ -91,10 +86,14 @@ impl CoreDns {
         let ready = SocketAddr::from(([127, 0, 0, 1], ready));
         loop {
             if let Ok(Some(status)) = coredns.child.try_wait() {
-                panic!("coredns exited ({status}):\n{}", coredns.log());
+                // Its output read to the end, for the error it exited with.
+                for reader in readers {
+                    let _ = reader.join();
+                }
+                return Err(format!("coredns exited ({status}):\n{}", coredns.log()));
             }
             if std::net::TcpStream::connect(ready).is_ok() && http_get(ready, "/ready").0 == 200 {
-                return coredns;
+                return Ok(coredns);
             }
             assert!(
                 Instant::now() < deadline,

@@ -16,6 +16,7 @@ pub mod helm;
 pub mod names;
 pub mod netns;
 pub mod partition;
+pub mod ports;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

@@ -313,7 +313,6 @@ pub(super) fn pass(
     questions: &[Question],
     offset: usize,
     threads: usize,
-    churning: bool,
     documented: fn(&Difference) -> bool,
 ) -> Pass {
     let chunk = questions.len().div_ceil(threads.max(1)).max(1);
@@ -332,7 +331,6 @@ pub(super) fn pass(
                             question,
                             variant,
                             mode,
-                            churning,
                             documented,
                         };
                         compare(&mut a, &mut b, &asked, &mut out);
@@ -365,9 +363,6 @@ struct Asked<'a> {
     question: &'a Question,
     variant: Variant,
     mode: &'static str,
-    /// Slices are changing: a difference is asked again for up to a second before it counts
-    /// (idle, once at once: a reply the servers do not repeat is a difference all the same).
-    churning: bool,
     /// Whether a difference is one docs/differences.md lists: those are not asked again.
     documented: fn(&Difference) -> bool,
 }
@@ -393,24 +388,18 @@ fn compare(a: &mut Client, b: &mut Client, asked: &Asked<'_>, out: &mut Pass) {
         out.differences.push(difference);
         return;
     }
-    let (tries, pause) = if asked.churning {
-        (10, Duration::from_millis(100))
-    } else {
-        (1, Duration::ZERO)
-    };
+    // One server may be a moment behind the other on a change: during churn, and idle too
+    // (the controllers can still be writing the slices of pods kwok has just made ready).
+    // So a difference is asked again, 100 ms apart, for up to a second, and counts only if
+    // it is there every time; the last one seen is the one reported.
     let mut last = difference.clone();
-    for _ in 0..tries {
-        std::thread::sleep(pause);
+    for _ in 0..RETRIES {
+        std::thread::sleep(RETRY_PAUSE);
         let again = (a.ask(question, variant), b.ask(question, variant));
         let found = aspects(&again.0, &again.1);
         if found.is_empty() {
             out.transient += 1;
             out.transient_example.get_or_insert(difference);
-            return;
-        }
-        // The same difference again is settled; a changing one is still moving.
-        if found == last.aspects && again.0 == last.coredns && again.1 == last.clusterdns {
-            out.differences.push(last);
             return;
         }
         last = Difference {
@@ -422,6 +411,10 @@ fn compare(a: &mut Client, b: &mut Client, asked: &Asked<'_>, out: &mut Pass) {
     }
     out.differences.push(last);
 }
+
+/// How many times a difference is asked again, and how far apart, before it counts.
+const RETRIES: usize = 10;
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 /// A difference between CoreDNS and clusterdns that docs/differences.md describes, and how
 /// to recognise it in a pair of replies.
