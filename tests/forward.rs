@@ -15,6 +15,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode}
 use hickory_proto::rr::{Name, RData, RecordType};
 use tokio_util::sync::CancellationToken;
 
+use crate::common::forward_metrics::Reading;
 use crate::common::upstream::{Behaviour, TestUpstream, WRONG_IP, dead_addr};
 
 const CLIENT_ID: u16 = 4321;
@@ -99,20 +100,6 @@ async fn wait_until(what: &str, condition: impl Fn() -> bool) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// The process's forward metrics as exposed.
-fn metrics_text() -> String {
-    let mut out = Exposition::new();
-    forward_metrics().collect(&mut out);
-    out.finish()
-}
-
-/// The value of the sample `series` (name and labels as exposed), if present.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map(|value| value.parse().unwrap())
 }
 
 #[tokio::test]
@@ -237,12 +224,12 @@ async fn force_tcp_and_prefer_udp_choose_the_upstream_transport() {
 async fn connections_are_reused_and_counted() {
     let upstream = TestUpstream::start(Behaviour::Answer).await;
     let forwarder = forwarder(&config(&[upstream.addr]));
+    let before = Reading::now();
     for _ in 0..3 {
         reply(forwarder.forward(&query(), Transport::Udp).await);
         reply(forwarder.forward(&query(), Transport::Tcp).await);
     }
     assert_eq!(upstream.connections(), 1);
-    let text = metrics_text();
     let to = upstream.addr;
     for (series, value) in [
         ("coredns_proxy_conn_cache_hits_total", "udp", 2.0),
@@ -256,7 +243,12 @@ async fn connections_are_reused_and_counted() {
             value,
         )
     }) {
-        assert_eq!(sample(&text, &series), Some(value), "{series}\n{text}");
+        assert_eq!(
+            before.since(&series),
+            value,
+            "{series}\n{}",
+            Reading::now().text()
+        );
     }
 }
 
@@ -424,6 +416,7 @@ async fn a_failing_upstream_is_health_checked_down_and_back_up() {
     config.health_check = Duration::from_millis(50);
     let forwarder = Arc::new(forwarder(&config));
     let shutdown = CancellationToken::new();
+    let before = Reading::now();
     forwarder.start(shutdown.clone());
 
     // Healthy: no health checks at all (CoreDNS checks only after a failure).
@@ -443,7 +436,7 @@ async fn a_failing_upstream_is_health_checked_down_and_back_up() {
         "coredns_proxy_healthcheck_failures_total{{proxy_name=\"forward\",to=\"{}\"}}",
         flaky.addr
     );
-    assert!(sample(&metrics_text(), &failures).unwrap() >= 2.0);
+    assert!(before.since(&failures) >= 2.0);
 
     // Down: skipped without a wait.
     let asked = flaky.queries();
@@ -729,6 +722,7 @@ async fn an_upstream_that_is_this_server_is_dropped_with_a_warning() {
 async fn metrics_are_written_under_coredns_names() {
     let upstream = TestUpstream::start(Behaviour::Answer).await;
     let forwarder = forwarder(&config(&[upstream.addr]));
+    let before = Reading::now();
     reply(forwarder.forward(&query(), Transport::Udp).await);
     upstream.set(Behaviour::Rcode(3));
     reply(forwarder.forward(&query(), Transport::Udp).await);
@@ -764,7 +758,7 @@ async fn metrics_are_written_under_coredns_names() {
             1.0,
         ),
     ] {
-        assert_eq!(sample(&text, &series), Some(value), "{series}\n{text}");
+        assert_eq!(before.since(&series), value, "{series}\n{text}");
     }
     for family in [
         "coredns_forward_healthcheck_broken_total",

@@ -7,14 +7,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use clusterdns::config::{ForwardConfig, ForwardPolicy, parse_corefile};
-use clusterdns::forward::{ForwardError, Forwarded, Forwarder, Timeouts, forward_metrics};
-use clusterdns::metrics::{Collect, Exposition};
+use clusterdns::forward::{ForwardError, Forwarded, Forwarder, Timeouts};
 use clusterdns::server::Transport;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 
 use crate::common::binary::TestServer;
 use crate::common::dot::{DotFiles, SERVER_NAME};
+use crate::common::forward_metrics::Reading;
 use crate::common::upstream::{Behaviour, TestUpstream, WRONG_IP};
 use crate::common::{TempCorefile, expect};
 
@@ -79,23 +79,12 @@ async fn wait_until(what: &str, condition: impl Fn() -> bool) {
     }
 }
 
-fn metrics_text() -> String {
-    let mut out = Exposition::new();
-    forward_metrics().collect(&mut out);
-    out.finish()
-}
-
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |value| value.parse().unwrap())
-}
-
 #[tokio::test]
 async fn queries_go_over_tls_and_reuse_one_connection() {
     let (upstream, files) = TestUpstream::start_tls(Behaviour::Answer, false).await;
     let config = dot_config(upstream.addr, &files, SERVER_NAME, "");
     let forwarder = Forwarder::with_timeouts(&config, &[], short());
+    let before = Reading::now();
     for i in 0..20u16 {
         // A UDP client too: a tls:// upstream is asked over TLS whatever the client used.
         let client = if i % 2 == 0 {
@@ -117,35 +106,31 @@ async fn queries_go_over_tls_and_reuse_one_connection() {
         (1, 1),
         "one connection and one handshake for twenty queries in a row"
     );
-    let text = metrics_text();
     let to = upstream.addr.to_string();
     let labels = format!("proxy_name=\"forward\",to=\"{to}\",proto=\"tcp-tls\"");
-    assert_eq!(
-        sample(
-            &text,
-            &format!("coredns_proxy_conn_cache_misses_total{{{labels}}}")
+    for (series, value) in [
+        (
+            format!("coredns_proxy_conn_cache_misses_total{{{labels}}}"),
+            1.0,
         ),
-        1.0,
-        "{text}"
-    );
-    assert_eq!(
-        sample(
-            &text,
-            &format!("coredns_proxy_conn_cache_hits_total{{{labels}}}")
+        (
+            format!("coredns_proxy_conn_cache_hits_total{{{labels}}}"),
+            19.0,
         ),
-        19.0,
-        "{text}"
-    );
-    assert_eq!(
-        sample(
-            &text,
-            &format!(
+        (
+            format!(
                 "coredns_proxy_request_duration_seconds_count{{proxy_name=\"forward\",to=\"{to}\",rcode=\"NOERROR\"}}"
-            )
+            ),
+            20.0,
         ),
-        20.0,
-        "{text}"
-    );
+    ] {
+        assert_eq!(
+            before.since(&series),
+            value,
+            "{series}\n{}",
+            Reading::now().text()
+        );
+    }
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cluster;
 pub mod coredns;
 pub mod dot;
+pub mod forward_metrics;
 pub mod golden;
 pub mod helm;
 pub mod names;
