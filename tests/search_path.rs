@@ -178,3 +178,47 @@ fn wait_for(server: &TestServer, text: &str) -> String {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The server asks an ExternalName's target through itself (CoreDNS's `Upstream.Lookup`),
+/// with the client's address; that lookup is the server's, not a step of the client's walk.
+/// A client whose walk for the target's name is under way (a pod that asked
+/// `www.example.com` and is trying its search list, or whose walk's next steps went to
+/// another replica) then asks the ExternalName: its walk must neither end nor count as
+/// answered by the server's own lookup.
+#[test]
+fn a_cname_chase_is_not_a_step_of_the_clients_walk() {
+    let upstream = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["www.example.com"]);
+    let dir = tempfile::tempdir().unwrap();
+    let corefile = dir.path().join("Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:0 {{\n    bind 127.0.0.1\n    prometheus 127.0.0.1:0\n    kubernetes cluster.local {{\n        objects \"{}\"\n    }}\n    forward . {}\n}}\n",
+            fixture("rules.json").display(),
+            upstream.addr
+        ),
+    )
+    .unwrap();
+    let server = TestServer::start(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    // The first step of a walk for www.example.com from namespace rules: NXDOMAIN.
+    let first = server.ask_udp("www.example.com.rules.svc.cluster.local.", "A");
+    assert_eq!(first.rcode, "NXDOMAIN");
+    // The ExternalName rules/ext, a CNAME to www.example.com, chased upstream.
+    let ext = server.ask_udp("ext.rules.svc.cluster.local.", "A");
+    assert_eq!(ext.rcode, "NOERROR");
+    assert!(
+        ext.answer
+            .iter()
+            .any(|r| r.contains("CNAME www.example.com.")),
+        "{:?}",
+        ext.answer
+    );
+    assert_eq!(upstream.asked().len(), 1, "the target went upstream");
+    let (_, metrics) = server.http_get("metrics", "/metrics");
+    for (outcome, count) in [("wasted", 1), ("answered", 1), ("unanswered", 0)] {
+        let series = format!(
+            "clusterdns_search_path_queries_total{{namespace=\"rules\",outcome=\"{outcome}\"}} {count}\n"
+        );
+        assert!(metrics.contains(&series), "{series} not in:\n{metrics}");
+    }
+}

@@ -190,6 +190,10 @@ pub(crate) struct Ctx<'c> {
     pub(crate) started: Instant,
     /// The message as received.
     pub(crate) received: &'c [u8],
+    /// The server's own lookup of a CNAME's target for the client (a chase), not a query
+    /// the client sent: counted and logged as CoreDNS does its `Upstream.Lookup`, but no
+    /// step of the client's search-path walk.
+    pub(crate) chased: bool,
 }
 
 /// The query as the steps see it (a few references: no copy of the parsed question).
@@ -469,6 +473,7 @@ impl PluginChain {
             client: ctx.client,
             transport: ctx.transport,
             started: ctx.started,
+            chased: ctx.chased,
             forwarder,
             autopath: None,
             chase: None,
@@ -548,6 +553,7 @@ impl Block {
             transport: Transport::Tcp,
             started: Instant::now(),
             received: packet,
+            chased: false,
         };
         let mut q = Query::new(&self.chain, packet, &request, Transport::Tcp);
         let mut out = Vec::new();

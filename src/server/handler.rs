@@ -97,7 +97,7 @@ impl Handler {
                 return Outcome::Reply;
             }
         };
-        match self.step(packet, &request, client, transport, started, out) {
+        match self.step(packet, &request, client, transport, started, false, out) {
             Flow::Forward(pending) => Outcome::Forward(pending),
             Flow::Chase(chase) => self.chase(chase, &request, client, transport, started, out),
             Flow::Transfer(records) => Outcome::Transfer(records),
@@ -107,7 +107,9 @@ impl Handler {
 
     /// One query through its block's chain, where it ends up: [`Flow::Reply`] (answered,
     /// counted and logged), [`Flow::Forward`], [`Flow::Transfer`], or [`Flow::Chase`] — a
-    /// CNAME to chase, unanswered and not yet logged. Never any other [`Flow`].
+    /// CNAME to chase, unanswered and not yet logged. Never any other [`Flow`]. `chased`: the
+    /// query is a chase's lookup of a target, not the client's.
+    #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
         packet: &[u8],
@@ -115,6 +117,7 @@ impl Handler {
         client: SocketAddr,
         transport: Transport,
         started: Instant,
+        chased: bool,
         out: &mut Vec<u8>,
     ) -> Flow {
         // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
@@ -146,6 +149,7 @@ impl Handler {
             transport,
             started,
             received: packet,
+            chased,
         };
         let mut q = Query::new(&block.chain, packet, request, transport);
         let flow = block.chain.run(&ctx, 0, &mut q, out);
@@ -203,6 +207,7 @@ impl Handler {
             transport: pending.transport,
             started: pending.started,
             received: &pending.packet,
+            chased: pending.chased,
         };
         let revert = chase.revert.take();
         let plugin = chase.plugin;
@@ -247,6 +252,7 @@ impl Handler {
             client,
             transport,
             started,
+            chased,
             forwarder,
             autopath,
             chase: _,
@@ -262,6 +268,7 @@ impl Handler {
             transport,
             started,
             received: &packet,
+            chased,
         };
         // The query as the chain sent it on (rewritten, its payload lowered by *bufsize*).
         let asked = asked.as_deref().unwrap_or(&packet);
@@ -359,6 +366,7 @@ impl Handler {
                     transport,
                     started,
                     received: packet,
+                    chased: false,
                 };
                 self.deliver(&ctx, request, &merged, out, plugin, revert.as_deref());
                 Outcome::Reply
@@ -373,6 +381,7 @@ impl Handler {
                     client,
                     transport,
                     started,
+                    chased: false,
                     forwarder: 0,
                     autopath: None,
                     chase: Some(chase),
@@ -407,11 +416,11 @@ impl Handler {
         self.finish(ctx, request, out, plugin);
     }
 
-    /// What every answered query goes through last: the search-path tracker, *prometheus* and
-    /// *log*.
+    /// What every answered query goes through last: the search-path tracker (the client's
+    /// own queries: a chase's lookup is no step of its walk), *prometheus* and *log*.
     fn finish(&self, at: &Ctx<'_>, request: &Request<'_>, reply: &[u8], plugin: Writer) {
         let block = at.block;
-        if let Some(watch) = &self.search_path {
+        if let Some(watch) = self.search_path.as_ref().filter(|_| !at.chased) {
             watch.observe(
                 at.client.ip(),
                 request.question.name(),
@@ -506,6 +515,7 @@ impl Chaser for Handler {
                 client,
                 transport,
                 Instant::now(),
+                true,
                 &mut reply,
             ) {
                 Flow::Forward(pending) => {

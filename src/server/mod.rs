@@ -76,6 +76,8 @@ pub struct Pending {
     client: SocketAddr,
     transport: Transport,
     started: Instant,
+    /// A chase's lookup of a CNAME's target, not the client's query ([`chain::Ctx`]).
+    chased: bool,
     /// The first *forward* of the block that matches the name.
     forwarder: usize,
     /// *autopath*'s walk, when it continues upstream.

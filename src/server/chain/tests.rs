@@ -138,6 +138,7 @@ fn bufsize() {
             transport: Transport::Udp,
             started: Instant::now(),
             received: &packet,
+            chased: false,
         };
         let mut q = Query::new(&block.chain, &packet, &request, Transport::Udp);
         let mut out = Vec::new();
