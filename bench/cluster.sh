@@ -317,13 +317,16 @@ up() {
         wait_ready "$name"
         say "$name running (pid $(pid_of "$name"))"
     done
-    node_manifests | kubectl_ apply -f - >/dev/null
-    wait_until 60 kwok "nodes Ready" kubectl_ wait --for=condition=Ready node --all --timeout=1s
-    # One pod through the whole path (scheduled, given an address, Ready) before we say so.
-    kubectl_ run cluster-probe -n default --image=probe --restart=Never >/dev/null
-    wait_until 60 kube-scheduler "probe pod Ready" \
-        kubectl_ wait --for=condition=Ready pod/cluster-probe -n default --timeout=1s
-    kubectl_ delete pod cluster-probe -n default --wait=false >/dev/null
+    # With --nodes 0 the nodes are real ones, joined later (cargo xtask nodes).
+    if ((nodes > 0)); then
+        node_manifests | kubectl_ apply -f - >/dev/null
+        wait_until 60 kwok "nodes Ready" kubectl_ wait --for=condition=Ready node --all --timeout=1s
+        # One pod through the whole path (scheduled, given an address, Ready) before we say so.
+        kubectl_ run cluster-probe -n default --image=probe --restart=Never >/dev/null
+        wait_until 60 kube-scheduler "probe pod Ready" \
+            kubectl_ wait --for=condition=Ready pod/cluster-probe -n default --timeout=1s
+        kubectl_ delete pod cluster-probe -n default --wait=false >/dev/null
+    fi
 
     if [[ -n "$owner" ]]; then
         # Goes down with its owner: the tests' processes never outlive them.

@@ -2,8 +2,9 @@
 # Builds the real peers clusterdns is tested and measured against, from the Go module proxy,
 # into a cache directory outside the repository, keyed by version:
 #
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl
-#       from k8s.io/kubernetes, built inside bench/peers/kubernetes (our wrapper module, which
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl, kubelet
+#       from k8s.io/kubernetes (the kubelet runs the real nodes of `cargo xtask nodes`),
+#       built inside bench/peers/kubernetes (our wrapper module, which
 #       replaces each staging module with its published v0.X.Y), version-stamped;
 #   etcd            the go.etcd.io/etcd/server/v3 release that Kubernetes version links, same module;
 #   kwok            sigs.k8s.io/kwok/cmd/kwok (go install: its own go.mod, no replaces);
@@ -87,7 +88,8 @@ kube_build() { # OUT
         k8s.io/kubernetes/cmd/kube-controller-manager \
         k8s.io/kubernetes/cmd/kube-scheduler \
         k8s.io/kubernetes/cmd/kube-proxy \
-        k8s.io/kubernetes/cmd/kubectl &&
+        k8s.io/kubernetes/cmd/kubectl \
+        k8s.io/kubernetes/cmd/kubelet &&
         go build -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3)
 }
 
@@ -97,7 +99,7 @@ go_install() { # MODULE/PATH@VERSION OUT
 
 mkdir -p "$bin"
 total=$SECONDS
-build_into "$kube_dir" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl etcd -- kube_build
+build_into "$kube_dir" kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl kubelet etcd -- kube_build
 build_into "$kwok_dir" kwok -- go_install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 build_into "$coredns_dir" coredns -- go_install "github.com/coredns/coredns@$COREDNS_VERSION"
 build_into "$helm_dir" helm -- go_install "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"

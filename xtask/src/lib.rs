@@ -1,0 +1,18 @@
+//! clusterdns's own tools around the product, never part of it: the container image built
+//! without a registry ([`image`], [`images`]), and real Kubernetes nodes on this machine for
+//! the tests ([`nodes`], on [`netns`] and [`kube`]). `cargo xtask` runs them from the command line (src/main.rs); the
+//! tests in tests/ use this library.
+
+pub mod image;
+pub mod images;
+pub mod kube;
+pub mod netns;
+pub mod nodes;
+
+use std::path::PathBuf;
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
