@@ -28,6 +28,7 @@ mod plugins;
 mod protocol;
 mod proxy;
 mod readme;
+mod real_node;
 mod real_resolvers;
 mod reliability;
 mod resolve;

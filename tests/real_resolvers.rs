@@ -136,7 +136,7 @@ pub(crate) fn in_namespaces(test: &str, inside: fn()) {
     );
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

@@ -39,6 +39,17 @@ impl NamesUpstream {
         failing: &[&str],
         lost: &[(&str, RecordType)],
     ) -> Self {
+        Self::on(UdpSocket::bind(bind).unwrap(), names, failing, lost)
+    }
+
+    /// [`losing`](Self::losing), on a socket bound already (in a network namespace of the
+    /// test's, say).
+    pub fn on(
+        socket: UdpSocket,
+        names: &[&str],
+        failing: &[&str],
+        lost: &[(&str, RecordType)],
+    ) -> Self {
         let lost: HashSet<(String, RecordType)> = lost
             .iter()
             .map(|(n, t)| {
@@ -48,7 +59,6 @@ impl NamesUpstream {
                 )
             })
             .collect();
-        let socket = UdpSocket::bind(bind).unwrap();
         socket
             .set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();

@@ -154,3 +154,124 @@ fn the_image_builds_the_binary_the_layout_was_made_for() {
     );
     assert!(read("build.rs").contains("link/hot-text.ld"));
 }
+
+/// The image `cargo xtask image` builds here, without a registry (xtask/src/images.rs), is the
+/// one the Dockerfile describes: its last stage's user, entrypoint, args and ports, the binary
+/// where the entrypoint runs it, without its debug sections, carrying
+/// `cap_net_bind_service=+ep`, and what distroless's `cc-debian12:nonroot` gives the
+/// binary: the C and GCC runtime libraries it links, the CA bundle, the `nonroot` user and
+/// its home, a world-writable /tmp — and nothing that runs a shell.
+#[test]
+fn the_image_built_here_is_the_one_the_dockerfile_describes() {
+    let dockerfile = image();
+    assert_eq!(
+        dockerfile.base, "gcr.io/distroless/cc-debian12:nonroot",
+        "the recipe reproduces this base (xtask/src/images.rs): update both together"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let built = xtask::images::clusterdns(
+        std::path::Path::new(env!("CARGO_BIN_EXE_clusterdns")),
+        dir.path(),
+    )
+    .unwrap();
+    let archive = built.write(&dir.path().join("clusterdns.tar")).unwrap();
+    let read = xtask::image::read(&archive.archive).unwrap();
+    let config = &read.config["config"];
+
+    let manifests = applied();
+    let container = container(coredns_deployment(&manifests));
+    let runs = container.image.clone().unwrap();
+    assert_eq!(
+        read.reference,
+        format!("docker.io/library/{runs}"),
+        "deploy/ runs it"
+    );
+    assert_eq!(
+        read.docker_tags,
+        std::slice::from_ref(&read.reference),
+        "docker load names it alike"
+    );
+    assert_eq!(config["User"], dockerfile.user);
+    assert_eq!(
+        config["Entrypoint"],
+        serde_json::json!(dockerfile.entrypoint)
+    );
+    assert_eq!(config["Cmd"], serde_json::json!(dockerfile.cmd));
+    let mut exposed: Vec<&str> = config["ExposedPorts"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    exposed.sort_unstable();
+    let mut said: Vec<&str> = dockerfile.exposed.iter().map(String::as_str).collect();
+    said.sort_unstable();
+    assert_eq!(exposed, said, "EXPOSE");
+    assert_eq!(read.config["os"], "linux");
+
+    // The binary: where the entrypoint is, executable, the file capability port 53 needs.
+    let binary = read.entry(&dockerfile.entrypoint[0]).unwrap();
+    assert_eq!((binary.mode, binary.uid), (0o755, 0));
+    let capability = binary
+        .xattrs
+        .get("security.capability")
+        .expect("the binary carries a file capability");
+    let [setcap] = dockerfile.setcap.as_slice() else {
+        panic!("{:?}", dockerfile.setcap)
+    };
+    assert_eq!(
+        setcap,
+        &format!("cap_net_bind_service=+ep {}", dockerfile.entrypoint[0])
+    );
+    assert_eq!(
+        xtask::image::decode_file_capability(capability),
+        Some((vec![10], true)),
+        "CAP_NET_BIND_SERVICE, permitted and effective"
+    );
+    // Stripped of its debug sections, as the Dockerfile's build stage does.
+    assert!(dockerfile.strips_debug);
+    let unstripped = std::fs::metadata(env!("CARGO_BIN_EXE_clusterdns"))
+        .unwrap()
+        .len();
+    let debug = Command::new("readelf")
+        .args(["-S", "-W", env!("CARGO_BIN_EXE_clusterdns")])
+        .output()
+        .unwrap();
+    if String::from_utf8_lossy(&debug.stdout).contains(".debug_info") {
+        assert!(
+            binary.size < unstripped,
+            "{} of {unstripped} bytes",
+            binary.size
+        );
+    }
+
+    // distroless's cc-debian12:nonroot, as far as the binary uses it.
+    for library in
+        xtask::image::shared_libraries(std::path::Path::new(env!("CARGO_BIN_EXE_clusterdns")))
+            .unwrap()
+    {
+        let path = library.display().to_string();
+        let entry = read
+            .entry(&path)
+            .unwrap_or_else(|| panic!("{path} is missing"));
+        assert_eq!(entry.kind, xtask::image::EntryType::Regular, "{path}");
+    }
+    let passwd = read.entry("etc/passwd").unwrap();
+    assert_eq!(passwd.mode, 0o644);
+    let home = read.entry("home/nonroot").unwrap();
+    assert_eq!((home.uid, home.gid, home.mode), (65532, 65532, 0o700));
+    assert_eq!(read.entry("tmp").unwrap().mode, 0o1777);
+    assert!(read.entry("etc/ssl/certs/ca-certificates.crt").is_some());
+    for shell in ["bin/sh", "bin/bash", "bin/busybox", "usr/bin/sh"] {
+        assert!(
+            read.entry(shell).is_none(),
+            "{shell}: the image has no shell"
+        );
+    }
+    // Every file is root's but the home directory, as in distroless.
+    for entry in &read.entries {
+        if entry.path != "home/nonroot" {
+            assert_eq!((entry.uid, entry.gid), (0, 0), "{}", entry.path);
+        }
+    }
+}

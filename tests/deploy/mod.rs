@@ -320,6 +320,12 @@ struct Image {
     copied: Vec<String>,
     setcap: Vec<String>,
     rust: String,
+    /// The last stage's base image.
+    base: String,
+    /// Its EXPOSE ports (`53/udp` ...).
+    exposed: Vec<String>,
+    /// The build stage strips the binary's debug sections.
+    strips_debug: bool,
 }
 
 fn image() -> Image {
@@ -356,6 +362,19 @@ fn image() -> Image {
         cmd: json(value(last_stage, "CMD ")),
         user: value(last_stage, "USER ").pop().expect("a USER"),
         copied: value(last_stage, "COPY "),
+        base: last_stage
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned(),
+        exposed: value(last_stage, "EXPOSE ")
+            .iter()
+            .flat_map(|ports| ports.split_whitespace().map(str::to_owned))
+            .collect(),
+        strips_debug: joined.contains("strip --strip-debug"),
         setcap: joined
             .split("setcap ")
             .skip(1)

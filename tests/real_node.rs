@@ -1,0 +1,308 @@
+//! clusterdns as the kube-dns of a cluster with real nodes: a private control plane
+//! (bench/cluster.sh, no kwok nodes) with two nodes joined by `xtask::nodes` — containerd,
+//! runc, the kubelet, the CNI bridge and kube-proxy, iptables mode on `node-1`, nftables on
+//! `node-2` — and deploy/ applied unchanged but for its image: the image the Dockerfile
+//! describes, built by `xtask::images` from the binary under test (or `CLUSTERDNS_IMAGE`, an
+//! archive `cargo xtask image` wrote: CI's release image). Real pods then resolve through
+//! the resolv.conf their kubelet wrote and kube-proxy's DNAT to the `kube-dns` ClusterIP,
+//! with glibc (Debian's `getent`, and xtask/programs/lookup.c linked against glibc) and musl
+//! (lookup.c, static): `answers`. Names outside the cluster go to an upstream the test runs
+//! in a network namespace of its own (the nodes' resolv.conf names it).
+//!
+//! The group shares one such cluster ([`RealCluster::shared`]), its tests one at a time. It
+//! needs root, the peers with the kubelet (bench/peers/build.sh) and Debian's containerd,
+//! runc, containernetworking-plugins, busybox-static and musl-tools; without them each test
+//! says so and passes, unless `CLUSTERDNS_REQUIRE_NODES` is set (`.ci/run` sets it), when it
+//! fails.
+
+mod answers;
+mod deploy;
+mod tracker;
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use xtask::kube::{ControlPlane, Kubectl};
+use xtask::nodes::{Nodes, Options, UPSTREAM, condition};
+
+use crate::common::cluster::Cluster;
+use crate::common::names::NamesUpstream;
+
+/// The switch that turns "skipped" into a failure.
+const REQUIRE: &str = "CLUSTERDNS_REQUIRE_NODES";
+
+/// The names outside the cluster the upstream knows (each with A 192.0.2.10 and AAAA
+/// 2001:db8::10); every other name is NXDOMAIN there.
+const EXTERNAL: &[&str] = &["api.partner.example", "example.com"];
+
+/// The test's objects: a ClusterIP Service over a Deployment, a headless Service over a
+/// StatefulSet, an ExternalName Service, and a client pod on each node.
+const OBJECTS: &str = include_str!("real_node/objects.yaml");
+
+/// The cluster every test of the group uses, one test at a time.
+pub struct RealCluster {
+    /// The control plane (it goes down with the test process).
+    cluster: Cluster,
+    pub nodes: Nodes,
+    pub upstream: NamesUpstream,
+    /// Each DNS pod's time from created to Ready, as seen by polling the API server.
+    pub dns_ready: Vec<(String, Duration)>,
+    _dir: tempfile::TempDir,
+}
+
+static SHARED: OnceLock<Result<Mutex<RealCluster>, String>> = OnceLock::new();
+
+impl RealCluster {
+    /// The shared cluster, or `None` (said on stderr) where it cannot run here; panics when
+    /// it could not be brought up, or when [`REQUIRE`] is set and it cannot run.
+    pub fn shared(test: &str) -> Option<MutexGuard<'static, Self>> {
+        if let Some(missing) = missing() {
+            assert!(
+                std::env::var_os(REQUIRE).is_none(),
+                "{test}: {missing}, and {REQUIRE} is set"
+            );
+            eprintln!("skipping {test}: {missing} (set {REQUIRE} to make this a failure)");
+            return None;
+        }
+        let shared = SHARED.get_or_init(|| Self::up().map(Mutex::new));
+        match shared {
+            Ok(cluster) => Some(
+                cluster
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            ),
+            Err(error) => panic!("{test}: the real nodes did not come up: {error}"),
+        }
+    }
+
+    fn up() -> Result<Self, String> {
+        let started = Instant::now();
+        let cluster = Cluster::start(&["--nodes", "0"]).ok_or("the control plane")?;
+        let plane = ControlPlane::from_dir(cluster.dir()).map_err(|e| format!("{e:#}"))?;
+        let dir = tempfile::Builder::new()
+            .prefix("clusterdns-real-node.")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let image = clusterdns_image(dir.path())?;
+        let nodes = Nodes::up(
+            &plane,
+            &Options::two(&dir.path().join("nodes"), vec![image]),
+        )
+        .map_err(|e| format!("{e:#}"))?;
+        let socket = xtask::netns::in_netns(&nodes.upstream.net(), || {
+            UdpSocket::bind(SocketAddr::from((UPSTREAM, 53)))
+        })
+        .and_then(|bound| Ok(bound?))
+        .map_err(|e| format!("the upstream's socket: {e:#}"))?;
+        let upstream = NamesUpstream::on(socket, EXTERNAL, &[], &[]);
+        eprintln!(
+            "real nodes: two nodes joined in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let kubectl = plane.kubectl();
+        let deployed = Instant::now();
+        nodes
+            .apply_dns(xtask::images::CLUSTERDNS)
+            .map_err(|e| format!("{e:#}"))?;
+        let dns_ready = ready_times(&kubectl, "kube-system", "k8s-app=kube-dns", deployed);
+        nodes.wait_dns().map_err(|e| format!("{e:#}"))?;
+        kubectl.apply(OBJECTS).map_err(|e| format!("{e:#}"))?;
+        let real = Self {
+            cluster,
+            nodes,
+            upstream,
+            dns_ready,
+            _dir: dir,
+        };
+        real.wait_pods("shop", 6)?;
+        eprintln!(
+            "real nodes: clusterdns deployed, test pods Ready, {:.1} s in all",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(real)
+    }
+
+    /// The control plane: its logs, its audit log.
+    pub fn control_plane(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// kubectl as the admin.
+    pub fn kubectl(&self) -> Kubectl {
+        self.nodes.kubectl()
+    }
+
+    /// `kubectl get ARGS -o json`.
+    pub fn get(&self, args: &[&str]) -> Value {
+        self.kubectl()
+            .get(args)
+            .unwrap_or_else(|e| panic!("kubectl get {args:?}: {e:#}"))
+    }
+
+    /// Waits until `count` pods of `namespace` are Running and Ready.
+    fn wait_pods(&self, namespace: &str, count: usize) -> Result<(), String> {
+        let kubectl = self.kubectl();
+        xtask::kube::wait_until(
+            &format!("{count} pods Ready in {namespace}"),
+            Duration::from_secs(120),
+            || {
+                let pods = kubectl.get(&["pods", "-n", namespace])?;
+                let ready = items(&pods)
+                    .iter()
+                    .filter(|pod| condition(pod, "Ready"))
+                    .count();
+                Ok(ready == count)
+            },
+        )
+        .map_err(|e| format!("{e:#}\n{}", self.nodes.pods_report(namespace)))
+    }
+
+    /// Runs `script` with `sh -c` in pod `pod` of `namespace` (as `kubectl exec` would): its
+    /// standard output; panics with its error output when it fails.
+    pub fn sh(&self, namespace: &str, pod: &str, script: &str) -> String {
+        let (node, id) = self
+            .nodes
+            .container(namespace, pod, None)
+            .unwrap_or_else(|e| panic!("{namespace}/{pod}: {e:#}"));
+        let out = node
+            .exec_in(&id, &["/bin/sh", "-c", script])
+            .unwrap_or_else(|e| panic!("{namespace}/{pod}: {e:#}"));
+        assert!(
+            out.status.success(),
+            "in {namespace}/{pod}: `{script}` failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The addresses of the DNS pods that are Ready, by pod name.
+    pub fn dns_pods(&self) -> BTreeMap<String, Ipv4Addr> {
+        let pods = self.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"]);
+        items(&pods)
+            .iter()
+            .filter(|pod| condition(pod, "Ready") && pod["metadata"]["deletionTimestamp"].is_null())
+            .filter_map(|pod| {
+                let ip = pod["status"]["podIP"].as_str()?.parse().ok()?;
+                Some((pod["metadata"]["name"].as_str()?.to_owned(), ip))
+            })
+            .collect()
+    }
+
+    /// The text of a DNS pod's /metrics.
+    pub fn metrics(&self, pod: Ipv4Addr) -> String {
+        let (status, body) = self
+            .nodes
+            .http_get(SocketAddr::from((pod, 9153)), "/metrics")
+            .unwrap_or_else(|e| panic!("metrics of {pod}: {e:#}"));
+        assert_eq!(status, 200, "metrics of {pod}");
+        body
+    }
+}
+
+/// Every item of a list.
+pub fn items(list: &Value) -> Vec<Value> {
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// The sum of every sample of `family` whose labels contain each of `labels` (`key="value"`).
+pub fn sum(metrics: &str, family: &str, labels: &[&str]) -> f64 {
+    metrics
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let rest = series.strip_prefix(family)?;
+            (rest.is_empty() || rest.starts_with('{')).then_some(())?;
+            labels
+                .iter()
+                .all(|label| rest.contains(label))
+                .then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+/// The image archive the nodes run: `CLUSTERDNS_IMAGE`, or one built here from the binary
+/// under test by the Dockerfile's recipe.
+fn clusterdns_image(dir: &std::path::Path) -> Result<PathBuf, String> {
+    if let Some(archive) = std::env::var_os("CLUSTERDNS_IMAGE") {
+        let archive = PathBuf::from(archive);
+        let read = xtask::image::read(&archive).map_err(|e| format!("{e:#}"))?;
+        let wanted = xtask::image::normalize(xtask::images::CLUSTERDNS);
+        if read.reference != wanted {
+            return Err(format!(
+                "CLUSTERDNS_IMAGE {} is {}, not {wanted}",
+                archive.display(),
+                read.reference
+            ));
+        }
+        return Ok(archive);
+    }
+    let work = dir.join("image");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let image = xtask::images::clusterdns(
+        std::path::Path::new(env!("CARGO_BIN_EXE_clusterdns")),
+        &work,
+    )
+    .map_err(|e| format!("{e:#}"))?;
+    image
+        .write(&work.join("clusterdns.tar"))
+        .map(|written| written.archive)
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// For each pod matching `selector` in `namespace`: how long from when it was first seen
+/// (polling every 100 ms from `since`) to when it was Ready. Polls until every pod seen is
+/// Ready, for up to two minutes.
+fn ready_times(
+    kubectl: &Kubectl,
+    namespace: &str,
+    selector: &str,
+    since: Instant,
+) -> Vec<(String, Duration)> {
+    let mut seen: BTreeMap<String, (Instant, Option<Instant>)> = BTreeMap::new();
+    let deadline = since + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if let Ok(pods) = kubectl.get(&["pods", "-n", namespace, "-l", selector]) {
+            let now = Instant::now();
+            for pod in items(&pods) {
+                let name = pod["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let entry = seen.entry(name).or_insert((now, None));
+                if entry.1.is_none() && condition(&pod, "Ready") {
+                    entry.1 = Some(now);
+                }
+            }
+        }
+        if !seen.is_empty() && seen.values().all(|(_, ready)| ready.is_some()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    seen.into_iter()
+        .filter_map(|(name, (first, ready))| Some((name, ready? - first)))
+        .collect()
+}
+
+/// Why the group cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    if !crate::real_resolvers::is_root() {
+        return Some("the real nodes need root".into());
+    }
+    let Some(peers) = crate::common::cluster::peers() else {
+        return Some("the peers are not built (bench/peers/build.sh)".into());
+    };
+    for peer in ["kubelet", "kube-proxy"] {
+        if !peers.join(peer).is_file() {
+            return Some(format!("{} is not built (bench/peers/build.sh)", peer));
+        }
+    }
+    xtask::nodes::check_tools().err().map(|e| format!("{e:#}"))
+}
