@@ -3,6 +3,9 @@
 #
 #   docker build -t clusterdns:dev .
 #
+# The same image without Docker or a registry, from the release binary: `cargo xtask image`
+# (xtask/src/images.rs; tests/deploy/image.rs holds the two to each other).
+#
 # Build: the release binary with the Rust version the crate asks for (rust-version 1.95).
 FROM rust:1.95-bookworm AS build
 # The git revision for coredns_build_info (the build context has no .git):

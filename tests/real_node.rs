@@ -17,6 +17,7 @@
 
 mod answers;
 mod deploy;
+mod latency;
 mod tracker;
 
 use std::collections::BTreeMap;
@@ -108,7 +109,7 @@ impl RealCluster {
         nodes
             .apply_dns(xtask::images::CLUSTERDNS)
             .map_err(|e| format!("{e:#}"))?;
-        let dns_ready = ready_times(&kubectl, "kube-system", "k8s-app=kube-dns", deployed);
+        let dns_ready = ready_times(&kubectl, "kube-system", "k8s-app=kube-dns", 2, deployed);
         nodes.wait_dns().map_err(|e| format!("{e:#}"))?;
         kubectl.apply(OBJECTS).map_err(|e| format!("{e:#}"))?;
         let real = Self {
@@ -243,7 +244,8 @@ fn clusterdns_image(dir: &std::path::Path) -> Result<PathBuf, String> {
         }
         return Ok(archive);
     }
-    let work = dir.join("image");
+    // Where the nodes keep their image archives, which go when the test process ends.
+    let work = dir.join("nodes/images");
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let image = xtask::images::clusterdns(
         std::path::Path::new(env!("CARGO_BIN_EXE_clusterdns")),
@@ -256,13 +258,14 @@ fn clusterdns_image(dir: &std::path::Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
-/// For each pod matching `selector` in `namespace`: how long from when it was first seen
-/// (polling every 100 ms from `since`) to when it was Ready. Polls until every pod seen is
-/// Ready, for up to two minutes.
+/// For each of the `count` pods matching `selector` in `namespace`: how long from when it
+/// was first seen (polling every 100 ms from `since`) to when it was Ready. Polls until that
+/// many pods were seen and each is Ready, for up to two minutes.
 fn ready_times(
     kubectl: &Kubectl,
     namespace: &str,
     selector: &str,
+    count: usize,
     since: Instant,
 ) -> Vec<(String, Duration)> {
     let mut seen: BTreeMap<String, (Instant, Option<Instant>)> = BTreeMap::new();
@@ -281,7 +284,7 @@ fn ready_times(
                 }
             }
         }
-        if !seen.is_empty() && seen.values().all(|(_, ready)| ready.is_some()) {
+        if seen.len() >= count && seen.values().all(|(_, ready)| ready.is_some()) {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -8,8 +8,11 @@
  *   lookup srv NAME    res_search(NAME, IN, SRV), the answers as
  *                      "srv PRIORITY WEIGHT PORT TARGET" (the search list as the C library
  *                      applies it to res_search: glibc does, musl does not)
+ *   lookup time N NAME getaddrinfo(NAME) N times in a row: "us MICROSECONDS" for each, then
+ *                      "failed COUNT"
  *
- * Exit 0 when found; 2 with "error WHAT" when not (gai_strerror, or the h_errno). */
+ * Exit 0 when found (for time: every time); 2 with "error WHAT" when not (gai_strerror, or
+ * the h_errno). */
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
 #include <netdb.h>
@@ -17,7 +20,9 @@
 #include <resolv.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 
 static int addr(const char *name)
 {
@@ -126,6 +131,29 @@ bad:
 	return 3;
 }
 
+static int timed(const char *count, const char *name)
+{
+	struct addrinfo hints, *res;
+	struct timespec start, end;
+	int i, n = atoi(count), failed = 0;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	for (i = 0; i < n; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		if (getaddrinfo(name, NULL, &hints, &res) == 0)
+			freeaddrinfo(res);
+		else
+			failed++;
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		printf("us %ld\n", (long)((end.tv_sec - start.tv_sec) * 1000000L +
+					 (end.tv_nsec - start.tv_nsec) / 1000));
+	}
+	printf("failed %d\n", failed);
+	return failed ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "addr") == 0)
@@ -134,6 +162,8 @@ int main(int argc, char **argv)
 		return ptr(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "srv") == 0)
 		return srv(argv[2]);
-	fprintf(stderr, "usage: %s addr|ptr|srv NAME\n", argv[0]);
+	if (argc == 4 && strcmp(argv[1], "time") == 0)
+		return timed(argv[2], argv[3]);
+	fprintf(stderr, "usage: %s addr|ptr|srv NAME | time COUNT NAME\n", argv[0]);
 	return 64;
 }

@@ -89,6 +89,26 @@ fn main() -> Result<()> {
     }
 }
 
+/// The nodes' upstream (the nameserver of their resolv.conf), standing in for the Internet's
+/// DNS: clusterdns itself, answering every name under example.com, .net and .org with
+/// 192.0.2.10 and 2001:db8::10 (*template*), and NXDOMAIN for every other.
+fn upstream(nodes: &Nodes, binary: &std::path::Path, dir: &std::path::Path) -> Result<()> {
+    let corefile = dir.join("upstream.Corefile");
+    std::fs::write(
+        &corefile,
+        format!(
+            ".:53 {{\n    bind {ip}\n    template IN A example.com example.net example.org {{\n        answer \"{{{{ .Name }}}} 60 IN A 192.0.2.10\"\n    }}\n    template IN AAAA example.com example.net example.org {{\n        answer \"{{{{ .Name }}}} 60 IN AAAA 2001:db8::10\"\n    }}\n    template ANY ANY example.com example.net example.org {{\n        rcode NOERROR\n    }}\n    template ANY ANY . {{\n        rcode NXDOMAIN\n    }}\n}}\n",
+            ip = xtask::nodes::UPSTREAM
+        ),
+    )?;
+    let mut command = nodes.upstream.command(xtask::netns::Kinds::Net, binary);
+    command.args(["serve", "--corefile"]).arg(&corefile);
+    let args: Vec<&std::ffi::OsStr> = command.get_args().collect();
+    let log = dir.join("upstream.log");
+    xtask::netns::spawn(xtask::netns::tied("nsenter", &args, &log)?)?;
+    Ok(())
+}
+
 /// `cargo xtask nodes`.
 fn nodes(dir: Option<PathBuf>, binary: Option<PathBuf>, no_dns: bool) -> Result<()> {
     let dir = match dir {
@@ -126,6 +146,9 @@ fn nodes(dir: Option<PathBuf>, binary: Option<PathBuf>, no_dns: bool) -> Result<
         archives.push(image.write(&work.join("clusterdns.tar"))?.archive);
     }
     let nodes = Nodes::up(&plane, &Options::two(&dir.join("nodes"), archives))?;
+    if binary.is_file() {
+        upstream(&nodes, &binary, &dir)?;
+    }
     if !no_dns {
         nodes.apply_dns(images::CLUSTERDNS)?;
         nodes.wait_dns()?;

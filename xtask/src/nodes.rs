@@ -956,8 +956,10 @@ fn serial() -> String {
     format!("{}", now ^ u128::from(std::process::id()) << 64)
 }
 
-/// A process that waits for this one to end, then removes the nodes' cgroups and puts back
-/// the sysctls the kubelet changes (their values now).
+/// A process that waits for this one to end, then removes the nodes' cgroups, puts back the
+/// sysctls the kubelet changes (their values now), and deletes what is large in `dir` — the
+/// nodes' image stores and the image archives (`images/`) — keeping the configurations and
+/// the logs.
 fn janitor(dir: &Path, nodes: &[(String, ProxyMode)]) -> Result<()> {
     let mut restore = Vec::new();
     for key in [
@@ -980,10 +982,17 @@ fn janitor(dir: &Path, nodes: &[(String, ProxyMode)]) -> Result<()> {
          \tls -d {cgroups} >/dev/null 2>&1 || break\n\
          \tsleep 1\n\
          done\n\
-         sysctl -qw {restore}\n",
+         sysctl -qw {restore}\n\
+         rm -rf {stores} '{dir}/images'\n",
         owner = std::process::id(),
         cgroups = cgroups.join(" "),
         restore = restore.join(" "),
+        stores = nodes
+            .iter()
+            .map(|(name, _)| format!("'{}/{name}/containerd'", dir.display()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        dir = dir.display(),
     );
     std::fs::write(dir.join("janitor.sh"), &script)?;
     Command::new("setsid")
