@@ -10,9 +10,8 @@
 //! goes down with the test process (`bench/cluster.sh up --owner`).
 
 use std::cell::RefCell;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -213,31 +212,12 @@ impl Cluster {
 
     /// `kubectl ARGS` as admin, with `input` on stdin: its output, or its stderr.
     pub fn try_kubectl_with(&self, args: &[&str], input: &str) -> Result<String, String> {
-        let mut child = Command::new(self.peers.join("kubectl"))
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = child.wait_with_output().unwrap();
-        if status.success() {
-            Ok(String::from_utf8(stdout).unwrap())
-        } else {
-            Err(String::from_utf8_lossy(&stderr).into_owned())
+        xtask::kube::Kubectl {
+            binary: self.peers.join("kubectl"),
+            kubeconfig: self.kubeconfig.clone(),
         }
+        .run_with(args, input)
+        .map_err(|error| format!("{error:#}"))
     }
 
     /// `kubectl ARGS` as admin; its output. Panics with kubectl's error.

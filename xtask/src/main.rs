@@ -1,7 +1,7 @@
 //! `cargo xtask`: clusterdns's tools around the product (xtask/src/lib.rs).
 //!
 //!   cargo xtask image [--binary PATH] [--out DIR] [--coredns PATH]
-//!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns]
+//!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
 
 use std::path::PathBuf;
 
@@ -52,6 +52,10 @@ enum Task {
         /// Only the nodes: deploy/ is not applied.
         #[arg(long)]
         no_dns: bool,
+        /// Join the nodes to this control plane (`bench/cluster.sh up --nodes 0 --dir DIR`)
+        /// rather than start one; it stays up after.
+        #[arg(long, value_name = "DIR")]
+        cluster: Option<PathBuf>,
     },
 }
 
@@ -85,7 +89,8 @@ fn main() -> Result<()> {
             dir,
             binary,
             no_dns,
-        } => nodes(dir, binary, no_dns),
+            cluster,
+        } => nodes(dir, binary, no_dns, cluster),
     }
 }
 
@@ -101,16 +106,26 @@ fn upstream(nodes: &Nodes, binary: &std::path::Path, dir: &std::path::Path) -> R
             ip = xtask::nodes::UPSTREAM
         ),
     )?;
-    let mut command = nodes.upstream.command(xtask::netns::Kinds::Net, binary);
-    command.args(["serve", "--corefile"]).arg(&corefile);
-    let args: Vec<&std::ffi::OsStr> = command.get_args().collect();
-    let log = dir.join("upstream.log");
-    xtask::netns::spawn(xtask::netns::tied("nsenter", &args, &log)?)?;
+    nodes.upstream.spawn(
+        xtask::netns::Kinds::Net,
+        binary,
+        &[
+            "serve".as_ref(),
+            "--corefile".as_ref(),
+            corefile.as_os_str(),
+        ],
+        &dir.join("upstream.log"),
+    )?;
     Ok(())
 }
 
 /// `cargo xtask nodes`.
-fn nodes(dir: Option<PathBuf>, binary: Option<PathBuf>, no_dns: bool) -> Result<()> {
+fn nodes(
+    dir: Option<PathBuf>,
+    binary: Option<PathBuf>,
+    no_dns: bool,
+    joined: Option<PathBuf>,
+) -> Result<()> {
     let dir = match dir {
         Some(dir) => dir,
         None => tempfile::Builder::new()
@@ -121,20 +136,21 @@ fn nodes(dir: Option<PathBuf>, binary: Option<PathBuf>, no_dns: bool) -> Result<
     std::fs::create_dir_all(&dir)?;
     let dir = std::fs::canonicalize(&dir)?;
     let binary = binary.unwrap_or_else(|| root().join("target/release/clusterdns"));
-    let cluster = dir.join("cluster");
-    let status = std::process::Command::new(root().join("bench/cluster.sh"))
-        .args([
-            "up",
-            "--nodes",
-            "0",
-            "--owner",
-            &std::process::id().to_string(),
-            "--dir",
-        ])
-        .arg(&cluster)
-        .status()
-        .context("run bench/cluster.sh")?;
-    anyhow::ensure!(status.success(), "bench/cluster.sh up failed");
+    let cluster = match &joined {
+        Some(cluster) => cluster.clone(),
+        None => {
+            let cluster = dir.join("cluster");
+            let status = std::process::Command::new(root().join("bench/cluster.sh"))
+                .args(["up", "--nodes", "0", "--owner"])
+                .arg(std::process::id().to_string())
+                .arg("--dir")
+                .arg(&cluster)
+                .status()
+                .context("run bench/cluster.sh")?;
+            anyhow::ensure!(status.success(), "bench/cluster.sh up failed");
+            cluster
+        }
+    };
     let plane = ControlPlane::from_dir(&cluster)?;
 
     let mut archives = Vec::new();
@@ -191,10 +207,12 @@ fn nodes(dir: Option<PathBuf>, binary: Option<PathBuf>, no_dns: bool) -> Result<
     let caught = signals.wait()?;
     eprintln!("[nodes] {caught}: going down");
     drop(nodes);
-    let _ = std::process::Command::new(root().join("bench/cluster.sh"))
-        .args(["down", "--dir"])
-        .arg(&cluster)
-        .status();
+    if joined.is_none() {
+        let _ = std::process::Command::new(root().join("bench/cluster.sh"))
+            .args(["down", "--dir"])
+            .arg(&cluster)
+            .status();
+    }
     Ok(())
 }
 

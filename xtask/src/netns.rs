@@ -9,7 +9,7 @@
 //! `setns` ([`in_netns`]): a socket keeps the network namespace it was made in, so a listener
 //! made there serves it from any thread.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -143,17 +143,42 @@ impl Holder {
         PathBuf::from(format!("/proc/{}/ns/net", self.pid))
     }
 
-    /// A command that runs `program` inside the holder's namespaces: `nsenter --target PID
-    /// --net` (and `--mount --pid` for a node's, where nsenter forks the program into the
+    /// nsenter's arguments that run `program ARGS` inside the holder's namespaces: `--target
+    /// PID --net` (and `--mount --pid` for a node's, where nsenter forks the program into the
     /// PID namespace and waits for it).
+    pub fn nsenter<S: AsRef<OsStr>>(
+        &self,
+        kinds: Kinds,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+    ) -> Vec<OsString> {
+        let mut all: Vec<OsString> = vec![format!("--target={}", self.pid).into(), "--net".into()];
+        if let Kinds::Node = kinds {
+            all.extend(["--mount".into(), "--pid".into()]);
+        }
+        all.push("--".into());
+        all.push(program.as_ref().to_owned());
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        all
+    }
+
+    /// A command that runs `program` inside the holder's namespaces ([`Holder::nsenter`]).
     pub fn command(&self, kinds: Kinds, program: impl AsRef<OsStr>) -> Command {
         let mut command = Command::new("nsenter");
-        command.arg(format!("--target={}", self.pid)).arg("--net");
-        if let Kinds::Node = kinds {
-            command.args(["--mount", "--pid"]);
-        }
-        command.arg("--").arg(program);
+        command.args(self.nsenter::<&str>(kinds, program, &[]));
         command
+    }
+
+    /// Starts `program ARGS` inside the holder's namespaces, tied to this process ([`tied`]),
+    /// its output appended to `log`.
+    pub fn spawn<S: AsRef<OsStr>>(
+        &self,
+        kinds: Kinds,
+        program: impl AsRef<OsStr>,
+        args: &[S],
+        log: &Path,
+    ) -> Result<Child> {
+        spawn(tied("nsenter", &self.nsenter(kinds, program, args), log)?)
     }
 
     /// `ip -batch -` inside the network namespace, one command per line.

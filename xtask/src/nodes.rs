@@ -119,7 +119,7 @@ pub struct Component {
     nsenter: Option<Child>,
     pub log: PathBuf,
     /// nsenter's arguments.
-    command: Vec<String>,
+    command: Vec<std::ffi::OsString>,
 }
 
 impl Component {
@@ -130,16 +130,11 @@ impl Component {
         args: &[String],
         log: &Path,
     ) -> Result<Self> {
-        let mut nsenter = node.command(Kinds::Node, program);
-        nsenter.args(args);
         let mut component = Self {
             name,
             nsenter: None,
             log: log.to_path_buf(),
-            command: nsenter
-                .get_args()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
+            command: node.nsenter(Kinds::Node, program, args),
         };
         component.launch()?;
         Ok(component)
@@ -197,15 +192,25 @@ impl Component {
     }
 }
 
+/// Node `number`'s address on the LAN.
+pub fn node_address(number: u8) -> Ipv4Addr {
+    Ipv4Addr::new(172, 30, 0, 10 + number)
+}
+
+/// Node `number`'s pod range.
+pub fn pod_range(number: u8) -> String {
+    format!("10.244.{number}.0/24")
+}
+
 impl Node {
     /// The node's address on the LAN.
     pub fn address(&self) -> Ipv4Addr {
-        Ipv4Addr::new(172, 30, 0, 10 + self.number)
+        node_address(self.number)
     }
 
     /// Its pods' range.
-    pub fn pod_cidr(&self) -> String {
-        format!("10.244.{}.0/24", self.number)
+    pub fn pod_range(&self) -> String {
+        pod_range(self.number)
     }
 
     /// The containerd socket.
@@ -442,19 +447,16 @@ impl Prepared {
         let dir = dir.join(name);
         std::fs::create_dir_all(&dir)?;
         let holder = Holder::new(Kinds::Node, &dir.join("holder.log"))?;
-        let address = Ipv4Addr::new(172, 30, 0, 10 + number);
+        let address = node_address(number);
         attach(switch, &holder, name, address)?;
-        let mut routes = Vec::new();
-        for other in (1..=count).filter(|&n| n != number) {
-            routes.push(format!(
-                "route add 10.244.{other}.0/24 via 172.30.0.{}",
-                10 + other
-            ));
-        }
+        let routes: Vec<String> = (1..=count)
+            .filter(|&n| n != number)
+            .map(|other| format!("route add {} via {}", pod_range(other), node_address(other)))
+            .collect();
         if !routes.is_empty() {
             holder.ip(&routes)?;
         }
-        switch.ip(&[format!("route add 10.244.{number}.0/24 via {address}")])?;
+        switch.ip(&[format!("route add {} via {address}", pod_range(number))])?;
         holder.sysctl(&[
             "net.ipv4.ip_forward=1",
             "net.bridge.bridge-nf-call-iptables=1",
@@ -544,7 +546,7 @@ impl Prepared {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let address = Ipv4Addr::new(172, 30, 0, 10 + number);
+        let address = node_address(number);
         make_cgroup_root(&name)?;
         let arg = |p: &Path| p.display().to_string();
         let mut kubelet = Component::start(
@@ -564,7 +566,7 @@ impl Prepared {
             &dir.join("kubelet.log"),
         )?;
         wait_until(&format!("{name} Ready"), Duration::from_secs(90), || {
-            ensure!(kubelet.running(), "the kubelet exited:\n{}", kubelet.tail());
+            ensure!(kubelet.running(), "the kubelet exited");
             let Ok(node) = kubectl.get(&["node", &name]) else {
                 return Ok(false);
             };
@@ -598,11 +600,7 @@ impl Prepared {
             &format!("{name}: kube-proxy healthy"),
             Duration::from_secs(60),
             || {
-                ensure!(
-                    kube_proxy.running(),
-                    "kube-proxy exited:\n{}",
-                    kube_proxy.tail()
-                );
+                ensure!(kube_proxy.running(), "kube-proxy exited");
                 Ok(matches!(
                     netns::http_get(&holder.net(), healthz, "/healthz"),
                     Ok((200, _))
@@ -800,7 +798,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "ipMasq": false,
             "ipam": {
                 "type": "host-local",
-                "ranges": [[{"subnet": format!("10.244.{number}.0/24"), "gateway": format!("10.244.{number}.1")}]],
+                "ranges": [[{"subnet": pod_range(number), "gateway": format!("10.244.{number}.1")}]],
                 "routes": [{"dst": "0.0.0.0/0"}],
                 "dataDir": d("cni-ipam"),
             },
