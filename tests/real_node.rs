@@ -18,6 +18,7 @@
 mod answers;
 mod deploy;
 mod latency;
+mod payments;
 mod tracker;
 
 use std::collections::BTreeMap;

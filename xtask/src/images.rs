@@ -8,8 +8,9 @@
 //!   `static-debian12:nonroot`) around the coredns peer, for sizes measured the same way;
 //! - [`pause`]: the pod sandbox (xtask/programs/pause.c), which containerd's CRI names
 //!   `sandbox_image`, so that the kubelet never pulls one;
-//! - [`client`]: a pod that looks names up as applications do: busybox (`nslookup`, a shell),
-//!   Debian's `getent` with glibc, and xtask/programs/lookup.c built against glibc and musl.
+//! - [`client`]: a pod that looks names up as applications do: busybox (`nslookup`, a shell,
+//!   `httpd`, `nc`), Debian's `getent` with glibc, and xtask/programs/lookup.c and load.c
+//!   built against glibc and musl.
 //!
 //! The distroless bases are reproduced from what they hold that the programs use: root,
 //! `nonroot` (65532) and `nobody` in /etc/passwd and /etc/group, /etc/nsswitch.conf, the CA
@@ -112,7 +113,8 @@ pub fn pause(work: &Path) -> Result<Image> {
     Ok(image)
 }
 
-/// The client image: busybox, glibc's getent and the lookup program against glibc and musl.
+/// The client image: busybox (every applet), glibc's getent, and the lookup and load programs
+/// against glibc and musl.
 /// It sleeps until it is told to stop.
 pub fn client(work: &Path) -> Result<Image> {
     let glibc = compile("gcc", &["-O1"], "lookup.c", work, "lookup-glibc")?;
@@ -123,6 +125,8 @@ pub fn client(work: &Path) -> Result<Image> {
         work,
         "lookup-musl",
     )?;
+    let load_glibc = compile("gcc", &["-O1"], "load.c", work, "load-glibc")?;
+    let load_musl = compile("musl-gcc", &["-static", "-O1"], "load.c", work, "load-musl")?;
     let busybox = which("busybox")?;
     ensure!(
         crate::image::shared_libraries(&busybox)?.is_empty(),
@@ -146,16 +150,21 @@ pub fn client(work: &Path) -> Result<Image> {
         },
     );
     distroless(&mut image)?;
-    image.file("/bin/busybox", Content::Host(busybox), 0o755);
-    for applet in [
-        "sh", "sleep", "cat", "echo", "ls", "nslookup", "nc", "ps", "env", "hostname", "wc",
-        "grep", "date", "seq", "true",
-    ] {
-        image.symlink(&format!("/bin/{applet}"), "busybox");
+    image.file("/bin/busybox", Content::Host(busybox.clone()), 0o755);
+    let applets = Command::new(&busybox)
+        .arg("--list")
+        .output()
+        .context("busybox --list")?;
+    for applet in String::from_utf8_lossy(&applets.stdout).split_whitespace() {
+        if applet != "busybox" {
+            image.symlink(&format!("/bin/{applet}"), "busybox");
+        }
     }
     image.program("/usr/bin/getent", &which("getent")?)?;
     image.program("/usr/local/bin/lookup-glibc", &glibc)?;
     image.file("/usr/local/bin/lookup-musl", Content::Host(musl), 0o755);
+    image.program("/usr/local/bin/load-glibc", &load_glibc)?;
+    image.file("/usr/local/bin/load-musl", Content::Host(load_musl), 0o755);
     Ok(image)
 }
 
