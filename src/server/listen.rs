@@ -159,20 +159,39 @@ fn context(error: io::Error, proto: &str, addr: SocketAddr) -> io::Error {
     )
 }
 
-/// The addresses a server bound to `addrs` answers on: the addresses themselves, or every
-/// interface address of the family for an unspecified (wildcard) one.
+/// The addresses a server bound to `addrs` answers on, which name it in the zone (`ns.dns`
+/// and the apex NS's glue): the addresses themselves, or for an unspecified (wildcard) one,
+/// as CoreDNS's `boundIPs`, every address of the machine's interfaces — both families, IPv6
+/// link-local included — but loopback, unless loopback is all there is.
 pub fn local_ips(addrs: &[SocketAddr]) -> Vec<IpAddr> {
+    let interfaces: Vec<IpAddr> = if addrs.iter().any(|addr| addr.ip().is_unspecified()) {
+        if_addrs::get_if_addrs()
+            .unwrap_or_default()
+            .iter()
+            .map(if_addrs::Interface::ip)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    local_ips_among(addrs, &interfaces)
+}
+
+/// [`local_ips`], the machine's interfaces having `interfaces`.
+fn local_ips_among(addrs: &[SocketAddr], interfaces: &[IpAddr]) -> Vec<IpAddr> {
     let mut ips = Vec::new();
     for addr in addrs {
         let ip = addr.ip();
         if ip.is_unspecified() {
-            let interfaces = if_addrs::get_if_addrs().unwrap_or_default();
-            ips.extend(
-                interfaces
-                    .iter()
-                    .map(if_addrs::Interface::ip)
-                    .filter(|candidate| candidate.is_ipv4() == ip.is_ipv4()),
-            );
+            let outside: Vec<IpAddr> = interfaces
+                .iter()
+                .copied()
+                .filter(|candidate| !candidate.is_loopback())
+                .collect();
+            if outside.is_empty() {
+                ips.extend(interfaces.iter().copied());
+            } else {
+                ips.extend(outside);
+            }
         } else {
             ips.push(ip);
         }
@@ -186,6 +205,38 @@ pub fn local_ips(addrs: &[SocketAddr]) -> Vec<IpAddr> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A server with no `bind` (or a wildcard one) is named by every address of the
+    /// machine's interfaces but loopback, IPv6 and link-local ones included, as CoreDNS
+    /// names it; by its loopback addresses where it has no other; a bound one by its own.
+    #[test]
+    fn a_wildcard_server_is_named_by_every_interface_address_but_loopback() {
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let interfaces = [
+            ip("127.0.0.1"),
+            ip("::1"),
+            ip("10.244.1.2"),
+            ip("fe80::a8c1:abff:fe12:3456"),
+            ip("fd00:10:244:1::2"),
+        ];
+        let any4 = SocketAddr::from(([0, 0, 0, 0], 53));
+        assert_eq!(
+            local_ips_among(&[any4], &interfaces),
+            interfaces[2..].to_vec()
+        );
+        let any6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, 53));
+        assert_eq!(
+            local_ips_among(&[any4, any6], &interfaces),
+            interfaces[2..].to_vec()
+        );
+        assert_eq!(
+            local_ips_among(&[any4], &interfaces[..2]),
+            interfaces[..2].to_vec(),
+            "loopback alone names the server"
+        );
+        let bound = SocketAddr::from(([127, 0, 0, 1], 1053));
+        assert_eq!(local_ips_among(&[bound], &interfaces), [ip("127.0.0.1")]);
+    }
 
     /// Port 0 never lands on a port another `SO_REUSEPORT` group of this user holds, which
     /// a first socket with `SO_REUSEPORT` would be given (and share) about once in 28 tries
