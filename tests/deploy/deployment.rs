@@ -123,6 +123,20 @@ fn probes_ask_health_and_ready_on_their_ports() {
         (Some(60), Some(5), Some(1), Some(5))
     );
     check(container.readiness_probe.as_ref(), "/ready", ready);
+    // Every second, out at the first failure: within a second of SIGTERM (when /ready says
+    // 503) the endpoint leaves the Service, well inside the Corefile's lameduck, so that
+    // kube-proxy clears the UDP flows still going to this pod while it answers them
+    // (tests/real_node/operations.rs).
+    let ready = container.readiness_probe.as_ref().unwrap();
+    assert_eq!(
+        (ready.period_seconds, ready.failure_threshold),
+        (Some(1), Some(1))
+    );
+    let lameduck = server.plugins.health.as_ref().unwrap().lameduck;
+    assert!(
+        lameduck >= std::time::Duration::from_secs(3),
+        "lameduck {lameduck:?} leaves the probe, the controller and kube-proxy no time"
+    );
 }
 
 #[test]
