@@ -18,10 +18,11 @@
 mod answers;
 mod deploy;
 mod latency;
+mod operations;
 mod payments;
 mod tracker;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -51,8 +52,12 @@ pub struct RealCluster {
     cluster: Cluster,
     pub nodes: Nodes,
     pub upstream: NamesUpstream,
-    /// Each DNS pod's time from created to Ready, as seen by polling the API server.
-    pub dns_ready: Vec<(String, Duration)>,
+    /// Each DNS pod of the first rollout: its time from created to Ready, as seen by polling
+    /// the API server, and the server's from its start to listening, as its log says.
+    pub dns_ready: Vec<(String, Duration, Duration)>,
+    /// The nodes the DNS pods were first scheduled to, sorted (later rollouts, with a pod on
+    /// each node already, may put both on one).
+    pub dns_nodes: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -108,16 +113,40 @@ impl RealCluster {
         let kubectl = plane.kubectl();
         let deployed = Instant::now();
         nodes
-            .apply_dns(xtask::images::CLUSTERDNS)
+            .apply_dns(xtask::images::CLUSTERDNS, None)
             .map_err(|e| format!("{e:#}"))?;
-        let dns_ready = ready_times(&kubectl, "kube-system", "k8s-app=kube-dns", 2, deployed);
+        let ready = xtask::operations::ready_times(
+            &kubectl,
+            "kube-system",
+            "k8s-app=kube-dns",
+            2,
+            &BTreeSet::new(),
+            deployed,
+        );
         nodes.wait_dns().map_err(|e| format!("{e:#}"))?;
+        let pods = kubectl
+            .get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"])
+            .map_err(|e| format!("{e:#}"))?;
+        let mut dns_nodes: Vec<String> = items(&pods)
+            .iter()
+            .filter_map(|pod| pod["spec"]["nodeName"].as_str().map(str::to_owned))
+            .collect();
+        dns_nodes.sort_unstable();
+        let mut dns_ready = Vec::new();
+        for (name, took) in ready {
+            let pod = items(&pods)
+                .into_iter()
+                .find(|pod| pod["metadata"]["name"] == name.as_str())
+                .ok_or_else(|| format!("the DNS pod {name} is gone"))?;
+            dns_ready.push((name, took, start_to_listening(&nodes, &pod)?));
+        }
         kubectl.apply(OBJECTS).map_err(|e| format!("{e:#}"))?;
         let real = Self {
             cluster,
             nodes,
             upstream,
             dns_ready,
+            dns_nodes,
             _dir: dir,
         };
         real.wait_pods("shop", 6)?;
@@ -259,40 +288,31 @@ fn clusterdns_image(dir: &std::path::Path) -> Result<PathBuf, String> {
         .map_err(|e| format!("{e:#}"))
 }
 
-/// For each of the `count` pods matching `selector` in `namespace`: how long from when it
-/// was first seen (polling every 100 ms from `since`) to when it was Ready. Polls until that
-/// many pods were seen and each is Ready, for up to two minutes.
-fn ready_times(
-    kubectl: &Kubectl,
-    namespace: &str,
-    selector: &str,
-    count: usize,
-    since: Instant,
-) -> Vec<(String, Duration)> {
-    let mut seen: BTreeMap<String, (Instant, Option<Instant>)> = BTreeMap::new();
-    let deadline = since + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        if let Ok(pods) = kubectl.get(&["pods", "-n", namespace, "-l", selector]) {
-            let now = Instant::now();
-            for pod in items(&pods) {
-                let name = pod["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let entry = seen.entry(name).or_insert((now, None));
-                if entry.1.is_none() && condition(&pod, "Ready") {
-                    entry.1 = Some(now);
-                }
-            }
-        }
-        if seen.len() >= count && seen.values().all(|(_, ready)| ready.is_some()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    seen.into_iter()
-        .filter_map(|(name, (first, ready))| Some((name, ready? - first)))
-        .collect()
+/// From the first line the server in DNS pod `pod` logged to the one saying it serves
+/// `/ready`, as the container's log (CRI format, the runtime's timestamps) has them.
+fn start_to_listening(nodes: &Nodes, pod: &Value) -> Result<Duration, String> {
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+    let node = nodes.node(node).ok_or_else(|| format!("no node {node}"))?;
+    let dir = format!(
+        "kube-system_{}_{}",
+        pod["metadata"]["name"].as_str().unwrap_or_default(),
+        pod["metadata"]["uid"].as_str().unwrap_or_default()
+    );
+    let log = node.dir.join("pod-logs").join(dir).join("coredns/0.log");
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let at = |line: Option<&str>| -> Result<jiff::Timestamp, String> {
+        let line =
+            line.ok_or_else(|| format!("{}: no start or no ready listener", log.display()))?;
+        let stamp = line.split(' ').next().unwrap_or_default();
+        stamp
+            .parse()
+            .map_err(|e| format!("{}: {stamp}: {e}", log.display()))
+    };
+    let first = at(text.lines().next())?;
+    let ready = at(text
+        .lines()
+        .find(|line| line.contains("listening for ready")))?;
+    Duration::try_from(ready - first).map_err(|e| e.to_string())
 }
 
 /// Why the group cannot run here, if it cannot.

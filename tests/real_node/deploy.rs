@@ -28,27 +28,17 @@ fn clusterdns_runs_as_kube_dns_with_deploys_security_context() {
         .filter(|pod| pod["metadata"]["deletionTimestamp"].is_null())
         .collect();
     assert_eq!(pods.len(), 2, "two replicas");
-    let mut nodes: Vec<&str> = pods
-        .iter()
-        .map(|pod| pod["spec"]["nodeName"].as_str().unwrap())
-        .collect();
-    nodes.sort_unstable();
     assert_eq!(
-        nodes,
+        real.dns_nodes,
         ["node-1", "node-2"],
         "one replica per node (the anti-affinity)"
     );
-    for (name, took) in &real.dns_ready {
-        let pod = pods.iter().find(|p| p["metadata"]["name"] == name.as_str());
-        let serving = pod.map_or_else(String::new, |pod| {
-            format!(
-                "; the server listened {:.0} ms after it started (the kubelet's readiness probe runs every 10 s)",
-                start_to_listening(&real, pod).as_secs_f64() * 1000.0
-            )
-        });
+    for (name, ready, listening) in &real.dns_ready {
         eprintln!(
-            "real nodes: DNS pod {name} from created to Ready in {:.2} s{serving}",
-            took.as_secs_f64()
+            "real nodes: DNS pod {name} from created to Ready in {:.2} s; the server listened \
+             {:.0} ms after it started (the rest: the kubelet, the runtime, the probe)",
+            ready.as_secs_f64(),
+            listening.as_secs_f64() * 1000.0
         );
     }
 
@@ -124,44 +114,10 @@ fn clusterdns_runs_as_kube_dns_with_deploys_security_context() {
     assert!(refused.is_empty(), "refused: {refused:#?}");
 }
 
-/// From the first line clusterdns logged to the one saying it serves `/ready`, as the
-/// container's log (CRI format, the runtime's timestamps) has them.
-fn start_to_listening(real: &RealCluster, pod: &Value) -> Duration {
-    let node = real
-        .nodes
-        .node(pod["spec"]["nodeName"].as_str().unwrap())
-        .unwrap();
-    let dir = format!(
-        "kube-system_{}_{}",
-        pod["metadata"]["name"].as_str().unwrap(),
-        pod["metadata"]["uid"].as_str().unwrap()
-    );
-    let log = node.dir.join("pod-logs").join(dir).join("coredns/0.log");
-    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
-    let at = |line: &str| -> jiff::Timestamp { line.split(' ').next().unwrap().parse().unwrap() };
-    let first = at(text.lines().next().unwrap());
-    let ready = at(text
-        .lines()
-        .find(|line| line.contains("listening for ready"))
-        .unwrap_or_else(|| panic!("{}: no ready listener in\n{text}", log.display())));
-    Duration::try_from(ready - first).unwrap()
-}
-
-/// /proc/PID/status of the process of container `id` (found by the container ID in its
-/// cgroup path).
+/// /proc/PID/status of the server in container `id`.
 fn process_of(id: &str) -> String {
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let path = entry.path();
-        let Ok(cgroup) = std::fs::read_to_string(path.join("cgroup")) else {
-            continue;
-        };
-        if cgroup.contains(id)
-            && std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim() == "clusterdns")
-        {
-            return std::fs::read_to_string(path.join("status")).unwrap();
-        }
-    }
-    panic!("no clusterdns process in container {id}");
+    let pid = xtask::operations::server_process(id).unwrap();
+    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap()
 }
 
 /// The A records `name` has, asked of `server`:53 from the switch (which routes to every pod).

@@ -8,6 +8,7 @@ pub mod images;
 pub mod kube;
 pub mod netns;
 pub mod nodes;
+pub mod operations;
 
 use std::path::PathBuf;
 

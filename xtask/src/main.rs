@@ -2,8 +2,11 @@
 //!
 //!   cargo xtask image [--binary PATH] [--out DIR] [--coredns PATH]
 //!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
+//!   cargo xtask operations [--binary PATH] [--coredns PATH] [--rate N] [--seconds N]
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -11,6 +14,7 @@ use nix::sys::signal::{SigSet, Signal};
 use xtask::image::Written;
 use xtask::kube::ControlPlane;
 use xtask::nodes::{Nodes, Options};
+use xtask::operations::{self, Operation, Outcome, under_load};
 use xtask::{images, root};
 
 #[derive(Parser)]
@@ -57,6 +61,28 @@ enum Task {
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
     },
+    /// What a DNS Deployment lives through, for clusterdns and CoreDNS on the same real
+    /// nodes: clients of every kind on both nodes resolve at a steady rate while the
+    /// Deployment rolls, loses a pod, a container is killed, the API server and each node's
+    /// kube-proxy restart; failed and slow lookups counted, a table printed and written to
+    /// bench/out. Needs root; about ten minutes.
+    Operations {
+        /// The clusterdns binary of the image (default: target/release/clusterdns).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// The coredns binary of CoreDNS's image (default: the peer).
+        #[arg(long)]
+        coredns: Option<PathBuf>,
+        /// Lookups a second, per client.
+        #[arg(long, default_value_t = 50)]
+        rate: u32,
+        /// Seconds of load around each operation.
+        #[arg(long, default_value_t = 40)]
+        seconds: u32,
+        /// Where the table goes (default: bench/out).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -91,6 +117,13 @@ fn main() -> Result<()> {
             no_dns,
             cluster,
         } => nodes(dir, binary, no_dns, cluster),
+        Task::Operations {
+            binary,
+            coredns,
+            rate,
+            seconds,
+            out,
+        } => operations(binary, coredns, rate, seconds, out),
     }
 }
 
@@ -119,6 +152,85 @@ fn upstream(nodes: &Nodes, binary: &std::path::Path, dir: &std::path::Path) -> R
     Ok(())
 }
 
+/// A control plane with two real nodes, and where their files are.
+struct Up {
+    dir: PathBuf,
+    /// The control plane's directory.
+    cluster: PathBuf,
+    /// Whether it was there before (`--cluster`): then it stays up after.
+    joined: bool,
+    plane: ControlPlane,
+    nodes: Nodes,
+}
+
+impl Up {
+    /// Brings up the control plane (or joins `joined`'s) and two nodes in `dir` (or a new
+    /// directory), with `archives` imported on them, and the upstream when `binary` is there.
+    fn new(
+        dir: Option<PathBuf>,
+        joined: Option<PathBuf>,
+        binary: &Path,
+        archives: Vec<PathBuf>,
+    ) -> Result<Self> {
+        let dir = match dir {
+            Some(dir) => dir,
+            None => tempfile::Builder::new()
+                .prefix("clusterdns-nodes.")
+                .tempdir()?
+                .keep(),
+        };
+        std::fs::create_dir_all(&dir)?;
+        let dir = std::fs::canonicalize(&dir)?;
+        let cluster = match &joined {
+            Some(cluster) => cluster.clone(),
+            None => {
+                let cluster = dir.join("cluster");
+                let status = std::process::Command::new(root().join("bench/cluster.sh"))
+                    .args(["up", "--nodes", "0", "--owner"])
+                    .arg(std::process::id().to_string())
+                    .arg("--dir")
+                    .arg(&cluster)
+                    .status()
+                    .context("run bench/cluster.sh")?;
+                anyhow::ensure!(status.success(), "bench/cluster.sh up failed");
+                cluster
+            }
+        };
+        let plane = ControlPlane::from_dir(&cluster)?;
+        let nodes = Nodes::up(&plane, &Options::two(&dir.join("nodes"), archives))?;
+        if binary.is_file() {
+            upstream(&nodes, binary, &dir)?;
+        }
+        Ok(Self {
+            dir,
+            cluster,
+            joined: joined.is_some(),
+            plane,
+            nodes,
+        })
+    }
+
+    /// The nodes first, then the control plane unless it was joined.
+    fn down(self) {
+        drop(self.nodes);
+        if !self.joined {
+            let _ = std::process::Command::new(root().join("bench/cluster.sh"))
+                .args(["down", "--dir"])
+                .arg(&self.cluster)
+                .status();
+        }
+    }
+}
+
+/// The clusterdns image of `binary`, written in `dir`.
+fn clusterdns_image(binary: &Path, dir: &Path) -> Result<PathBuf> {
+    let work = dir.join("image");
+    std::fs::create_dir_all(&work)?;
+    let image = images::clusterdns(binary, &work)
+        .with_context(|| format!("the image of {}", binary.display()))?;
+    Ok(image.write(&work.join("clusterdns.tar"))?.archive)
+}
+
 /// `cargo xtask nodes`.
 fn nodes(
     dir: Option<PathBuf>,
@@ -126,52 +238,21 @@ fn nodes(
     no_dns: bool,
     joined: Option<PathBuf>,
 ) -> Result<()> {
-    let dir = match dir {
-        Some(dir) => dir,
-        None => tempfile::Builder::new()
-            .prefix("clusterdns-nodes.")
-            .tempdir()?
-            .keep(),
-    };
-    std::fs::create_dir_all(&dir)?;
-    let dir = std::fs::canonicalize(&dir)?;
     let binary = binary.unwrap_or_else(|| root().join("target/release/clusterdns"));
-    let cluster = match &joined {
-        Some(cluster) => cluster.clone(),
-        None => {
-            let cluster = dir.join("cluster");
-            let status = std::process::Command::new(root().join("bench/cluster.sh"))
-                .args(["up", "--nodes", "0", "--owner"])
-                .arg(std::process::id().to_string())
-                .arg("--dir")
-                .arg(&cluster)
-                .status()
-                .context("run bench/cluster.sh")?;
-            anyhow::ensure!(status.success(), "bench/cluster.sh up failed");
-            cluster
-        }
+    let work = tempfile::tempdir()?;
+    let archives = if no_dns {
+        Vec::new()
+    } else {
+        vec![clusterdns_image(&binary, work.path())?]
     };
-    let plane = ControlPlane::from_dir(&cluster)?;
-
-    let mut archives = Vec::new();
+    let up = Up::new(dir, joined, &binary, archives)?;
     if !no_dns {
-        let work = dir.join("image");
-        std::fs::create_dir_all(&work)?;
-        let image = images::clusterdns(&binary, &work)
-            .with_context(|| format!("the image of {}", binary.display()))?;
-        archives.push(image.write(&work.join("clusterdns.tar"))?.archive);
-    }
-    let nodes = Nodes::up(&plane, &Options::two(&dir.join("nodes"), archives))?;
-    if binary.is_file() {
-        upstream(&nodes, &binary, &dir)?;
-    }
-    if !no_dns {
-        nodes.apply_dns(images::CLUSTERDNS)?;
-        nodes.wait_dns()?;
+        up.nodes.apply_dns(images::CLUSTERDNS, None)?;
+        up.nodes.wait_dns()?;
     }
     eprintln!(
         "[nodes] up: {}",
-        nodes
+        up.nodes
             .nodes
             .iter()
             .map(|n| format!(
@@ -183,9 +264,12 @@ fn nodes(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    eprintln!("[nodes] export KUBECONFIG={}", plane.kubeconfig.display());
-    eprintln!("[nodes] export PATH={}:$PATH", plane.peers.display());
-    for node in &nodes.nodes {
+    eprintln!(
+        "[nodes] export KUBECONFIG={}",
+        up.plane.kubeconfig.display()
+    );
+    eprintln!("[nodes] export PATH={}:$PATH", up.plane.peers.display());
+    for node in &up.nodes.nodes {
         eprintln!(
             "[nodes] {}: nsenter --target {} --net --mount --pid  (containerd: ctr --address {} -n k8s.io)",
             node.name,
@@ -195,9 +279,9 @@ fn nodes(
     }
     eprintln!(
         "[nodes] files and logs in {}; Ctrl-C takes everything down",
-        dir.display()
+        up.dir.display()
     );
-    std::fs::write(dir.join("ready"), "")?;
+    std::fs::write(up.dir.join("ready"), "")?;
     // From here the signals are taken, not left to their default handlers (which end the
     // process at once, and with it, through the parent death signal, everything it started):
     // the nodes go down first, then the control plane. Blocked only now, so that nothing
@@ -206,13 +290,153 @@ fn nodes(
     signals.thread_block()?;
     let caught = signals.wait()?;
     eprintln!("[nodes] {caught}: going down");
-    drop(nodes);
-    if joined.is_none() {
-        let _ = std::process::Command::new(root().join("bench/cluster.sh"))
-            .args(["down", "--dir"])
-            .arg(&cluster)
-            .status();
+    up.down();
+    Ok(())
+}
+
+/// The client pods of `cargo xtask operations`, one on each node.
+const LOAD_PODS: [&str; 2] = ["load/client-node-1", "load/client-node-2"];
+
+/// `cargo xtask operations`: both servers on the same nodes, every operation under load.
+fn operations(
+    binary: Option<PathBuf>,
+    coredns: Option<PathBuf>,
+    rate: u32,
+    seconds: u32,
+    out: Option<PathBuf>,
+) -> Result<()> {
+    let binary = binary.unwrap_or_else(|| root().join("target/release/clusterdns"));
+    let coredns = match coredns {
+        Some(coredns) => coredns,
+        None => {
+            let dir = std::process::Command::new(root().join("bench/peers/build.sh"))
+                .arg("--dir")
+                .output()
+                .context("run bench/peers/build.sh --dir")?;
+            PathBuf::from(String::from_utf8_lossy(&dir.stdout).trim()).join("coredns")
+        }
+    };
+    let work = tempfile::tempdir()?;
+    let coredns_archive = work.path().join("coredns.tar");
+    images::coredns(&coredns)?.write(&coredns_archive)?;
+    let archives = vec![clusterdns_image(&binary, work.path())?, coredns_archive];
+    let up = Up::new(None, None, &binary, archives)?;
+    let kubectl = up.plane.kubectl();
+    let mut clients = String::from("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: load\n");
+    for n in 1..=2 {
+        clients.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: client-node-{n}\n  namespace: load\nspec:\n  nodeName: node-{n}\n  terminationGracePeriodSeconds: 1\n  containers:\n    - name: client\n      image: {}\n      imagePullPolicy: Never\n",
+            images::CLIENT
+        ));
     }
+    kubectl.apply(&clients)?;
+    kubectl.run(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod",
+        "--all",
+        "-n",
+        "load",
+        "--timeout=120s",
+    ])?;
+
+    let servers: [(&str, &str, Option<String>); 2] = [
+        ("clusterdns", images::CLUSTERDNS, None),
+        (
+            "CoreDNS 1.14.7",
+            images::COREDNS,
+            Some(operations::kubeadm_corefile()?),
+        ),
+    ];
+    let mut quiet: Vec<Outcome> = Vec::new();
+    let mut ready: Vec<Vec<(String, Duration)>> = Vec::new();
+    let mut rows: Vec<(String, Vec<Outcome>)> = Operation::ALL
+        .iter()
+        .map(|op| (op.describe(), Vec::new()))
+        .collect();
+    for (name, image, corefile) in &servers {
+        eprintln!("[operations] {name}: deploy/ with its image");
+        let before: BTreeSet<String> = operations::dns_pods(&kubectl)?.into_iter().collect();
+        let applied = Instant::now();
+        up.nodes.apply_dns(image, corefile.as_deref())?;
+        ready.push(operations::ready_times(
+            &kubectl,
+            "kube-system",
+            "k8s-app=kube-dns",
+            2,
+            &before,
+            applied,
+        ));
+        up.nodes.wait_dns()?;
+        settle(&kubectl)?;
+        let (tallies, ()) = under_load(&up.nodes, &LOAD_PODS, rate, 10, Duration::ZERO, || ())?;
+        quiet.push((operations::by_kind(&tallies), None));
+        for (operation, row) in Operation::ALL.iter().zip(&mut rows) {
+            eprintln!("[operations] {name}: {}", operation.describe());
+            let (tallies, done) = under_load(
+                &up.nodes,
+                &LOAD_PODS,
+                rate,
+                seconds,
+                Duration::from_secs(5),
+                || operations::perform(&up.nodes, *operation),
+            )?;
+            row.1.push((operations::by_kind(&tallies), Some(done?)));
+            settle(&kubectl)?;
+        }
+    }
+    let names: Vec<&str> = servers.iter().map(|(name, _, _)| *name).collect();
+    let mut report = format!(
+        "# DNS operations on real nodes, {}\n\nEvery client kind on both nodes, {rate} lookups a second each through 10.96.0.10; \
+         each operation {seconds} s of load, the operation at 5 s. `failed / slow / lookups`: slow is over 1 s.\n\n",
+        jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC")
+    );
+    report.push_str(&operations::table(&names, &rows));
+    report.push_str("\n| quiet, 10 s | ");
+    for (name, (tallies, _)) in names.iter().zip(&quiet) {
+        let mut all = operations::Tally::default();
+        for tally in tallies.values() {
+            all.add(tally);
+        }
+        report.push_str(&format!(
+            "{name}: p50 {:.2} ms, p99 {:.2} ms, {} failed of {}; ",
+            all.quantile_ms(0.5),
+            all.quantile_ms(0.99),
+            all.failed,
+            all.lookups
+        ));
+    }
+    report.push_str("|\n\nDNS pods from created to Ready:");
+    for (name, times) in names.iter().zip(&ready) {
+        let times: Vec<String> = times
+            .iter()
+            .map(|(_, took)| format!("{:.1} s", took.as_secs_f64()))
+            .collect();
+        report.push_str(&format!(" {name} {};", times.join(", ")));
+    }
+    report.push('\n');
+    println!("{report}");
+    let out = out.unwrap_or_else(|| root().join("bench/out"));
+    std::fs::create_dir_all(&out)?;
+    let file = out.join(format!(
+        "operations-{}.md",
+        jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S")
+    ));
+    std::fs::write(&file, &report)?;
+    eprintln!("[operations] written to {}", file.display());
+    up.down();
+    Ok(())
+}
+
+/// Waits until the DNS Deployment has its two pods Ready and no other, then 3 s more (the
+/// endpoints and kube-proxy follow).
+fn settle(kubectl: &xtask::kube::Kubectl) -> Result<()> {
+    xtask::kube::wait_until("the DNS pods settled", Duration::from_secs(120), || {
+        let pods = kubectl.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"])?;
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        Ok(items.len() == 2 && items.iter().all(|p| xtask::nodes::condition(p, "Ready")))
+    })?;
+    std::thread::sleep(Duration::from_secs(3));
     Ok(())
 }
 

@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -113,10 +114,11 @@ pub struct Node {
 }
 
 /// A process of a node (containerd, the kubelet, kube-proxy), started by `nsenter` into the
-/// node's namespaces.
+/// node's namespaces; stopped and started again from any thread (an operation on the node
+/// while load runs through it).
 pub struct Component {
     pub name: &'static str,
-    nsenter: Option<Child>,
+    nsenter: Mutex<Option<Child>>,
     pub log: PathBuf,
     /// nsenter's arguments.
     command: Vec<std::ffi::OsString>,
@@ -130,9 +132,9 @@ impl Component {
         args: &[String],
         log: &Path,
     ) -> Result<Self> {
-        let mut component = Self {
+        let component = Self {
             name,
-            nsenter: None,
+            nsenter: Mutex::new(None),
             log: log.to_path_buf(),
             command: node.nsenter(Kinds::Node, program, args),
         };
@@ -140,26 +142,32 @@ impl Component {
         Ok(component)
     }
 
-    fn launch(&mut self) -> Result<()> {
-        self.nsenter = Some(netns::spawn(tied("nsenter", &self.command, &self.log)?)?);
+    fn nsenter(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.nsenter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn launch(&self) -> Result<()> {
+        *self.nsenter() = Some(netns::spawn(tied("nsenter", &self.command, &self.log)?)?);
         Ok(())
     }
 
     /// Whether it is running.
-    pub fn running(&mut self) -> bool {
-        self.nsenter
+    pub fn running(&self) -> bool {
+        self.nsenter()
             .as_mut()
             .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// The component's own process (nsenter's child), by its PID here.
     pub fn pid(&self) -> Option<u32> {
-        let nsenter = self.nsenter.as_ref()?;
-        netns::children(nsenter.id()).first().copied()
+        let id = self.nsenter().as_ref()?.id();
+        netns::children(id).first().copied()
     }
 
     /// Stops it with SIGTERM (SIGKILL after 10 s) and waits for it.
-    pub fn stop(&mut self) {
+    pub fn stop(&self) {
         if let Some(pid) = self.pid() {
             signal(pid, Signal::SIGTERM);
         }
@@ -172,14 +180,14 @@ impl Component {
         if let Some(pid) = self.pid() {
             signal(pid, Signal::SIGKILL);
         }
-        if let Some(mut nsenter) = self.nsenter.take() {
+        if let Some(mut nsenter) = self.nsenter().take() {
             let _ = nsenter.kill();
             let _ = nsenter.wait();
         }
     }
 
     /// Stops it and starts it again as it was started.
-    pub fn restart(&mut self) -> Result<()> {
+    pub fn restart(&self) -> Result<()> {
         self.stop();
         self.launch()
     }
@@ -354,19 +362,26 @@ impl Nodes {
     }
 
     /// deploy/ applied as `kubectl apply -k` would, with `image` in place of the image it
-    /// names (kustomize's image override, in an overlay of ours); [`Nodes::wait_dns`] waits
-    /// for its rollout.
-    pub fn apply_dns(&self, image: &str) -> Result<()> {
+    /// names (kustomize's image override, in an overlay of ours) and, when given,
+    /// `corefile` in place of its ConfigMap's Corefile; [`Nodes::wait_dns`] waits for its
+    /// rollout.
+    pub fn apply_dns(&self, image: &str, corefile: Option<&str>) -> Result<()> {
         let overlay = self.dir.join("deploy");
         std::fs::create_dir_all(&overlay)?;
         let (name, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
         let base = relative(&overlay, &crate::root().join("deploy"));
-        std::fs::write(
-            overlay.join("kustomization.yaml"),
-            format!(
-                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {base}\nimages:\n  - name: clusterdns\n    newName: {name}\n    newTag: \"{tag}\"\n"
-            ),
-        )?;
+        let mut kustomization = format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {base}\nimages:\n  - name: clusterdns\n    newName: {name}\n    newTag: \"{tag}\"\n"
+        );
+        if let Some(corefile) = corefile {
+            let patch = json!([{"op": "replace", "path": "/data/Corefile", "value": corefile}]);
+            let _ = write!(
+                kustomization,
+                "patches:\n  - target:\n      kind: ConfigMap\n      name: coredns\n    patch: '{}'\n",
+                patch.to_string().replace('\'', "''")
+            );
+        }
+        std::fs::write(overlay.join("kustomization.yaml"), kustomization)?;
         let overlay = overlay.display().to_string();
         self.kubectl()
             .run(&[
@@ -501,7 +516,7 @@ impl Prepared {
             ],
             &dir.join("containerd.log"),
         )?;
-        let mut node = Self {
+        let node = Self {
             name: name.to_owned(),
             number,
             proxy_mode,
@@ -549,7 +564,7 @@ impl Prepared {
         let address = node_address(number);
         make_cgroup_root(&name)?;
         let arg = |p: &Path| p.display().to_string();
-        let mut kubelet = Component::start(
+        let kubelet = Component::start(
             &holder,
             "kubelet",
             &plane.peers.join("kubelet"),
@@ -573,7 +588,7 @@ impl Prepared {
             Ok(condition(&node, "Ready"))
         })
         .map_err(|e| e.context(kubelet.tail()))?;
-        let mut kube_proxy = Component::start(
+        let kube_proxy = Component::start(
             &holder,
             "kube-proxy",
             &plane.peers.join("kube-proxy"),
@@ -595,20 +610,7 @@ impl Prepared {
             ],
             &dir.join("kube-proxy.log"),
         )?;
-        let healthz = SocketAddr::from((address, 10256));
-        wait_until(
-            &format!("{name}: kube-proxy healthy"),
-            Duration::from_secs(60),
-            || {
-                ensure!(kube_proxy.running(), "kube-proxy exited");
-                Ok(matches!(
-                    netns::http_get(&holder.net(), healthz, "/healthz"),
-                    Ok((200, _))
-                ))
-            },
-        )
-        .map_err(|e| e.context(kube_proxy.tail()))?;
-        Ok(Node {
+        let node = Node {
             name,
             number,
             proxy_mode,
@@ -617,7 +619,30 @@ impl Prepared {
             containerd,
             kubelet,
             kube_proxy,
-        })
+        };
+        node.wait_kube_proxy()?;
+        Ok(node)
+    }
+}
+
+impl Node {
+    /// Waits until kube-proxy's `/healthz` says 200 (it has synced).
+    pub fn wait_kube_proxy(&self) -> Result<()> {
+        let healthz = SocketAddr::from((self.address(), 10256));
+        let net = self.holder.net();
+        let kube_proxy = &self.kube_proxy;
+        wait_until(
+            &format!("{}: kube-proxy healthy", self.name),
+            Duration::from_secs(60),
+            || {
+                ensure!(kube_proxy.running(), "kube-proxy exited");
+                Ok(matches!(
+                    netns::http_get(&net, healthz, "/healthz"),
+                    Ok((200, _))
+                ))
+            },
+        )
+        .map_err(|e| e.context(self.kube_proxy.tail()))
     }
 }
 
