@@ -113,7 +113,7 @@ impl RealCluster {
         let kubectl = plane.kubectl();
         let deployed = Instant::now();
         nodes
-            .apply_dns(xtask::images::CLUSTERDNS, None)
+            .apply_dns(xtask::images::CLUSTERDNS, &[])
             .map_err(|e| format!("{e:#}"))?;
         let ready = xtask::operations::ready_times(
             &kubectl,

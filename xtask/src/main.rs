@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 use nix::sys::signal::{SigSet, Signal};
 use xtask::image::Written;
 use xtask::kube::ControlPlane;
-use xtask::nodes::{Nodes, Options};
+use xtask::nodes::{Nodes, Options, Patch};
 use xtask::operations::{self, Operation, Outcome, under_load};
 use xtask::{images, root};
 
@@ -82,6 +82,13 @@ enum Task {
         /// Where the table goes (default: bench/out).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// The readiness probe as kubeadm times it (every 10 s, out after three failures)
+        /// instead of deploy/'s (every second, out at the first).
+        #[arg(long)]
+        kubeadm_probes: bool,
+        /// Each operation this many times (its lookups summed).
+        #[arg(long, default_value_t = 1)]
+        rounds: u32,
     },
 }
 
@@ -123,7 +130,9 @@ fn main() -> Result<()> {
             rate,
             seconds,
             out,
-        } => operations(binary, coredns, rate, seconds, out),
+            kubeadm_probes,
+            rounds,
+        } => operations(binary, coredns, rate, seconds, out, kubeadm_probes, rounds),
     }
 }
 
@@ -247,7 +256,7 @@ fn nodes(
     };
     let up = Up::new(dir, joined, &binary, archives)?;
     if !no_dns {
-        up.nodes.apply_dns(images::CLUSTERDNS, None)?;
+        up.nodes.apply_dns(images::CLUSTERDNS, &[])?;
         up.nodes.wait_dns()?;
     }
     eprintln!(
@@ -304,6 +313,8 @@ fn operations(
     rate: u32,
     seconds: u32,
     out: Option<PathBuf>,
+    kubeadm_probes: bool,
+    rounds: u32,
 ) -> Result<()> {
     let binary = binary.unwrap_or_else(|| root().join("target/release/clusterdns"));
     let coredns = match coredns {
@@ -340,13 +351,19 @@ fn operations(
         "--timeout=120s",
     ])?;
 
-    let servers: [(&str, &str, Option<String>); 2] = [
-        ("clusterdns", images::CLUSTERDNS, None),
-        (
-            "CoreDNS 1.14.7",
-            images::COREDNS,
-            Some(operations::kubeadm_corefile()?),
-        ),
+    let probes: Vec<Patch> = if kubeadm_probes {
+        vec![Patch::readiness(10, 3)]
+    } else {
+        Vec::new()
+    };
+    let coredns_patches: Vec<Patch> = probes
+        .iter()
+        .cloned()
+        .chain([Patch::corefile(&operations::kubeadm_corefile()?)])
+        .collect();
+    let servers: [(&str, &str, &[Patch]); 2] = [
+        ("clusterdns", images::CLUSTERDNS, &probes),
+        ("CoreDNS 1.14.7", images::COREDNS, &coredns_patches),
     ];
     let mut quiet: Vec<Outcome> = Vec::new();
     let mut ready: Vec<Vec<(String, Duration)>> = Vec::new();
@@ -354,11 +371,11 @@ fn operations(
         .iter()
         .map(|op| (op.describe(), Vec::new()))
         .collect();
-    for (name, image, corefile) in &servers {
+    for (name, image, patches) in &servers {
         eprintln!("[operations] {name}: deploy/ with its image");
         let before: BTreeSet<String> = operations::dns_pods(&kubectl)?.into_iter().collect();
         let applied = Instant::now();
-        up.nodes.apply_dns(image, corefile.as_deref())?;
+        up.nodes.apply_dns(image, patches)?;
         ready.push(operations::ready_times(
             &kubectl,
             "kube-system",
@@ -372,24 +389,47 @@ fn operations(
         let (tallies, ()) = under_load(&up.nodes, &LOAD_PODS, rate, 10, Duration::ZERO, || ())?;
         quiet.push((operations::by_kind(&tallies), None));
         for (operation, row) in Operation::ALL.iter().zip(&mut rows) {
-            eprintln!("[operations] {name}: {}", operation.describe());
-            let (tallies, done) = under_load(
-                &up.nodes,
-                &LOAD_PODS,
-                rate,
-                seconds,
-                Duration::from_secs(5),
-                || operations::perform(&up.nodes, *operation),
-            )?;
-            row.1.push((operations::by_kind(&tallies), Some(done?)));
-            settle(&kubectl)?;
+            let mut sum: std::collections::BTreeMap<&'static str, operations::Tally> =
+                std::collections::BTreeMap::new();
+            let mut took = Duration::ZERO;
+            for round in 1..=rounds {
+                eprintln!(
+                    "[operations] {name}: {} ({round}/{rounds})",
+                    operation.describe()
+                );
+                let (tallies, done) = under_load(
+                    &up.nodes,
+                    &LOAD_PODS,
+                    rate,
+                    seconds,
+                    Duration::from_secs(5),
+                    || operations::perform(&up.nodes, *operation),
+                )?;
+                for (kind, tally) in operations::by_kind(&tallies) {
+                    sum.entry(kind).or_default().add(&tally);
+                }
+                took += done?.took;
+                settle(&kubectl)?;
+            }
+            row.1.push((
+                sum,
+                Some(operations::Done {
+                    took: took / rounds.max(1),
+                }),
+            ));
         }
     }
     let names: Vec<&str> = servers.iter().map(|(name, _, _)| *name).collect();
     let mut report = format!(
         "# DNS operations on real nodes, {}\n\nEvery client kind on both nodes, {rate} lookups a second each through 10.96.0.10; \
-         each operation {seconds} s of load, the operation at 5 s. `failed / slow / lookups`: slow is over 1 s.\n\n",
-        jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC")
+         each operation {seconds} s of load, the operation at 5 s, {rounds} time(s), the lookups summed and the time it \
+         took averaged. `failed / slow / lookups`: slow is over 1 s. The readiness probe {}.\n\n",
+        jiff::Timestamp::now().strftime("%Y-%m-%d %H:%M UTC"),
+        if kubeadm_probes {
+            "as kubeadm's (every 10 s, out after three failures)"
+        } else {
+            "as deploy/'s (every second, out at the first failure)"
+        }
     );
     report.push_str(&operations::table(&names, &rows));
     report.push_str("\n| quiet, 10 s | ");

@@ -89,6 +89,39 @@ impl Options {
     }
 }
 
+/// A JSON patch (RFC 6902) of one of deploy/'s objects, for [`Nodes::apply_dns`].
+#[derive(Debug, Clone)]
+pub struct Patch {
+    pub kind: &'static str,
+    pub name: &'static str,
+    /// The patch's operations, a JSON array.
+    pub operations: Value,
+}
+
+impl Patch {
+    /// The ConfigMap's Corefile replaced by `corefile`.
+    pub fn corefile(corefile: &str) -> Self {
+        Self {
+            kind: "ConfigMap",
+            name: "coredns",
+            operations: json!([{"op": "replace", "path": "/data/Corefile", "value": corefile}]),
+        }
+    }
+
+    /// The readiness probe's period and failure threshold set to these.
+    pub fn readiness(period_seconds: u32, failure_threshold: u32) -> Self {
+        let probe = "/spec/template/spec/containers/0/readinessProbe";
+        Self {
+            kind: "Deployment",
+            name: "coredns",
+            operations: json!([
+                {"op": "replace", "path": format!("{probe}/periodSeconds"), "value": period_seconds},
+                {"op": "replace", "path": format!("{probe}/failureThreshold"), "value": failure_threshold},
+            ]),
+        }
+    }
+}
+
 /// The nodes, running.
 pub struct Nodes {
     pub dir: PathBuf,
@@ -362,10 +395,9 @@ impl Nodes {
     }
 
     /// deploy/ applied as `kubectl apply -k` would, with `image` in place of the image it
-    /// names (kustomize's image override, in an overlay of ours) and, when given,
-    /// `corefile` in place of its ConfigMap's Corefile; [`Nodes::wait_dns`] waits for its
-    /// rollout.
-    pub fn apply_dns(&self, image: &str, corefile: Option<&str>) -> Result<()> {
+    /// names (kustomize's image override, in an overlay of ours) and `patches` applied to
+    /// its objects; [`Nodes::wait_dns`] waits for its rollout.
+    pub fn apply_dns(&self, image: &str, patches: &[Patch]) -> Result<()> {
         let overlay = self.dir.join("deploy");
         std::fs::create_dir_all(&overlay)?;
         let (name, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
@@ -373,12 +405,17 @@ impl Nodes {
         let mut kustomization = format!(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {base}\nimages:\n  - name: clusterdns\n    newName: {name}\n    newTag: \"{tag}\"\n"
         );
-        if let Some(corefile) = corefile {
-            let patch = json!([{"op": "replace", "path": "/data/Corefile", "value": corefile}]);
+        if !patches.is_empty() {
+            kustomization.push_str("patches:\n");
+        }
+        for patch in patches {
+            // A JSON patch is YAML too; in single quotes, a quote is written twice.
             let _ = write!(
                 kustomization,
-                "patches:\n  - target:\n      kind: ConfigMap\n      name: coredns\n    patch: '{}'\n",
-                patch.to_string().replace('\'', "''")
+                "  - target:\n      kind: {}\n      name: {}\n    patch: '{}'\n",
+                patch.kind,
+                patch.name,
+                patch.operations.to_string().replace('\'', "''")
             );
         }
         std::fs::write(overlay.join("kustomization.yaml"), kustomization)?;
