@@ -95,9 +95,14 @@ impl RealCluster {
             .tempdir()
             .map_err(|e| e.to_string())?;
         let image = clusterdns_image(dir.path())?;
+        // CoreDNS's image, by CoreDNS's recipe from the peer, for the answers beside it.
+        let coredns = dir.path().join("nodes/images/coredns.tar");
+        xtask::images::coredns(&plane.peers.join("coredns"))
+            .and_then(|image| image.write(&coredns))
+            .map_err(|e| format!("CoreDNS's image: {e:#}"))?;
         let nodes = Nodes::up(
             &plane,
-            &Options::two(&dir.path().join("nodes"), vec![image]),
+            &Options::two(&dir.path().join("nodes"), vec![image, coredns]),
         )
         .map_err(|e| format!("{e:#}"))?;
         let socket = xtask::netns::in_netns(&nodes.upstream.net(), || {
@@ -323,7 +328,7 @@ fn missing() -> Option<String> {
     let Some(peers) = crate::common::cluster::peers() else {
         return Some("the peers are not built (bench/peers/build.sh)".into());
     };
-    for peer in ["kubelet", "kube-proxy"] {
+    for peer in ["kubelet", "kube-proxy", "coredns"] {
         if !peers.join(peer).is_file() {
             return Some(format!("{} is not built (bench/peers/build.sh)", peer));
         }

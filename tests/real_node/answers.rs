@@ -168,7 +168,74 @@ fn glibc_and_musl_pods_resolve_every_name_kind_as_records_says() {
     ) else {
         return;
     };
-    let zone = Zone::live(&real);
+    let (checked, failures) = every_name_kind(&real);
+    let asked = real.upstream.asked();
+    assert!(
+        asked.iter().any(|(name, _)| name == "api.partner.example."),
+        "the names outside the cluster were forwarded to the nodes' upstream: {asked:?}"
+    );
+    eprintln!("real nodes: {checked} lookups from pods on both nodes checked against records");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} lookups differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// CoreDNS, from its own image (built by its recipe from the peer) with kubeadm's Corefile, in
+/// deploy/'s Deployment on the same nodes: the same lookups from the same pods get the same
+/// answers — what `clusterdns records` says — as they do from clusterdns. Then clusterdns is
+/// kube-dns again.
+#[test]
+fn coredns_on_the_same_nodes_gives_the_pods_the_same_answers() {
+    let Some(real) = RealCluster::shared(
+        "real_node::answers::coredns_on_the_same_nodes_gives_the_pods_the_same_answers",
+    ) else {
+        return;
+    };
+    let swap = |image: &str, patches: &[xtask::nodes::Patch]| {
+        real.nodes
+            .apply_dns(image, patches)
+            .and_then(|()| real.nodes.wait_dns())
+            .unwrap_or_else(|e| panic!("{image}: {e:#}"));
+        xtask::operations::settle(&real.kubectl()).unwrap();
+    };
+    let corefile = xtask::operations::kubeadm_corefile().unwrap();
+    swap(
+        xtask::images::COREDNS,
+        &[xtask::nodes::Patch::corefile(&corefile)],
+    );
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let images: Vec<String> =
+            super::items(&real.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"]))
+                .iter()
+                .map(|pod| {
+                    pod["spec"]["containers"][0]["image"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+        assert_eq!(images, ["coredns/coredns:peer"; 2], "CoreDNS answers");
+        every_name_kind(&real)
+    }));
+    swap(xtask::images::CLUSTERDNS, &[]);
+    let (checked, failures) = result.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    eprintln!("real nodes: {checked} lookups answered by CoreDNS checked against records");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} lookups differ from clusterdns's answers (docs/differences.md says \
+         nothing of these):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every lookup of the table from the client pod on each node, with glibc (lookup.c and
+/// Debian's getent) and musl: how many, and each that is not what `records` says.
+fn every_name_kind(real: &RealCluster) -> (usize, Vec<String>) {
+    let zone = Zone::live(real);
     let pods = real.get(&["pods", "-n", "shop"]);
     let pod_ip = |name: &str| -> IpAddr {
         items(&pods)
@@ -361,18 +428,7 @@ fn glibc_and_musl_pods_resolve_every_name_kind_as_records_says() {
             }
         }
     }
-    let asked = real.upstream.asked();
-    assert!(
-        asked.iter().any(|(name, _)| name == "api.partner.example."),
-        "the names outside the cluster were forwarded to the nodes' upstream: {asked:?}"
-    );
-    eprintln!("real nodes: {checked} lookups from pods on both nodes checked against records");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} lookups differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    (checked, failures)
 }
 
 /// What each lookup printed, by `mode query`: lookup.c's lines (`canonical`, `address`,

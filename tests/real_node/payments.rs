@@ -201,17 +201,7 @@ fn a_renamed_container_port_is_refused_and_explain_and_trace_say_why() {
             ],
             &[],
         );
-        assert_eq!(
-            explain.code, 1,
-            "{}: {}{}",
-            node.name, explain.stdout, explain.stderr
-        );
-        assert!(
-            explain.stdout.contains("target-port-unresolved"),
-            "{}: {}",
-            node.name,
-            explain.stdout
-        );
+        finds(&explain, "target-port-unresolved", node);
         let trace = clusterdns_env(
             &[
                 "proxy",
@@ -223,18 +213,7 @@ fn a_renamed_container_port_is_refused_and_explain_and_trace_say_why() {
             ],
             &[],
         );
-        assert_eq!(
-            trace.code, 1,
-            "{}: {}{}",
-            node.name, trace.stdout, trace.stderr
-        );
-        assert!(
-            trace.stdout.contains("reject"),
-            "{} ({}): {}",
-            node.name,
-            node.proxy_mode.as_str(),
-            trace.stdout
-        );
+        finds(&trace, "reject", node);
     }
 
     // The fix: targetPort names the new port. Connections land again, on the new pods.
@@ -253,6 +232,19 @@ fn a_renamed_container_port_is_refused_and_explain_and_trace_say_why() {
     kubectl
         .run(&["delete", "namespace", "pay", "--wait=false"])
         .unwrap();
+}
+
+/// That `run` exited 1 (it found something) and says `what`, for `node`'s rules.
+fn finds(run: &crate::common::cli::Run, what: &str, node: &xtask::nodes::Node) {
+    assert!(
+        run.code == 1 && run.stdout.contains(what),
+        "{} ({}): exit {}, no {what:?} in:\n{}{}",
+        node.name,
+        node.proxy_mode.as_str(),
+        run.code,
+        run.stdout,
+        run.stderr
+    );
 }
 
 /// Runs of equal outcomes: `3 × payments-x, 1 × refused, ...`, pods by their last name part.

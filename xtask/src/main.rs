@@ -385,7 +385,7 @@ fn operations(
             applied,
         ));
         up.nodes.wait_dns()?;
-        settle(&kubectl)?;
+        operations::settle(&kubectl)?;
         let (tallies, ()) = under_load(&up.nodes, &LOAD_PODS, rate, 10, Duration::ZERO, || ())?;
         quiet.push((operations::by_kind(&tallies), None));
         for (operation, row) in Operation::ALL.iter().zip(&mut rows) {
@@ -409,7 +409,7 @@ fn operations(
                     sum.entry(kind).or_default().add(&tally);
                 }
                 took += done?.took;
-                settle(&kubectl)?;
+                operations::settle(&kubectl)?;
             }
             row.1.push((
                 sum,
@@ -465,18 +465,6 @@ fn operations(
     std::fs::write(&file, &report)?;
     eprintln!("[operations] written to {}", file.display());
     up.down();
-    Ok(())
-}
-
-/// Waits until the DNS Deployment has its two pods Ready and no other, then 3 s more (the
-/// endpoints and kube-proxy follow).
-fn settle(kubectl: &xtask::kube::Kubectl) -> Result<()> {
-    xtask::kube::wait_until("the DNS pods settled", Duration::from_secs(120), || {
-        let pods = kubectl.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"])?;
-        let items = pods["items"].as_array().cloned().unwrap_or_default();
-        Ok(items.len() == 2 && items.iter().all(|p| xtask::nodes::condition(p, "Ready")))
-    })?;
-    std::thread::sleep(Duration::from_secs(3));
     Ok(())
 }
 

@@ -235,23 +235,34 @@ pub fn perform(nodes: &Nodes, operation: Operation) -> Result<Done> {
             wait_dns_ready(&kubectl, Some(&pod))?;
         }
         Operation::KillContainer => {
-            let pod = dns_pods(&kubectl)?
+            // The pod restarted least (the first of them by name): kills spread over the
+            // pods, each container restarted at once rather than after a back-off.
+            let restarts = |pod: &serde_json::Value| {
+                pod["status"]["containerStatuses"][0]["restartCount"]
+                    .as_u64()
+                    .unwrap_or(0)
+            };
+            let pods = kubectl.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"])?;
+            let (pod, before) = pods["items"]
+                .as_array()
                 .into_iter()
-                .next()
+                .flatten()
+                .filter(|pod| pod["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|pod| {
+                    Some((pod["metadata"]["name"].as_str()?.to_owned(), restarts(pod)))
+                })
+                .min_by_key(|(name, restarts)| (*restarts, name.clone()))
                 .context("no DNS pod to kill")?;
             let (_, id) = nodes.container("kube-system", &pod, None)?;
             let pid = server_process(&id)?;
             crate::netns::signal(pid, Signal::SIGKILL);
-            // The kubelet sees the container die, restarts it, and it turns Ready again.
+            // The kubelet sees the container die, starts it again, and it turns Ready.
             wait_until(
                 &format!("{pod} restarted"),
                 Duration::from_secs(120),
                 || {
                     let pod = kubectl.get(&["pod", &pod, "-n", "kube-system"])?;
-                    let restarts = pod["status"]["containerStatuses"][0]["restartCount"]
-                        .as_u64()
-                        .unwrap_or(0);
-                    Ok(restarts > 0 && condition(&pod, "Ready"))
+                    Ok(restarts(&pod) > before && condition(&pod, "Ready"))
                 },
             )?;
         }
@@ -317,6 +328,18 @@ pub fn ready_times(
     seen.into_iter()
         .filter_map(|(name, (first, ready))| Some((name, ready? - first)))
         .collect()
+}
+
+/// Waits until the DNS Deployment has its two pods Ready and no other, then 3 s more (the
+/// endpoints and kube-proxy follow).
+pub fn settle(kubectl: &Kubectl) -> Result<()> {
+    wait_until("the DNS pods settled", Duration::from_secs(120), || {
+        let pods = kubectl.get(&["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"])?;
+        let items = pods["items"].as_array().cloned().unwrap_or_default();
+        Ok(items.len() == 2 && items.iter().all(|p| condition(p, "Ready")))
+    })?;
+    std::thread::sleep(Duration::from_secs(3));
+    Ok(())
 }
 
 /// The DNS pods that are not being deleted, by name.
