@@ -8,7 +8,7 @@
 # and the real EndpointSlice controller writes real slices for them.
 #
 #   bench/cluster.sh up [--dir DIR] [--nodes N] [--owner PID] [--compaction-interval DURATION]
-#                       [--watch-cache-sizes RESOURCE#SIZE,...]
+#                       [--watch-cache-sizes RESOURCE#SIZE,...] [--feature-gates GATE=BOOL,...]
 #   bench/cluster.sh env [--dir DIR]     # the exports for kubectl: eval "$(bench/cluster.sh env)"
 #   bench/cluster.sh down [--dir DIR]    # stops everything it started, by PID
 #   bench/cluster.sh stop|start|restart COMPONENT [--dir DIR]   # etcd, kube-apiserver, ...
@@ -41,6 +41,7 @@ nodes=${CLUSTER_NODES:-3}
 owner=
 compaction_interval=
 watch_cache_sizes=
+feature_gates=
 while (($#)); do
     case "$1" in
         --dir) dir=$2; shift 2 ;;
@@ -48,6 +49,7 @@ while (($#)); do
         --owner) owner=$2; shift 2 ;;
         --compaction-interval) compaction_interval=$2; shift 2 ;;
         --watch-cache-sizes) watch_cache_sizes=$2; shift 2 ;;
+        --feature-gates) feature_gates=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -297,6 +299,8 @@ up() {
     # the services.
     [[ -z "$compaction_interval" ]] || apiserver+=(--etcd-compaction-interval "$compaction_interval")
     [[ -z "$watch_cache_sizes" ]] || apiserver+=(--watch-cache-sizes "$watch_cache_sizes")
+    # The API server's feature gates (WatchList=false: it refuses streaming lists).
+    [[ -z "$feature_gates" ]] || apiserver+=(--feature-gates "$feature_gates")
     save_run kube-apiserver "${apiserver[@]}"
     save_run kube-controller-manager "$peers/kube-controller-manager" \
         --kubeconfig "$kubeconfig" --secure-port 0 --leader-elect=false \

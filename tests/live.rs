@@ -134,7 +134,7 @@ fn an_error_410_inside_an_open_watch_relists() {
     api.clear_requests();
     api.send_gone();
     eventually("a re-list after the ERROR event", || {
-        api.requests().iter().any(|r| r.is_list())
+        api.requests().iter().any(|r| r.reads_state())
     });
     eventually("every watch re-listed", || {
         let (_, metrics) = server.http_get("metrics", "/metrics");
@@ -148,6 +148,85 @@ fn an_error_410_inside_an_open_watch_relists() {
     assert_eq!(
         server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
         expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+    );
+}
+
+/// Stand-in only: a proxy between clusterdns and the API server that answers a streaming list
+/// 400 Bad Request (the real API server's own refusal, 422 with the `WatchList` gate off, is
+/// tests/cluster's). Each resource asks to stream once, is listed in pages from then on (a
+/// re-list too), says so once, counts it, and no outage is reported.
+#[test]
+fn a_streaming_list_refused_falls_back_to_pages_for_good() {
+    let api = shop();
+    api.fail_requests(
+        |r| r.param("sendInitialEvents") == Some("true"),
+        400,
+        usize::MAX,
+    );
+    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
+    let server = serve(&corefile);
+    api.wait_for_watches(3);
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+    );
+    let resources = [Kind::Service, Kind::EndpointSlice, Kind::Namespace];
+    let requests = api.requests();
+    for kind in resources {
+        let of_kind = || requests.iter().filter(|r| r.kind == Some(kind));
+        assert_eq!(
+            of_kind()
+                .filter(|r| r.param("sendInitialEvents").is_some())
+                .map(|r| r.status)
+                .collect::<Vec<_>>(),
+            [400],
+            "{kind:?}: one streaming list asked for, refused: {requests:#?}"
+        );
+        assert!(
+            of_kind().any(|r| r.is_list() && r.param("limit") == Some("500")),
+            "{kind:?} listed in pages: {requests:#?}"
+        );
+    }
+    let (_, metrics) = server.http_get("metrics", "/metrics");
+    for resource in ["services", "endpointslices", "namespaces"] {
+        assert_eq!(
+            metric(
+                &metrics,
+                &format!(
+                    "clusterdns_kubernetes_list_fallbacks_total{{resource=\"{resource}\",zone=\"cluster.local.\"}} "
+                )
+            ),
+            1.0
+        );
+    }
+    assert_eq!(
+        metric(
+            &metrics,
+            "clusterdns_kubernetes_api_up{zone=\"cluster.local.\"} "
+        ),
+        1.0
+    );
+    assert_eq!(server.http_get("ready", "/ready"), (200, "OK".to_owned()));
+    let log = server.log();
+    assert_eq!(
+        log.matches("refused a streaming list").count(),
+        3,
+        "once per resource:\n{log}"
+    );
+    assert!(!log.contains("API server request failed"), "{log}");
+
+    // A re-list after 410 Gone pages too: the server is not asked to stream again.
+    api.clear_requests();
+    api.send_gone();
+    eventually("the re-lists", || {
+        api.requests().iter().filter(|r| r.is_list()).count() >= 3
+    });
+    assert!(
+        api.requests()
+            .iter()
+            .all(|r| r.param("sendInitialEvents").is_none()),
+        "{:#?}",
+        api.requests()
     );
 }
 

@@ -401,8 +401,14 @@ fn a_service_import_added_live_becomes_answerable() {
             "db.shop.svc.clusterset.local. 5 IN A 10.2.0.7",
         ])
     );
-    let verbs = serviceimport_requests(&api);
-    assert!(verbs.contains(&Verb::List), "{verbs:?}");
+    // The imports' state was read (by a streaming list, the default).
+    assert!(
+        api.requests()
+            .iter()
+            .any(|r| r.kind == Some(Kind::ServiceImport) && r.reads_state()),
+        "{:?}",
+        serviceimport_requests(&api)
+    );
 
     api.apply(json!({
         "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",

@@ -271,6 +271,9 @@ fn namespace_filter(config: &KubernetesConfig) -> Option<Arc<HashSet<String>>> {
     (config.namespaces.len() > 1).then(|| Arc::new(config.namespaces.iter().cloned().collect()))
 }
 
+/// The field selector of the pods watch.
+const POD_PHASES: &str = "status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown";
+
 /// Starts the watch of one resource, sending its changes to `tx`.
 fn spawn_resource(
     client: &Client,
@@ -302,7 +305,10 @@ fn spawn_resource(
                 watch_config = watch_config.labels(&selector.to_string());
             }
         }
-        Kind::Pod | Kind::ServiceImport => {}
+        // `pods verified` names running and pending pods only: what has finished, or whose
+        // node no longer reports it, is not sent (CoreDNS asks the same).
+        Kind::Pod => watch_config = watch_config.fields(POD_PHASES),
+        Kind::ServiceImport => {}
     }
     macro_rules! api {
         ($kind:ty) => {

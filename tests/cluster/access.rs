@@ -63,7 +63,10 @@ fn every_grant_of_the_cluster_role_is_needed_and_a_missing_one_is_named() {
     assert_eq!(all.len(), 8, "{all:?}");
 
     // For each grant, an account with all the others, and clusterdns running as it with the
-    // ConfigMap's Corefile and `pods verified` (so that pods are read too).
+    // ConfigMap's Corefile and `pods verified` (so that pods are read too). A streaming list
+    // is a watch, for which the API server asks no `list` grant: `list` is what the watch
+    // falls back on where streaming lists are refused, and is tested with `list_mode
+    // paginated`. Without `watch`, the resource is listed in pages instead of streamed.
     let servers: Vec<((String, String, String), InCluster)> = all
         .iter()
         .map(|grant| {
@@ -82,11 +85,16 @@ fn every_grant_of_the_cluster_role_is_needed_and_a_missing_one_is_named() {
                 .to_string(),
             );
             account(cluster, ns, &name, &role);
+            let mode = if verb == "list" {
+                "\n       list_mode paginated"
+            } else {
+                ""
+            };
             let server = clusterdns_as(
                 cluster,
                 ns,
                 &name,
-                "pods verified\n       startup_timeout 1s",
+                &format!("pods verified\n       startup_timeout 1s{mode}"),
             );
             (grant.clone(), server)
         })

@@ -130,6 +130,83 @@ fn a_restarted_api_server_is_ridden_out_and_followed_again() {
     );
 }
 
+#[test]
+fn with_the_watch_list_gate_off_each_resource_is_listed_in_pages_by_itself() {
+    let _turn = private_turn();
+    // An API server that refuses streaming lists, as one before 1.27 does: 422 Invalid,
+    // "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".
+    let Some(cluster) = Cluster::start(&["--feature-gates", "WatchList=false"]) else {
+        return;
+    };
+    cluster.apply_deploy();
+    let ns = "gate";
+    let ips = workload(&cluster, ns, 2);
+    let dns = clusterdns(&cluster, "");
+    until(&dns, "app-headless.gate.svc.cluster.local.", "A", |r| {
+        addresses(r) == ips
+    });
+    let fallbacks = |dns: &InCluster| -> Vec<f64> {
+        ["services", "endpointslices", "namespaces"]
+            .iter()
+            .map(|resource| {
+                metric_or_zero(
+                    dns,
+                    &format!(
+                        "clusterdns_kubernetes_list_fallbacks_total{{resource=\"{resource}\",zone=\"cluster.local.\"}} "
+                    ),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(fallbacks(&dns), [1.0; 3]);
+    let log = dns.log();
+    assert_eq!(
+        log.matches("refused a streaming list").count(),
+        3,
+        "said once per resource:\n{log}"
+    );
+    assert!(
+        log.contains("WatchList feature gate"),
+        "the server's words:\n{log}"
+    );
+    assert!(
+        !log.contains("API server request failed"),
+        "no outage:\n{log}"
+    );
+    assert_eq!(dns.http_get("ready", "/ready"), (200, "OK".to_owned()));
+    // From the audit log: each resource asked to stream, then listed in pages of 500.
+    let sent = requests_of(&cluster, "system:serviceaccount:kube-system:coredns");
+    for resource in ["services", "endpointslices", "namespaces"] {
+        let of = |verb: &str, part: &str| {
+            sent.iter()
+                .filter(|(v, r, uri)| v == verb && r == resource && uri.contains(part))
+                .count()
+        };
+        assert!(
+            of("watch", "sendInitialEvents=true") >= 1,
+            "{resource}: {sent:?}"
+        );
+        assert!(of("list", "limit=500") >= 1, "{resource}: {sent:?}");
+    }
+
+    let streams = |sent: &[(String, String, String)]| {
+        sent.iter()
+            .filter(|(_, _, uri)| uri.contains("sendInitialEvents"))
+            .count()
+    };
+    let streamed = streams(&sent);
+
+    // Across a restart of the API server the watch goes on in pages, never asking again.
+    cluster.script(&["restart", "kube-apiserver"]);
+    cluster.apply(&service(ns, "after", "app", json!({})));
+    until_within(RECOVERY, &dns, "after.gate.svc.cluster.local.", "A", |r| {
+        r.rcode == "NOERROR"
+    });
+    assert_eq!(fallbacks(&dns), [1.0; 3]);
+    let sent = requests_of(&cluster, "system:serviceaccount:kube-system:coredns");
+    assert_eq!(streams(&sent), streamed, "{sent:?}");
+}
+
 /// The kubeconfig `dns` was started with (its token is still good), copied into `dir`.
 fn service_account_kubeconfig_offline(dns: &InCluster, dir: &Path) -> PathBuf {
     let source = std::fs::read_dir(dns.dir.path())

@@ -399,12 +399,21 @@ fn pods_verified_answers_the_real_pods_addresses_only() {
     // The pod goes: so does its name.
     cluster.kubectl(&["scale", "deployment/app", "-n", ns, "--replicas=0"]);
     until(&dns, &name, "A", |reply| reply.rcode == "NXDOMAIN");
-    // The audit log: this server listed and watched pods.
-    let pods = requests_of(cluster, "system:serviceaccount:verified:verifier")
+    // The audit log: this server watched pods, asking only for those not finished.
+    let pods: Vec<String> = requests_of(cluster, "system:serviceaccount:verified:verifier")
         .into_iter()
         .filter(|(verb, resource, _)| resource == "pods" && (verb == "list" || verb == "watch"))
-        .count();
-    assert!(pods >= 1, "no pods requests in the audit log");
+        .map(|(_, _, uri)| uri)
+        .collect();
+    assert!(!pods.is_empty(), "no pods requests in the audit log");
+    for uri in pods {
+        assert!(
+            uri.contains(
+                "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed%2Cstatus.phase%21%3DUnknown"
+            ),
+            "{uri}"
+        );
+    }
 }
 
 #[test]

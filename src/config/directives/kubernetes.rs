@@ -136,10 +136,12 @@ pub struct ApiConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ListMode {
     /// A paginated LIST (`limit=500` pages), then a watch from its resourceVersion.
-    #[default]
     Paginated,
     /// One watch with `sendInitialEvents=true` (WatchList, KEP-3157): the API server streams
-    /// the objects from its watch cache and marks the end with a bookmark.
+    /// the objects from its watch cache and marks the end with a bookmark. The default, as in
+    /// client-go: a resource whose streaming list the API server refuses (before 1.27, the
+    /// `WatchList` feature gate off) is listed in pages from then on.
+    #[default]
     Streaming,
 }
 

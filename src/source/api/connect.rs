@@ -184,11 +184,22 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let resource = super::kind_of_path(request.uri().path());
+        let streaming = request
+            .uri()
+            .query()
+            .is_some_and(|query| query.contains("sendInitialEvents=true"));
         let status = Arc::clone(&self.status);
         let response = self.inner.call(request);
         Box::pin(async move {
             let result = response.await;
             match &result {
+                // A streaming list refused is an answer the watch acts on (it lists in pages
+                // instead), not an outage.
+                Ok(response)
+                    if streaming && super::feed::REFUSALS.contains(&response.status().as_u16()) =>
+                {
+                    status.counted(response.status().as_u16());
+                }
                 Ok(response) => status.answered(response.status().as_u16(), resource),
                 Err(error) => status.unreachable(&error.to_string()),
             }

@@ -32,67 +32,133 @@ pub(super) struct Feed {
 impl Feed {
     /// Runs kube-rs's watcher on `api` (with its default backoff on errors) until `stop`,
     /// converting each object with `convert` (which takes it: what it does not keep is moved
-    /// into the model, not copied).
+    /// into the model, not copied). A streaming list the API server refuses is sent once as
+    /// [`Change::ListFallback`] and the watch starts again with paginated lists.
     pub(super) async fn run<K, F>(self, api: Api<K>, convert: F)
     where
         K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
         F: Fn(K) -> Result<Object, convert::ConvertError> + Send + 'static,
     {
         let Self {
-            config,
+            mut config,
             resource,
             namespaces,
             tx,
             stop,
         } = self;
-        let streaming = config.initial_list_strategy == watcher::InitialListStrategy::StreamingList;
-        let stream = watcher::watcher(api, config).default_backoff();
-        let mut stream = std::pin::pin!(stream);
+        // A watch starts with a streaming list unless told to page; the first refusal of
+        // one turns this resource to paginated lists for good, as client-go's reflector does.
+        // An account that may not watch the resource gets a 403 for it: it is listed in pages
+        // (what the account may still do is served) and streams again at its next re-list.
+        let mut stream_again = false;
         loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                () = stop.cancelled() => return,
-            };
-            let Some(item) = item else { return };
-            let change = match item {
-                Ok(Event::Init) => Change::Init(resource),
-                Ok(Event::InitDone) => Change::InitDone(resource),
-                Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                    let key = key_of(&object, resource);
-                    if namespaces
-                        .as_ref()
-                        .is_some_and(|keep| !keep.contains(&*key.namespace))
-                    {
-                        continue;
+            let streaming =
+                config.initial_list_strategy == watcher::InitialListStrategy::StreamingList;
+            let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
+            let mut stream = std::pin::pin!(stream);
+            let mut listed = false;
+            loop {
+                let item = tokio::select! {
+                    item = stream.next() => item,
+                    () = stop.cancelled() => return,
+                };
+                let Some(item) = item else { return };
+                let change = match item {
+                    Ok(Event::Init) if stream_again && listed => {
+                        config.initial_list_strategy = watcher::InitialListStrategy::StreamingList;
+                        stream_again = false;
+                        break;
                     }
-                    match convert(object) {
-                        Ok(object) => Change::Upsert(Box::new(object)),
-                        Err(error) => {
-                            tracing::warn!(
-                                resource = resource.plural(),
-                                "{}: {error}; left out of the zone",
-                                display_key(&key)
-                            );
-                            Change::Delete(resource, key)
+                    Ok(Event::Init) => Change::Init(resource),
+                    Ok(Event::InitDone) => {
+                        listed = true;
+                        Change::InitDone(resource)
+                    }
+                    Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                        let key = key_of(&object, resource);
+                        if namespaces
+                            .as_ref()
+                            .is_some_and(|keep| !keep.contains(&*key.namespace))
+                        {
+                            continue;
+                        }
+                        match convert(object) {
+                            Ok(object) => Change::Upsert(Box::new(object)),
+                            Err(error) => {
+                                tracing::warn!(
+                                    resource = resource.plural(),
+                                    "{}: {error}; left out of the zone",
+                                    display_key(&key)
+                                );
+                                Change::Delete(resource, key)
+                            }
                         }
                     }
+                    Ok(Event::Delete(object)) => {
+                        Change::Delete(resource, key_of(&object, resource))
+                    }
+                    Err(error) if streaming && streaming_refused(&error) => {
+                        config.initial_list_strategy = watcher::InitialListStrategy::ListWatch;
+                        let change =
+                            Change::ListFallback(resource, describe(&error, resource, true));
+                        if tx.send(change).is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    Err(error) if streaming && forbidden_to_watch(&error) => {
+                        config.initial_list_strategy = watcher::InitialListStrategy::ListWatch;
+                        stream_again = true;
+                        let change = Change::Failed(resource, describe(&error, resource, true));
+                        if tx.send(change).is_err() {
+                            return;
+                        }
+                        break;
+                    }
+                    // A 404 for ServiceImports: the Multi-Cluster Services CRD is not installed.
+                    Err(error)
+                        if resource == Kind::ServiceImport
+                            && api_status(&error).is_some_and(|status| status.code == 404) =>
+                    {
+                        Change::Absent(resource)
+                    }
+                    Err(error) => Change::Failed(resource, describe(&error, resource, streaming)),
+                };
+                if tx.send(change).is_err() {
+                    return;
                 }
-                Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
-                // A 404 for ServiceImports: the Multi-Cluster Services CRD is not installed.
-                Err(error)
-                    if resource == Kind::ServiceImport
-                        && api_status(&error).is_some_and(|status| status.code == 404) =>
-                {
-                    Change::Absent(resource)
-                }
-                Err(error) => Change::Failed(resource, describe(&error, resource, streaming)),
-            };
-            if tx.send(change).is_err() {
-                return;
             }
         }
     }
 }
+
+/// Whether `error` is the API server refusing a streaming list (`sendInitialEvents`): an API
+/// server older than 1.27, or one with the `WatchList` feature gate off, answers the watch
+/// that asks for one 422 Invalid ("sendInitialEvents is forbidden for watch unless the
+/// WatchList feature gate is enabled", "resourceVersionMatch is forbidden for watch"), a
+/// proxy in between that does not know the parameters 400 Bad Request. Only the start of
+/// the initial watch is judged: a streaming list under way that fails is retried as one.
+pub(super) fn streaming_refused(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => {
+            REFUSALS.contains(&status.code)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `error` is a 403 to the watch that starts a streaming list: the account may not
+/// watch the resource (RBAC), which a paginated list does not need.
+fn forbidden_to_watch(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) if status.code == 403
+    )
+}
+
+/// The HTTP codes that refuse a streaming list: the request is not understood or not allowed
+/// as it is (never an outage, an expired credential or a throttle).
+pub(super) const REFUSALS: [u16; 5] = [400, 406, 415, 422, 501];
 
 /// The API server's Status in a watcher error, if it answered with one.
 fn api_status(error: &watcher::Error) -> Option<&kube::core::Status> {

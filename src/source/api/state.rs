@@ -29,6 +29,9 @@ pub(super) enum Change {
     InitDone(Kind),
     /// The list or watch failed; the watcher backs off and retries.
     Failed(Kind, String),
+    /// The API server refused a streaming list (why): the kind is listed in pages from now
+    /// on. Nothing was listed by the refused request.
+    ListFallback(Kind, String),
     /// The API server has no such kind (404: a CRD not installed): as a complete list
     /// of nothing. The watcher backs off and retries.
     Absent(Kind),
@@ -129,6 +132,10 @@ impl WatchState {
             }
             Change::Failed(kind, error) => {
                 status.watch_failed(kind, &error);
+                false
+            }
+            Change::ListFallback(kind, why) => {
+                status.list_fallback(kind, &why);
                 false
             }
             Change::Absent(kind) => {

@@ -39,6 +39,8 @@ pub(super) struct State {
     pub(super) watch_errors: BTreeMap<&'static str, u64>,
     /// Re-lists (after the first list) by resource.
     pub(super) relists: BTreeMap<&'static str, u64>,
+    /// Resources whose streaming list the API server refused (listed in pages since).
+    pub(super) paginated: BTreeMap<&'static str, u64>,
     /// Resources the API server said it does not have (logged once each).
     pub(super) absent: HashSet<Kind>,
 }
@@ -139,6 +141,11 @@ impl ApiStatus {
         }
     }
 
+    /// The API server answered with HTTP `code`, and that says nothing of its health.
+    pub(super) fn counted(&self, code: u16) {
+        *self.state().requests.entry(code.to_string()).or_default() += 1;
+    }
+
     /// A request got no answer.
     pub(super) fn unreachable(&self, error: &str) {
         let mut state = self.state();
@@ -191,6 +198,23 @@ impl ApiStatus {
                 resource = resource.plural(),
                 "the API server does not have this resource (404: the Multi-Cluster Services \
                  CRD is not installed); answering as if there were none, retrying with backoff"
+            );
+        }
+    }
+
+    /// The API server refused a streaming list of `resource` (`why`): it is listed in pages
+    /// from now on. Said once per resource and counted.
+    pub(super) fn list_fallback(&self, resource: Kind, why: &str) {
+        let mut state = self.state();
+        let count = state.paginated.entry(resource.plural()).or_default();
+        *count += 1;
+        if *count == 1 {
+            tracing::warn!(
+                zone = %self.zone,
+                resource = resource.plural(),
+                "the API server refused a streaming list ({why}); listing in pages of 500 \
+                 instead (an API server before 1.27, the WatchList feature gate off, or a \
+                 proxy in between; `list_mode paginated` starts that way)"
             );
         }
     }
@@ -283,6 +307,16 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_watch_errors_total",
                 "Failed lists and watches, by resource.",
+                metrics::Kind::Counter,
+                &[("resource", resource), ("zone", zone)],
+                *count as f64,
+            );
+        }
+        for (resource, count) in &state.paginated {
+            out.sample(
+                "clusterdns_kubernetes_list_fallbacks_total",
+                "Streaming lists the API server refused, by resource: that resource is listed \
+                 in pages since.",
                 metrics::Kind::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,

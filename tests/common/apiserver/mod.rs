@@ -241,6 +241,12 @@ impl Request {
     pub fn is_list(&self) -> bool {
         self.verb == Verb::List
     }
+
+    /// A list, or a watch that streams the state first (`sendInitialEvents=true`): a
+    /// request for the whole state of a resource.
+    pub fn reads_state(&self) -> bool {
+        self.is_list() || (self.is_watch() && self.param("sendInitialEvents") == Some("true"))
+    }
 }
 
 /// An open watch (see [`ApiServer::watches`]).

@@ -103,7 +103,7 @@ fn kubernetes_options() {
             k.api.max_inflight == Some(50)
         }),
         ("list_mode default", "", |k| {
-            k.api.list_mode == ListMode::Paginated
+            k.api.list_mode == ListMode::Streaming
         }),
         ("list_mode streaming", "list_mode streaming", |k| {
             k.api.list_mode == ListMode::Streaming
