@@ -230,6 +230,49 @@ fn a_streaming_list_refused_falls_back_to_pages_for_good() {
     );
 }
 
+/// Stand-in only: the 403s an API server gives service accounts for a moment after it
+/// restarts (until its RBAC caches are filled) cannot be timed on the real one. A re-list
+/// refused so is retried as a streaming list, never paged (paging every re-list after a
+/// restart would cost the API server more); only a first list refused 403 is paged (the
+/// account may list but not watch: tests/cluster's RBAC test).
+#[test]
+fn a_relist_refused_403_for_a_moment_streams_again() {
+    let api = shop();
+    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
+    let server = serve(&corefile);
+    api.wait_for_watches(3);
+    api.clear_requests();
+    api.fail_requests(|r| r.param("sendInitialEvents") == Some("true"), 403, 3);
+    api.send_gone();
+    eventually("every resource streamed again after the refusals", || {
+        let requests = api.requests();
+        [Kind::Service, Kind::EndpointSlice, Kind::Namespace]
+            .iter()
+            .all(|kind| {
+                requests.iter().any(|r| {
+                    r.kind == Some(*kind)
+                        && r.param("sendInitialEvents") == Some("true")
+                        && r.status == 200
+                })
+            })
+    });
+    let requests = api.requests();
+    assert!(
+        requests.iter().any(|r| r.status == 403),
+        "the refusals were seen: {requests:#?}"
+    );
+    assert!(
+        !requests.iter().any(|r| r.is_list()),
+        "no paged list: {requests:#?}"
+    );
+    let (_, metrics) = server.http_get("metrics", "/metrics");
+    assert!(!metrics.contains("list_fallbacks"), "{metrics}");
+    assert_eq!(
+        server.ask_udp("web.shop.svc.cluster.local.", "A").answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.20"])
+    );
+}
+
 /// Stand-in only: a watch cut in the middle of a JSON line, aborted, or cut just before the
 /// event that carries a change is a fault placed byte by byte, which no real server can be
 /// asked for.

@@ -48,9 +48,13 @@ impl Feed {
         } = self;
         // A watch starts with a streaming list unless told to page; the first refusal of
         // one turns this resource to paginated lists for good, as client-go's reflector does.
-        // An account that may not watch the resource gets a 403 for it: it is listed in pages
-        // (what the account may still do is served) and streams again at its next re-list.
+        // A 403 to the first streaming list (an account that may list the resource but not
+        // watch it): that list is paged, so that what the account may do is served, and the
+        // next re-list streams again. A 403 to a later one is retried as it is: an
+        // API server that has just restarted refuses service accounts until its RBAC caches
+        // are filled, and paging every re-list then would cost it more, not less.
         let mut stream_again = false;
+        let mut ever_listed = false;
         loop {
             let streaming =
                 config.initial_list_strategy == watcher::InitialListStrategy::StreamingList;
@@ -72,6 +76,7 @@ impl Feed {
                     Ok(Event::Init) => Change::Init(resource),
                     Ok(Event::InitDone) => {
                         listed = true;
+                        ever_listed = true;
                         Change::InitDone(resource)
                     }
                     Ok(Event::InitApply(object) | Event::Apply(object)) => {
@@ -106,7 +111,7 @@ impl Feed {
                         }
                         break;
                     }
-                    Err(error) if streaming && forbidden_to_watch(&error) => {
+                    Err(error) if streaming && !ever_listed && forbidden_to_watch(&error) => {
                         config.initial_list_strategy = watcher::InitialListStrategy::ListWatch;
                         stream_again = true;
                         let change = Change::Failed(resource, describe(&error, resource, true));
