@@ -6,6 +6,12 @@
 //! other shard with the one being served, so an update that touches ten names copies about
 //! ten small tables, not the zone.
 //!
+//! The shards are held in groups of [`GROUP_BITS`]² and the groups in one shared list, each
+//! copy-on-write too: a map is cloned by one reference count, and a change copies the list
+//! of groups and the list of shards of each group it touches — a few hundred pointers, not
+//! one per shard of the map (at 10,000 Services the zone has tens of thousands of shards, and
+//! copying and dropping their pointers was most of the CPU an update took).
+//!
 //! The shard count is chosen when the map is built whole (about [`NAMES_PER_SHARD`] keys a
 //! shard) and kept by every map derived from it.
 
@@ -21,6 +27,8 @@ use hashbrown::hash_table::Entry;
 const NAMES_PER_SHARD: usize = 32;
 /// At most 2^16 shards.
 const MAX_SHARD_BITS: u32 = 16;
+/// 2^8 shards a group: at 2^16 shards, 2^8 groups.
+const GROUP_BITS: u32 = 8;
 
 /// An entry of a [`Sharded`] map: a value that carries its own key.
 pub(crate) trait Keyed {
@@ -41,11 +49,16 @@ impl<K: Hash + Eq, V> Keyed for (K, V) {
 /// One shard: a table of entries, shared until a change copies it.
 type Shard<T> = Arc<HashTable<T>>;
 
+/// A group of shards, shared until a change to one of them copies the group's list.
+type Group<T> = Arc<[Shard<T>]>;
+
 /// A copy-on-write sharded hash map of entries that carry their keys.
 #[derive(Debug, Clone)]
 pub(crate) struct Sharded<T> {
     hasher: ahash::RandomState,
-    shards: Box<[Shard<T>]>,
+    groups: Arc<[Group<T>]>,
+    /// 2^bits shards.
+    bits: u32,
     len: usize,
 }
 
@@ -58,11 +71,18 @@ impl<T> Default for Sharded<T> {
 impl<T> Sharded<T> {
     /// An empty map with `2^bits` shards.
     fn with_shards(bits: u32) -> Self {
+        let in_group = 1usize << bits.min(GROUP_BITS);
+        let groups = 1usize << bits.saturating_sub(GROUP_BITS);
         Self {
             hasher: ahash::RandomState::new(),
-            shards: (0..1usize << bits)
-                .map(|_| Arc::new(HashTable::new()))
+            groups: (0..groups)
+                .map(|_| {
+                    (0..in_group)
+                        .map(|_| Arc::new(HashTable::new()))
+                        .collect::<Group<T>>()
+                })
                 .collect(),
+            bits,
             len: 0,
         }
     }
@@ -86,10 +106,30 @@ impl<T: Keyed + Clone> Sharded<T> {
         map
     }
 
-    fn shard_of(&self, hash: u64) -> usize {
+    /// The group and the shard in it of a key's `hash`.
+    fn shard_of(&self, hash: u64) -> (usize, usize) {
         // hashbrown takes a bucket from the low bits and a tag from the top seven: the
         // shard comes from bits in between, so keys of one shard still spread in its table.
-        ((hash >> 32) as usize) & (self.shards.len() - 1)
+        let index = ((hash >> 32) as usize) & ((1usize << self.bits) - 1);
+        (
+            index >> GROUP_BITS,
+            index & ((1usize << GROUP_BITS.min(self.bits)) - 1),
+        )
+    }
+
+    /// The shard of a key's `hash`.
+    fn shard(&self, hash: u64) -> &HashTable<T> {
+        let (group, shard) = self.shard_of(hash);
+        &self.groups[group][shard]
+    }
+
+    /// The shard of a key's `hash`, to change: copied (with the lists that lead to it)
+    /// where another map shares it.
+    fn shard_mut(&mut self, hash: u64) -> &mut HashTable<T> {
+        let (group, shard) = self.shard_of(hash);
+        let groups = Arc::make_mut(&mut self.groups);
+        let shards = Arc::make_mut(&mut groups[group]);
+        Arc::make_mut(&mut shards[shard])
     }
 
     /// The entry of `key`.
@@ -99,7 +139,8 @@ impl<T: Keyed + Clone> Sharded<T> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        self.shards[self.shard_of(hash)].find(hash, |entry| entry.key().borrow() == key)
+        self.shard(hash)
+            .find(hash, |entry| entry.key().borrow() == key)
     }
 
     /// Whether `key` is present.
@@ -114,9 +155,8 @@ impl<T: Keyed + Clone> Sharded<T> {
     /// Puts `entry` in, in place of the entry with its key; that entry.
     pub(crate) fn insert(&mut self, entry: T) -> Option<T> {
         let hash = self.hasher.hash_one(entry.key());
-        let index = self.shard_of(hash);
-        let hasher = &self.hasher;
-        let shard = Arc::make_mut(&mut self.shards[index]);
+        let hasher = self.hasher.clone();
+        let shard = self.shard_mut(hash);
         match shard.entry(
             hash,
             |present| present.key() == entry.key(),
@@ -138,10 +178,10 @@ impl<T: Keyed + Clone> Sharded<T> {
         Q: Hash + Eq + ?Sized,
     {
         let hash = self.hasher.hash_one(key);
-        let index = self.shard_of(hash);
         // Look before copying: removing an absent key leaves the shard shared.
-        self.shards[index].find(hash, |entry| entry.key().borrow() == key)?;
-        let shard = Arc::make_mut(&mut self.shards[index]);
+        self.shard(hash)
+            .find(hash, |entry| entry.key().borrow() == key)?;
+        let shard = self.shard_mut(hash);
         let (entry, _) = shard
             .find_entry(hash, |entry| entry.key().borrow() == key)
             .ok()?
@@ -157,16 +197,29 @@ impl<T: Keyed + Clone> Sharded<T> {
 
     /// Every entry, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.shards.iter().flat_map(|shard| shard.iter())
+        self.shards().flat_map(|shard| shard.iter())
+    }
+
+    fn shards(&self) -> impl Iterator<Item = &Shard<T>> + '_ {
+        self.groups.iter().flat_map(|group| group.iter())
     }
 
     /// How many shards two maps share (the same table, not copies): for tests and
     /// measurements of structural sharing.
     #[cfg(test)]
     pub(crate) fn shared_with(&self, other: &Self) -> usize {
-        self.shards
+        self.shards()
+            .zip(other.shards())
+            .filter(|(a, b)| Arc::ptr_eq(a, b))
+            .count()
+    }
+
+    /// How many groups of shards two maps share (the same list, not copies).
+    #[cfg(test)]
+    fn groups_shared_with(&self, other: &Self) -> usize {
+        self.groups
             .iter()
-            .zip(other.shards.iter())
+            .zip(other.groups.iter())
             .filter(|(a, b)| Arc::ptr_eq(a, b))
             .count()
     }
@@ -174,7 +227,7 @@ impl<T: Keyed + Clone> Sharded<T> {
     /// The number of shards.
     #[cfg(test)]
     pub(crate) fn shard_count(&self) -> usize {
-        self.shards.len()
+        1 << self.bits
     }
 }
 
@@ -220,6 +273,28 @@ mod tests {
         let mut all: Vec<u32> = next.iter().map(|(_, v)| *v).collect();
         all.sort_unstable();
         assert_eq!(all.len(), 10_000);
+    }
+
+    #[test]
+    fn a_clone_and_a_change_copy_a_few_lists_not_one_pointer_per_shard() {
+        let entries: Vec<(u32, u32)> = (0..2_000_000u32).map(|n| (n, n)).collect();
+        let map: Sharded<(u32, u32)> = Sharded::from_entries(entries.into_iter());
+        assert_eq!(map.shard_count(), 1 << MAX_SHARD_BITS);
+        let mut next = map.clone();
+        // A clone is one reference count: the list of groups itself is shared.
+        assert!(Arc::ptr_eq(&map.groups, &next.groups));
+        next.insert((7, 70));
+        next.remove(&8);
+        let groups = map.groups.len();
+        assert_eq!(groups, 1 << (MAX_SHARD_BITS - GROUP_BITS));
+        // Two shards changed: at most two groups' lists were copied, and the list of groups.
+        assert!(!Arc::ptr_eq(&map.groups, &next.groups));
+        assert!(next.groups_shared_with(&map) >= groups - 2);
+        assert_eq!(next.shared_with(&map), map.shard_count() - 2);
+        assert_eq!(map.get(&7), Some(&(7, 7)));
+        assert_eq!(next.get(&7), Some(&(7, 70)));
+        assert_eq!(map.get(&8), Some(&(8, 8)));
+        assert_eq!(next.get(&8), None);
     }
 
     #[test]
