@@ -331,11 +331,11 @@ fn colour(to_terminal: bool) -> bool {
 }
 
 /// Logs go to stderr, coloured as [`colour`] says; `RUST_LOG` overrides the default (`level`, with hickory-proto's warnings
-/// only, and kube-rs's client errors and watcher warnings off: the API watch reports those
+/// only, and kube-rs's client errors off: the API watch reports those
 /// itself, naming the resource and what was refused, once per outage rather than once per
 /// retry).
 fn init_logging(level: &str) {
-    let quiet_kube = "kube_client=off,kube_runtime=error";
+    let quiet_kube = "kube_client=off";
     let filter = match std::env::var("RUST_LOG") {
         // kube-rs's own errors only where asked for by name: the tools and the watch say
         // what failed themselves, in one line.

@@ -2,8 +2,8 @@
 //! API server, as CoreDNS's informers do — list, then watch, re-list when the server says the
 //! watch is too old (410 Gone), back off and retry when it is unreachable.
 //!
-//! One task per resource runs a kube-rs [`watcher`] and turns its events into changes of
-//! the minimal model (the API objects are converted and dropped at once: only the fields the
+//! One task per resource lists and watches it (`reflector.rs`, in protobuf where the API
+//! server serves it, else JSON) and turns its events into changes of the minimal model (the API objects are converted and dropped at once: only the fields the
 //! zone needs are kept). One task owns the `Cluster` those changes apply to and publishes a
 //! new zone as soon as changes arrive (what arrives during a publication goes into the next)
 //! — never while a resource is being re-listed. A re-list is a diff against the objects
@@ -20,13 +20,16 @@
 //! (`/debug/why`) is sent to that task and answered between two changes ([`ApiWatch::inspect`]).
 //!
 //! This file starts the watch of a block ([`ApiWatch`]); the stages are in files of their
-//! own under `api/`: `connect.rs` (the client), `feed.rs` (a resource's events into changes),
+//! own under `api/`: `connect.rs` (the client), `reflector.rs` (a resource's list and watch),
+//! `protobuf.rs` (the protobuf decoder), `feed.rs` (a resource's events into changes),
 //! `state.rs` (the objects and the listings in progress), `task.rs` (the watch task, that
 //! applies the changes and publishes zones), `snapshot_file.rs` and `status.rs`. What is
 //! decoded of a Pod and an EndpointSlice is `source/decode.rs`, shared with the objects files.
 
 mod connect;
 mod feed;
+pub mod protobuf;
+mod reflector;
 mod snapshot_file;
 mod state;
 mod status;
@@ -41,8 +44,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as core;
-use kube::runtime::watcher;
-use kube::{Api, Client};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -56,11 +59,11 @@ use crate::store::Store;
 
 pub use self::connect::{ConnectError, connect};
 use self::feed::Feed;
+use self::reflector::Params;
 pub use self::snapshot_file::{read_snapshot, write_snapshot};
 use self::state::{Change, WatchState};
 pub use self::status::ApiStatus;
 use self::task::WatchTask;
-use super::decode::{PodObject, SliceObject};
 
 /// The kind a request path reads: its last segment is the kind's plural
 /// (`/api/v1/services`, `/api/v1/namespaces/shop/services`,
@@ -287,63 +290,53 @@ fn spawn_resource(
         _ => None,
     };
     let filter = namespace_filter(config);
-    let mut watch_config = watcher::Config::default();
-    if config.api.list_mode == ListMode::Streaming {
-        watch_config = watch_config.streaming_lists();
-    }
+    let mut params = Params {
+        streaming: config.api.list_mode == ListMode::Streaming,
+        ..Params::default()
+    };
     match resource {
         Kind::Namespace => {
-            if let Some(selector) = &config.namespace_labels {
-                watch_config = watch_config.labels(&selector.to_string());
-            }
+            params.labels = config.namespace_labels.as_ref().map(ToString::to_string);
             if let Some(name) = single_namespace {
-                watch_config = watch_config.fields(&format!("metadata.name={name}"));
+                params.fields = Some(format!("metadata.name={name}"));
             }
         }
         Kind::Service | Kind::EndpointSlice => {
-            if let Some(selector) = &config.labels {
-                watch_config = watch_config.labels(&selector.to_string());
-            }
+            params.labels = config.labels.as_ref().map(ToString::to_string);
         }
         // `pods verified` names running and pending pods only: what has finished, or whose
         // node no longer reports it, is not sent (CoreDNS asks the same).
-        Kind::Pod => watch_config = watch_config.fields(POD_PHASES),
+        Kind::Pod => params.fields = Some(POD_PHASES.to_owned()),
         Kind::ServiceImport => {}
     }
-    macro_rules! api {
-        ($kind:ty) => {
-            match single_namespace {
-                Some(namespace) => Api::<$kind>::namespaced(client.clone(), namespace),
-                None => Api::<$kind>::all(client.clone()),
-            }
-        };
-    }
     let feed = Feed {
-        config: watch_config,
+        params,
         resource,
+        // Namespaces are cluster-scoped: watched whole, with the field selector above.
+        namespace: single_namespace
+            .filter(|_| resource != Kind::Namespace)
+            .map(str::to_owned),
         namespaces: filter,
         tx,
         stop,
     };
+    let client = client.clone();
     match resource {
-        Kind::Namespace => tokio::spawn(feed.run(
-            Api::<core::Namespace>::all(client.clone()),
-            |ns: core::Namespace| convert::namespace(&ns).map(Object::Namespace),
-        )),
-        Kind::Service => tokio::spawn(feed.run(api!(core::Service), |svc: core::Service| {
+        Kind::Namespace => tokio::spawn(feed.run(client, |ns: core::Namespace| {
+            convert::namespace(&ns).map(Object::Namespace)
+        })),
+        Kind::Service => tokio::spawn(feed.run(client, |svc: core::Service| {
             convert::service(&svc).map(Object::Service)
         })),
-        Kind::EndpointSlice => tokio::spawn(feed.run(api!(SliceObject), |slice: SliceObject| {
-            convert::endpoint_slice(&slice.into_slice()).map(Object::EndpointSlice)
+        Kind::EndpointSlice => tokio::spawn(feed.run(client, |slice: EndpointSlice| {
+            convert::endpoint_slice(&slice).map(Object::EndpointSlice)
         })),
-        Kind::Pod => tokio::spawn(feed.run(api!(PodObject), |pod: PodObject| {
-            convert::pod(&pod.into_pod()).map(Object::Pod)
+        Kind::Pod => {
+            tokio::spawn(feed.run(client, |pod: core::Pod| convert::pod(&pod).map(Object::Pod)))
+        }
+        Kind::ServiceImport => tokio::spawn(feed.run(client, |import: ServiceImportObject| {
+            service_import(&import).map(Object::ServiceImport)
         })),
-        Kind::ServiceImport => tokio::spawn(
-            feed.run(api!(ServiceImportObject), |import: ServiceImportObject| {
-                service_import(&import).map(Object::ServiceImport)
-            }),
-        ),
     };
 }
 

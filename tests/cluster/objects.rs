@@ -25,6 +25,12 @@ fn a_deployment_scaled_0_5_0_is_answered_from_the_controllers_slices() {
     let log = dns.log();
     let synced = log.find("synced with the API server").expect("synced");
     assert!(synced < log.find("listening on udp").unwrap(), "{log}");
+    // The real API server answered every watched resource in protobuf.
+    let line = log[synced..].lines().next().unwrap();
+    assert!(
+        line.contains("encoding=endpointslices protobuf, namespaces protobuf, services protobuf"),
+        "{line}"
+    );
 
     // No pods: the headless Service has no endpoints, NXDOMAIN; the ClusterIP answers.
     assert_eq!(dns.ask_udp(headless, "A").rcode, "NXDOMAIN");

@@ -200,7 +200,16 @@ where
                 {
                     status.counted(response.status().as_u16());
                 }
-                Ok(response) => status.answered(response.status().as_u16(), resource),
+                Ok(response) => {
+                    let code = response.status().as_u16();
+                    status.answered(code, resource);
+                    let media = response.headers().get(http::header::CONTENT_TYPE);
+                    if let (Some(resource), Some(media), true) =
+                        (resource, media, (200..300).contains(&code))
+                    {
+                        status.encoded(resource, media.to_str().unwrap_or_default());
+                    }
+                }
                 Err(error) => status.unreachable(&error.to_string()),
             }
             result

@@ -1,28 +1,27 @@
-//! The feed: one task per resource turning the kube-rs watcher's events into [`Change`]s of
+//! The feed: one task per resource turning the [`Reflector`]'s events into [`Change`]s of
 //! the minimal model.
 //!
 //! [`Change`]: super::state::Change
 
 use std::collections::HashSet;
-use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
-use futures::StreamExt;
-use kube::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
-use serde::de::DeserializeOwned;
+use kube::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::reflector::{Error, Event, Params, Reflector, Watched};
 use super::state::{Change, namespace_key};
 use crate::model::Kind;
 use crate::model::{Object, ObjectKey, convert};
 
 /// One resource's watch and where its changes go.
 pub(super) struct Feed {
-    pub(super) config: watcher::Config,
+    pub(super) params: Params,
     pub(super) resource: Kind,
+    /// The one namespace watched (`None`: all).
+    pub(super) namespace: Option<String>,
     /// Namespaces whose objects are kept (`None`: all).
     pub(super) namespaces: Option<Arc<HashSet<String>>>,
     pub(super) tx: mpsc::UnboundedSender<Change>,
@@ -30,22 +29,25 @@ pub(super) struct Feed {
 }
 
 impl Feed {
-    /// Runs kube-rs's watcher on `api` (with its default backoff on errors) until `stop`,
-    /// converting each object with `convert` (which takes it: what it does not keep is moved
-    /// into the model, not copied). A streaming list the API server refuses is sent once as
-    /// [`Change::ListFallback`] and the watch starts again with paginated lists.
-    pub(super) async fn run<K, F>(self, api: Api<K>, convert: F)
+    /// Lists and watches `K` until `stop`, backing off after each error as kube-rs's default
+    /// backoff does, converting each object with `convert`. A streaming list the API server
+    /// refuses is sent once as [`Change::ListFallback`] and the resource is listed in pages
+    /// from then on.
+    pub(super) async fn run<K, F>(self, client: Client, convert: F)
     where
-        K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+        K: Watched,
         F: Fn(K) -> Result<Object, convert::ConvertError> + Send + 'static,
     {
         let Self {
-            mut config,
+            params,
             resource,
+            namespace,
             namespaces,
             tx,
             stop,
         } = self;
+        let mut reflector = Reflector::<K>::new(client, namespace.as_deref(), params);
+        let mut backoff = Backoff::default();
         // A watch starts with a streaming list unless told to page; the first refusal of
         // one turns this resource to paginated lists for good, as client-go's reflector does.
         // A 403 to the first streaming list (an account that may list the resource but not
@@ -56,84 +58,100 @@ impl Feed {
         let mut stream_again = false;
         let mut ever_listed = false;
         loop {
-            let streaming =
-                config.initial_list_strategy == watcher::InitialListStrategy::StreamingList;
-            let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
-            let mut stream = std::pin::pin!(stream);
-            let mut listed = false;
-            loop {
-                let item = tokio::select! {
-                    item = stream.next() => item,
-                    () = stop.cancelled() => return,
-                };
-                let Some(item) = item else { return };
-                let change = match item {
-                    Ok(Event::Init) if stream_again && listed => {
-                        config.initial_list_strategy = watcher::InitialListStrategy::StreamingList;
+            let streaming = reflector.params.streaming;
+            let item = tokio::select! {
+                item = reflector.next() => item,
+                () = stop.cancelled() => return,
+            };
+            let change = match item {
+                Ok(Event::Init) => Change::Init(resource),
+                Ok(Event::InitDone) => {
+                    ever_listed = true;
+                    if stream_again {
+                        reflector.params.streaming = true;
                         stream_again = false;
-                        break;
                     }
-                    Ok(Event::Init) => Change::Init(resource),
-                    Ok(Event::InitDone) => {
-                        listed = true;
-                        ever_listed = true;
-                        Change::InitDone(resource)
+                    Change::InitDone(resource)
+                }
+                Ok(Event::InitApply(object) | Event::Apply(object)) => {
+                    let key = key_of(&object, resource);
+                    if namespaces
+                        .as_ref()
+                        .is_some_and(|keep| !keep.contains(&*key.namespace))
+                    {
+                        continue;
                     }
-                    Ok(Event::InitApply(object) | Event::Apply(object)) => {
-                        let key = key_of(&object, resource);
-                        if namespaces
-                            .as_ref()
-                            .is_some_and(|keep| !keep.contains(&*key.namespace))
-                        {
-                            continue;
-                        }
-                        match convert(object) {
-                            Ok(object) => Change::Upsert(Box::new(object)),
-                            Err(error) => {
-                                tracing::warn!(
-                                    resource = resource.plural(),
-                                    "{}: {error}; left out of the zone",
-                                    display_key(&key)
-                                );
-                                Change::Delete(resource, key)
-                            }
+                    match convert(object) {
+                        Ok(object) => Change::Upsert(Box::new(object)),
+                        Err(error) => {
+                            tracing::warn!(
+                                resource = resource.plural(),
+                                "{}: {error}; left out of the zone",
+                                display_key(&key)
+                            );
+                            Change::Delete(resource, key)
                         }
                     }
-                    Ok(Event::Delete(object)) => {
-                        Change::Delete(resource, key_of(&object, resource))
-                    }
-                    Err(error) if streaming && streaming_refused(&error) => {
-                        config.initial_list_strategy = watcher::InitialListStrategy::ListWatch;
-                        let change =
-                            Change::ListFallback(resource, describe(&error, resource, true));
-                        if tx.send(change).is_err() {
-                            return;
-                        }
-                        break;
-                    }
-                    Err(error) if streaming && !ever_listed && forbidden_to_watch(&error) => {
-                        config.initial_list_strategy = watcher::InitialListStrategy::ListWatch;
-                        stream_again = true;
-                        let change = Change::Failed(resource, describe(&error, resource, true));
-                        if tx.send(change).is_err() {
-                            return;
-                        }
-                        break;
-                    }
+                }
+                Ok(Event::Delete(object)) => Change::Delete(resource, key_of(&object, resource)),
+                Err(error) if streaming && streaming_refused(&error) => {
+                    reflector.params.streaming = false;
+                    Change::ListFallback(resource, describe(&error, resource, true))
+                }
+                Err(error) if streaming && !ever_listed && forbidden_to_watch(&error) => {
+                    reflector.params.streaming = false;
+                    stream_again = true;
+                    Change::Failed(resource, describe(&error, resource, true))
+                }
+                Err(error) => {
                     // A 404 for ServiceImports: the Multi-Cluster Services CRD is not installed.
-                    Err(error)
-                        if resource == Kind::ServiceImport
-                            && api_status(&error).is_some_and(|status| status.code == 404) =>
+                    let change = if resource == Kind::ServiceImport
+                        && error.status().is_some_and(|status| status.code == 404)
                     {
                         Change::Absent(resource)
+                    } else {
+                        Change::Failed(resource, describe(&error, resource, streaming))
+                    };
+                    if tx.send(change).is_err() {
+                        return;
                     }
-                    Err(error) => Change::Failed(resource, describe(&error, resource, streaming)),
-                };
-                if tx.send(change).is_err() {
-                    return;
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff.next()) => {}
+                        () = stop.cancelled() => return,
+                    }
+                    continue;
                 }
+            };
+            if tx.send(change).is_err() {
+                return;
             }
         }
+    }
+}
+
+/// kube-rs's default backoff between retries: 0.8 s doubling to 30 s, with jitter, from
+/// the start again when the last error is more than two minutes old.
+#[derive(Default)]
+struct Backoff {
+    next: Option<Duration>,
+    last: Option<tokio::time::Instant>,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(800);
+    const MOST: Duration = Duration::from_secs(30);
+    const RESET: Duration = Duration::from_secs(120);
+
+    fn next(&mut self) -> Duration {
+        let now = tokio::time::Instant::now();
+        if self.last.is_some_and(|last| now - last > Self::RESET) {
+            self.next = None;
+        }
+        self.last = Some(now);
+        let delay = self.next.unwrap_or(Self::FIRST);
+        self.next = Some((delay * 2).min(Self::MOST));
+        // Jitter: anywhere from the delay to twice it, as the exponential backoff's.
+        delay.mul_f64(1.0 + fastrand::f64()).min(Self::MOST)
     }
 }
 
@@ -143,53 +161,36 @@ impl Feed {
 /// WatchList feature gate is enabled", "resourceVersionMatch is forbidden for watch"), a
 /// proxy in between that does not know the parameters 400 Bad Request. Only the start of
 /// the initial watch is judged: a streaming list under way that fails is retried as one.
-pub(super) fn streaming_refused(error: &watcher::Error) -> bool {
-    match error {
-        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => {
-            REFUSALS.contains(&status.code)
-        }
-        _ => false,
-    }
+pub(super) fn streaming_refused(error: &Error) -> bool {
+    matches!(error, Error::WatchStartFailed(_))
+        && error
+            .status()
+            .is_some_and(|status| REFUSALS.contains(&status.code))
 }
 
 /// Whether `error` is a 403 to the watch that starts a streaming list: the account may not
 /// watch the resource (RBAC), which a paginated list does not need.
-fn forbidden_to_watch(error: &watcher::Error) -> bool {
-    matches!(
-        error,
-        watcher::Error::WatchStartFailed(kube::Error::Api(status)) if status.code == 403
-    )
+fn forbidden_to_watch(error: &Error) -> bool {
+    matches!(error, Error::WatchStartFailed(_))
+        && error.status().is_some_and(|status| status.code == 403)
 }
 
 /// The HTTP codes that refuse a streaming list: the request is not understood or not allowed
 /// as it is (never an outage, an expired credential or a throttle).
 pub(super) const REFUSALS: [u16; 5] = [400, 406, 415, 422, 501];
 
-/// The API server's Status in a watcher error, if it answered with one.
-fn api_status(error: &watcher::Error) -> Option<&kube::core::Status> {
-    match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status))
-        | watcher::Error::WatchError(status) => Some(status),
-        _ => None,
-    }
-}
-
-/// A watcher error as the log (and `/ready`) says it: the API server's own words when it
+/// An error as the log (and `/ready`) says it: the API server's own words when it
 /// answered with a Status. A refusal by RBAC names what was refused and to whom, from the
 /// server's message (`User "system:serviceaccount:kube-system:coredns" cannot list resource
 /// "services" in API group "" at the cluster scope`), and what to grant.
-fn describe(error: &watcher::Error, resource: Kind, streaming: bool) -> String {
-    let Some(status) = api_status(error) else {
+fn describe(error: &Error, resource: Kind, streaming: bool) -> String {
+    let Some(status) = error.status() else {
         return error.to_string();
     };
     let message = status.message.as_str();
     let phase = match error {
-        watcher::Error::InitialListFailed(_) if !streaming => "listing",
-        watcher::Error::InitialListFailed(_) | watcher::Error::WatchStartFailed(_) => {
-            "starting the watch"
-        }
+        Error::ListFailed(_) if !streaming => "listing",
+        Error::ListFailed(_) | Error::WatchStartFailed(_) => "starting the watch",
         _ => "watching",
     };
     match status.code {

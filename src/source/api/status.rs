@@ -43,6 +43,8 @@ pub(super) struct State {
     pub(super) paginated: BTreeMap<&'static str, u64>,
     /// Resources the API server said it does not have (logged once each).
     pub(super) absent: HashSet<Kind>,
+    /// How the API server last encoded each resource's responses (`protobuf`, `json`).
+    pub(super) encodings: BTreeMap<&'static str, &'static str>,
 }
 
 impl ApiStatus {
@@ -139,6 +141,27 @@ impl ApiStatus {
             };
             self.failing(&mut state, resource, reason);
         }
+    }
+
+    /// A successful response about `resource` came encoded as `media` says.
+    pub(super) fn encoded(&self, resource: Kind, media: &str) {
+        let encoding = if media.starts_with(super::protobuf::MEDIA_TYPE) {
+            "protobuf"
+        } else {
+            "json"
+        };
+        self.state().encodings.insert(resource.plural(), encoding);
+    }
+
+    /// Each resource with the encoding of its responses: `services protobuf, …`.
+    pub(super) fn encodings(&self) -> String {
+        let state = self.state();
+        let all: Vec<String> = state
+            .encodings
+            .iter()
+            .map(|(resource, encoding)| format!("{resource} {encoding}"))
+            .collect();
+        all.join(", ")
     }
 
     /// The API server answered with HTTP `code`, and that says nothing of its health.

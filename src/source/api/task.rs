@@ -120,6 +120,7 @@ impl WatchTask {
                 services = published.counts.services,
                 endpoint_slices = published.counts.endpoint_slices,
                 build_ms = published.build_time.as_millis(),
+                encoding = %self.status.encodings(),
                 "synced with the API server; zone published"
             );
             // After the log line: whoever waits for the sync logs after it.
