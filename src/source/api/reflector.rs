@@ -342,6 +342,7 @@ impl<K: Watched> Target<K> {
             body,
             encoding,
             buffer: BytesMut::new(),
+            scanned: 0,
             ended: false,
         })
     }
@@ -547,6 +548,8 @@ struct Frames {
     body: Body,
     encoding: Encoding,
     buffer: BytesMut,
+    /// How much of the buffer is known to hold no line end (JSON).
+    scanned: usize,
     ended: bool,
 }
 
@@ -594,7 +597,25 @@ impl Frames {
     fn split(&mut self) -> Option<Result<Bytes, Failure>> {
         match self.encoding {
             Encoding::Json => loop {
-                let end = self.buffer.iter().position(|byte| *byte == b'\n')?;
+                // Where the last look for the line's end stopped: a long line arriving in
+                // many chunks is scanned once, not once per chunk.
+                let Some(end) = self.buffer[self.scanned..]
+                    .iter()
+                    .position(|byte| *byte == b'\n')
+                else {
+                    self.scanned = self.buffer.len();
+                    if self.scanned > MAX_FRAME {
+                        self.ended = true;
+                        self.buffer.clear();
+                        self.scanned = 0;
+                        return Some(Err(Failure::Other(format!(
+                            "a watch event of more than {MAX_FRAME} bytes"
+                        ))));
+                    }
+                    return None;
+                };
+                let end = self.scanned + end;
+                self.scanned = 0;
                 let line = self.buffer.split_to(end + 1).freeze();
                 let line = line.slice(..end);
                 if !line.iter().all(u8::is_ascii_whitespace) {

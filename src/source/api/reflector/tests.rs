@@ -10,6 +10,7 @@ fn frames(encoding: Encoding, body: Vec<u8>) -> Frames {
         body: Body::from(body),
         encoding,
         buffer: BytesMut::new(),
+        scanned: 0,
         ended: false,
     }
 }
@@ -134,9 +135,28 @@ async fn protobuf_events_after_their_length() {
 
 #[tokio::test]
 async fn a_frame_too_large_is_an_error_and_ends_the_watch() {
-    let mut frames = frames(Encoding::Protobuf, vec![0xff, 0xff, 0xff, 0xff, 0, 0]);
-    assert!(frames.next::<core::Namespace>().await.unwrap().is_err());
-    assert!(frames.next::<core::Namespace>().await.is_none());
+    let mut protobuf = frames(Encoding::Protobuf, vec![0xff, 0xff, 0xff, 0xff, 0, 0]);
+    assert!(protobuf.next::<core::Namespace>().await.unwrap().is_err());
+    assert!(protobuf.next::<core::Namespace>().await.is_none());
+    let mut json = frames(Encoding::Json, vec![b'{'; MAX_FRAME + 2]);
+    assert!(json.next::<core::Namespace>().await.unwrap().is_err());
+    assert!(json.next::<core::Namespace>().await.is_none());
+}
+
+/// A line arriving in many chunks is one event.
+#[test]
+fn a_json_event_in_many_chunks_is_one_event() {
+    let line = br#"{"type":"ADDED","object":{"metadata":{"name":"shop","resourceVersion":"3"}}}"#;
+    let mut frames = frames(Encoding::Json, Vec::new());
+    for chunk in line.chunks(7) {
+        frames.buffer.extend_from_slice(chunk);
+        assert!(frames.split().is_none());
+    }
+    frames.buffer.extend_from_slice(b"\n{\"type\"");
+    let event = frames.split().unwrap().unwrap();
+    assert_eq!(&event[..], line);
+    assert!(frames.split().is_none());
+    assert_eq!(&frames.buffer[..], b"{\"type\"");
 }
 
 #[test]
