@@ -266,14 +266,20 @@ up() {
     write_kubeconfig
     write_audit_policy
 
-    save_run etcd "$peers/etcd" --name local --data-dir "$dir/etcd" \
+    # The Go runtime's collector, traded for memory: at 150,000 pods (bench/README.md,
+    # "Loading objects") the API server, kwok and the controllers spend much of their CPU
+    # collecting at the default GOGC=100; GOMEMLIMIT keeps their heaps bounded all the same
+    # (the collector works harder as a heap nears it). CLUSTER_GOGC=100 restores the default.
+    local gogc=${CLUSTER_GOGC:-400}
+    local go_env=(env "GOGC=$gogc" GOMEMLIMIT=3GiB)
+    save_run etcd "${go_env[@]}" "$peers/etcd" --name local --data-dir "$dir/etcd" \
         --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
         --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
         --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
         --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
         --initial-cluster "local=http://127.0.0.1:$ETCD_PEER_PORT" \
         --unsafe-no-fsync --log-level warn
-    local apiserver=("$peers/kube-apiserver"
+    local apiserver=(env "GOGC=$gogc" "GOMEMLIMIT=${CLUSTER_APISERVER_MEMLIMIT:-8GiB}" "$peers/kube-apiserver"
         --etcd-servers "http://127.0.0.1:$ETCD_PORT"
         --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT"
         --cert-dir "$pki"
@@ -302,17 +308,20 @@ up() {
     # The API server's feature gates (WatchList=false: it refuses streaming lists).
     [[ -z "$feature_gates" ]] || apiserver+=(--feature-gates "$feature_gates")
     save_run kube-apiserver "${apiserver[@]}"
-    save_run kube-controller-manager "$peers/kube-controller-manager" \
+    save_run kube-controller-manager "${go_env[@]}" "$peers/kube-controller-manager" \
         --kubeconfig "$kubeconfig" --secure-port 0 --leader-elect=false \
         --controllers "endpointslice-controller,namespace-controller,deployment-controller,replicaset-controller,statefulset-controller,serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,root-ca-certificate-publisher-controller,service-cidr-controller,clusterrole-aggregation-controller" \
         --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
         --use-service-account-credentials=false \
         --kube-api-qps 500 --kube-api-burst 1000
-    save_run kube-scheduler "$peers/kube-scheduler" \
+    save_run kube-scheduler "${go_env[@]}" "$peers/kube-scheduler" \
         --kubeconfig "$kubeconfig" --authentication-kubeconfig "$kubeconfig" \
         --authorization-kubeconfig "$kubeconfig" --secure-port 0 --leader-elect=false \
         --kube-api-qps 500 --kube-api-burst 1000
-    save_run kwok "$peers/kwok" --kubeconfig "$kubeconfig" --config "$repo/bench/peers/kwok.yaml" \
+    # kwok logs every pod it patches at INFO (a line of JSON each, 150,000 of them at the
+    # largest load): warnings and errors only.
+    save_run kwok "${go_env[@]}" "$peers/kwok" --kubeconfig "$kubeconfig" --config "$repo/bench/peers/kwok.yaml" \
+        --v WARN \
         --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --node-ip 10.0.0.1 --node-lease-duration-seconds 0
 

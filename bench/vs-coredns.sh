@@ -9,6 +9,7 @@
 #   SCALES=100 DURATION=5 STEADY=5 SAMPLES=10 bench/vs-coredns.sh   # a quick look
 #   PODS_PER_SERVICE=3 bench/vs-coredns.sh              # fewer pods to load (default 15)
 #   NO_BUILD=1 bench/vs-coredns.sh                      # the release binaries as they are
+#   LOAD_ONLY=1 SCALES=10000 bench/vs-coredns.sh        # only the load (cargo xtask load), timed
 set -euo pipefail
 
 SCALES=${SCALES:-"1000 10000"}
@@ -27,6 +28,8 @@ CHURN_WINDOW=${CHURN_WINDOW:-30}  # seconds of churn over which the servers' CPU
 REPLICAS=${REPLICAS:-3}
 PODS_PER_NODE=${PODS_PER_NODE:-200}
 SNAPSHOT=${SNAPSHOT:-1}       # 0: clusterdns without the ConfigMap's snapshot line
+LOAD_CONCURRENCY=${LOAD_CONCURRENCY:-32}   # creates in flight at once (cargo xtask load)
+LOAD_ONLY=${LOAD_ONLY:-}      # 1: load each scale, report how long it took, nothing else
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
@@ -40,11 +43,17 @@ if [[ -n "${NO_BUILD:-}" ]]; then
     # The release binaries as they are (copied: a build beside this run may replace them).
     target=$(cd "$repo" && cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
     mkdir -p "$work/bin"
-    cp "$target/release/clusterdns" "$target/release/examples/gencluster" "$target/release/examples/querymix" "$work/bin/"
+    cp "$target/release/clusterdns" "$target/release/examples/gencluster" "$target/release/examples/querymix" \
+        "$target/release/xtask" "$work/bin/"
     clusterdns="$work/bin/clusterdns" gencluster="$work/bin/gencluster" querymix="$work/bin/querymix"
+    xtask="$work/bin/xtask"
     clk_tck=$(getconf CLK_TCK)
 else
     build_release
+    # The loader (cargo xtask load), optimised: it serialises and sends 150,000 objects.
+    (cd "$repo" && cargo build --release --package xtask) >>"$work/build.log" 2>&1 ||
+        { cat "$work/build.log" >&2; die "cargo build --package xtask failed"; }
+    xtask="$target/release/xtask"
 fi
 peers=$("$repo/bench/peers/build.sh" --dir)
 coredns="$peers/coredns"
@@ -482,67 +491,6 @@ EOF
     done
 }
 
-# Loads gencluster's Namespaces, Services (with their selectors) and Pods (on bench-node-*,
-# no status: kwok runs them) through the API server, 8 requests at a time; the EndpointSlice
-# controller writes the slices.
-cat >"$work/load.py" <<'EOF'
-import http.client, json, ssl, sys, threading, queue
-items = json.load(open(sys.argv[1]))["items"]
-ca, cert, key, port, per_node = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
-ctx = ssl.create_default_context(cafile=ca)
-ctx.load_cert_chain(cert, key)
-strip = ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields", "ownerReferences")
-def clean(item):
-    item.pop("status", None)
-    for k in strip:
-        item["metadata"].pop(k, None)
-    return item
-namespaces, services, pods = [], [], []
-for item in items:
-    kind, meta = item["kind"], item["metadata"]
-    if kind == "Namespace" and meta["name"] not in ("default", "kube-system"):
-        namespaces.append(("/api/v1/namespaces", clean(item)))
-    elif kind == "Service" and (meta["namespace"], meta["name"]) != ("default", "kubernetes"):
-        spec = clean(item)["spec"]
-        if spec.get("type") in ("NodePort", "LoadBalancer"):
-            spec["type"] = "ClusterIP"
-        for k in ("allocateLoadBalancerNodePorts", "externalTrafficPolicy", "healthCheckNodePort"):
-            spec.pop(k, None)
-        for p in spec.get("ports", []):
-            p.pop("nodePort", None)
-        services.append((f"/api/v1/namespaces/{meta['namespace']}/services", item))
-    elif kind == "Pod":
-        clean(item)["spec"]["nodeName"] = f"bench-node-{len(pods) // per_node}"
-        pods.append((f"/api/v1/namespaces/{meta['namespace']}/pods", item))
-failures = []
-def post_all(work):
-    q = queue.Queue()
-    for w in work:
-        q.put(w)
-    def worker():
-        c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=60)
-        while True:
-            try:
-                path, body = q.get_nowait()
-            except queue.Empty:
-                return
-            c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            data = r.read()
-            if r.status >= 300 and r.status != 409:
-                failures.append(f"{path} {body['metadata']['name']}: {r.status} {data[:200]!r}")
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-post_all(namespaces)
-post_all(services + pods)
-for f in failures[:10]:
-    print(f, file=sys.stderr)
-print(len(namespaces), len(services), len(pods), len(failures))
-EOF
-
 mkdir -p "$out_dir"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 report="$out_dir/vs-coredns-$stamp.md"
@@ -614,29 +562,29 @@ for services in $SCALES; do
         add_nodes "$nodes_made" "$want_nodes" | kubectl apply -f - >/dev/null
         nodes_made=$want_nodes
     fi
-    load_start=$(date +%s.%N)
-    read -r _ _ n_pods n_fail < <(python3 "$work/load.py" "$dir/generated.json" \
-        "$cluster_dir/pki/ca.crt" "$cluster_dir/pki/admin.crt" "$cluster_dir/pki/admin.key" \
-        "$api_port" "$PODS_PER_NODE")
-    created=$(date +%s.%N)
-    ((n_fail == 0)) || log "warning: $n_fail objects refused (see above)"
-    # Loaded when every pod has an address and the slices hold them all (stable for 3 s).
-    last=-1
-    while :; do
-        counts="$(kubectl get pods -A --no-headers -o custom-columns=IP:.status.podIP |
-            awk '{ n++ } $1 != "<none>" { ip++ } END { print n + 0, ip + 0 }') $(
-            kubectl get endpointslices -A --no-headers -o custom-columns=E:.endpoints[*].addresses[0] |
-            awk '$1 != "<none>" { n += split($1, a, ",") } END { print n + 0 }')"
-        read -r all_pods with_ip eps <<<"$counts"
-        if ((with_ip == all_pods)) && [[ "$counts" == "$last" ]]; then
-            break
-        fi
-        last=$counts
-        sleep 3
-    done
-    loaded=$(date +%s.%N)
-    t_load+=("$(awk -v s="$services" -v p="$n_pods" -v a="$load_start" -v b="$created" -v c="$loaded" -v e="$eps" \
-        'BEGIN { printf "%d Services and %d pods created in %.0f s (%.0f objects/s); kwok running them and the EndpointSlice controller writing %d endpoints took until %.0f s", s, p, b - a, (s + p) / (b - a), e, c - a }')")
+    # gencluster's Namespaces, Services (with their selectors) and Pods (on bench-node-*, no
+    # status: kwok runs them) created through the API server, LOAD_CONCURRENCY at a time; the
+    # EndpointSlice controller writes the slices. Loaded when every pod has an address and
+    # the slices hold them (cargo xtask load --wait; bench/README.md, "Loading objects").
+    n_fail=0 eps=
+    {
+        read -r _ _ n_pods n_fail || true
+        read -r created_s loaded_s eps || true
+    } < <("$xtask" load --objects "$dir/generated.json" --cluster "$cluster_dir" \
+        --pods-per-node "$PODS_PER_NODE" --concurrency "$LOAD_CONCURRENCY" --wait 2>"$dir/load.txt")
+    [[ -n "${eps:-}" ]] || { cat "$dir/load.txt" >&2; die "cargo xtask load failed"; }
+    if ((n_fail > 0)); then
+        grep -v '^\[load\]' "$dir/load.txt" >&2 || true
+        log "warning: $n_fail objects refused (see above)"
+    fi
+    t_load+=("$(awk -v s="$services" -v p="$n_pods" -v b="$created_s" -v c="$loaded_s" -v e="$eps" \
+        'BEGIN { printf "%d Services and %d pods created in %.0f s (%.0f objects/s); kwok running them and the EndpointSlice controller writing %d endpoints took until %.0f s", s, p, b, (s + p) / b, e, c }')")
+    if [[ -n "$LOAD_ONLY" ]]; then
+        t_load[-1]+=" (peak RSS: kube-apiserver $(mb "$(hwm_kb "$(apiserver_pid)")") MB, etcd $(mb "$(hwm_kb "$(cat "$cluster_dir/pid/etcd.pid")")") MB; etcd's data $(du -sm "$cluster_dir/etcd" | cut -f1) MB)"
+        log "${t_load[-1]}"
+        [[ -n "${KEEP:-}" ]] || rm -f "$dir/generated.json"
+        continue
+    fi
     log "${t_load[-1]}"
     kubectl get ns,svc,endpointslices,pods -A -o json >"$dir/objects.json"
     "$querymix" --objects "$dir/objects.json" --count "$QUERIES" --out "$dir/queries.txt" 2>"$dir/querymix.txt"
@@ -802,6 +750,10 @@ for services in $SCALES; do
     [[ -n "${KEEP:-}" ]] || rm -f "$dir/generated.json" "$dir/objects.json"
 done
 
+if [[ -n "$LOAD_ONLY" ]]; then
+    printf -- '- Loading: %s.\n' "${t_load[@]}"
+    exit 0
+fi
 {
     echo "# clusterdns beside CoreDNS, on a local control plane ($stamp)"
     echo

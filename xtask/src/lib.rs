@@ -6,6 +6,7 @@
 pub mod image;
 pub mod images;
 pub mod kube;
+pub mod load;
 pub mod netns;
 pub mod nodes;
 pub mod operations;

@@ -3,6 +3,7 @@
 //!   cargo xtask image [--binary PATH] [--out DIR] [--coredns PATH]
 //!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
 //!   cargo xtask operations [--binary PATH] [--coredns PATH] [--rate N] [--seconds N]
+//!   cargo xtask load --objects FILE (--cluster DIR | --kubeconfig FILE) [--concurrency N] [--wait]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,31 @@ enum Task {
         #[arg(long, default_value_t = 1)]
         rounds: u32,
     },
+    /// Creates gencluster's synthetic cluster through a control plane's API server (as
+    /// bench/vs-coredns.sh loads it): its Namespaces, then its Services and Pods, each pod
+    /// bound to a bench-node-N; kwok runs them, the EndpointSlice controller writes the
+    /// slices. Prints `namespaces services pods failures` on stdout, and with --wait, once
+    /// every pod has an address and the slices hold them, `created_s loaded_s endpoints`.
+    Load {
+        /// gencluster's output: one kubectl `List` in JSON.
+        #[arg(long)]
+        objects: PathBuf,
+        /// The control plane (`bench/cluster.sh up --dir DIR`): its admin kubeconfig.
+        #[arg(long, value_name = "DIR", required_unless_present = "kubeconfig")]
+        cluster: Option<PathBuf>,
+        /// A kubeconfig to load with instead.
+        #[arg(long, conflicts_with = "cluster")]
+        kubeconfig: Option<PathBuf>,
+        /// Pods to a node: pod i goes on bench-node-(i / N), which must exist.
+        #[arg(long, default_value_t = 200)]
+        pods_per_node: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Then wait until every pod has an address and the EndpointSlices hold them.
+        #[arg(long)]
+        wait: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -133,7 +159,123 @@ fn main() -> Result<()> {
             kubeadm_probes,
             rounds,
         } => operations(binary, coredns, rate, seconds, out, kubeadm_probes, rounds),
+        Task::Load {
+            objects,
+            cluster,
+            kubeconfig,
+            pods_per_node,
+            concurrency,
+            wait,
+        } => {
+            let kubeconfig = match (kubeconfig, cluster) {
+                (Some(kubeconfig), _) => kubeconfig,
+                (None, Some(cluster)) => cluster.join("admin.kubeconfig"),
+                (None, None) => anyhow::bail!("--cluster or --kubeconfig"),
+            };
+            load(&objects, &kubeconfig, pods_per_node, concurrency, wait)
+        }
     }
+}
+
+/// `cargo xtask load`.
+fn load(
+    objects: &Path,
+    kubeconfig: &Path,
+    pods_per_node: usize,
+    concurrency: usize,
+    wait: bool,
+) -> Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering::Relaxed;
+    use xtask::load;
+
+    let read = Instant::now();
+    let json = std::fs::read(objects).with_context(|| format!("reading {}", objects.display()))?;
+    let objects = load::objects(&json, pods_per_node)?;
+    drop(json);
+    eprintln!(
+        "[load] {} namespaces, {} Services, {} pods read in {:.1} s; {concurrency} requests at once",
+        objects.namespaces.len(),
+        objects.services,
+        objects.pods,
+        read.elapsed().as_secs_f64()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let client = load::client(kubeconfig).await?;
+        let tally = Arc::new(load::Tally::default());
+        let start = Instant::now();
+        let (namespaces, services, pods) =
+            (objects.namespaces.len(), objects.services, objects.pods);
+        load::create_all(
+            &client,
+            Arc::new(objects.namespaces),
+            concurrency,
+            tally.clone(),
+        )
+        .await?;
+        // Progress while the Services and Pods go in.
+        let watch = {
+            let tally = tally.clone();
+            tokio::spawn(async move {
+                let mut last = 0;
+                loop {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    let now = tally.created.load(Relaxed);
+                    eprintln!(
+                        "[load] {:>5.0} s: {now} created ({:.0}/s over the last 30 s)",
+                        start.elapsed().as_secs_f64(),
+                        (now - last) as f64 / 30.0
+                    );
+                    last = now;
+                }
+            })
+        };
+        load::create_all(
+            &client,
+            Arc::new(objects.workloads),
+            concurrency,
+            tally.clone(),
+        )
+        .await?;
+        watch.abort();
+        let created = start.elapsed();
+        let failed = tally.failed.load(Relaxed);
+        for failure in tally
+            .failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            eprintln!("{failure}");
+        }
+        eprintln!(
+            "[load] {services} Services and {pods} pods created in {:.1} s ({:.0} objects/s); {} requests refused for a while and sent again ({} of them 429); {failed} failures",
+            created.as_secs_f64(),
+            (namespaces + services + pods) as f64 / created.as_secs_f64(),
+            tally.refused.load(Relaxed),
+            tally.too_many.load(Relaxed),
+        );
+        println!("{namespaces} {services} {pods} {failed}");
+        if wait {
+            let (endpoints, loaded) =
+                load::wait_loaded(&client, start, Duration::from_secs(3)).await?;
+            let loaded = loaded.duration_since(start);
+            eprintln!(
+                "[load] loaded in {:.1} s: every pod has an address, the EndpointSlices hold {endpoints} endpoints",
+                loaded.as_secs_f64()
+            );
+            println!(
+                "{:.1} {:.1} {endpoints}",
+                created.as_secs_f64(),
+                loaded.as_secs_f64()
+            );
+        }
+        anyhow::Ok(())
+    })
 }
 
 /// The nodes' upstream (the nameserver of their resolv.conf), standing in for the Internet's

@@ -1,0 +1,428 @@
+//! `cargo xtask load`: gencluster's synthetic cluster (its kubectl `List` in JSON) created
+//! through a real API server, as the benches load it (bench/vs-coredns.sh): the Namespaces,
+//! then the Services (with their selectors) and the Pods, each pod bound to a `bench-node-N`
+//! (PODS_PER_NODE to a node, in the file's order) and without a status: kwok runs them and the
+//! EndpointSlice controller writes the slices. gencluster's EndpointSlices are not loaded.
+//!
+//! `concurrency` requests are in flight at once, each on a connection of its own (HTTP/1.1
+//! over TLS, kube's client pools them), so the API server sets the pace. The bodies are JSON,
+//! serialised before the clock starts; the responses are asked for in protobuf, which the API
+//! server encodes for less than JSON and the loader never reads (bench/README.md, "Loading
+//! objects", has the figures). A 429, a 5xx or a broken connection is retried (after
+//! Retry-After, else a growing backoff) and counted as a refusal; a 409 (the object is there
+//! already) is not a failure; anything else is a failure, reported.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use ::kube::client::Body;
+use ::kube::config::{KubeConfigOptions, Kubeconfig};
+use ::kube::{Client, Config};
+use anyhow::{Context, Result, bail};
+use http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// The metadata the API server fills in itself: a create must not carry them.
+const SERVER_SET: &[&str] = &[
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "ownerReferences",
+];
+
+/// A request body ready to send: where it goes, the object's name, its JSON.
+#[derive(Debug)]
+pub struct Create {
+    pub path: String,
+    pub name: String,
+    pub body: Vec<u8>,
+}
+
+/// gencluster's objects as creates, in the order they are sent.
+#[derive(Debug, Default)]
+pub struct Objects {
+    pub namespaces: Vec<Create>,
+    /// The Services, then the Pods.
+    pub workloads: Vec<Create>,
+    pub services: usize,
+    pub pods: usize,
+}
+
+#[derive(Deserialize)]
+struct List<'a> {
+    #[serde(borrow)]
+    items: Vec<&'a RawValue>,
+}
+
+/// Reads gencluster's `List` (`json`) into creates: the Namespaces but `default` and
+/// `kube-system`, the Services but `default/kubernetes` (NodePort and LoadBalancer ones as
+/// ClusterIP, without node ports: there are no real nodes), the Pods on
+/// `bench-node-{i / pods_per_node}`.
+pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
+    let list: List<'_> = serde_json::from_slice(json).context("not a List in JSON")?;
+    let mut out = Objects::default();
+    let mut pods = Vec::new();
+    for raw in list.items {
+        let mut item: Value = serde_json::from_str(raw.get())?;
+        let kind = item["kind"].as_str().unwrap_or_default().to_owned();
+        let name = item["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let namespace = item["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(object) = item.as_object_mut() {
+            object.remove("status");
+        }
+        if let Some(meta) = item["metadata"].as_object_mut() {
+            for key in SERVER_SET {
+                meta.remove(*key);
+            }
+        }
+        match kind.as_str() {
+            "Namespace" if name != "default" && name != "kube-system" => {
+                out.namespaces.push(Create {
+                    path: "/api/v1/namespaces".into(),
+                    body: serde_json::to_vec(&item)?,
+                    name,
+                });
+            }
+            "Service" if (namespace.as_str(), name.as_str()) != ("default", "kubernetes") => {
+                if let Some(spec) = item["spec"].as_object_mut() {
+                    if matches!(
+                        spec.get("type").and_then(Value::as_str),
+                        Some("NodePort" | "LoadBalancer")
+                    ) {
+                        spec.insert("type".into(), "ClusterIP".into());
+                    }
+                    for key in [
+                        "allocateLoadBalancerNodePorts",
+                        "externalTrafficPolicy",
+                        "healthCheckNodePort",
+                    ] {
+                        spec.remove(key);
+                    }
+                    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                            port.remove("nodePort");
+                        }
+                    }
+                }
+                out.workloads.push(Create {
+                    path: format!("/api/v1/namespaces/{namespace}/services"),
+                    body: serde_json::to_vec(&item)?,
+                    name,
+                });
+                out.services += 1;
+            }
+            "Pod" => {
+                let node = format!("bench-node-{}", pods.len() / pods_per_node.max(1));
+                if let Some(spec) = item["spec"].as_object_mut() {
+                    spec.insert("nodeName".into(), node.into());
+                }
+                pods.push(Create {
+                    path: format!("/api/v1/namespaces/{namespace}/pods"),
+                    body: serde_json::to_vec(&item)?,
+                    name,
+                });
+            }
+            _ => {}
+        }
+    }
+    out.pods = pods.len();
+    out.workloads.extend(pods);
+    Ok(out)
+}
+
+/// What a load came to.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Objects the API server created (or had already: 409).
+    pub created: AtomicUsize,
+    /// Requests refused for now (429, 5xx, a connection lost) and sent again.
+    pub refused: AtomicUsize,
+    /// Of those, 429s.
+    pub too_many: AtomicUsize,
+    /// Objects refused for good, with why (the first few).
+    pub failures: std::sync::Mutex<Vec<String>>,
+    pub failed: AtomicUsize,
+}
+
+/// An API-server client from a kubeconfig (kube's own retries off: the loader counts its).
+pub async fn client(kubeconfig: &std::path::Path) -> Result<Client> {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("reading {}", kubeconfig.display()))?;
+    let mut config =
+        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    config.default_retry = false;
+    config.read_timeout = Some(Duration::from_secs(120));
+    Ok(Client::try_from(config)?)
+}
+
+/// Creates `creates` with `concurrency` requests in flight.
+pub async fn create_all(
+    client: &Client,
+    creates: Arc<Vec<Create>>,
+    concurrency: usize,
+    tally: Arc<Tally>,
+) -> Result<()> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, creates, next, tally) =
+            (client.clone(), creates.clone(), next.clone(), tally.clone());
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(create) = creates.get(i) else {
+                    return;
+                };
+                create_one(&client, create, &tally).await;
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done?;
+    }
+    Ok(())
+}
+
+async fn create_one(client: &Client, create: &Create, tally: &Tally) {
+    let mut backoff = Duration::from_millis(100);
+    for attempt in 1.. {
+        let request = Request::post(&create.path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(
+                header::ACCEPT,
+                "application/vnd.kubernetes.protobuf, application/json",
+            )
+            .body(Body::from(create.body.clone()));
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return fail(tally, create, format!("{error}")),
+        };
+        let (status, retry_after, text) = match client.send(request).await {
+            Ok(response) => {
+                let status = response.status();
+                let retry_after = response
+                    .headers()
+                    .get(header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let body = response.into_body().collect().await;
+                let text = match body {
+                    Ok(body) if !status.is_success() => printable(&body.to_bytes()),
+                    Ok(_) => String::new(),
+                    Err(error) => format!("reading the response: {error}"),
+                };
+                (Some(status), retry_after, text)
+            }
+            Err(error) => (None, None, format!("{error}")),
+        };
+        match status {
+            Some(status) if status.is_success() || status == StatusCode::CONFLICT => {
+                tally.created.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Some(status)
+                if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() =>
+            {
+                return fail(tally, create, format!("{status} {text}"));
+            }
+            _ if attempt >= 20 => {
+                let status = status.map_or_else(|| "no response".into(), |s| s.to_string());
+                return fail(
+                    tally,
+                    create,
+                    format!("{status} after {attempt} tries: {text}"),
+                );
+            }
+            _ => {
+                tally.refused.fetch_add(1, Ordering::Relaxed);
+                if status == Some(StatusCode::TOO_MANY_REQUESTS) {
+                    tally.too_many.fetch_add(1, Ordering::Relaxed);
+                }
+                tokio::time::sleep(retry_after.unwrap_or(backoff)).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+fn fail(tally: &Tally, create: &Create, why: String) {
+    tally.failed.fetch_add(1, Ordering::Relaxed);
+    let mut failures = tally
+        .failures
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if failures.len() < 10 {
+        failures.push(format!("{} {}: {why}", create.path, create.name));
+    }
+}
+
+/// An error body, JSON or protobuf, as a line of text (protobuf's framing bytes dropped).
+fn printable(bytes: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(bytes)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text.chars().take(300).collect()
+}
+
+/// How far the cluster is: pods without an address, and the endpoints (with an address) the
+/// EndpointSlices hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub pods_without_ip: usize,
+    pub endpoints: usize,
+}
+
+/// GETs `path` (from the API server's watch cache) as JSON.
+async fn get(client: &Client, path: &str, accept: &str) -> Result<Value> {
+    let request = Request::get(path)
+        .header(header::ACCEPT, accept)
+        .body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The pods with no address yet: only their metadata, from the watch cache, a field selector
+/// doing the filtering (cheap beside a list of every pod).
+pub async fn pods_without_ip(client: &Client) -> Result<usize> {
+    let list = get(
+        client,
+        "/api/v1/pods?fieldSelector=status.podIP%3D&resourceVersion=0",
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+    )
+    .await?;
+    Ok(list["items"].as_array().map_or(0, Vec::len))
+}
+
+/// The endpoints with an address in every EndpointSlice (as vs-coredns.sh counts them).
+pub async fn slice_endpoints(client: &Client) -> Result<usize> {
+    let list = get(
+        client,
+        "/apis/discovery.k8s.io/v1/endpointslices?resourceVersion=0",
+        "application/json",
+    )
+    .await?;
+    let Some(items) = list["items"].as_array() else {
+        bail!("no items in the EndpointSlice list");
+    };
+    Ok(items
+        .iter()
+        .filter_map(|slice| slice["endpoints"].as_array())
+        .flatten()
+        .filter(|endpoint| {
+            endpoint["addresses"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+        })
+        .count())
+}
+
+/// Waits until every pod has an address and the slices' endpoints have stayed the same over
+/// two looks `every` apart; reports progress on stderr. The endpoints, and the first of those
+/// two looks (when the cluster was loaded, to within `every`).
+pub async fn wait_loaded(
+    client: &Client,
+    start: Instant,
+    every: Duration,
+) -> Result<(usize, Instant)> {
+    let mut last: Option<(usize, Instant)> = None;
+    let mut all_ips = false;
+    loop {
+        let now = Instant::now();
+        let pending = pods_without_ip(client).await?;
+        if pending > 0 {
+            eprintln!(
+                "[load] {:>5.0} s: {pending} pods without an address",
+                start.elapsed().as_secs_f64()
+            );
+            last = None;
+            // A look lists the metadata of every pod still without an address: at 150,000
+            // of them, tens of MB the API server encodes, so rarer while there are many.
+            let many = Duration::from_secs(u64::try_from(pending / 5_000).unwrap_or(u64::MAX));
+            tokio::time::sleep(many.min(Duration::from_secs(20))).await;
+        } else {
+            if !all_ips {
+                all_ips = true;
+                eprintln!(
+                    "[load] {:>5.0} s: every pod has an address",
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            let endpoints = slice_endpoints(client).await?;
+            eprintln!(
+                "[load] {:>5.0} s: the EndpointSlices hold {endpoints} endpoints",
+                start.elapsed().as_secs_f64()
+            );
+            match last {
+                Some((before, at)) if before == endpoints => return Ok((endpoints, at)),
+                _ => last = Some((endpoints, now)),
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gencluster_objects_become_creates() -> Result<()> {
+        let list = serde_json::json!({"kind": "List", "items": [
+            {"kind": "Namespace", "metadata": {"name": "default"}},
+            {"kind": "Namespace", "metadata": {"name": "shop", "uid": "u"}},
+            {"kind": "Service", "metadata": {"name": "kubernetes", "namespace": "default"}},
+            {"kind": "Service", "metadata": {"name": "web", "namespace": "shop",
+                "resourceVersion": "1"},
+             "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
+                 "ports": [{"port": 80, "nodePort": 30080}]}, "status": {}},
+            {"kind": "EndpointSlice", "metadata": {"name": "web-1", "namespace": "shop"}},
+            {"kind": "Pod", "metadata": {"name": "web-0", "namespace": "shop"}, "spec": {},
+             "status": {"podIP": "10.0.0.1"}},
+            {"kind": "Pod", "metadata": {"name": "web-1", "namespace": "shop"}, "spec": {}},
+            {"kind": "Pod", "metadata": {"name": "web-2", "namespace": "shop"}, "spec": {}},
+        ]});
+        let objects = objects(&serde_json::to_vec(&list)?, 2)?;
+        assert_eq!(
+            (objects.namespaces.len(), objects.services, objects.pods),
+            (1, 1, 3)
+        );
+        let body = |c: &Create| serde_json::from_slice::<Value>(&c.body);
+        assert_eq!(
+            body(&objects.namespaces[0])?,
+            serde_json::json!({"kind": "Namespace", "metadata": {"name": "shop"}})
+        );
+        let service = &objects.workloads[0];
+        assert_eq!(service.path, "/api/v1/namespaces/shop/services");
+        assert_eq!(
+            body(service)?,
+            serde_json::json!({"kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"type": "ClusterIP", "ports": [{"port": 80}]}})
+        );
+        let nodes: Vec<Value> = objects.workloads[1..]
+            .iter()
+            .map(|c| Ok(body(c)?["spec"]["nodeName"].clone()))
+            .collect::<Result<_>>()?;
+        assert_eq!(nodes, ["bench-node-0", "bench-node-0", "bench-node-1"]);
+        assert!(body(&objects.workloads[1])?.get("status").is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn protobuf_errors_print() {
+        assert_eq!(printable(b"k8s\0\x0a\x06Status"), "k8s   Status");
+    }
+}
