@@ -133,6 +133,42 @@ fn a_snapshot_file_is_served_at_once_while_the_api_server_does_not_answer() {
     );
 }
 
+/// The changes appended since FILE was written whole are served with it, as the watch left
+/// them: a Service gone, another moved.
+#[test]
+fn a_snapshot_file_is_served_with_the_changes_written_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("snapshot.json");
+    write_snapshot(&snapshot);
+    let web = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"clusterIP":"10.96.0.99","clusterIPs":["10.96.0.99"],"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080}],"type":"ClusterIP"}}"#;
+    let db = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"}}"#;
+    std::fs::write(
+        clusterdns::source::api::changes_path(&snapshot),
+        format!(
+            "{{\"type\":\"DELETED\",\"object\":{db}}}\n{{\"type\":\"MODIFIED\",\"object\":{web}}}\n"
+        ),
+    )
+    .unwrap();
+    let corefile = watching(
+        &dead_endpoint(),
+        &format!(
+            "startup_timeout 60s\n        snapshot {}",
+            snapshot.display()
+        ),
+    );
+    let server = serve(&corefile);
+    server.wait_log("serving the snapshot", LOG_WAIT);
+    let web = server.ask_udp("web.shop.svc.cluster.local.", "A");
+    assert_eq!(
+        web.answer,
+        expect(&["web.shop.svc.cluster.local. 5 IN A 10.96.0.99"])
+    );
+    let db = server.ask_udp("db.shop.svc.cluster.local.", "A");
+    assert_eq!(db.rcode, "SERVFAIL", "{db:?}");
+    let checkout = server.ask_udp("checkout.shop.svc.cluster.local.", "A");
+    assert_eq!(checkout.rcode, "NOERROR", "{checkout:?}");
+}
+
 #[test]
 fn a_broken_snapshot_file_is_reported_and_the_server_starts_without_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use super::serviceimport;
 use super::{
-    ANNOTATION_TRIGGER_TIME, AddressType, Cluster, EndpointSlice, LABEL_SERVICE_NAME, Labels,
-    Namespace, ObjectKey, Pod, PodPhase, Service, ServiceType, SessionAffinity, TargetPort,
-    TrafficPolicy,
+    ANNOTATION_TRIGGER_TIME, AddressType, Cluster, EndpointSlice, Kind, LABEL_SERVICE_NAME, Labels,
+    Namespace, ObjectKey, ObjectRef, Pod, PodPhase, Service, ServiceType, SessionAffinity,
+    TargetPort, TrafficPolicy,
 };
 
 /// Writes `cluster` as a `v1` `List` of Namespaces, Services, EndpointSlices, Pods and
@@ -53,6 +53,39 @@ pub fn write_list(
         write_item(out, &mut first, &service_import(import))?;
     }
     out.write_all(b"]}")
+}
+
+/// Writes one object as [`write_list`] writes it among the items (`now` as there).
+pub fn write_object(
+    object: ObjectRef<'_>,
+    now: SystemTime,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut first = true;
+    match object {
+        ObjectRef::Namespace(ns) => write_item(out, &mut first, &namespace(ns)),
+        ObjectRef::Service(svc) => write_item(out, &mut first, &service(svc)),
+        ObjectRef::EndpointSlice(slice) => write_item(out, &mut first, &endpoint_slice(slice)),
+        ObjectRef::Pod(p) => write_item(out, &mut first, &pod(p, now)),
+        ObjectRef::ServiceImport(import) => write_item(out, &mut first, &service_import(import)),
+    }
+}
+
+/// Writes the identity of the object of `kind` at `key` alone: its `apiVersion`, `kind`
+/// and `metadata` name and namespace (the object of a watch's `DELETED` event, trimmed).
+pub fn write_reference(
+    kind: Kind,
+    key: &ObjectKey,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("name".into(), json!(&*key.name));
+    if !key.namespace.is_empty() {
+        metadata.insert("namespace".into(), json!(&*key.namespace));
+    }
+    let reference =
+        json!({"apiVersion": kind.api_version(), "kind": kind.name(), "metadata": metadata});
+    serde_json::to_writer(out, &reference).map_err(std::io::Error::other)
 }
 
 /// One item of the list (k8s-openapi writes its `apiVersion` and `kind`), after a comma

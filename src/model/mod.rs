@@ -111,6 +111,26 @@ impl Kind {
         Self::ServiceImport,
     ];
 
+    /// The kind's name as objects give it in `kind` (`Service`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Namespace => "Namespace",
+            Self::Service => "Service",
+            Self::EndpointSlice => "EndpointSlice",
+            Self::Pod => "Pod",
+            Self::ServiceImport => "ServiceImport",
+        }
+    }
+
+    /// The `apiVersion` its objects are read and written in.
+    pub const fn api_version(self) -> &'static str {
+        match self {
+            Self::Namespace | Self::Service | Self::Pod => "v1",
+            Self::EndpointSlice => "discovery.k8s.io/v1",
+            Self::ServiceImport => serviceimport::API_VERSION,
+        }
+    }
+
     /// The API's plural name of the kind (`services`), as in request paths and RBAC rules.
     pub const fn plural(self) -> &'static str {
         match self {

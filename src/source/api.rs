@@ -60,7 +60,7 @@ use crate::store::Store;
 pub use self::connect::{ConnectError, connect};
 use self::feed::Feed;
 use self::reflector::Params;
-pub use self::snapshot_file::{read_snapshot, write_snapshot};
+pub use self::snapshot_file::{changes_path, read_snapshot, write_snapshot};
 use self::state::{Change, WatchState};
 pub use self::status::ApiStatus;
 use self::task::WatchTask;

@@ -42,6 +42,20 @@ pub struct Publisher {
     store: Arc<Store>,
     metrics: Option<Arc<StoreMetrics>>,
     tracker: Option<Tracker>,
+    /// What changed since the snapshot file last took the objects, when one is kept.
+    unwritten: Unwritten,
+}
+
+/// What changed in the objects since the snapshot file last took them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Unwritten {
+    /// Nothing is recorded (no snapshot file is kept).
+    #[default]
+    Untracked,
+    /// The objects were replaced or edited whole (a list): the file is written whole.
+    Whole,
+    /// The kind and key of each object published as changed (added, modified or deleted).
+    Keys(std::collections::HashSet<(Kind, ObjectKey)>),
 }
 
 /// What one publication did.
@@ -77,6 +91,7 @@ impl Publisher {
             store,
             metrics,
             tracker: None,
+            unwritten: Unwritten::Untracked,
         }
     }
 
@@ -135,8 +150,32 @@ impl Publisher {
         self.tracker = Some(tracker);
     }
 
+    /// Records from now on what changes for the snapshot file ([`take_unwritten`]); the first
+    /// write is whole.
+    ///
+    /// [`take_unwritten`]: Self::take_unwritten
+    pub fn record_unwritten(&mut self) {
+        self.unwritten = Unwritten::Whole;
+    }
+
+    /// What changed since the last call (the snapshot file takes it), recording afresh.
+    pub fn take_unwritten(&mut self) -> Unwritten {
+        match self.unwritten {
+            Unwritten::Untracked => Unwritten::Untracked,
+            _ => std::mem::replace(&mut self.unwritten, Unwritten::Keys(Default::default())),
+        }
+    }
+
+    /// Whether the snapshot file is to be written whole next (not only what changed).
+    pub fn unwritten_whole(&self) -> bool {
+        self.unwritten == Unwritten::Whole
+    }
+
     /// The objects to edit directly (a list in progress): the next publication is whole.
     pub fn edit(&mut self) -> &mut Cluster {
+        if self.unwritten != Unwritten::Untracked {
+            self.unwritten = Unwritten::Whole;
+        }
         self.pending_keys.clear();
         for change in std::mem::take(&mut self.pending) {
             apply(&mut self.cluster, change);
@@ -236,6 +275,9 @@ impl Publisher {
         let started = Instant::now();
         let changes = std::mem::take(&mut self.pending);
         self.pending_keys.clear();
+        if let Unwritten::Keys(keys) = &mut self.unwritten {
+            keys.extend(changes.iter().map(|change| (change.kind(), change.key())));
+        }
         let touched: Vec<(Kind, crate::model::ObjectKey)> = changes
             .iter()
             .filter(|change| change.kind() == Kind::EndpointSlice)

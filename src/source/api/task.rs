@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::Inquiry;
-use super::snapshot_file::write_snapshot;
+use super::snapshot_file::{append_changes, change_lines, lengths, write_snapshot};
 use super::state::{Change, WatchState};
 use super::status::ApiStatus;
+use crate::source::publish::Unwritten;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +21,14 @@ pub(super) const MAX_BATCH: usize = 4096;
 /// are written together).
 pub(super) const SNAPSHOT_DELAY: Duration = Duration::from_secs(1);
 
-/// The shortest time between two writes of the snapshot file: writing it is serialising
-/// every object (at 10,000 Services and 30,000 pods about a CPU-second), so under churn it
-/// is written four times a minute, not more (at every 5 s that churn cost 0.18 of a core).
+/// The shortest time between two writes of what changed (appended to the changes file):
+/// under churn the file is never more than this behind, and one sync in five seconds is all
+/// it costs the disk.
+pub(super) const CHANGES_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The shortest time between two writes of the whole snapshot file (after a list, or when
+/// the changes file has grown to half of it): writing it is serialising every object (at
+/// 10,000 Services and 30,000 pods about a CPU-second).
 pub(super) const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Feeds the watches' changes to the publisher as they come, and writes the snapshot file.
@@ -41,7 +47,11 @@ impl WatchTask {
     ) {
         let mut snapshot_due: Option<tokio::time::Instant> = None;
         let mut last_written: Option<tokio::time::Instant> = None;
-        let mut writing: Option<tokio::task::JoinHandle<()>> = None;
+        let mut last_whole: Option<tokio::time::Instant> = None;
+        let mut writing: Option<tokio::task::JoinHandle<bool>> = None;
+        if self.snapshot.is_some() {
+            state.publisher.record_unwritten();
+        }
         loop {
             let due = snapshot_due;
             tokio::select! {
@@ -57,12 +67,28 @@ impl WatchTask {
                 }
                 () = sleep_until(due) => {
                     snapshot_due = None;
-                    last_written = Some(tokio::time::Instant::now());
-                    // One write at a time (they are SNAPSHOT_INTERVAL apart: this rarely waits).
-                    if let Some(previous) = writing.take() {
-                        let _ = previous.await;
+                    let now = tokio::time::Instant::now();
+                    // One write at a time (they are seconds apart: this rarely waits). What a
+                    // failed write held is written again, whole.
+                    if let Some(previous) = writing.take()
+                        && !previous.await.unwrap_or(false)
+                    {
+                        state.publisher.record_unwritten();
                     }
-                    let Some((back, write)) = self.snapshot_write(state).await else { return };
+                    let whole = state.publisher.unwritten_whole() || self.changes_outgrown();
+                    if whole {
+                        if let Some(soonest) = last_whole.map(|at| at + SNAPSHOT_INTERVAL)
+                            && soonest > now
+                        {
+                            snapshot_due = Some(soonest);
+                            continue;
+                        }
+                        last_whole = Some(now);
+                    }
+                    last_written = Some(now);
+                    let Some((back, write)) = self.snapshot_write(state, whole).await else {
+                        return;
+                    };
                     state = back;
                     writing = write;
                     continue;
@@ -82,9 +108,9 @@ impl WatchTask {
             };
             state = back;
             if self.snapshot.is_some() && snapshot_due.is_none() {
-                // Soon after a change, and at most once per SNAPSHOT_INTERVAL under churn:
+                // Soon after a change, and at most once per CHANGES_INTERVAL under churn:
                 // the file is never older than the interval and its cost stays bounded.
-                let soonest = last_written.map(|at| at + SNAPSHOT_INTERVAL);
+                let soonest = last_written.map(|at| at + CHANGES_INTERVAL);
                 let after_delay = tokio::time::Instant::now() + SNAPSHOT_DELAY;
                 snapshot_due = Some(soonest.map_or(after_delay, |at| at.max(after_delay)));
             }
@@ -137,34 +163,78 @@ impl WatchTask {
         Some(state)
     }
 
-    /// Starts writing the snapshot: the objects are copied on a blocking thread and given
-    /// back at once; writing the copy (object by object, and the fsync) goes on in a task of
-    /// its own, so that changes arriving meanwhile are published without waiting for the
-    /// disk. The copy is of the trimmed objects, a fraction of the JSON they become (which was
-    /// built whole here before: at 10,000 Services it was the highest mark of a re-list, and
-    /// held changes back for as long as it took). `None` if the objects were lost.
+    /// Whether the changes file has grown to half the snapshot file (or there is no
+    /// snapshot file to add changes to): then it is written whole.
+    fn changes_outgrown(&self) -> bool {
+        let Some(path) = &self.snapshot else {
+            return false;
+        };
+        lengths(path).is_none_or(|(snapshot, changes)| changes >= snapshot / 2)
+    }
+
+    /// Starts writing the snapshot, `whole` or only what changed since the last write. For
+    /// a whole write the objects are copied on a blocking thread and given back at once;
+    /// writing the copy (object by object, and the fsync) goes on in a task of its own, so
+    /// that changes arriving meanwhile are published without waiting for the disk. The copy
+    /// is of the trimmed objects, a fraction of the JSON they become (which was built whole
+    /// here before: at 10,000 Services it was the highest mark of a re-list, and held changes
+    /// back for as long as it took). What changed is written as lines on the blocking thread
+    /// and appended in the task. The task says whether the write succeeded. `None` if the
+    /// objects were lost.
     pub(super) async fn snapshot_write(
         &self,
         state: WatchState,
-    ) -> Option<(WatchState, Option<tokio::task::JoinHandle<()>>)> {
+        whole: bool,
+    ) -> Option<(WatchState, Option<tokio::task::JoinHandle<bool>>)> {
         let Some(path) = self.snapshot.clone() else {
             return Some((state, None));
         };
-        let (state, copy) = blocking(state, |state| state.publisher.cluster().clone()).await?;
-        let Some(copy) = copy else {
-            tracing::error!("copying the objects for the snapshot panicked");
+        if whole {
+            let (state, copy) = blocking(state, |state| {
+                state.publisher.take_unwritten();
+                state.publisher.cluster().clone()
+            })
+            .await?;
+            let Some(copy) = copy else {
+                tracing::error!("copying the objects for the snapshot panicked");
+                return Some((state, None));
+            };
+            let write = tokio::task::spawn_blocking(move || {
+                write_snapshot(&path, &copy)
+                    .inspect_err(|error| warn_unwritten(&path, error))
+                    .is_ok()
+            });
+            return Some((state, Some(write)));
+        }
+        let (mut state, lines) = blocking(state, |state| match state.publisher.take_unwritten() {
+            Unwritten::Keys(keys) => {
+                change_lines(state.publisher.cluster(), keys, SystemTime::now())
+            }
+            Unwritten::Untracked | Unwritten::Whole => Vec::new(),
+        })
+        .await?;
+        let Some(lines) = lines else {
+            tracing::error!("writing the changes for the snapshot panicked");
+            state.publisher.record_unwritten();
             return Some((state, None));
         };
+        if lines.is_empty() {
+            return Some((state, None));
+        }
         let write = tokio::task::spawn_blocking(move || {
-            if let Err(error) = write_snapshot(&path, &copy) {
-                tracing::warn!(
-                    "writing the snapshot {}: {error}; the next change tries again",
-                    path.display()
-                );
-            }
+            append_changes(&path, &lines)
+                .inspect_err(|error| warn_unwritten(&path, error))
+                .is_ok()
         });
         Some((state, Some(write)))
     }
+}
+
+fn warn_unwritten(path: &std::path::Path, error: &std::io::Error) {
+    tracing::warn!(
+        "writing the snapshot {}: {error}; the next change tries again",
+        path.display()
+    );
 }
 
 /// Runs `work` on the objects on a blocking thread and gives them back with its result

@@ -289,6 +289,80 @@ fn snapshot_files_are_replaced_whole_and_read_back() {
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
 
+#[test]
+fn the_changes_since_a_snapshot_are_appended_and_read_back_in_order() {
+    use super::snapshot_file::{append_changes, change_lines};
+    use crate::model::{Kind, Object};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("snapshot.json");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/shop.json");
+    let original = crate::source::read_objects(&[fixture])
+        .expect("fixture")
+        .cluster;
+    let mut cluster = original.clone();
+    write_snapshot(&path, &cluster).expect("written");
+    let base = std::fs::read(&path).expect("snapshot");
+    let now = SystemTime::now();
+    let web = ObjectKey::new("shop", "web");
+    let db = ObjectKey::new("shop", "db");
+
+    // A Service deleted, another modified, then the deleted one back and a namespace gone,
+    // in three appends: each line is the object as it is when the lines are written.
+    let Some(Object::Service(mut changed)) = cluster.remove(Kind::Service, &web) else {
+        panic!("no shop/web")
+    };
+    changed.ports[0].port = 10_080;
+    cluster.remove(Kind::Service, &db);
+    let first = [(Kind::Service, db.clone()), (Kind::Service, web.clone())];
+    cluster.insert(Object::Service(changed));
+    append_changes(&path, &change_lines(&cluster, first, now)).expect("appended");
+    let mut db_again = original.services[&db].clone();
+    db_again.ports[0].port = 5433;
+    cluster.insert(Object::Service(db_again));
+    append_changes(
+        &path,
+        &change_lines(&cluster, [(Kind::Service, db.clone())], now),
+    )
+    .expect("appended");
+    let gone = ObjectKey::new("", "kube-system");
+    cluster.remove(Kind::Namespace, &gone);
+    append_changes(
+        &path,
+        &change_lines(&cluster, [(Kind::Namespace, gone)], now),
+    )
+    .expect("appended");
+
+    let text = std::fs::read_to_string(changes_path(&path)).expect("changes");
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.lines().next().is_some_and(|line| line
+            == r#"{"type":"DELETED","object":{"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"}}}"#),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(&path).expect("snapshot"),
+        base,
+        "appending left FILE alone"
+    );
+    let (back, _) = read_snapshot(&path).expect("read");
+    assert_eq!(back, cluster);
+
+    // A line cut short by a crash ends the changes; what came before it stands.
+    append_changes(
+        &path,
+        br#"{"type":"MODIFIED","object":{"apiVersion":"v1","kin"#,
+    )
+    .expect("appended");
+    let (back, _) = read_snapshot(&path).expect("read");
+    assert_eq!(back, cluster);
+
+    // Written whole again, FILE holds everything and the changes file is gone.
+    write_snapshot(&path, &cluster).expect("written");
+    assert!(!changes_path(&path).exists());
+    let (back, _) = read_snapshot(&path).expect("read");
+    assert_eq!(back, cluster);
+}
+
 #[tokio::test]
 async fn questions_about_the_objects_are_answered_by_the_publishing_task() {
     let config = KubernetesConfig::new(vec!["cluster.local.".parse().expect("zone")], 0, 1);
