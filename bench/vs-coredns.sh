@@ -562,9 +562,9 @@ for services in $SCALES; do
         add_nodes "$nodes_made" "$want_nodes" | kubectl apply -f - >/dev/null
         nodes_made=$want_nodes
     fi
-    # gencluster's Namespaces, Services (with their selectors) and Pods (on bench-node-*, no
-    # status: kwok runs them) created through the API server, LOAD_CONCURRENCY at a time; the
-    # EndpointSlice controller writes the slices. Loaded when every pod has an address and
+    # gencluster's Namespaces, Services (with their selectors) and Pods (on bench-node-*, each
+    # given its status by the loader) created through the API server, LOAD_CONCURRENCY at a
+    # time; the EndpointSlice controller writes the slices. Loaded when every pod has an address and
     # the slices hold them (cargo xtask load --wait; bench/README.md, "Loading objects").
     n_fail=0 eps=
     {
@@ -578,7 +578,7 @@ for services in $SCALES; do
         log "warning: $n_fail objects refused (see above)"
     fi
     t_load+=("$(awk -v s="$services" -v p="$n_pods" -v b="$created_s" -v c="$loaded_s" -v e="$eps" \
-        'BEGIN { printf "%d Services and %d pods created in %.0f s (%.0f objects/s); kwok running them and the EndpointSlice controller writing %d endpoints took until %.0f s", s, p, b, (s + p) / b, e, c }')")
+        'BEGIN { printf "%d Services and %d pods created and running in %.0f s (%.0f objects/s); the EndpointSlice controller writing %d endpoints took until %.0f s", s, p, b, (s + p) / b, e, c }')")
     if [[ -n "$LOAD_ONLY" ]]; then
         t_load[-1]+=" (peak RSS: kube-apiserver $(mb "$(hwm_kb "$(apiserver_pid)")") MB, etcd $(mb "$(hwm_kb "$(cat "$cluster_dir/pid/etcd.pid")")") MB; etcd's data $(du -sm "$cluster_dir/etcd" | cut -f1) MB)"
         log "${t_load[-1]}"

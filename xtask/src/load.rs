@@ -1,8 +1,12 @@
 //! `cargo xtask load`: gencluster's synthetic cluster (its kubectl `List` in JSON) created
 //! through a real API server, as the benches load it (bench/vs-coredns.sh): the Namespaces,
 //! then the Services (with their selectors) and the Pods, each pod bound to a `bench-node-N`
-//! (PODS_PER_NODE to a node, in the file's order) and without a status: kwok runs them and the
-//! EndpointSlice controller writes the slices. gencluster's EndpointSlices are not loaded.
+//! (PODS_PER_NODE to a node, in the file's order). A pod's status is the loader's too: once
+//! created, the pod is patched Running and Ready with the next address of its node's /24, as a
+//! kubelet whose containers start at once would, and annotated so that kwok's pod-running
+//! stage leaves it alone (kwok patched 60–120 statuses a second here and played the stage
+//! twice for many pods, the second patch refused for good: it was most of the load's time).
+//! The EndpointSlice controller writes the slices; gencluster's EndpointSlices are not loaded.
 //!
 //! `concurrency` requests are in flight at once, each on a connection of its own (HTTP/1.1
 //! over TLS, kube's client pools them), so the API server sets the pace. The bodies are JSON,
@@ -36,12 +40,52 @@ const SERVER_SET: &[&str] = &[
     "ownerReferences",
 ];
 
-/// A request body ready to send: where it goes, the object's name, its JSON.
+/// A request body ready to send: where it goes, the object's name, its JSON; for a pod, the
+/// merge patch of its status sent once it is created.
 #[derive(Debug)]
 pub struct Create {
     pub path: String,
     pub name: String,
     pub body: Vec<u8>,
+    pub status: Option<Vec<u8>>,
+}
+
+/// The annotation on the pods whose status the loader writes itself: kwok's pod-running
+/// stage (bench/peers/kwok.yaml) leaves them alone.
+pub const STATUS_BY_LOADER: &str = "bench.clusterdns.io/status-by";
+
+/// The most pods on one node: a node's /24 (vs-coredns.sh's `add_nodes`) has 254 addresses.
+pub const MAX_PODS_PER_NODE: usize = 254;
+
+/// The address of the `slot`th pod on `bench-node-{node}`, from that node's /24 of
+/// 10.248.0.0/13 as vs-coredns.sh's `add_nodes` gives it (`.1` first).
+fn pod_ip(node: usize, slot: usize) -> std::net::Ipv4Addr {
+    let base = u32::from(std::net::Ipv4Addr::new(10, 248, 0, 0));
+    let offset = u32::try_from(node * 256 + slot + 1).unwrap_or(u32::MAX);
+    std::net::Ipv4Addr::from(base + offset)
+}
+
+/// The status a kubelet gives a pod that started at once and is Ready: Running, every
+/// condition true, its address (as kwok's pod-running stage writes it, less the container
+/// statuses the bench reads nothing from).
+fn running_status(ip: std::net::Ipv4Addr) -> Value {
+    // RFC 3339 in whole seconds, as the API server writes times.
+    let now = jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .unwrap_or_else(|_| jiff::Timestamp::now())
+        .to_string();
+    let condition = |kind: &str| {
+        serde_json::json!({"type": kind, "status": "True",
+        "lastTransitionTime": now})
+    };
+    serde_json::json!({"status": {
+        "phase": "Running",
+        "conditions": [condition("PodScheduled"), condition("Initialized"),
+            condition("ContainersReady"), condition("Ready")],
+        "podIP": ip.to_string(),
+        "podIPs": [{"ip": ip.to_string()}],
+        "startTime": now,
+    }})
 }
 
 /// gencluster's objects as creates, in the order they are sent.
@@ -65,6 +109,9 @@ struct List<'a> {
 /// ClusterIP, without node ports: there are no real nodes), the Pods on
 /// `bench-node-{i / pods_per_node}`.
 pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
+    if !(1..=MAX_PODS_PER_NODE).contains(&pods_per_node) {
+        bail!("--pods-per-node {pods_per_node}: from 1 to {MAX_PODS_PER_NODE} (a node's /24)");
+    }
     let list: List<'_> = serde_json::from_slice(json).context("not a List in JSON")?;
     let mut out = Objects::default();
     let mut pods = Vec::new();
@@ -92,6 +139,7 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
                 out.namespaces.push(Create {
                     path: "/api/v1/namespaces".into(),
                     body: serde_json::to_vec(&item)?,
+                    status: None,
                     name,
                 });
             }
@@ -119,18 +167,28 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
                 out.workloads.push(Create {
                     path: format!("/api/v1/namespaces/{namespace}/services"),
                     body: serde_json::to_vec(&item)?,
+                    status: None,
                     name,
                 });
                 out.services += 1;
             }
             "Pod" => {
-                let node = format!("bench-node-{}", pods.len() / pods_per_node.max(1));
+                let (node, slot) = (pods.len() / pods_per_node, pods.len() % pods_per_node);
                 if let Some(spec) = item["spec"].as_object_mut() {
-                    spec.insert("nodeName".into(), node.into());
+                    spec.insert("nodeName".into(), format!("bench-node-{node}").into());
+                }
+                if let Some(meta) = item["metadata"].as_object_mut() {
+                    let annotations = meta
+                        .entry("annotations")
+                        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    if let Some(annotations) = annotations.as_object_mut() {
+                        annotations.insert(STATUS_BY_LOADER.into(), "cargo xtask load".into());
+                    }
                 }
                 pods.push(Create {
                     path: format!("/api/v1/namespaces/{namespace}/pods"),
                     body: serde_json::to_vec(&item)?,
+                    status: Some(serde_json::to_vec(&running_status(pod_ip(node, slot)))?),
                     name,
                 });
             }
@@ -147,6 +205,8 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
 pub struct Tally {
     /// Objects the API server created (or had already: 409).
     pub created: AtomicUsize,
+    /// Pods whose status the loader wrote (Running, Ready, an address).
+    pub statuses: AtomicUsize,
     /// Requests refused for now (429, 5xx, a connection lost) and sent again.
     pub refused: AtomicUsize,
     /// Of those, 429s.
@@ -195,19 +255,48 @@ pub async fn create_all(
     Ok(())
 }
 
+/// Creates the object, then writes its status when it has one to write.
 async fn create_one(client: &Client, create: &Create, tally: &Tally) {
+    let post = || Request::post(&create.path).header(header::CONTENT_TYPE, "application/json");
+    if !send(client, create, tally, post, &create.body).await {
+        return;
+    }
+    tally.created.fetch_add(1, Ordering::Relaxed);
+    let Some(status) = &create.status else {
+        return;
+    };
+    let path = format!("{}/{}/status", create.path, create.name);
+    let patch =
+        || Request::patch(&path).header(header::CONTENT_TYPE, "application/merge-patch+json");
+    if send(client, create, tally, patch, status).await {
+        tally.statuses.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sends `body` in the request `start` begins until the API server takes it (a 409 is taken
+/// as the object being there already); retried after a 429, a 5xx or a lost connection.
+/// Whether it was taken; if not, the failure is in `tally`.
+async fn send(
+    client: &Client,
+    create: &Create,
+    tally: &Tally,
+    start: impl Fn() -> http::request::Builder,
+    body: &[u8],
+) -> bool {
     let mut backoff = Duration::from_millis(100);
     for attempt in 1.. {
-        let request = Request::post(&create.path)
-            .header(header::CONTENT_TYPE, "application/json")
+        let request = start()
             .header(
                 header::ACCEPT,
                 "application/vnd.kubernetes.protobuf, application/json",
             )
-            .body(Body::from(create.body.clone()));
+            .body(Body::from(body.to_vec()));
         let request = match request {
             Ok(request) => request,
-            Err(error) => return fail(tally, create, format!("{error}")),
+            Err(error) => {
+                fail(tally, create, format!("{error}"));
+                return false;
+            }
         };
         let (status, retry_after, text) = match client.send(request).await {
             Ok(response) => {
@@ -230,21 +319,22 @@ async fn create_one(client: &Client, create: &Create, tally: &Tally) {
         };
         match status {
             Some(status) if status.is_success() || status == StatusCode::CONFLICT => {
-                tally.created.fetch_add(1, Ordering::Relaxed);
-                return;
+                return true;
             }
             Some(status)
                 if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() =>
             {
-                return fail(tally, create, format!("{status} {text}"));
+                fail(tally, create, format!("{status} {text}"));
+                return false;
             }
             _ if attempt >= 20 => {
                 let status = status.map_or_else(|| "no response".into(), |s| s.to_string());
-                return fail(
+                fail(
                     tally,
                     create,
                     format!("{status} after {attempt} tries: {text}"),
                 );
+                return false;
             }
             _ => {
                 tally.refused.fetch_add(1, Ordering::Relaxed);
@@ -256,6 +346,7 @@ async fn create_one(client: &Client, create: &Create, tally: &Tally) {
             }
         }
     }
+    false
 }
 
 fn fail(tally: &Tally, create: &Create, why: String) {
@@ -418,6 +509,25 @@ mod tests {
             .collect::<Result<_>>()?;
         assert_eq!(nodes, ["bench-node-0", "bench-node-0", "bench-node-1"]);
         assert!(body(&objects.workloads[1])?.get("status").is_none());
+        assert_eq!(
+            body(&objects.workloads[1])?["metadata"]["annotations"][STATUS_BY_LOADER],
+            "cargo xtask load"
+        );
+        // Each pod's status: Running, Ready, the next address of its node's /24.
+        let ips: Vec<Value> = objects.workloads[1..]
+            .iter()
+            .map(|c| {
+                let status: Value = serde_json::from_slice(c.status.as_deref().unwrap_or(b"{}"))?;
+                assert_eq!(status["status"]["phase"], "Running");
+                assert_eq!(status["status"]["conditions"][3]["type"], "Ready");
+                assert_eq!(status["status"]["conditions"][3]["status"], "True");
+                Ok(status["status"]["podIP"].clone())
+            })
+            .collect::<Result<_>>()?;
+        assert_eq!(ips, ["10.248.0.1", "10.248.0.2", "10.248.1.1"]);
+        assert_eq!(pod_ip(300, 253).to_string(), "10.249.44.254");
+        assert!(objects.namespaces[0].status.is_none());
+        assert!(super::objects(&serde_json::to_vec(&list)?, 255).is_err());
         Ok(())
     }
 

@@ -93,8 +93,8 @@ enum Task {
     },
     /// Creates gencluster's synthetic cluster through a control plane's API server (as
     /// bench/vs-coredns.sh loads it): its Namespaces, then its Services and Pods, each pod
-    /// bound to a bench-node-N; kwok runs them, the EndpointSlice controller writes the
-    /// slices. Prints `namespaces services pods failures` on stdout, and with --wait, once
+    /// bound to a bench-node-N and given its status (Running, Ready, an address of the node's
+    /// /24) by the loader; the EndpointSlice controller writes the slices. Prints `namespaces services pods failures` on stdout, and with --wait, once
     /// every pod has an address and the slices hold them, `created_s loaded_s endpoints`.
     Load {
         /// gencluster's output: one kubectl `List` in JSON.
@@ -253,7 +253,8 @@ fn load(
             eprintln!("{failure}");
         }
         eprintln!(
-            "[load] {services} Services and {pods} pods created in {:.1} s ({:.0} objects/s); {} requests refused for a while and sent again ({} of them 429); {failed} failures",
+            "[load] {services} Services and {pods} pods created, {} pods' statuses written, in {:.1} s ({:.0} objects/s); {} requests refused for a while and sent again ({} of them 429); {failed} failures",
+            tally.statuses.load(Relaxed),
             created.as_secs_f64(),
             (namespaces + services + pods) as f64 / created.as_secs_f64(),
             tally.refused.load(Relaxed),
