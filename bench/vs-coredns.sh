@@ -562,9 +562,9 @@ for services in $SCALES; do
         add_nodes "$nodes_made" "$want_nodes" | kubectl apply -f - >/dev/null
         nodes_made=$want_nodes
     fi
-    # gencluster's Namespaces, Services (with their selectors) and Pods (on bench-node-*, each
-    # given its status by the loader) created through the API server, LOAD_CONCURRENCY at a
-    # time; the EndpointSlice controller writes the slices. Loaded when every pod has an address and
+    # gencluster's Namespaces, Pods (on bench-node-*, each given its status by the loader)
+    # and Services (with their selectors) created through the API server, LOAD_CONCURRENCY at
+    # a time; the EndpointSlice controller writes the slices. Loaded when every pod has an address and
     # the slices hold them (cargo xtask load --wait; bench/README.md, "Loading objects").
     n_fail=0 eps=
     {
@@ -586,10 +586,11 @@ for services in $SCALES; do
         continue
     fi
     log "${t_load[-1]}"
-    kubectl get ns,svc,endpointslices,pods -A -o json >"$dir/objects.json"
+    # What `kubectl get ns,svc,endpointslices,pods -A -o json` prints, page by page (kubectl
+    # itself holds every object at once: the kernel killed it at 150,000 pods).
+    read -r _ total_svc _ total_pods < <("$xtask" dump --cluster "$cluster_dir" --out "$dir/objects.json" 2>>"$dir/load.txt")
+    [[ -n "${total_pods:-}" ]] || die "cargo xtask dump failed (see $dir/load.txt)"
     "$querymix" --objects "$dir/objects.json" --count "$QUERIES" --out "$dir/queries.txt" 2>"$dir/querymix.txt"
-    total_pods=$(kubectl get pods -A --no-headers | wc -l)
-    total_svc=$(kubectl get svc -A --no-headers | wc -l)
     label="$total_svc / $total_pods"
 
     # 1. Each alone, then REPLICAS of each, against the API server: sync, steady, its cost.

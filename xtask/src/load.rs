@@ -1,7 +1,7 @@
 //! `cargo xtask load`: gencluster's synthetic cluster (its kubectl `List` in JSON) created
 //! through a real API server, as the benches load it (bench/vs-coredns.sh): the Namespaces,
-//! then the Services (with their selectors) and the Pods, each pod bound to a `bench-node-N`
-//! (PODS_PER_NODE to a node, in the file's order). A pod's status is the loader's too: once
+//! then the Pods, each bound to a `bench-node-N` (PODS_PER_NODE to a node, in the file's
+//! order), then the Services (with their selectors). A pod's status is the loader's too: once
 //! created, the pod is patched Running and Ready with the next address of its node's /24, as a
 //! kubelet whose containers start at once would, and annotated so that kwok's pod-running
 //! stage leaves it alone (kwok patched 60–120 statuses a second here and played the stage
@@ -92,7 +92,10 @@ fn running_status(ip: std::net::Ipv4Addr) -> Value {
 #[derive(Debug, Default)]
 pub struct Objects {
     pub namespaces: Vec<Create>,
-    /// The Services, then the Pods.
+    /// The Pods, then the Services: each Service's slices are then written once, whole, by
+    /// the EndpointSlice controller (Services first had it update every slice once per pod
+    /// turning Ready, and retry thousands of them with backoff after "EndpointSlice
+    /// informer cache is out of date": minutes of tail at 150,000 pods).
     pub workloads: Vec<Create>,
     pub services: usize,
     pub pods: usize,
@@ -115,6 +118,7 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
     let list: List<'_> = serde_json::from_slice(json).context("not a List in JSON")?;
     let mut out = Objects::default();
     let mut pods = Vec::new();
+    let mut services = Vec::new();
     for raw in list.items {
         let mut item: Value = serde_json::from_str(raw.get())?;
         let kind = item["kind"].as_str().unwrap_or_default().to_owned();
@@ -164,7 +168,7 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
                         }
                     }
                 }
-                out.workloads.push(Create {
+                services.push(Create {
                     path: format!("/api/v1/namespaces/{namespace}/services"),
                     body: serde_json::to_vec(&item)?,
                     status: None,
@@ -196,7 +200,8 @@ pub fn objects(json: &[u8], pods_per_node: usize) -> Result<Objects> {
         }
     }
     out.pods = pods.len();
-    out.workloads.extend(pods);
+    out.workloads = pods;
+    out.workloads.extend(services);
     Ok(out)
 }
 
@@ -398,6 +403,83 @@ pub async fn pods_without_ip(client: &Client) -> Result<usize> {
     Ok(list["items"].as_array().map_or(0, Vec::len))
 }
 
+/// The kinds `dump` writes, in kubectl's order: the list path, `apiVersion` and `kind`.
+const DUMPED: [(&str, &str, &str); 4] = [
+    ("/api/v1/namespaces", "v1", "Namespace"),
+    ("/api/v1/services", "v1", "Service"),
+    (
+        "/apis/discovery.k8s.io/v1/endpointslices",
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+    ),
+    ("/api/v1/pods", "v1", "Pod"),
+];
+
+/// Writes the cluster's Namespaces, Services, EndpointSlices and Pods to `out` as one
+/// kubectl `List` (what `kubectl get ns,svc,endpointslices,pods -A -o json` prints, less each
+/// object's `managedFields`), listed 500 at a time and written as the pages come: one page in
+/// memory, not the cluster (kubectl held 12.9 GB for 150,000 pods, and the kernel killed it).
+/// How many objects of each kind it wrote, in that order.
+pub async fn dump(client: &Client, out: &mut dyn std::io::Write) -> Result<[usize; 4]> {
+    out.write_all(
+        br#"{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":["#,
+    )?;
+    let mut written = 0;
+    let mut counts = [0; 4];
+    for (count, (path, api_version, kind)) in counts.iter_mut().zip(DUMPED) {
+        let mut next: Option<String> = None;
+        loop {
+            let mut url = format!("{path}?limit=500");
+            if let Some(token) = &next {
+                url.push_str("&continue=");
+                url.push_str(&percent(token));
+            }
+            let mut page = get(client, &url, "application/json").await?;
+            let Some(items) = page["items"].as_array_mut() else {
+                bail!("{url}: no items in the list");
+            };
+            for item in items.iter_mut() {
+                if let Some(object) = item.as_object_mut() {
+                    object.insert("apiVersion".into(), api_version.into());
+                    object.insert("kind".into(), kind.into());
+                }
+                if let Some(meta) = item["metadata"].as_object_mut() {
+                    meta.remove("managedFields");
+                }
+                if written > 0 {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut *out, item)?;
+                written += 1;
+                *count += 1;
+            }
+            next = page["metadata"]["continue"]
+                .as_str()
+                .filter(|token| !token.is_empty())
+                .map(str::to_owned);
+            if next.is_none() {
+                break;
+            }
+        }
+    }
+    out.write_all(b"]}\n")?;
+    out.flush()?;
+    Ok(counts)
+}
+
+/// `text` for a query string: every byte but letters, digits and `-._~` as `%XX`.
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// The endpoints with an address in every EndpointSlice (as vs-coredns.sh counts them).
 pub async fn slice_endpoints(client: &Client) -> Result<usize> {
     let list = get(
@@ -496,25 +578,25 @@ mod tests {
             body(&objects.namespaces[0])?,
             serde_json::json!({"kind": "Namespace", "metadata": {"name": "shop"}})
         );
-        let service = &objects.workloads[0];
+        let service = &objects.workloads[3];
         assert_eq!(service.path, "/api/v1/namespaces/shop/services");
         assert_eq!(
             body(service)?,
             serde_json::json!({"kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
                 "spec": {"type": "ClusterIP", "ports": [{"port": 80}]}})
         );
-        let nodes: Vec<Value> = objects.workloads[1..]
+        let nodes: Vec<Value> = objects.workloads[..3]
             .iter()
             .map(|c| Ok(body(c)?["spec"]["nodeName"].clone()))
             .collect::<Result<_>>()?;
         assert_eq!(nodes, ["bench-node-0", "bench-node-0", "bench-node-1"]);
-        assert!(body(&objects.workloads[1])?.get("status").is_none());
+        assert!(body(&objects.workloads[0])?.get("status").is_none());
         assert_eq!(
-            body(&objects.workloads[1])?["metadata"]["annotations"][STATUS_BY_LOADER],
+            body(&objects.workloads[0])?["metadata"]["annotations"][STATUS_BY_LOADER],
             "cargo xtask load"
         );
         // Each pod's status: Running, Ready, the next address of its node's /24.
-        let ips: Vec<Value> = objects.workloads[1..]
+        let ips: Vec<Value> = objects.workloads[..3]
             .iter()
             .map(|c| {
                 let status: Value = serde_json::from_slice(c.status.as_deref().unwrap_or(b"{}"))?;
@@ -527,8 +609,14 @@ mod tests {
         assert_eq!(ips, ["10.248.0.1", "10.248.0.2", "10.248.1.1"]);
         assert_eq!(pod_ip(300, 253).to_string(), "10.249.44.254");
         assert!(objects.namespaces[0].status.is_none());
+        assert!(service.status.is_none());
         assert!(super::objects(&serde_json::to_vec(&list)?, 255).is_err());
         Ok(())
+    }
+
+    #[test]
+    fn continue_tokens_are_escaped() {
+        assert_eq!(percent("eyJ2Ijoi+/=="), "eyJ2Ijoi%2B%2F%3D%3D");
     }
 
     #[test]

@@ -92,9 +92,10 @@ enum Task {
         rounds: u32,
     },
     /// Creates gencluster's synthetic cluster through a control plane's API server (as
-    /// bench/vs-coredns.sh loads it): its Namespaces, then its Services and Pods, each pod
-    /// bound to a bench-node-N and given its status (Running, Ready, an address of the node's
-    /// /24) by the loader; the EndpointSlice controller writes the slices. Prints `namespaces services pods failures` on stdout, and with --wait, once
+    /// bench/vs-coredns.sh loads it): its Namespaces, then its Pods, each bound to a
+    /// bench-node-N and given its status (Running, Ready, an address of the node's /24) by
+    /// the loader, then its Services; the EndpointSlice controller writes the slices.
+    /// Prints `namespaces services pods failures` on stdout, and with --wait, once
     /// every pod has an address and the slices hold them, `created_s loaded_s endpoints`.
     Load {
         /// gencluster's output: one kubectl `List` in JSON.
@@ -115,6 +116,17 @@ enum Task {
         /// Then wait until every pod has an address and the EndpointSlices hold them.
         #[arg(long)]
         wait: bool,
+    },
+    /// Writes a control plane's Namespaces, Services, EndpointSlices and Pods as one kubectl
+    /// `List` in JSON, page by page (`kubectl get ... -A -o json` holds every object at once:
+    /// 12.9 GB for 150,000 pods); prints `namespaces services endpointslices pods`.
+    Dump {
+        /// The control plane (`bench/cluster.sh up --dir DIR`): its admin kubeconfig.
+        #[arg(long, value_name = "DIR")]
+        cluster: PathBuf,
+        /// The file to write.
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -159,6 +171,26 @@ fn main() -> Result<()> {
             kubeadm_probes,
             rounds,
         } => operations(binary, coredns, rate, seconds, out, kubeadm_probes, rounds),
+        Task::Dump { cluster, out } => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let client = xtask::load::client(&cluster.join("admin.kubeconfig")).await?;
+                let file = std::fs::File::create(&out)
+                    .with_context(|| format!("creating {}", out.display()))?;
+                let mut writer = std::io::BufWriter::new(file);
+                let [namespaces, services, slices, pods] =
+                    xtask::load::dump(&client, &mut writer).await?;
+                eprintln!(
+                    "[dump] {namespaces} Namespaces, {services} Services, {slices} EndpointSlices \
+                     and {pods} Pods written to {}",
+                    out.display()
+                );
+                println!("{namespaces} {services} {slices} {pods}");
+                Ok(())
+            })
+        }
         Task::Load {
             objects,
             cluster,
