@@ -23,7 +23,8 @@
 //! plugin         -
 //! selector       -
 //! gotemplate     -
-//! config         codes, gotemplate, plugin, selector
+//! suggest        -
+//! config         codes, gotemplate, plugin, selector, suggest
 //! model          -
 //! metrics        codes, model, plugin
 //! limits         metrics
@@ -32,7 +33,7 @@
 //! zone           codes, config, model
 //! store          zone
 //! wire           codes, zone
-//! source         config, metrics, model, store, zone
+//! source         config, metrics, model, store, suggest, zone
 //! search_walk    codes, zone
 //! cache          codes, config, metrics, wire, zone
 //! querylog       codes, config, wire, zone
@@ -40,7 +41,7 @@
 //! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
 //! proxy          model
 //! resolver_sim   codes, config, model, search_tracker, search_walk, wire, zone
-//! cli            codes, config, limits, model, proxy, resolver_sim, server, source, store, wire, zone
+//! cli            codes, config, limits, model, proxy, resolver_sim, server, source, store, suggest, wire, zone
 //! ```
 //!
 //! # Modules
@@ -50,6 +51,7 @@
 //! - [`config`]: Corefile lexer, server blocks, the *kubernetes* and *transfer* directives.
 //! - [`selector`]: label selectors in kubectl syntax.
 //! - [`gotemplate`]: the Go template language of the *template* plugin.
+//! - [`suggest`]: "did you mean": the known word nearest to a misspelt one.
 //! - [`model`]: Namespace, Service, EndpointSlice, Pod, and the EndpointSlice controller.
 //! - [`source`]: `kubectl get -o json` files and the API watch into a [`model::Cluster`],
 //!   published by [`source::publish::Publisher`].
@@ -91,5 +93,6 @@ pub mod selector;
 pub mod server;
 pub mod source;
 pub mod store;
+pub mod suggest;
 pub mod wire;
 pub mod zone;

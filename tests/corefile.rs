@@ -428,6 +428,7 @@ fn bogus_option_in_any_block_is_unknown_property() {
                     name,
                     file: at,
                     line,
+                    ..
                 } => {
                     assert_eq!(
                         (got.as_str(), name.as_str()),

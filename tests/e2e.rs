@@ -520,6 +520,14 @@ fn error_messages_say_what_the_user_wrote() {
         "{stderr}"
     );
 
+    // `-n` is `--namespace`, as in kubectl and the other commands.
+    for command in [&["resolve-cost", "web"][..], &["resolv-conf"]] {
+        let long = run_all(&[command, &["--namespace", "shop"]].concat());
+        let short = run_all(&[command, &["-n", "shop"]].concat());
+        assert_eq!(long.0, 0, "{command:?}: {}", long.2);
+        assert_eq!(short, long, "{command:?}");
+    }
+
     // One endpoint is one endpoint.
     let one = dir.path().join("one.json");
     std::fs::write(
@@ -546,8 +554,12 @@ fn error_messages_say_what_the_user_wrote() {
 #[test]
 fn query_with_a_short_name_points_to_resolve_cost() {
     for (name, reaches) in [
-        ("web.shop", ", and reaches web.shop.svc.cluster.local."),
-        ("web", " (from namespace NS: web.NS.svc.cluster.local.)"),
+        (
+            "web.shop",
+            ", and reaches web.shop.svc.cluster.local (clusterdns query \
+             web.shop.svc.cluster.local).",
+        ),
+        ("web", " (from namespace NS: web.NS.svc.cluster.local)."),
     ] {
         let (code, stdout, stderr) = run_all(&[
             "query",
@@ -564,9 +576,10 @@ fn query_with_a_short_name_points_to_resolve_cost() {
             "{name}: {stderr}"
         );
         assert!(
-            stderr.contains(&format!("clusterdns resolve-cost {name} --namespace NS")),
+            stderr.contains(&format!("clusterdns resolve-cost {name} -n NS\n")),
             "{name}: {stderr}"
         );
+        assert!(!stderr.contains(".."), "{name}: {stderr}");
     }
     // A name outside the zone that is not short is still asked as given.
     let (code, stdout, _) = run_all(&[
@@ -705,4 +718,52 @@ fn services_in_namespaces_the_input_does_not_list_are_served() {
         "said once:\n{log}"
     );
     assert!(log.contains("batch"), "{log}");
+}
+
+/// A bad Corefile is named once, with its line, and a misspelt directive gets the one meant.
+#[test]
+fn a_misspelt_directive_is_named_once_with_the_one_meant() {
+    let corefile =
+        crate::common::root().join("tests/fixtures/corefiles/invalid/misspelt-directive.Corefile");
+    let (code, _, stderr) = run_all(&["serve", "--corefile", corefile.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "clusterdns: {}:4: unknown directive 'loadbalence'; did you mean 'loadbalance'?\n",
+            corefile.display()
+        )
+    );
+}
+
+/// Each command takes only the flags it uses: the server's listeners are `serve`'s alone,
+/// and the tools refuse them rather than ignore them.
+#[test]
+fn the_tools_do_not_take_the_servers_flags() {
+    for command in ["query", "records"] {
+        let (_, help, _) = run_all(&[command, "--help"]);
+        for flag in ["--listen", "--health", "--ready", "--metrics"] {
+            assert!(
+                !help.contains(flag),
+                "{command} --help lists {flag}:\n{help}"
+            );
+        }
+        let (code, _, stderr) = run_all(&[
+            command,
+            "--objects",
+            "fixtures/shop.json",
+            "--listen",
+            "127.0.0.1:1",
+        ]);
+        assert_eq!(code, 2, "{command}: {stderr}");
+        assert!(
+            stderr.contains("unexpected argument '--listen'"),
+            "{command}: {stderr}"
+        );
+    }
+    let (_, help, _) = run_all(&["serve", "--help"]);
+    assert!(
+        help.contains("--listen") && help.contains("--context"),
+        "{help}"
+    );
 }

@@ -685,3 +685,117 @@ fn churn_at_scale() {
         );
     }
 }
+
+/// `clusterdns` run with `KUBECONFIG` set to `kubeconfig` (or unset), a home without a
+/// kubeconfig, and not in a pod.
+fn outside_a_pod(kubeconfig: Option<&Path>, home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clusterdns"));
+    command
+        .env("HOME", home)
+        .env_remove("KUBERNETES_SERVICE_HOST");
+    match kubeconfig {
+        Some(path) => command.env("KUBECONFIG", path),
+        None => command.env_remove("KUBECONFIG"),
+    };
+    command
+}
+
+/// `serve` with neither a Corefile nor objects files watches the cluster of the kubeconfig's
+/// current context, as the tools read it, with kubeadm's Corefile on `--listen`.
+#[test]
+fn serve_without_a_corefile_watches_the_current_kubeconfig_context() {
+    let api = shop();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path(), &[("laptop", None), ("other", None)]);
+    let server = TestServer::start_with(
+        outside_a_pod(Some(&kubeconfig), dir.path()),
+        &["serve", "--listen", "127.0.0.1:0"],
+    );
+    assert!(
+        server.log().contains(&format!(
+            "serving the cluster of context laptop ({})",
+            kubeconfig.display()
+        )),
+        "{}",
+        server.log()
+    );
+    until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
+        reply.answer == expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"])
+    });
+    // A change in the cluster is served: it is a watch, not a dump.
+    api.delete(Kind::Service, "shop", "web");
+    until(&server, "web.shop.svc.cluster.local.", "A", |reply| {
+        reply.rcode == "NXDOMAIN"
+    });
+    drop(server);
+
+    // `--context` picks another context of the file, and `--kubeconfig` the file.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let server = TestServer::start_with(
+        outside_a_pod(None, elsewhere.path()),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "other",
+        ],
+    );
+    assert!(
+        server
+            .log()
+            .contains("serving the cluster of context other"),
+        "{}",
+        server.log()
+    );
+    until(&server, "db.shop.svc.cluster.local.", "A", |reply| {
+        reply.rcode == "NOERROR"
+    });
+}
+
+/// What stops `serve` from watching a cluster is said before it starts: a context the file
+/// does not have (with the one meant), no kubeconfig anywhere, a cluster flag beside a
+/// Corefile.
+#[test]
+fn serve_says_which_cluster_it_cannot_watch() {
+    let api = shop();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = api.kubeconfig(dir.path(), &[("laptop", None), ("other", None)]);
+    let run = |mut command: std::process::Command, args: &[&str]| {
+        let output = command.args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let stderr = run(
+        outside_a_pod(Some(&kubeconfig), dir.path()),
+        &["serve", "--context", "lapotp"],
+    );
+    assert!(
+        stderr.contains("no context \"lapotp\" (it has laptop, other); did you mean \"laptop\"?"),
+        "{stderr}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let stderr = run(outside_a_pod(None, empty.path()), &["serve"]);
+    assert!(
+        stderr.contains("no kubeconfig (")
+            && stderr.contains("and not in a pod: give --kubeconfig, or --corefile, or --objects"),
+        "{stderr}"
+    );
+    let corefile = corefile(&format!("endpoint {}", api.url()), "", "");
+    let stderr = run(
+        outside_a_pod(None, empty.path()),
+        &[
+            "serve",
+            "--corefile",
+            corefile.path.to_str().unwrap(),
+            "--context",
+            "laptop",
+        ],
+    );
+    assert!(
+        stderr.contains("a Corefile names its own in the kubernetes block"),
+        "{stderr}"
+    );
+}

@@ -4,10 +4,14 @@
 use crate::common::binary::TestServer;
 use crate::common::{TempCorefile, expect, read, root};
 
-/// The README, ARCHITECTURE.md and every page under `docs/`, with their paths from the
+/// The README, ARCHITECTURE.md, CONTRIBUTING.md and every page under `docs/`, with their paths from the
 /// repository root.
 fn pages() -> Vec<(String, String)> {
-    let mut paths = vec!["README.md".to_owned(), "ARCHITECTURE.md".to_owned()];
+    let mut paths = vec![
+        "README.md".to_owned(),
+        "ARCHITECTURE.md".to_owned(),
+        "CONTRIBUTING.md".to_owned(),
+    ];
     let mut dirs = vec![root().join("docs")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -64,6 +68,58 @@ fn the_first_command_serves_the_fixture() {
         reply.answer,
         expect(&["web.shop.svc.cluster.local. 30 IN A 10.96.0.20"])
     );
+}
+
+/// The Quick start's `dig` lines, copied as they are (but for the port), ask the first
+/// command's server and get what the table says: every backticked word of the answer
+/// column is in dig's output.
+#[test]
+fn the_quick_start_dig_lines_answer_as_the_table_says() {
+    let readme = read("README.md");
+    let section = readme.split("## Quick start").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let rows: Vec<(String, Vec<String>)> = section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let ask = cells.first()?.strip_prefix("| `")?.strip_suffix('`')?;
+            let shown = cells.get(1)?.split('`').skip(1).step_by(2);
+            Some((ask.to_owned(), shown.map(str::to_owned).collect()))
+        })
+        .collect();
+    assert!(rows.len() >= 6, "{rows:?}");
+    let fixture = root().join("fixtures/shop.json");
+    let server = TestServer::start(&[
+        "serve",
+        "--objects",
+        fixture.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    for (ask, shown) in rows {
+        let args: Vec<&str> = ask
+            .strip_prefix("dig @127.0.0.1 -p 1053 ")
+            .unwrap_or_else(|| panic!("`{ask}` does not ask the first command's server"))
+            .split_whitespace()
+            .collect();
+        let output = std::process::Command::new("dig")
+            .args(["@127.0.0.1", "-p", &server.addr.port().to_string()])
+            .args(["+time=2", "+tries=1"])
+            .args(&args)
+            .output()
+            .expect("dig (bind9-dnsutils; .ci/run installs it)");
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !shown.is_empty(),
+            "`{ask}`: the table shows nothing to check"
+        );
+        for word in shown {
+            assert!(
+                printed.contains(&word),
+                "`{ask}` prints no {word}:\n{printed}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -275,6 +275,13 @@ fn sigterm_and_sigint_keep_lameduck() {
         let status = server.wait_exit(Duration::from_secs(5)).expect("exits");
         assert!(status.success(), "{signal}: {status:?}");
         assert!(started.elapsed() >= Duration::from_millis(900), "{signal}");
+        // Said once, with the signal.
+        let log = server.log();
+        assert_eq!(log.matches("shutting down").count(), 1, "{log}");
+        assert!(
+            log.contains(&format!("SIG{signal}: shutting down")),
+            "{log}"
+        );
     }
 }
 

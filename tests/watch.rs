@@ -207,9 +207,10 @@ fn wrong_connection_settings_stop_the_start_with_what_is_wrong() {
     let (code, stderr) = start_error(&missing);
     assert_ne!(code, 0);
     assert!(
-        stderr.contains("kubernetes (line 2): kubeconfig /nonexistent/kubeconfig"),
+        stderr.contains("kubernetes (line 2): kubeconfig /nonexistent/kubeconfig: no such file"),
         "{stderr}"
     );
+    assert!(!stderr.contains("'\""), "kube's quoting: {stderr}");
 
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -226,7 +227,21 @@ fn wrong_connection_settings_stop_the_start_with_what_is_wrong() {
     ));
     let (code, stderr) = start_error(&no_context);
     assert_ne!(code, 0);
-    assert!(stderr.contains("other"), "{stderr}");
+    // In the tools' words, with the context meant.
+    assert!(
+        stderr.contains("no context \"other\" (it has kind)"),
+        "{stderr}"
+    );
+    let misspelt = TempCorefile::new(&format!(
+        ".:0 {{\n    kubernetes cluster.local {{\n        kubeconfig {} knd\n    }}\n}}\n",
+        kubeconfig.display()
+    ));
+    let (code, stderr) = start_error(&misspelt);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("no context \"knd\" (it has kind); did you mean \"kind\"?"),
+        "{stderr}"
+    );
 
     let bad_url = TempCorefile::new(
         ".:0 {\n    kubernetes cluster.local {\n        endpoint not-a-url\n    }\n}\n",

@@ -28,6 +28,20 @@ pub(super) struct ClusterArgs {
 }
 
 impl ClusterArgs {
+    /// Whether `--kubeconfig` or `--context` was given.
+    pub(super) fn given(&self) -> bool {
+        self.kubeconfig.is_some() || self.context.is_some()
+    }
+
+    /// The kubeconfig file and context a server watching this cluster names in its
+    /// Corefile (`None`: the pod's service account), chosen as the tools choose them.
+    pub(super) fn for_corefile(&self) -> anyhow::Result<Option<(PathBuf, String)>> {
+        Ok(live::choose_kubeconfig(
+            self.kubeconfig.as_deref(),
+            self.context.as_deref(),
+        )?)
+    }
+
     /// Whether a cluster is there to read without being asked for: a flag of ours, a
     /// kubeconfig where kubectl looks, or a pod's service account.
     pub(super) fn cluster_available(&self) -> bool {

@@ -41,8 +41,12 @@ impl From<Shell> for clap_complete::Shell {
 /// Arguments of `man`.
 #[derive(Debug, Args)]
 pub(super) struct ManArgs {
+    /// The command whose page to print (`man explain`, `man proxy trace`); without it,
+    /// clusterdns.1.
+    #[arg(value_name = "COMMAND", conflicts_with = "out")]
+    command: Vec<String>,
     /// Write clusterdns.1 and one page per subcommand (clusterdns-records.1,
-    /// clusterdns-proxy-trace.1, ...) into this directory; without it, print clusterdns.1.
+    /// clusterdns-proxy-trace.1, ...) into this directory; without it, print a page.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -67,6 +71,12 @@ pub(super) fn completion(args: &CompletionArgs, plugin: bool) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// `clusterdns version`: what `--version` prints.
+pub(super) fn version() -> anyhow::Result<ExitCode> {
+    outln!("clusterdns {}", env!("CARGO_PKG_VERSION"));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The manual pages: the top page to stdout, or every page into `--out DIR`.
 pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
     let mut command = Cli::command().disable_help_subcommand(true);
@@ -74,7 +84,7 @@ pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
     match &args.out {
         None => {
             let mut page = Vec::new();
-            page_of(command).render(&mut page)?;
+            page_of(named(command, &args.command)?).render(&mut page)?;
             out!("{}", String::from_utf8_lossy(&page));
         }
         Some(dir) => {
@@ -84,6 +94,37 @@ pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The subcommand of `command` that `path` names (`["proxy", "trace"]`); `command` itself
+/// for an empty path.
+fn named(command: clap::Command, path: &[String]) -> anyhow::Result<clap::Command> {
+    let mut current = command;
+    let mut walked = Vec::new();
+    for word in path {
+        let known: Vec<String> = current
+            .get_subcommands()
+            .filter(|sub| !sub.is_hide_set())
+            .map(|sub| sub.get_name().to_owned())
+            .collect();
+        let Some(next) = current.find_subcommand(word).cloned() else {
+            let within = if walked.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", walked.join(" "))
+            };
+            let hint = crate::suggest::closest(word, known.iter().map(String::as_str))
+                .map(|close| format!("; did you mean `man{within} {close}`?"))
+                .unwrap_or_default();
+            anyhow::bail!(
+                "no command `{word}` in clusterdns{within} (it has {}){hint}",
+                known.join(", ")
+            );
+        };
+        walked.push(word.as_str());
+        current = next;
+    }
+    Ok(current)
 }
 
 /// The page of `command` (a built command, whose subcommands are named `clusterdns-NAME`).

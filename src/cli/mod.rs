@@ -40,7 +40,10 @@ use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use crate::config::{self, Config};
 
 /// The default listen address of the `--objects` shorthand.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:1053";
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    1053,
+));
 
 /// clusterdns: the cluster zone, served — a drop-in for CoreDNS with its kubernetes plugin.
 #[derive(Debug, Parser)]
@@ -52,11 +55,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve DNS, from a Corefile or from objects files.
+    /// Serve DNS: from a Corefile, from objects files, or else watching the cluster of the
+    /// current kubeconfig context.
     Serve(serve::ServeArgs),
     /// Print the whole zone as an RFC 1035 zone file, JSON or YAML.
     Records(records::RecordsArgs),
-    /// Answer one question offline and print it like dig.
+    /// Answer one question through the server's plugin chain, from the cluster's objects
+    /// (live or files), and print it like dig.
     Query(query::QueryArgs),
     /// EndpointSlices as the controller computes them, and the endpoints kube-proxy uses.
     Endpoints(endpoints::EndpointsArgs),
@@ -72,8 +77,10 @@ enum Command {
     ResolveCost(resolve_cost::ResolveCostArgs),
     /// Print a shell's completion script: `source <(clusterdns completion bash)`.
     Completion(generate::CompletionArgs),
-    /// Print the manual page, or write every command's page into a directory.
+    /// Print a command's manual page, or write every command's page into a directory.
     Man(generate::ManArgs),
+    /// Print the version (as `--version` does).
+    Version,
 }
 
 /// The name kubectl runs the binary by as its plugin: `kubectl clusterdns ...` runs
@@ -109,47 +116,81 @@ struct Source {
     /// Objects files (`kubectl get ... -o json` output), served with kubeadm's Corefile.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     objects: Vec<PathBuf>,
-    /// Where the `--objects` shorthand listens.
-    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, conflicts_with = "corefile")]
-    listen: SocketAddr,
-    /// With `--objects`: serve `/health` here (the *health* plugin).
-    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
-    health: Option<SocketAddr>,
-    /// With `--objects`: serve `/ready` here (the *ready* plugin).
-    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
-    ready: Option<SocketAddr>,
-    /// With `--objects`: serve `/metrics` here (the *prometheus* plugin).
-    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
-    metrics: Option<SocketAddr>,
-    /// With `--objects`: the resolv.conf whose nameservers *forward* sends other names to
+    /// Without a Corefile: the resolv.conf whose nameservers *forward* sends other names to
     /// (default /etc/resolv.conf); `none` forwards nothing.
     #[arg(long, value_name = "FILE", conflicts_with = "corefile")]
     upstream: Option<PathBuf>,
 }
 
+/// Where the server listens without a Corefile: `serve`'s alone (the tools answer without
+/// a socket).
+#[derive(Debug, Clone, Args)]
+struct Listeners {
+    /// Where the server listens without a Corefile (over `--objects` or the cluster).
+    #[arg(long, value_name = "ADDR", default_value_t = DEFAULT_LISTEN, conflicts_with = "corefile")]
+    listen: SocketAddr,
+    /// Without a Corefile: serve `/health` here (the *health* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    health: Option<SocketAddr>,
+    /// Without a Corefile: serve `/ready` here (the *ready* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    ready: Option<SocketAddr>,
+    /// Without a Corefile: serve `/metrics` here (the *prometheus* plugin).
+    #[arg(long, value_name = "ADDR", conflicts_with = "corefile")]
+    metrics: Option<SocketAddr>,
+}
+
+impl Default for Listeners {
+    /// The tools': kubeadm's Corefile on the default address, no HTTP endpoint.
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN,
+            health: None,
+            ready: None,
+            metrics: None,
+        }
+    }
+}
+
 impl Source {
-    /// The configuration: the Corefile, or kubeadm's with the `--objects` files.
-    fn config(&self) -> anyhow::Result<Config> {
-        self.config_with(&self.objects)
+    /// The configuration: the Corefile, or kubeadm's with the `--objects` files on
+    /// `listeners`.
+    fn config(&self, listeners: &Listeners) -> anyhow::Result<Config> {
+        self.shorthand_config(&self.objects, None, listeners)
     }
 
-    /// [`config`](Self::config) with `objects` in place of the `--objects` files (the live
-    /// cluster's, listed into files).
-    fn config_with(&self, objects: &[PathBuf]) -> anyhow::Result<Config> {
+    /// Kubeadm's Corefile on `listeners` watching the API server of `kubeconfig` (a file and
+    /// context; `None`: the pod's service account) instead of reading objects files.
+    fn config_watching(
+        &self,
+        kubeconfig: Option<(PathBuf, String)>,
+        listeners: &Listeners,
+    ) -> anyhow::Result<Config> {
+        let kubeconfig = kubeconfig.map(|(path, context)| (path, Some(context)));
+        self.shorthand_config(&[], kubeconfig, listeners)
+    }
+
+    fn shorthand_config(
+        &self,
+        objects: &[PathBuf],
+        kubeconfig: Option<(PathBuf, Option<String>)>,
+        listeners: &Listeners,
+    ) -> anyhow::Result<Config> {
         match &self.corefile {
-            Some(path) => config::read_corefile(path)
-                .with_context(|| format!("reading Corefile {}", path.display())),
+            // Its errors begin with the file (and line): said once.
+            Some(path) => Ok(config::read_corefile(path)?),
             None => {
-                let mut options = config::ShorthandOptions::new(self.listen);
-                options.health = self.health;
-                options.ready = self.ready;
-                options.metrics = self.metrics;
+                let mut options = config::ShorthandOptions::new(listeners.listen);
+                options.health = listeners.health;
+                options.ready = listeners.ready;
+                options.metrics = listeners.metrics;
                 if let Some(upstream) = &self.upstream {
                     options.resolv_conf =
                         (upstream.as_os_str() != "none").then(|| upstream.clone());
                     // Asked for by name: a file that cannot serve is an error, as in a Corefile.
                     options.resolv_conf_required = options.resolv_conf.is_some();
                 }
+                options.kubeconfig = kubeconfig;
                 config::shorthand_with(objects, &options)
                     .context("building the --objects configuration")
             }
@@ -165,12 +206,14 @@ impl Source {
         &self,
         cluster: &cluster::ClusterArgs,
     ) -> anyhow::Result<(Config, cluster::Objects)> {
+        let listeners = Listeners::default();
         if self.corefile.is_some() {
-            return Ok((self.config()?, cluster::Objects::files(&[])));
+            return Ok((self.config(&listeners)?, cluster::Objects::files(&[])));
         }
         let objects =
             cluster::Objects::read(&self.objects, cluster, |_| cluster::zone_kinds(false))?;
-        Ok((self.config_with(&objects.paths)?, objects))
+        let config = self.shorthand_config(&objects.paths, None, &listeners)?;
+        Ok((config, objects))
     }
 
     /// The blocks of `config`, loaded offline; an objects error says where the files were
@@ -264,6 +307,7 @@ pub fn main() -> ExitCode {
         Command::ResolveCost(args) => resolve_cost::run(&args),
         Command::Completion(args) => generate::completion(&args, plugin),
         Command::Man(args) => generate::man(&args),
+        Command::Version => generate::version(),
     };
     match result {
         Ok(code) => code,

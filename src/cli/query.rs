@@ -1,4 +1,5 @@
-//! `clusterdns query`: one question through the server's request path, offline.
+//! `clusterdns query`: one question through the server's request path, answered from the
+//! live cluster's objects or objects files, without the network.
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -72,8 +73,7 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
             out!("{}", dig_text(&Message::from_vec(&so_far)?));
             outln!(
                 "; {target} is outside the cluster zone: the server asks it upstream (forward) \
-                 and puts its records after the CNAME; this offline command does not ask \
-                 upstream."
+                 and puts its records after the CNAME; query does not ask upstream."
             );
             why()?;
             return Ok(ExitCode::SUCCESS);
@@ -83,8 +83,8 @@ pub(super) fn run(args: &QueryArgs) -> anyhow::Result<ExitCode> {
                 return Ok(code);
             }
             outln!(
-                "; {} is not in the cluster zone: the server forwards it upstream, which this \
-                 offline command does not do.",
+                "; {} is not in the cluster zone: the server forwards it upstream, which query \
+                 does not do.",
                 args.name
             );
             why()?;
@@ -143,15 +143,21 @@ fn short_name(handler: &Handler, name: &str, qtype: RecordType) -> Option<ExitCo
     if found.is_none() && name.contains('.') {
         return None;
     }
-    let zone = zones.first().map_or("cluster.local.", String::as_str);
+    // Names in prose end without the root's dot, which a full stop would double.
+    let zone = zones
+        .first()
+        .map_or("cluster.local", |zone| zone.trim_end_matches('.'));
     let hint = match &found {
-        Some(candidate) => format!(", and reaches {candidate}"),
+        Some(candidate) => format!(
+            ", and reaches {0} (clusterdns query {0})",
+            candidate.trim_end_matches('.')
+        ),
         None => format!(" (from namespace NS: {name}.NS.svc.{zone})"),
     };
     eprintln!(
         "clusterdns: {name} is not in the cluster zone: query asks a name as given, where a \
          pod's resolver tries its search path first{hint}. For the walk a pod makes and what \
-         it costs: clusterdns resolve-cost {name} --namespace NS --objects FILE..."
+         it costs: clusterdns resolve-cost {name} -n NS"
     );
     Some(ExitCode::from(1))
 }

@@ -1,4 +1,4 @@
-//! `clusterdns records`: the whole zone, offline.
+//! `clusterdns records`: the whole zone, from the live cluster's objects or objects files.
 
 use std::process::ExitCode;
 

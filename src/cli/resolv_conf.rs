@@ -24,7 +24,7 @@ pub(super) struct ResolvConfArgs {
 #[derive(Debug, Args, Clone)]
 pub(super) struct PodArgs {
     /// The pod's namespace.
-    #[arg(long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS")]
     pub(super) namespace: Option<String>,
     /// The kubelet's `--cluster-dns` (the kube-dns Service's ClusterIP), one or more.
     #[arg(long, value_name = "IP", num_args = 1.., default_value = "10.96.0.10")]

@@ -5,17 +5,22 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::Source;
+use super::cluster::ClusterArgs;
+use super::{Listeners, Source};
 use crate::config::Config;
 use crate::limits;
 use crate::server::{self, Check, CorefileWatch, Running, next_wait};
 
-/// Arguments of `serve`.
+/// Arguments of `serve`: a Corefile; or kubeadm's Corefile on `--listen` over objects files;
+/// or, with neither, over the cluster of the kubeconfig context kubectl would use.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["corefile", "objects"])))]
 pub(super) struct ServeArgs {
     #[command(flatten)]
     source: Source,
+    #[command(flatten)]
+    listeners: Listeners,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// The most TCP client connections open at once; past it the longest-idle one is closed.
     /// Default: half of what the file descriptor limit leaves after 128.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -34,7 +39,26 @@ pub(super) fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let baseline = args.source.corefile.as_ref().map(|path| {
         crate::config::read_regular(path, crate::config::MAX_FILE_BYTES).unwrap_or_default()
     });
-    let config = args.source.config()?;
+    let config = if args.source.corefile.is_some() || !args.source.objects.is_empty() {
+        if args.source.corefile.is_some() && args.cluster.given() {
+            anyhow::bail!(
+                "--kubeconfig and --context choose the cluster served without a Corefile; a \
+                 Corefile names its own in the kubernetes block (kubeconfig FILE CONTEXT)"
+            );
+        }
+        args.source.config(&args.listeners)?
+    } else {
+        let kubeconfig = args.cluster.for_corefile()?;
+        match &kubeconfig {
+            Some((path, context)) => tracing::info!(
+                "serving the cluster of context {context} ({}); --corefile or --objects to \
+                 serve something else",
+                path.display()
+            ),
+            None => tracing::info!("serving the cluster of this pod's service account"),
+        }
+        args.source.config_watching(kubeconfig, &args.listeners)?
+    };
     descriptor_budget(args);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -141,7 +165,6 @@ async fn serve(config: Config, corefile: Option<(PathBuf, Vec<u8>)>) -> anyhow::
         }
         next_check = next_check_after(schedule, next_check, forced);
     }
-    tracing::info!("shutting down");
     running.shut_down().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -68,10 +68,12 @@ pub enum Error {
         message: String,
     },
     /// A directive that is not a CoreDNS plugin.
-    #[error("{}: unknown directive '{name}'", At(file, *line))]
+    #[error("{}: unknown directive '{name}'{hint}", At(file, *line))]
     UnknownDirective {
         /// The directive as written.
         name: String,
+        /// `; did you mean 'NAME'?` when a directive is a letter or two off, else empty.
+        hint: String,
         /// The file.
         file: PathBuf,
         /// The line.
@@ -92,12 +94,14 @@ pub enum Error {
         line: usize,
     },
     /// An option inside a directive's block that the directive does not have.
-    #[error("{}: unknown property '{name}' in {directive}", At(file, *line))]
+    #[error("{}: unknown property '{name}' in {directive}{hint}", At(file, *line))]
     UnknownProperty {
         /// The directive whose block holds the option.
         directive: String,
         /// The option as written.
         name: String,
+        /// `; did you mean 'NAME'?` when an option is a letter or two off, else empty.
+        hint: String,
         /// The file.
         file: PathBuf,
         /// The line.
@@ -196,6 +200,14 @@ impl fmt::Display for At<'_> {
     }
 }
 
+/// `; did you mean 'NAME'?` for the name of `known` nearest to `typed`, when one is near
+/// enough; else empty.
+pub(crate) fn did_you_mean<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    crate::suggest::closest(typed, known)
+        .map(|close| format!("; did you mean '{close}'?"))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,10 +220,23 @@ mod tests {
                 Error::UnknownProperty {
                     directive: "kubernetes".into(),
                     name: "foo".into(),
+                    hint: String::new(),
                     file: "Corefile".into(),
                     line: 12,
                 },
                 "Corefile:12: unknown property 'foo' in kubernetes",
+            ),
+            (
+                "unknown property, near a known one",
+                Error::UnknownProperty {
+                    directive: "kubernetes".into(),
+                    name: "fallthru".into(),
+                    hint: did_you_mean("fallthru", ["fallthrough", "ttl"]),
+                    file: "Corefile".into(),
+                    line: 12,
+                },
+                "Corefile:12: unknown property 'fallthru' in kubernetes; did you mean \
+                 'fallthrough'?",
             ),
             (
                 "whole file",

@@ -60,6 +60,10 @@ pub struct ShorthandOptions {
     /// unless a command was given another (`explain --zone`); [`shorthand_with`] refuses one
     /// that [`super::parse_cluster_zone`] does not take.
     pub zone: String,
+    /// With no objects files, the API server the zone is watched from: a kubeconfig file
+    /// and a context in it other than its current one (`kubeconfig FILE [CONTEXT]`); `None`
+    /// watches the cluster of the pod's service account, as kubeadm's Corefile does.
+    pub kubeconfig: Option<(PathBuf, Option<String>)>,
 }
 
 impl ShorthandOptions {
@@ -73,6 +77,7 @@ impl ShorthandOptions {
             resolv_conf: Some(PathBuf::from(DEFAULT_RESOLV_CONF)),
             resolv_conf_required: false,
             zone: DEFAULT_ZONE.to_owned(),
+            kubeconfig: None,
         }
     }
 }
@@ -114,7 +119,7 @@ pub fn shorthand_corefile_with(objects: &[PathBuf], options: &ShorthandOptions) 
     build(objects, options).0
 }
 
-/// The text and the lines of `objects` and `forward` in it (0 when absent).
+/// The text and the lines of `objects` (or `kubeconfig`) and `forward` in it (0 when absent).
 fn build(objects: &[PathBuf], options: &ShorthandOptions) -> (String, usize, usize) {
     let mut lines: Vec<String> = vec![
         format!(".:{} {{", options.listen.port()),
@@ -127,14 +132,22 @@ fn build(objects: &[PathBuf], options: &ShorthandOptions) -> (String, usize, usi
     if let Some(ready) = options.ready {
         lines.push(format!("    ready {ready}"));
     }
-    let files: Vec<String> = objects.iter().map(|path| quote(path)).collect();
     lines.extend([
         format!("    kubernetes {} in-addr.arpa ip6.arpa {{", options.zone),
         "        pods insecure".to_owned(),
         "        fallthrough in-addr.arpa ip6.arpa".to_owned(),
         "        ttl 30".to_owned(),
-        format!("        objects {}", files.join(" ")),
     ]);
+    if !objects.is_empty() {
+        let files: Vec<String> = objects.iter().map(|path| quote(path)).collect();
+        lines.push(format!("        objects {}", files.join(" ")));
+    } else if let Some((path, context)) = &options.kubeconfig {
+        let context = context
+            .as_deref()
+            .map(|context| format!(" {}", quote(Path::new(context))))
+            .unwrap_or_default();
+        lines.push(format!("        kubeconfig {}{context}", quote(path)));
+    }
     let objects_line = lines.len();
     lines.push("    }".to_owned());
     if let Some(metrics) = options.metrics {
@@ -192,6 +205,18 @@ pub fn shorthand_with(objects: &[PathBuf], options: &ShorthandOptions) -> Result
     let (text, objects_line, forward_line) = build(objects, &options);
     for path in objects {
         check_quoting(path, "kubernetes", "objects", objects_line, quote)?;
+    }
+    if let Some((path, context)) = options.kubeconfig.as_ref().filter(|_| objects.is_empty()) {
+        check_quoting(path, "kubernetes", "kubeconfig", objects_line, quote)?;
+        if let Some(context) = context {
+            check_quoting(
+                Path::new(context),
+                "kubernetes",
+                "the context",
+                objects_line,
+                quote,
+            )?;
+        }
     }
     if let Some(path) = &options.resolv_conf {
         check_quoting(
@@ -547,12 +572,39 @@ mod tests {
             );
             assert_eq!(error.line(), 8, "{error}");
         }
-        let error = shorthand(&[], listen()).unwrap_err();
+        // No objects file: the cluster is watched, through the pod's service account.
+        let config = shorthand(&[], listen()).unwrap();
+        let kubernetes = config.servers[0].plugins.kubernetes.as_ref().unwrap();
+        assert!(kubernetes.objects.is_empty());
+        assert_eq!(kubernetes.api.kubeconfig, None);
+    }
+
+    #[test]
+    fn without_objects_a_kubeconfig_context_is_watched() {
+        let options = ShorthandOptions {
+            kubeconfig: Some((
+                PathBuf::from("/home/me/.kube/config"),
+                Some("kind kind".to_owned()),
+            )),
+            ..ShorthandOptions::new(listen())
+        };
+        let text = shorthand_corefile_with(&[], &options);
         assert!(
-            error
-                .to_string()
-                .contains("objects: expected at least 1 argument"),
-            "{error}"
+            text.contains("        kubeconfig \"/home/me/.kube/config\" \"kind kind\"\n"),
+            "{text}"
         );
+        assert!(!text.contains("objects"), "{text}");
+        let config = shorthand_with(&[], &options).unwrap();
+        let kubernetes = config.servers[0].plugins.kubernetes.as_ref().unwrap();
+        assert_eq!(
+            kubernetes.api.kubeconfig,
+            Some((
+                PathBuf::from("/home/me/.kube/config"),
+                Some("kind kind".to_owned())
+            ))
+        );
+        // Objects files win: the kubeconfig is for when there are none.
+        let text = shorthand_corefile_with(&[PathBuf::from("shop.json")], &options);
+        assert!(text.contains("objects \"shop.json\"") && !text.contains("kubeconfig"));
     }
 }

@@ -209,18 +209,9 @@ pub async fn connect(
                             .map_or_else(default_kubeconfig_text, |p| p.display().to_string())
                     ))
                 })?;
-            if !file.contexts.iter().any(|named| named.name == name) {
-                let known: Vec<&str> = file.contexts.iter().map(|c| c.name.as_str()).collect();
-                return Err(LiveError::Config(format!(
-                    "kubeconfig {}: no context {name:?} (it has {})",
-                    kubeconfig.map_or_else(default_kubeconfig_text, |p| p.display().to_string()),
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                )));
-            }
+            check_context(&file, &name, || {
+                kubeconfig.map_or_else(default_kubeconfig_text, |p| p.display().to_string())
+            })?;
             let options = KubeConfigOptions {
                 context: Some(name.clone()),
                 ..KubeConfigOptions::default()
@@ -253,6 +244,122 @@ pub async fn connect(
         namespace,
         server,
     })
+}
+
+/// `Err` when `file` has no context `name`: the contexts it has, and the one meant when
+/// the name is one letter or two off.
+fn check_context(
+    file: &Kubeconfig,
+    name: &str,
+    described: impl FnOnce() -> String,
+) -> Result<(), LiveError> {
+    match missing_context(file, name) {
+        None => Ok(()),
+        Some(why) => Err(LiveError::Config(format!(
+            "kubeconfig {}: {why}",
+            described()
+        ))),
+    }
+}
+
+/// When `file` has no context `name`, what to say: the contexts it has, and the one meant
+/// when the name is a letter or two off (`no context "prd" (it has local, prod); did you mean
+/// "prod"?`).
+pub(crate) fn missing_context(file: &Kubeconfig, name: &str) -> Option<String> {
+    if file.contexts.iter().any(|named| named.name == name) {
+        return None;
+    }
+    let known: Vec<&str> = file.contexts.iter().map(|c| c.name.as_str()).collect();
+    let hint = crate::suggest::closest(name, known.iter().copied())
+        .map(|close| format!("; did you mean {close:?}?"))
+        .unwrap_or_default();
+    Some(format!(
+        "no context {name:?} (it has {}){hint}",
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
+/// The kubeconfig file and context a server watching the cluster reads, chosen as
+/// [`connect`] (and kubectl) chooses them, for a Corefile's `kubeconfig FILE CONTEXT`: the
+/// context named, else the current one; from `--kubeconfig`, else the first file of
+/// `KUBECONFIG` that holds that context (kubectl merges them; a Corefile names one), else
+/// `~/.kube/config`. `None` inside a pod with no kubeconfig: its service account, as a
+/// Corefile with no connection option has it.
+pub fn choose_kubeconfig(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<Option<(PathBuf, String)>, LiveError> {
+    let candidates: Vec<PathBuf> = match (kubeconfig, std::env::var_os("KUBECONFIG")) {
+        (Some(path), _) => vec![path.to_owned()],
+        (None, Some(paths)) if !paths.is_empty() => std::env::split_paths(&paths)
+            .filter(|path| path.is_file())
+            .collect(),
+        _ => home_kubeconfig()
+            .filter(|path| path.is_file())
+            .into_iter()
+            .collect(),
+    };
+    let described =
+        || kubeconfig.map_or_else(default_kubeconfig_text, |path| path.display().to_string());
+    if candidates.is_empty() {
+        if kubeconfig.is_none()
+            && context.is_none()
+            && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        {
+            return Ok(None);
+        }
+        return Err(LiveError::Config(format!(
+            "no kubeconfig ({}) and not in a pod: give --kubeconfig, or --corefile, or \
+             --objects FILE... to serve kubectl's JSON instead",
+            described()
+        )));
+    }
+    let mut files = Vec::new();
+    for path in candidates {
+        if !path.is_file() {
+            return Err(LiveError::Config(format!(
+                "kubeconfig {}: no such file",
+                path.display()
+            )));
+        }
+        let file = Kubeconfig::read_from(&path).map_err(|error| {
+            LiveError::Config(format!("kubeconfig {}: {error}", path.display()))
+        })?;
+        files.push((path, file));
+    }
+    let name = context
+        .map(str::to_owned)
+        .or_else(|| {
+            files
+                .iter()
+                .find_map(|(_, file)| file.current_context.clone())
+        })
+        .ok_or_else(|| {
+            LiveError::Config(format!(
+                "kubeconfig {}: no current context; give --context",
+                described()
+            ))
+        })?;
+    if let Some((path, _)) = files
+        .iter()
+        .find(|(_, file)| file.contexts.iter().any(|named| named.name == name))
+    {
+        return Ok(Some((path.clone(), name)));
+    }
+    let mut merged = Kubeconfig::default();
+    for (_, file) in files {
+        merged.contexts.extend(file.contexts);
+    }
+    // No file holds it: the error names those the files do hold.
+    check_context(&merged, &name, described)?;
+    Err(LiveError::Config(format!(
+        "kubeconfig {}: no context {name:?}",
+        described()
+    )))
 }
 
 /// Where kubectl looks without `--kubeconfig`, for messages.

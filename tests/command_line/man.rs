@@ -110,3 +110,50 @@ fn man_into_a_file_says_which() {
         ran.stderr
     );
 }
+
+/// `man COMMAND...` prints that command's page, as `man clusterdns-COMMAND` would show it; a
+/// command that does not exist is named with the commands there are.
+#[test]
+fn man_of_a_command_prints_its_page() {
+    for (args, title) in [
+        (vec!["man", "explain"], "clusterdns-explain"),
+        (vec!["man", "proxy", "trace"], "clusterdns-proxy-trace"),
+    ] {
+        let ran = run(binary(), &args);
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        assert!(
+            ran.stdout.contains(&format!(".TH {title} 1")),
+            "{args:?}: {:.300}",
+            ran.stdout
+        );
+    }
+    let ran = run(binary(), &["man", "explian"]);
+    assert_eq!(ran.code, 2);
+    assert!(
+        ran.stderr
+            .contains("no command `explian` in clusterdns (it has serve, records")
+            && ran.stderr.contains("did you mean `man explain`?"),
+        "{}",
+        ran.stderr
+    );
+    let ran = run(binary(), &["man", "proxy", "trase"]);
+    assert_eq!(ran.code, 2);
+    assert!(
+        ran.stderr.contains("did you mean `man proxy trace`?"),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// `version` says what `--version` says.
+#[test]
+fn version_is_a_command_too() {
+    let command = run(binary(), &["version"]);
+    let flag = run(binary(), &["--version"]);
+    assert_eq!(command.code, 0, "{}", command.stderr);
+    assert_eq!(command.stdout, flag.stdout);
+    assert_eq!(
+        command.stdout,
+        format!("clusterdns {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

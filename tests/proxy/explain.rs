@@ -212,6 +212,27 @@ fn explain_the_payments_incident() {
         message.contains("payments-v2-5d4b6-c (web=8080/TCP)"),
         "{message}"
     );
+    // What to change, by field and value.
+    let fix = fix(&json, "target-port-partial");
+    assert!(
+        fix.contains(
+            "or set spec.ports[0].targetPort of Service pay/payments to a port every \
+             selected pod has (those without \"http\" have \"web\" (or 8080))"
+        ),
+        "{fix}"
+    );
+    assert!(fix.contains("name a container port \"http\""), "{fix}");
+}
+
+/// The fix of the finding of `kind`.
+fn fix(json: &serde_json::Value, kind: &str) -> String {
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .map(|f| f["fix"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no {kind} finding in {json}"))
 }
 
 #[test]
@@ -240,6 +261,15 @@ fn explain_a_port_no_pod_has() {
         finding(&json, "target-port-unresolved").contains("exporter-a (http-metrics=9100/TCP)")
     );
     assert!(finding(&json, "no-endpoints").contains("connections to 10.96.9.9:9100 are rejected"));
+    assert_eq!(
+        fix(&json, "target-port-unresolved"),
+        "set spec.ports[0].targetPort of Service mon/metrics to \"http-metrics\" (or 9100), or \
+         name a container port \"metrics\" in the pods' template again"
+    );
+    assert!(
+        fix(&json, "no-endpoints").contains("`kubectl -n mon get pods -l app=exporter`"),
+        "{json}"
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@ use hickory_proto::rr::Name;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Context, arguments, invalid, no_block, prefix, unknown_property, zones};
+use super::{
+    Context, arguments, invalid, no_block, prefix, unknown_property, unknown_property_of, zones,
+};
 use crate::config::duration::parse_go_duration;
 use crate::config::error::Error;
 use crate::config::lexer::Token;
@@ -207,7 +209,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<KubernetesConf
     let mut multicluster_option: Option<&Token> = None;
     for option in line.options() {
         if !OPTIONS.contains(&option.name()) {
-            return Err(unknown_property(DIRECTIVE, option));
+            return Err(unknown_property_of(DIRECTIVE, option, OPTIONS));
         }
         no_block(DIRECTIVE, option)?;
         let one = || -> Result<&Token, Error> {

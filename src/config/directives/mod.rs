@@ -241,6 +241,10 @@ pub(crate) fn apply(line: &Line, context: &Context<'_>, out: &mut Directives) ->
 pub(crate) fn unknown_directive(line: &Line, name: &str) -> Error {
     Error::UnknownDirective {
         name: name.to_owned(),
+        hint: crate::config::error::did_you_mean(
+            name,
+            crate::plugin::COREDNS_DIRECTIVES.iter().copied(),
+        ),
         file: line.name.file.to_path_buf(),
         line: line.name.line,
     }
@@ -258,9 +262,15 @@ pub(crate) fn invalid(at: &Token, directive: &str, message: impl Into<String>) -
 
 /// An option the directive does not have.
 pub(crate) fn unknown_property(directive: &str, option: &Line) -> Error {
+    unknown_property_of(directive, option, &[])
+}
+
+/// An option the directive does not have, with the one meant among `known` when it is near.
+pub(crate) fn unknown_property_of(directive: &str, option: &Line, known: &[&str]) -> Error {
     Error::UnknownProperty {
         directive: directive.to_owned(),
         name: option.name().to_owned(),
+        hint: crate::config::error::did_you_mean(option.name(), known.iter().copied()),
         file: option.name.file.to_path_buf(),
         line: option.name.line,
     }

@@ -90,7 +90,13 @@ pub struct Finding {
     pub kind: &'static str,
     /// What is wrong, in a sentence.
     pub message: String,
+    /// What to change to mend it: the field and its value, or where to look.
+    pub fix: String,
 }
+
+/// The fix of a DNS answer that differs from the objects it was built from.
+const DNS_BEHIND: &str = "nothing in the Service: the answer is built from these objects; a \
+     server that answers otherwise has not caught up with the API server (check its log)";
 
 /// What `explain` found.
 #[derive(Debug, Clone, Serialize)]
@@ -110,6 +116,54 @@ pub struct Section {
     pub title: String,
     /// Its lines.
     pub lines: Vec<String>,
+}
+
+/// The container ports of `pods` of `protocol` a targetPort could name instead, as a fix
+/// says it: `"web" (or 8080)` for one, a list for several, or that they have none.
+fn offered_ports(pods: &[&Pod], protocol: crate::model::Protocol) -> String {
+    let offered: BTreeSet<(String, u16)> = pods
+        .iter()
+        .flat_map(|pod| &pod.details().container_ports)
+        .filter(|p| p.protocol == protocol)
+        .map(|p| (p.name.clone(), p.port))
+        .collect();
+    let one = |(name, number): &(String, u16)| {
+        if name.is_empty() {
+            number.to_string()
+        } else {
+            format!("{name:?} (or {number})")
+        }
+    };
+    match offered.len() {
+        0 => format!("the port the pods listen on (they declare no {protocol} container port)"),
+        1 => offered.iter().map(one).collect(),
+        _ => format!(
+            "one of {}",
+            offered.iter().map(one).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// What gives a port of `service` an endpoint: pods its selector picks, ready.
+fn no_endpoint_fix(service: &Service) -> String {
+    let key = &service.key;
+    match &service.selector {
+        Some(selector) => {
+            let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "make a pod the selector picks Ready: `kubectl -n {} get pods -l {}` lists them \
+                 (none: fix spec.selector or the pods' labels; not Ready: their readiness probe \
+                 or their container)",
+                key.namespace,
+                labels.join(",")
+            )
+        }
+        None => format!(
+            "Service {key} has no selector: write an EndpointSlice labelled \
+             kubernetes.io/service-name={} with ready endpoints, or give it a selector",
+            key.name
+        ),
+    }
 }
 
 fn pod_ports(pod: &Pod) -> String {
@@ -300,7 +354,7 @@ fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
 /// The Service's ports, their targetPort resolved per pod.
 fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
     let mut lines = Vec::new();
-    for port in &service.ports {
+    for (index, port) in service.ports.iter().enumerate() {
         let label = format!(
             "{}{}/{}",
             if port.name.is_empty() {
@@ -342,12 +396,18 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                     .iter()
                     .map(|pod| format!("{} ({})", pod.key.name, pod_ports(pod)))
                     .collect();
+                let field = format!("spec.ports[{index}].targetPort of Service {}", service.key);
+                let offered = offered_ports(&missing, port.protocol);
                 if !missing.is_empty() && resolved.is_empty() {
                     report.findings.push(Finding {
                         kind: "target-port-unresolved",
                         message: format!(
                             "{label}: targetPort {name:?} is a container port of no selected pod: {}",
                             details.join("; ")
+                        ),
+                        fix: format!(
+                            "set {field} to {offered}, or name a container port {name:?} in \
+                             the pods' template again"
                         ),
                     });
                 } else if !missing.is_empty() {
@@ -358,6 +418,12 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                             "{label}: targetPort {name:?} resolves in {count} of {} pods; not in {}: those pods land in a slice without the port and get no traffic",
                             candidates.len(),
                             details.join("; ")
+                        ),
+                        fix: format!(
+                            "name a container port {name:?} in the pods without it (a \
+                             rollout of a template that renamed it is half done, or two \
+                             Deployments share the selector), or set {field} to a port every \
+                             selected pod has (those without {name:?} have {offered})"
                         ),
                     });
                 }
@@ -387,11 +453,30 @@ fn slices_section<'c>(
                 .filter(|e| e.conditions.ready())
                 .count();
             let count = slice.endpoints.len();
+            let ports: Vec<String> = slice
+                .ports
+                .iter()
+                .map(|port| {
+                    let number = port
+                        .port
+                        .map_or_else(|| "any".to_owned(), |n| n.to_string());
+                    match &port.name {
+                        name if name.is_empty() => format!("{number}/{}", port.protocol),
+                        name => format!("{name}={number}/{}", port.protocol),
+                    }
+                })
+                .collect();
             format!(
-                "{} ({}): {count} endpoint{}, {ready} ready",
+                "{} ({}): {count} endpoint{}, {ready} ready; {}",
                 slice.key.name,
                 slice.address_type.as_str(),
-                if count == 1 { "" } else { "s" }
+                if count == 1 { "" } else { "s" },
+                if ports.is_empty() {
+                    "no ports (no connection reaches these endpoints through the Service)"
+                        .to_owned()
+                } else {
+                    format!("ports {}", ports.join(", "))
+                }
             )
         })
         .collect();
@@ -439,6 +524,12 @@ fn slices_section<'c>(
                     "the EndpointSlices differ from what the controller computes from the pods: {}",
                     differences.join("; ")
                 ),
+                fix: "nothing in the Service: the EndpointSlice controller \
+                      (kube-controller-manager) has not caught up with the pods; check that it \
+                      runs and its log (`kubectl -n kube-system logs -l \
+                      component=kube-controller-manager`), and that no other writer owns these \
+                      slices (their endpointslice.kubernetes.io/managed-by label)"
+                    .to_owned(),
             });
             lines.push(
                 "the EndpointSlice controller computes something else from the pods (see findings)"
@@ -521,6 +612,7 @@ fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut
                                 "{label}: kube-proxy has no endpoint: connections to {} are rejected",
                                 join_host_port(port.cluster_ip, port.port)
                             ),
+                            fix: no_endpoint_fix(service),
                         });
                     }
                     if let Some((ruleset, name)) = &input.ruleset {
@@ -573,6 +665,19 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
         } else {
             ""
         };
+        let fix = if external {
+            format!(
+                "set spec.externalName of Service {} to a DNS name (for an address, use a \
+                 Service without a selector and an EndpointSlice holding it)",
+                service.key
+            )
+        } else if service.headless {
+            no_endpoint_fix(service)
+        } else {
+            "check that the DNS server serves this namespace and Service (the namespaces, \
+             labels and ignore options of its kubernetes block)"
+                .to_owned()
+        };
         report.findings.push(Finding {
             kind: "dns-unresolved",
             message: format!(
@@ -581,6 +686,7 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                 dns.name,
                 no_address(&dns.rcode)
             ),
+            fix,
         });
     } else if !service.headless && !external {
         let want: BTreeSet<IpAddr> = service.cluster_ips.iter().copied().collect();
@@ -599,6 +705,7 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                     list(&answered),
                     list(&want)
                 ),
+                fix: DNS_BEHIND.to_owned(),
             });
         }
     }
@@ -641,6 +748,7 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
             report.findings.push(Finding {
                 kind: "dns-mismatch",
                 message: format!("{}: DNS {}", dns.name, parts.join(", and ")),
+                fix: DNS_BEHIND.to_owned(),
             });
         }
     }
@@ -680,6 +788,12 @@ fn live_dns_section(live: &LiveDns, expected: Option<&DnsAnswer>, report: &mut R
                     live.server,
                     answer_text(answer),
                     answer_text(expected)
+                ),
+                fix: format!(
+                    "nothing in the Service: the DNS server at {} is behind the API server or \
+                     serves other objects; read its log and its Corefile's kubernetes block \
+                     (namespaces, labels), and `/ready` (clusterdns says whether it is synced)",
+                    live.server
                 ),
             });
         }
@@ -735,6 +849,7 @@ pub fn report_text(explanation: &Explanation) -> String {
         let _ = writeln!(out, "findings ({}):", explanation.findings.len());
         for finding in &explanation.findings {
             let _ = writeln!(out, "  {}: {}", finding.kind, finding.message);
+            let _ = writeln!(out, "    fix: {}", finding.fix);
         }
     }
     out

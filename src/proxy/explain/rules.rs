@@ -9,6 +9,11 @@ use crate::proxy::plan::{IpFamily, PortPlan, join_host_port};
 use crate::proxy::ruleset::{Action, Format, Ruleset, TableFamily};
 use crate::proxy::trace::{TraceOptions, TraceVerdict, trace};
 
+/// The fix of a node's rules that disagree with the endpoints.
+const KUBE_PROXY_BEHIND: &str = "nothing in the Service: kube-proxy on the node has not \
+     written the endpoints' rules; check that it runs and its log (`kubectl -n kube-system logs \
+     -l k8s-app=kube-proxy`), and its sync metrics (kubeproxy_sync_proxy_rules_last_timestamp_seconds)";
+
 /// Traces one port's ClusterIP through the ruleset and compares with kube-proxy's endpoints.
 pub(super) fn rules_for_port(
     ruleset: &Ruleset,
@@ -87,6 +92,7 @@ pub(super) fn rules_for_port(
                 missing.join(", "),
                 report.verdict.as_str()
             ),
+            fix: KUBE_PROXY_BEHIND.to_owned(),
         });
     }
     let stale: Vec<&str> = traced_set.difference(&expected_set).copied().collect();
@@ -98,6 +104,7 @@ pub(super) fn rules_for_port(
                 port.name,
                 stale.join(", ")
             ),
+            fix: KUBE_PROXY_BEHIND.to_owned(),
         });
     }
     // Leftover chains: DNAT rules of this port that the walk does not reach.
@@ -142,6 +149,10 @@ pub(super) fn rules_for_port(
                 port.name,
                 leftovers.into_iter().collect::<Vec<_>>().join(", ")
             ),
+            fix: "nothing in the Service: kube-proxy removes chains no rule reaches at its next \
+                  full sync; chains that stay were written by something else, or by a \
+                  kube-proxy that no longer runs"
+                .to_owned(),
         });
     }
     if report.verdict == TraceVerdict::Dnat && traced.len() >= 2 {
@@ -160,6 +171,7 @@ pub(super) fn rules_for_port(
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
+                fix: KUBE_PROXY_BEHIND.to_owned(),
             });
         }
     }

@@ -67,8 +67,18 @@ pub async fn connect(api: &ApiConfig, status: Arc<ApiStatus>) -> Result<Client, 
             path: path.clone(),
             error: error.to_string(),
         };
+        if !path.is_file() {
+            return Err(kubeconfig_error(&"no such file"));
+        }
         let kubeconfig =
             kube::config::Kubeconfig::read_from(path).map_err(|e| kubeconfig_error(&e))?;
+        // Said as the tools say it (kube's own words are "failed to load current context").
+        if let Some(why) = context
+            .as_deref()
+            .and_then(|name| crate::source::live::missing_context(&kubeconfig, name))
+        {
+            return Err(kubeconfig_error(&why));
+        }
         let options = kube::config::KubeConfigOptions {
             context: context.clone(),
             ..kube::config::KubeConfigOptions::default()

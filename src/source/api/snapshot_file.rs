@@ -15,7 +15,8 @@ use crate::model::{self, Cluster, Kind, ObjectKey};
 
 /// Writes `cluster` to `path` as a kubectl List ([`model::export::write_list`], object by
 /// object), replacing the file atomically (a temporary file beside it, synced, then renamed
-/// over it): a crash never leaves half a snapshot. The changes file beside it is removed
+/// over it): a crash never leaves half a snapshot. Its directory is made when missing. The
+/// changes file beside it is removed
 /// first: a crash between the two leaves the older snapshot alone, never the older changes
 /// applied to the newer snapshot.
 pub fn write_snapshot(path: &Path, cluster: &Cluster) -> std::io::Result<()> {
@@ -23,7 +24,19 @@ pub fn write_snapshot(path: &Path, cluster: &Cluster) -> std::io::Result<()> {
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut temp = tempfile_in(dir, path)?;
+    let mut temp = match tempfile_in(dir, path) {
+        // Its directory is made as the file is (a path on an emptyDir, or on a laptop).
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|error| {
+                std::io::Error::new(
+                    error.kind(),
+                    format!("making its directory {}: {error}", dir.display()),
+                )
+            })?;
+            tempfile_in(dir, path)?
+        }
+        made => made?,
+    };
     let mut out = std::io::BufWriter::new(&mut temp.1);
     model::export::write_list(cluster, SystemTime::now(), &mut out)?;
     out.flush()?;

@@ -282,6 +282,11 @@ fn snapshot_files_are_replaced_whole_and_read_back() {
     write_snapshot(&path, &cluster).expect("written");
     let (back, _) = read_snapshot(&path).expect("read");
     assert_eq!(back, cluster);
+    // A directory not made yet is made.
+    let nested = dir.path().join("var/lib/clusterdns/snapshot.json");
+    write_snapshot(&nested, &cluster).expect("written with its directory");
+    assert_eq!(read_snapshot(&nested).expect("read").0, cluster);
+    std::fs::remove_dir_all(dir.path().join("var")).expect("removed");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")
         .map(|entry| entry.expect("entry").file_name())

@@ -67,7 +67,7 @@ fn services() -> Vec<String> {
 }
 
 /// `clusterdns explain SERVICE` over the fixture's objects and `ruleset`: its exit code and
-/// its findings' lines.
+/// its findings' lines (without their fixes).
 pub fn explain(service: &str, ruleset: &std::path::Path) -> (i32, Vec<String>) {
     let objects = fixture("objects.json");
     let run = clusterdns(&[
@@ -95,7 +95,8 @@ pub fn explain(service: &str, ruleset: &std::path::Path) -> (i32, Vec<String>) {
         .lines()
         .skip(1)
         .map(|l| l.trim().to_owned())
-        .filter(|l| !l.is_empty())
+        // Each finding's line, not the fix under it.
+        .filter(|l| !l.is_empty() && !l.starts_with("fix: "))
         .collect();
     (run.code, findings)
 }
