@@ -2,7 +2,8 @@
 //! user typed (a context, a directive, a namespace ...).
 
 /// The word of `known` nearest to `typed`, when one is near enough to be what was meant:
-/// at most a third of its letters apart (at least one) by Levenshtein distance, or alike by
+/// at most a third of its letters apart (at least one) by edit distance (a swap of two
+/// neighbours is one edit, `wbe` for `web`), or alike by
 /// Jaro-Winkler (0.88 and up: a word cut short or its end misspelt, `fallthru`), ignoring
 /// case; the most alike of those. `None` when `typed` is itself known.
 pub fn closest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -15,7 +16,7 @@ pub fn closest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
         }
         let word_lower = word.to_lowercase();
         let alike = strsim::jaro_winkler(&typed_lower, &word_lower);
-        let near = strsim::levenshtein(&typed_lower, &word_lower) <= limit || alike >= 0.88;
+        let near = strsim::osa_distance(&typed_lower, &word_lower) <= limit || alike >= 0.88;
         if near && best.is_none_or(|(most, _)| alike > most) {
             best = Some((alike, word));
         }
@@ -33,6 +34,7 @@ mod tests {
         assert_eq!(closest("loadbalence", directives), Some("loadbalance"));
         assert_eq!(closest("kubernets", directives), Some("kubernetes"));
         assert_eq!(closest("lop", directives), Some("loop"));
+        assert_eq!(closest("wbe", ["web", "db"]), Some("web"));
         assert_eq!(
             closest("fallthru", ["fallthrough", "ttl"]),
             Some("fallthrough")

@@ -76,7 +76,10 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     } else {
         for (key, text) in keys.iter().zip(&args.service) {
             if !cluster.services.contains_key(key) {
-                anyhow::bail!("--service {text}: no such Service in the objects");
+                anyhow::bail!(
+                    "--service {text}: no such Service in the objects{}",
+                    super::explain::elsewhere(&cluster, &key.namespace, &key.name)
+                );
             }
         }
         cluster.services.retain(|key, _| keys.contains(key));

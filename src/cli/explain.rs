@@ -324,7 +324,10 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
         live_dns,
     };
     let Some(explanation) = explain(&input) else {
-        anyhow::bail!("no Service {namespace}/{name} in the objects");
+        anyhow::bail!(
+            "no Service {namespace}/{name} in the objects{}",
+            elsewhere(&loaded.cluster, namespace, name)
+        );
     };
     match args.output.data() {
         None => out!("{}", report_text(&explanation)),
@@ -335,4 +338,28 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Where the Service meant may be when `namespace/name` is not there: the same name in other
+/// namespaces (`; there is pay/payments`), else a near name in the
+/// namespace (`; did you mean shop/web?`); empty when there is neither.
+pub(super) fn elsewhere(cluster: &crate::model::Cluster, namespace: &str, name: &str) -> String {
+    let same_name: Vec<String> = cluster
+        .services
+        .keys()
+        .filter(|key| &*key.name == name)
+        .map(ToString::to_string)
+        .collect();
+    if !same_name.is_empty() {
+        return format!("; there is {}", same_name.join(", "));
+    }
+    let names: Vec<&str> = cluster
+        .services
+        .keys()
+        .filter(|key| &*key.namespace == namespace)
+        .map(|key| &*key.name)
+        .collect();
+    crate::suggest::closest(name, names)
+        .map(|close| format!("; did you mean {namespace}/{close}?"))
+        .unwrap_or_default()
 }

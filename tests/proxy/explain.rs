@@ -325,8 +325,39 @@ fn explain_drift_between_slices_rules_and_dns() {
 fn explain_errors() {
     let run = clusterdns(&["explain", "shop/nope", "--objects", "fixtures/shop.json"]);
     assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr, "clusterdns: no Service shop/nope in the objects\n",
+        "{}",
+        run.stderr
+    );
+    // The namespace it is in, when it is in another; else the name meant.
+    let run = clusterdns(&["explain", "default/web", "--objects", "fixtures/shop.json"]);
+    assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("no Service shop/nope in the objects"),
+        run.stderr
+            .contains("no Service default/web in the objects; there is shop/web\n"),
+        "{}",
+        run.stderr
+    );
+    let run = clusterdns(&["explain", "shop/wbe", "--objects", "fixtures/shop.json"]);
+    assert_eq!(run.code, 2);
+    let endpoints = clusterdns(&[
+        "endpoints",
+        "--service",
+        "shop/wbe",
+        "--objects",
+        "fixtures/shop.json",
+    ]);
+    assert!(
+        endpoints
+            .stderr
+            .contains("--service shop/wbe: no such Service in the objects; did you mean shop/web?"),
+        "{}",
+        endpoints.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("no Service shop/wbe in the objects; did you mean shop/web?"),
         "{}",
         run.stderr
     );
