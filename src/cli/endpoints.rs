@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
 use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
@@ -69,6 +70,7 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     super::warn_unknown_node(&cluster, args.node.as_deref());
     if keys.is_empty() {
         if let Some(namespace) = args.scope.shown_namespace(&objects) {
+            super::check_namespace(&cluster, &namespace)?;
             cluster
                 .services
                 .retain(|key, _| *key.namespace == *namespace);
@@ -76,10 +78,12 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     } else {
         for (key, text) in keys.iter().zip(&args.service) {
             if !cluster.services.contains_key(key) {
-                anyhow::bail!(
-                    "--service {text}: no such Service in the objects{}",
-                    super::explain::elsewhere(&cluster, &key.namespace, &key.name)
-                );
+                let hint = super::explain::elsewhere(&cluster, &key.namespace, &key.name);
+                if hint.is_empty() {
+                    super::check_namespace(&cluster, &key.namespace)
+                        .with_context(|| format!("--service {text}"))?;
+                }
+                anyhow::bail!("--service {text}: no such Service in the objects{hint}");
             }
         }
         cluster.services.retain(|key, _| keys.contains(key));

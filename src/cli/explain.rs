@@ -13,11 +13,13 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
 
-use super::cluster::{ClusterArgs, Objects, service_kinds};
+use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
 use super::output::Output;
 use crate::config::{self, ShorthandOptions};
 use crate::model::ObjectKey;
-use crate::proxy::explain::{DnsAnswer, ExplainInput, LiveDns, explain, report_text};
+use crate::proxy::explain::{
+    DnsAnswer, ExplainInput, Explanation, LiveDns, Survey, explain, report_text, survey_text,
+};
 use crate::proxy::ruleset;
 use crate::server::{self, Handler, Outcome, Transport};
 use crate::source::live::{ListKind, Wanted};
@@ -26,12 +28,12 @@ use crate::source::live::{ListKind, Wanted};
 #[derive(Debug, Args)]
 pub(super) struct ExplainArgs {
     /// The Service, as NAMESPACE/NAME, or NAME with `-n` (or, reading the cluster, in the
-    /// context's namespace).
-    #[arg(value_name = "NS/NAME")]
-    service: String,
-    /// The Service's namespace, when the argument is a bare NAME.
-    #[arg(short = 'n', long, value_name = "NS")]
-    namespace: Option<String>,
+    /// context's namespace). Without it, every Service of the namespace (`-n`, or the
+    /// context's), or of every namespace with `-A`, listing only those with findings.
+    #[arg(value_name = "NS/NAME", conflicts_with = "all_namespaces")]
+    service: Option<String>,
+    #[command(flatten)]
+    scope: Scope,
     /// Objects files (`kubectl get svc,pods,endpointslices -o json` output); without them,
     /// the live cluster's objects in the Service's namespace.
     #[arg(long, value_name = "FILE", num_args = 1..)]
@@ -209,131 +211,248 @@ fn collect(answer: &mut DnsAnswer, reply: Message) {
     }
 }
 
-/// What the cluster's DNS (the server's own request path, over the same objects, serving
-/// `zone`) answers for `name`, A and AAAA.
-fn lookup(objects: &[PathBuf], zone: &str, name: &str) -> anyhow::Result<DnsAnswer> {
-    let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
-    options.resolv_conf = None;
-    zone.clone_into(&mut options.zone);
-    let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
-    let blocks = server::load(&config).map_err(|error| super::start_error(None, error))?;
-    let handler = Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect());
-    let qname = Name::from_str(name).with_context(|| format!("not a domain name: {name}"))?;
-    let mut answer = DnsAnswer {
-        name: name.to_owned(),
-        addresses: Vec::new(),
-        rcode: "SERVFAIL".to_owned(),
-        cname: None,
-    };
-    for qtype in [RecordType::A, RecordType::AAAA] {
-        let mut query = Message::new(1, MessageType::Query, OpCode::Query);
-        query.add_query(Query::query(qname.clone(), qtype));
-        let mut out = Vec::new();
-        let reply = match handler.respond(
-            &query.to_vec()?,
-            ([127, 0, 0, 1], 0).into(),
-            Transport::Tcp,
-            &mut out,
-        ) {
-            Outcome::Reply => Message::from_vec(&out)?,
-            // An ExternalName's target goes upstream: the CNAME so far.
-            Outcome::Forward(pending) => match pending.chase_so_far() {
-                Some((so_far, _)) => Message::from_vec(&so_far)?,
-                None => continue,
-            },
-            Outcome::Drop | Outcome::Transfer(_) => continue,
-        };
-        if qtype == RecordType::A {
-            answer.rcode =
-                crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned();
-        }
-        collect(&mut answer, reply);
+/// The cluster's DNS over the objects read: the server's own request path, serving `zone`.
+struct ZoneDns {
+    handler: Handler,
+}
+
+impl ZoneDns {
+    fn new(objects: &[PathBuf], zone: &str) -> anyhow::Result<Self> {
+        let mut options = ShorthandOptions::new(([127, 0, 0, 1], 0).into());
+        options.resolv_conf = None;
+        zone.clone_into(&mut options.zone);
+        let config = config::shorthand_with(objects, &options).context("building the DNS view")?;
+        let blocks = server::load(&config).map_err(|error| super::start_error(None, error))?;
+        Ok(Self {
+            handler: Handler::new(blocks.into_iter().map(|loaded| loaded.block).collect()),
+        })
     }
-    Ok(answer)
+
+    /// What it answers for `name`, A and AAAA.
+    fn ask(&self, name: &str) -> anyhow::Result<DnsAnswer> {
+        let qname = Name::from_str(name).with_context(|| format!("not a domain name: {name}"))?;
+        let mut answer = DnsAnswer {
+            name: name.to_owned(),
+            addresses: Vec::new(),
+            rcode: "SERVFAIL".to_owned(),
+            cname: None,
+        };
+        for qtype in [RecordType::A, RecordType::AAAA] {
+            let mut query = Message::new(1, MessageType::Query, OpCode::Query);
+            query.add_query(Query::query(qname.clone(), qtype));
+            let mut out = Vec::new();
+            let reply = match self.handler.respond(
+                &query.to_vec()?,
+                ([127, 0, 0, 1], 0).into(),
+                Transport::Tcp,
+                &mut out,
+            ) {
+                Outcome::Reply => Message::from_vec(&out)?,
+                // An ExternalName's target goes upstream: the CNAME so far.
+                Outcome::Forward(pending) => match pending.chase_so_far() {
+                    Some((so_far, _)) => Message::from_vec(&so_far)?,
+                    None => continue,
+                },
+                Outcome::Drop | Outcome::Transfer(_) => continue,
+            };
+            if qtype == RecordType::A {
+                answer.rcode =
+                    crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned();
+            }
+            collect(&mut answer, reply);
+        }
+        Ok(answer)
+    }
+}
+
+/// The cluster's running DNS server, asked Service after Service: once it cannot be asked
+/// (not reachable, no answer in time), the rest are not asked, for the same reason.
+struct LiveAsker {
+    server: Option<Result<SocketAddr, String>>,
+    failed: Option<String>,
+}
+
+impl LiveAsker {
+    fn ask(&mut self, name: &str) -> Option<LiveDns> {
+        let server = self.server.as_ref()?;
+        Some(match (server, &self.failed) {
+            (Err(reason), _) => LiveDns {
+                server: "kube-dns".to_owned(),
+                answer: Err(reason.clone()),
+            },
+            (Ok(server), Some(reason)) => LiveDns {
+                server: server.to_string(),
+                answer: Err(reason.clone()),
+            },
+            (Ok(server), None) => {
+                let answer = ask_live(*server, name);
+                if let Err(reason) = &answer {
+                    self.failed = Some(reason.clone());
+                }
+                LiveDns {
+                    server: server.to_string(),
+                    answer,
+                }
+            }
+        })
+    }
+}
+
+/// What every explanation of one run shares: the objects, the node's rules, the DNS views.
+struct Explainer {
+    loaded: crate::source::file::Loaded,
+    ruleset: Option<(ruleset::Ruleset, String)>,
+    zone: ZoneDns,
+    live: LiveAsker,
+}
+
+impl Explainer {
+    fn new(args: &ExplainArgs, objects: &Objects) -> anyhow::Result<Self> {
+        let loaded = super::read_objects_flag(&objects.paths)?;
+        super::warn_unknown_node(&loaded.cluster, args.node.as_deref());
+        let ruleset = match &args.ruleset {
+            None => None,
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+                let parsed = ruleset::parse(&text).map_err(|error| {
+                    anyhow::anyhow!("{}:{}: {}", path.display(), error.line, error.message)
+                })?;
+                Some((parsed, path.display().to_string()))
+            }
+        };
+        let zone = ZoneDns::new(&objects.paths, &args.zone)?;
+        let server = live_dns_server(
+            args.dns_server.as_deref(),
+            objects.live.is_some(),
+            &loaded.cluster,
+        )?;
+        Ok(Self {
+            loaded,
+            ruleset,
+            zone,
+            live: LiveAsker {
+                server,
+                failed: None,
+            },
+        })
+    }
+
+    /// The explanation of Service `key`; `None` when there is no such Service.
+    fn explain(
+        &mut self,
+        args: &ExplainArgs,
+        key: ObjectKey,
+    ) -> anyhow::Result<Option<Explanation>> {
+        if !self.loaded.cluster.services.contains_key(&key) {
+            return Ok(None);
+        }
+        let dns_name = format!("{}.{}.svc.{}.", key.name, key.namespace, args.zone);
+        let dns = self.zone.ask(&dns_name)?;
+        let live_dns = self.live.ask(&dns_name);
+        let input = ExplainInput {
+            cluster: &self.loaded.cluster,
+            slices_computed: self.loaded.computed_slices.contains(&key),
+            service: key,
+            node: args.node.clone(),
+            cluster_cidrs: args.cluster_cidr.clone(),
+            ruleset: self.ruleset.as_ref().map(|(r, n)| (r, n.clone())),
+            dns: Some(dns),
+            live_dns,
+        };
+        Ok(explain(&input))
+    }
+}
+
+/// The objects to read from the cluster: the Services' kinds in `namespace` (`None`: all),
+/// and Service kube-system/kube-dns when the cluster's DNS is to be asked.
+fn wanted(args: &ExplainArgs, namespace: Option<&str>) -> Vec<Wanted> {
+    let mut kinds = service_kinds(namespace);
+    if args.dns_server.is_none() && namespace.is_some_and(|namespace| namespace != "kube-system") {
+        // Where the cluster's DNS is: Service kube-system/kube-dns.
+        let mut dns = Wanted::in_namespace(ListKind::Services, Some("kube-system"));
+        dns.fields = Some("metadata.name=kube-dns".to_owned());
+        kinds.push(dns);
+    }
+    kinds
 }
 
 pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
-    let named = |default: Option<&str>| match (args.service.split_once('/'), default) {
+    let Some(service) = &args.service else {
+        return run_all(args);
+    };
+    let named = |default: Option<&str>| match (service.split_once('/'), default) {
         (Some((namespace, name)), _) => Some((namespace.to_owned(), name.to_owned())),
-        (None, Some(namespace)) => Some((namespace.to_owned(), args.service.clone())),
+        (None, Some(namespace)) => Some((namespace.to_owned(), service.clone())),
         (None, None) => None,
     };
     let objects = Objects::read(&args.objects, &args.cluster, |context| {
-        let default = args.namespace.as_deref().unwrap_or(context);
+        let default = args.scope.namespace.as_deref().unwrap_or(context);
         let namespace = named(Some(default)).map(|(namespace, _)| namespace);
-        let namespace = namespace.as_deref().unwrap_or(default);
-        let mut kinds = service_kinds(Some(namespace));
-        if args.dns_server.is_none() && namespace != "kube-system" {
-            // Where the cluster's DNS is: Service kube-system/kube-dns.
-            let mut dns = Wanted::in_namespace(ListKind::Services, Some("kube-system"));
-            dns.fields = Some("metadata.name=kube-dns".to_owned());
-            kinds.push(dns);
-        }
-        kinds
+        wanted(args, Some(namespace.as_deref().unwrap_or(default)))
     })?;
-    let default = args
-        .namespace
-        .clone()
-        .or_else(|| objects.live.as_ref().map(|live| live.namespace.clone()));
+    let default = args.scope.default_namespace(&objects);
     let Some((namespace, name)) = named(default.as_deref()) else {
         anyhow::bail!(
-            "expected NAMESPACE/NAME (or NAME with -n NAMESPACE), found {:?}",
-            args.service
+            "expected NAMESPACE/NAME (or NAME with -n NAMESPACE), found {service:?}; or no \
+             Service, to check every one (-A: in every namespace)"
         );
     };
-    let (namespace, name) = (namespace.as_str(), name.as_str());
-    let loaded = super::read_objects_flag(&objects.paths)?;
-    super::warn_unknown_node(&loaded.cluster, args.node.as_deref());
-    let key = ObjectKey::new(namespace, name);
-    let ruleset = match &args.ruleset {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-            let parsed = ruleset::parse(&text).map_err(|error| {
-                anyhow::anyhow!("{}:{}: {}", path.display(), error.line, error.message)
-            })?;
-            Some((parsed, path.display().to_string()))
+    let mut explainer = Explainer::new(args, &objects)?;
+    let key = ObjectKey::new(&namespace, &name);
+    let Some(explanation) = explainer.explain(args, key)? else {
+        let cluster = &explainer.loaded.cluster;
+        let hint = elsewhere(cluster, &namespace, &name);
+        if hint.is_empty() {
+            super::check_namespace(cluster, &namespace)?;
         }
-    };
-    let dns_name = format!("{name}.{namespace}.svc.{}.", args.zone);
-    let dns = lookup(&objects.paths, &args.zone, &dns_name)?;
-    let live_dns = live_dns_server(
-        args.dns_server.as_deref(),
-        objects.live.is_some(),
-        &loaded.cluster,
-    )?
-    .map(|server| match server {
-        Ok(server) => LiveDns {
-            server: server.to_string(),
-            answer: ask_live(server, &dns_name),
-        },
-        Err(reason) => LiveDns {
-            server: "kube-dns".to_owned(),
-            answer: Err(reason),
-        },
-    });
-    let slices_computed = loaded.computed_slices.contains(&key);
-    let input = ExplainInput {
-        cluster: &loaded.cluster,
-        slices_computed,
-        service: key,
-        node: args.node.clone(),
-        cluster_cidrs: args.cluster_cidr.clone(),
-        ruleset: ruleset.as_ref().map(|(r, n)| (r, n.clone())),
-        dns: Some(dns),
-        live_dns,
-    };
-    let Some(explanation) = explain(&input) else {
-        anyhow::bail!(
-            "no Service {namespace}/{name} in the objects{}",
-            elsewhere(&loaded.cluster, namespace, name)
-        );
+        anyhow::bail!("no Service {namespace}/{name} in the objects{hint}");
     };
     match args.output.data() {
         None => out!("{}", report_text(&explanation)),
         Some(data) => out!("{}", data.render(&explanation)?),
     }
     Ok(if explanation.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `explain` without a Service: every Service in the scope, listing those with findings.
+fn run_all(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let objects = Objects::read(&args.objects, &args.cluster, |context| {
+        wanted(args, args.scope.live_namespace(&[], context))
+    })?;
+    let shown = args.scope.shown_namespace(&objects);
+    let mut explainer = Explainer::new(args, &objects)?;
+    if let Some(namespace) = &shown {
+        super::check_namespace(&explainer.loaded.cluster, namespace)?;
+    }
+    let keys: Vec<ObjectKey> = explainer
+        .loaded
+        .cluster
+        .services
+        .keys()
+        .filter(|key| {
+            shown
+                .as_ref()
+                .is_none_or(|namespace| *key.namespace == **namespace)
+        })
+        .cloned()
+        .collect();
+    let mut survey = Survey::new(shown.clone());
+    for key in keys {
+        let Some(explanation) = explainer.explain(args, key)? else {
+            continue;
+        };
+        survey.add(explanation);
+    }
+    match args.output.data() {
+        None => out!("{}", survey_text(&survey)),
+        Some(data) => out!("{}", data.render(&survey)?),
+    }
+    Ok(if survey.findings == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

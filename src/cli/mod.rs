@@ -247,6 +247,30 @@ fn read_objects_flag(paths: &[PathBuf]) -> anyhow::Result<crate::source::file::L
     crate::source::file::read_objects(paths).map_err(|error| anyhow::anyhow!("--objects {error}"))
 }
 
+/// Fails when `namespace` is nowhere in the objects (no Namespace object of that name, and
+/// no Service or Pod in it), naming the namespace meant, or those there are.
+fn check_namespace(cluster: &crate::model::Cluster, namespace: &str) -> anyhow::Result<()> {
+    let known: std::collections::BTreeSet<&str> = cluster
+        .namespaces
+        .keys()
+        .map(String::as_str)
+        .chain(cluster.services.keys().map(|key| &*key.namespace))
+        .chain(cluster.pods.keys().map(|key| &*key.namespace))
+        .collect();
+    if known.contains(namespace) {
+        return Ok(());
+    }
+    let hint = match crate::suggest::closest(namespace, known.iter().copied()) {
+        Some(close) => format!("; did you mean {close}?"),
+        None if known.is_empty() => " (they have none)".to_owned(),
+        None => format!(
+            " (they have {})",
+            known.iter().copied().collect::<Vec<_>>().join(", ")
+        ),
+    };
+    anyhow::bail!("no namespace {namespace} in the objects{hint}")
+}
+
 /// `--node NODE` names a node no pod or endpoint in the objects is on: say so (a typo, or
 /// the wrong dump), since no endpoint is then local to it.
 fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {

@@ -142,6 +142,16 @@ fn every_tool_reads_the_live_cluster_as_it_reads_a_dump_of_it() {
             "ns",
         ),
         (
+            vec!["explain", "-A", cidr, "--dns-server", "none"],
+            vec!["ns,svc,endpointslices,pods", "-A"],
+            "all",
+        ),
+        (
+            vec!["explain", cidr, "--dns-server", "none"],
+            vec!["ns,svc,endpointslices,pods", "-n", NS],
+            "ns",
+        ),
+        (
             vec![
                 "explain",
                 "tools/app-headless",
@@ -187,7 +197,7 @@ fn every_tool_reads_the_live_cluster_as_it_reads_a_dump_of_it() {
             if command[0] == "resolve-cost" {
                 offline.extend_from_slice(&["--namespace", NS]);
             }
-            if command == &vec!["endpoints"] {
+            if command == &vec!["endpoints"] || command.get(..2) == Some(&["explain", cidr][..]) {
                 offline.extend_from_slice(&["-n", NS]);
             }
             if command[0] == "explain" && command[1] == "app" {

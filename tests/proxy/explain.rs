@@ -382,3 +382,194 @@ fn explain_errors() {
         run.stderr
     );
 }
+
+/// `-o json` gives the evidence as typed fields beside the report's lines: the pods, the
+/// ports and where their targetPorts resolve, the slices and their ports, kube-proxy's
+/// endpoints, the node's rules, and each finding's change or command.
+#[test]
+fn explain_json_has_typed_fields() {
+    let (code, json) = explain_json(&["pay/payments", "--objects", "fixtures/proxy.json"]);
+    assert_eq!(code, 1);
+    assert_eq!(json["service"], "pay/payments");
+    assert_eq!(json["type"], "ClusterIP");
+    assert_eq!(json["clusterIPs"], serde_json::json!(["10.96.1.10"]));
+    assert_eq!(json["selector"], serde_json::json!({"app": "payments"}));
+    assert_eq!(json["pods"]["ready"].as_array().unwrap().len(), 3);
+    let port = &json["ports"][0];
+    assert_eq!(port["targetPort"], "http");
+    assert_eq!(
+        port["resolved"],
+        serde_json::json!([{"port": 8080, "pods": ["payments-v1-7c9f8-a"]}])
+    );
+    assert_eq!(
+        port["unresolvedIn"][1],
+        serde_json::json!({"pod": "payments-v2-5d4b6-c",
+            "containerPorts": [{"name": "web", "port": 8080, "protocol": "TCP"}]})
+    );
+    // The key evidence: the second slice has endpoints but no ports.
+    assert_eq!(json["slices"][1]["endpoints"], 2);
+    assert_eq!(json["slices"][1]["ports"], serde_json::json!([]));
+    assert_eq!(
+        json["kubeProxy"][0]["endpoints"],
+        serde_json::json!(["10.244.1.20:8080"])
+    );
+    assert_eq!(json["dns"]["addresses"], serde_json::json!(["10.96.1.10"]));
+    // The port every selected pod has (by number: they name it differently).
+    assert_eq!(
+        json["findings"][0]["change"],
+        serde_json::json!({"object": "Service pay/payments",
+            "field": "spec.ports[0].targetPort", "values": [8080]})
+    );
+
+    // A port no pod has: the name and the number the pods offer; the command listing them.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("objects.json");
+    std::fs::write(
+        &path,
+        r#"{"kind": "List", "items": [
+          {"kind": "Service", "apiVersion": "v1", "metadata": {"name": "metrics", "namespace": "mon"},
+           "spec": {"clusterIP": "10.96.9.9", "selector": {"app": "exporter"},
+                    "ports": [{"name": "metrics", "port": 9100, "targetPort": "metrics"}]}},
+          {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "exporter-a", "namespace": "mon", "labels": {"app": "exporter"}},
+           "spec": {"nodeName": "kind-worker", "containers": [{"name": "e", "ports": [{"name": "http-metrics", "containerPort": 9100}]}]},
+           "status": {"phase": "Running", "podIP": "10.244.1.99", "conditions": [{"type": "Ready", "status": "True"}]}}
+        ]}"#,
+    )
+    .unwrap();
+    let (_, json) = explain_json(&["mon/metrics", "--objects", path.to_str().unwrap()]);
+    assert_eq!(
+        json["findings"][0]["change"]["values"],
+        serde_json::json!(["http-metrics", 9100])
+    );
+    assert_eq!(json["findings"][1]["kind"], "no-endpoints");
+    assert_eq!(
+        json["findings"][1]["command"],
+        "kubectl -n mon get pods -l app=exporter"
+    );
+    assert_eq!(json["findings"][1]["change"], serde_json::Value::Null);
+
+    // The node's rules, traced: each DNAT target and its share.
+    let (_, api) = explain_json(&[
+        "drift/api",
+        "--objects",
+        "fixtures/explain/drift.json",
+        "--ruleset",
+        "fixtures/explain/drift-node-nat.txt",
+        "--node",
+        "kind-worker",
+    ]);
+    let rules = &api["rules"][0];
+    assert_eq!(rules["ruleset"], "fixtures/explain/drift-node-nat.txt");
+    assert_eq!(rules["verdict"], "dnat", "{rules}");
+    let shares: f64 = rules["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["share"].as_f64().unwrap())
+        .sum();
+    assert!((shares - 1.0).abs() < 1e-9, "{rules}");
+    let stale = api["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "stale-rules")
+        .unwrap();
+    assert_eq!(
+        stale["command"],
+        "kubectl -n kube-system logs -l k8s-app=kube-proxy"
+    );
+}
+
+/// Without a Service, `explain` checks every Service of the namespace (`-n`), or of every
+/// namespace (the objects files' default, `-A` on a cluster), and lists only those with
+/// findings, with the count; exit 1 when there is any.
+#[test]
+fn explain_every_service_lists_those_with_findings() {
+    let run = clusterdns(&["explain", "--objects", "fixtures/proxy.json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(
+            "pay/payments: 1 finding\n  target-port-partial: http 80/TCP: targetPort \"http\" \
+             resolves in 1 of 3 pods;"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("\n    fix: name a container port \"http\""),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.ends_with(
+            "\n\nchecked 10 Services in 2 namespaces: 1 with findings (1 finding); \
+             `clusterdns explain NS/NAME` shows the evidence for one\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let every = clusterdns(&["explain", "-A", "--objects", "fixtures/proxy.json"]);
+    assert_eq!((every.code, &every.stdout), (run.code, &run.stdout));
+
+    let json: serde_json::Value = serde_json::from_str(
+        &clusterdns(&["explain", "--objects", "fixtures/proxy.json", "-o", "json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (&json["checked"], &json["withFindings"], &json["findings"]),
+        (&10.into(), &1.into(), &1.into())
+    );
+    assert_eq!(json["services"].as_array().unwrap().len(), 1);
+    assert_eq!(json["services"][0]["service"], "pay/payments");
+
+    // A namespace where every layer agrees: exit 0.
+    let edge = clusterdns(&["explain", "-n", "edge", "--objects", "fixtures/proxy.json"]);
+    assert_eq!(edge.code, 0, "{}{}", edge.stdout, edge.stderr);
+    assert_eq!(
+        edge.stdout,
+        "checked 9 Services in namespace edge: every layer agrees for each\n"
+    );
+
+    // A Service and -A: one or the other.
+    let both = clusterdns(&[
+        "explain",
+        "-A",
+        "pay/payments",
+        "--objects",
+        "fixtures/proxy.json",
+    ]);
+    assert_eq!(both.code, 2);
+    assert!(
+        both.stderr.contains("cannot be used with"),
+        "{}",
+        both.stderr
+    );
+}
+
+/// A namespace that is nowhere in the objects: said, with the one meant.
+#[test]
+fn a_misspelt_namespace_is_named_with_the_one_meant() {
+    for args in [
+        &["explain", "shpo/nothing", "--objects", "fixtures/shop.json"][..],
+        &["explain", "-n", "shpo", "--objects", "fixtures/shop.json"],
+        &["endpoints", "-n", "shpo", "--objects", "fixtures/shop.json"],
+    ] {
+        let run = clusterdns(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stdout);
+        assert!(
+            run.stderr
+                .ends_with("no namespace shpo in the objects; did you mean shop?\n"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    // The same Service name in another namespace says where it is, whatever the namespace.
+    let run = clusterdns(&["explain", "shpo/web", "--objects", "fixtures/shop.json"]);
+    assert!(
+        run.stderr
+            .ends_with("no Service shpo/web in the objects; there is shop/web\n"),
+        "{}",
+        run.stderr
+    );
+}

@@ -24,6 +24,7 @@
 //!   otherwise than the objects say it should (a server that has not caught up, filters
 //!   the Service out, or is not clusterdns).
 
+mod facts;
 mod rules;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +38,10 @@ use super::plan::{IpFamily, PlanOptions, Skipped, join_host_port, service_plans,
 use super::ruleset::Ruleset;
 use crate::model::endpoints::{reconcile_slices, resolve_target_port, selects};
 use crate::model::{Cluster, EndpointSlice, ObjectKey, Pod, Service, ServiceType, TargetPort};
+pub use facts::{
+    Change, NamedPort, PodFacts, PodPorts, PortFacts, PortValue, ProxyFacts, Resolved, RuleFacts,
+    ServiceFacts, Share, SliceFacts,
+};
 use rules::rules_for_port;
 
 /// What to explain, and the evidence beyond the objects.
@@ -62,12 +67,26 @@ pub struct ExplainInput<'a> {
 }
 
 /// The cluster's running DNS server, asked for the Service's name.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveDns {
     /// Where it was asked (`10.96.0.10:53`).
     pub server: String,
     /// Its answer, or why there is none (not reachable, no answer in time).
     pub answer: Result<DnsAnswer, String>,
+}
+
+/// As data: `{"server", "answer"}`, or `{"server", "error"}` when there is none.
+impl Serialize for LiveDns {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut state = serializer.serialize_struct("LiveDns", 2)?;
+        state.serialize_field("server", &self.server)?;
+        match &self.answer {
+            Ok(answer) => state.serialize_field("answer", answer)?,
+            Err(reason) => state.serialize_field("error", reason)?,
+        }
+        state.end()
+    }
 }
 
 /// What DNS answers for the Service's name.
@@ -92,6 +111,23 @@ pub struct Finding {
     pub message: String,
     /// What to change to mend it: the field and its value, or where to look.
     pub fix: String,
+    /// The change in an object that mends it, when there is one to make.
+    pub change: Option<Change>,
+    /// The command that shows what to look at, when there is one.
+    pub command: Option<String>,
+}
+
+impl Finding {
+    /// A finding whose fix is outside the objects (a controller or kube-proxy to check).
+    pub(crate) fn new(kind: &'static str, message: String, fix: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message,
+            fix: fix.into(),
+            change: None,
+            command: None,
+        }
+    }
 }
 
 /// The fix of a DNS answer that differs from the objects it was built from.
@@ -100,9 +136,32 @@ const DNS_BEHIND: &str = "nothing in the Service: the answer is built from these
 
 /// What `explain` found.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Explanation {
     /// `namespace/name`.
     pub service: String,
+    /// The Service.
+    #[serde(flatten)]
+    pub details: ServiceFacts,
+    /// The pods the selector picks (`None`: the Service has no selector).
+    pub pods: Option<PodFacts>,
+    /// The Service's ports and where their targetPorts resolve.
+    pub ports: Vec<PortFacts>,
+    /// The Service's EndpointSlices.
+    pub slices: Vec<SliceFacts>,
+    /// The input had no slice for the Service: these are computed from the pods.
+    pub slices_computed: bool,
+    /// Whether the slices are what the EndpointSlice controller computes from the pods
+    /// (`None`: not compared — the Service has no selector, or is an ExternalName).
+    pub slices_match_pods: Option<bool>,
+    /// What kube-proxy sends each port to, per family.
+    pub kube_proxy: Vec<ProxyFacts>,
+    /// Each port traced through the node's rules (empty without `--ruleset`).
+    pub rules: Vec<RuleFacts>,
+    /// What DNS (over these objects) answers for the Service's name.
+    pub dns: Option<DnsAnswer>,
+    /// What the cluster's running DNS server answered.
+    pub live_dns: Option<LiveDns>,
     /// The report's lines, section by section.
     pub sections: Vec<Section>,
     /// The findings; none means every layer agrees.
@@ -144,20 +203,26 @@ fn offered_ports(pods: &[&Pod], protocol: crate::model::Protocol) -> String {
     }
 }
 
+/// The command listing the pods `service` selects, when it has a selector.
+fn no_endpoint_command(service: &Service) -> Option<String> {
+    let selector = service.selector.as_ref()?;
+    let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Some(format!(
+        "kubectl -n {} get pods -l {}",
+        service.key.namespace,
+        labels.join(",")
+    ))
+}
+
 /// What gives a port of `service` an endpoint: pods its selector picks, ready.
 fn no_endpoint_fix(service: &Service) -> String {
     let key = &service.key;
-    match &service.selector {
-        Some(selector) => {
-            let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            format!(
-                "make a pod the selector picks Ready: `kubectl -n {} get pods -l {}` lists them \
-                 (none: fix spec.selector or the pods' labels; not Ready: their readiness probe \
-                 or their container)",
-                key.namespace,
-                labels.join(",")
-            )
-        }
+    match no_endpoint_command(service) {
+        Some(command) => format!(
+            "make a pod the selector picks Ready: `{command}` lists them (none: fix \
+             spec.selector or the pods' labels; not Ready: their readiness probe or their \
+             container)"
+        ),
         None => format!(
             "Service {key} has no selector: write an EndpointSlice labelled \
              kubernetes.io/service-name={} with ready endpoints, or give it a selector",
@@ -228,7 +293,8 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
     let cluster = input.cluster;
     let service = cluster.services.get(&input.service)?;
     let mut report = Report::default();
-    report.sections.push(service_section(service));
+    let details = service_facts(service);
+    report.sections.push(service_section(&details));
     if let Some(selector) = &service.selector {
         let pods: Vec<&Pod> = cluster
             .pods_in(&service.key.namespace)
@@ -236,6 +302,12 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
             .collect();
         let candidates = pods_section(&pods, &mut report);
         ports_section(service, &candidates, &mut report);
+    } else {
+        report.ports = service
+            .ports
+            .iter()
+            .map(|port| port_facts(port, Vec::new(), Vec::new()))
+            .collect();
     }
     let slices = slices_section(input, service, &mut report);
     kube_proxy_sections(input, service, &mut report);
@@ -247,16 +319,32 @@ pub fn explain(input: &ExplainInput<'_>) -> Option<Explanation> {
     }
     Some(Explanation {
         service: service.key.to_string(),
+        details,
+        pods: report.pods,
+        ports: report.ports,
+        slices: report.slices,
+        slices_computed: input.slices_computed,
+        slices_match_pods: report.slices_match_pods,
+        kube_proxy: report.kube_proxy,
+        rules: report.rules,
+        dns: input.dns.clone(),
+        live_dns: input.live_dns.clone(),
         sections: report.sections,
         findings: report.findings,
     })
 }
 
-/// The report under construction: its sections and its findings, in order.
+/// The report under construction: its sections, its findings and its evidence, in order.
 #[derive(Default)]
 struct Report {
     sections: Vec<Section>,
     findings: Vec<Finding>,
+    pods: Option<PodFacts>,
+    ports: Vec<PortFacts>,
+    slices: Vec<SliceFacts>,
+    slices_match_pods: Option<bool>,
+    kube_proxy: Vec<ProxyFacts>,
+    rules: Vec<RuleFacts>,
 }
 
 /// The Service's slices: the input's, and what the controller computes from the pods.
@@ -265,25 +353,37 @@ struct Slices<'c> {
     computed: Vec<EndpointSlice>,
 }
 
-/// The Service: its type, addresses and selector.
-fn service_section(service: &Service) -> Section {
-    let kind = match service.service_type {
+/// The Service as data.
+fn service_facts(service: &Service) -> ServiceFacts {
+    let service_type = match service.service_type {
         ServiceType::ClusterIp => "ClusterIP",
         ServiceType::NodePort => "NodePort",
         ServiceType::LoadBalancer => "LoadBalancer",
         ServiceType::ExternalName => "ExternalName",
     };
-    let ips = if service.headless {
+    ServiceFacts {
+        namespace: service.key.namespace.to_string(),
+        name: service.key.name.to_string(),
+        service_type,
+        cluster_ips: service.cluster_ips.clone(),
+        headless: service.headless,
+        selector: service.selector.clone(),
+    }
+}
+
+/// The Service: its type, addresses and selector.
+fn service_section(facts: &ServiceFacts) -> Section {
+    let ips = if facts.headless {
         "None (headless)".to_owned()
     } else {
-        service
+        facts
             .cluster_ips
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(",")
     };
-    let selector = service.selector.as_ref().map_or_else(
+    let selector = facts.selector.as_ref().map_or_else(
         || "<none> (slices are managed by hand)".to_owned(),
         |labels| {
             labels
@@ -296,8 +396,8 @@ fn service_section(service: &Service) -> Section {
     Section {
         title: "service".to_owned(),
         lines: vec![format!(
-            "{}  {kind}  {ips}  selector {selector}",
-            service.key
+            "{}/{}  {}  {ips}  selector {selector}",
+            facts.namespace, facts.name, facts.service_type
         )],
     }
 }
@@ -348,7 +448,78 @@ fn pods_section<'c>(pods: &[&'c Pod], report: &mut Report) -> Vec<&'c Pod> {
         title: "pods".to_owned(),
         lines: vec![line],
     });
+    let names = |pods: &[&str]| pods.iter().map(|name| (*name).to_owned()).collect();
+    report.pods = Some(PodFacts {
+        selected: candidates.iter().map(|p| p.key.name.to_string()).collect(),
+        ready: names(&ready),
+        not_ready: names(&not_ready),
+        terminating: names(&terminating),
+        not_endpoints: names(&out),
+    });
     candidates
+}
+
+/// A container port as data.
+fn container_port(port: &crate::model::ContainerPort) -> NamedPort {
+    NamedPort {
+        name: port.name.clone(),
+        port: Some(port.port),
+        protocol: port.protocol.to_string(),
+    }
+}
+
+/// A Service port as data, with where its targetPort resolves and where it does not.
+fn port_facts(
+    port: &crate::model::ServicePort,
+    resolved: Vec<Resolved>,
+    unresolved_in: Vec<PodPorts>,
+) -> PortFacts {
+    PortFacts {
+        name: port.name.clone(),
+        port: port.port,
+        protocol: port.protocol.to_string(),
+        target_port: match &port.target_port {
+            TargetPort::Number(number) => PortValue::Number(*number),
+            TargetPort::Name(name) => PortValue::Name(name.clone()),
+        },
+        resolved,
+        unresolved_in,
+    }
+}
+
+/// The values a targetPort may be set to so that every pod of `pods` has it: the names of
+/// container ports of `protocol` they all declare, then the numbers they all declare.
+fn port_values(pods: &[&Pod], protocol: crate::model::Protocol) -> Vec<PortValue> {
+    let Some((first, rest)) = pods.split_first() else {
+        return Vec::new();
+    };
+    let ports_of = |pod: &Pod| -> Vec<(String, u16)> {
+        pod.details()
+            .container_ports
+            .iter()
+            .filter(|p| p.protocol == protocol)
+            .map(|p| (p.name.clone(), p.port))
+            .collect()
+    };
+    let others: Vec<Vec<(String, u16)>> = rest.iter().map(|pod| ports_of(pod)).collect();
+    let mut names = BTreeSet::new();
+    let mut numbers = BTreeSet::new();
+    for (name, number) in ports_of(first) {
+        if !name.is_empty() && others.iter().all(|ports| ports.iter().any(|p| p.0 == name)) {
+            names.insert(name.clone());
+        }
+        if others
+            .iter()
+            .all(|ports| ports.iter().any(|p| p.1 == number))
+        {
+            numbers.insert(number);
+        }
+    }
+    names
+        .into_iter()
+        .map(PortValue::Name)
+        .chain(numbers.into_iter().map(PortValue::Number))
+        .collect()
 }
 
 /// The Service's ports, their targetPort resolved per pod.
@@ -370,6 +541,7 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                 lines.push(format!(
                     "{label} -> targetPort {number} (a number: every pod)"
                 ));
+                report.ports.push(port_facts(port, Vec::new(), Vec::new()));
             }
             TargetPort::Name(name) => {
                 let mut resolved: BTreeMap<u16, Vec<&str>> = BTreeMap::new();
@@ -396,37 +568,75 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                     .iter()
                     .map(|pod| format!("{} ({})", pod.key.name, pod_ports(pod)))
                     .collect();
-                let field = format!("spec.ports[{index}].targetPort of Service {}", service.key);
+                let path = format!("spec.ports[{index}].targetPort");
+                let field = format!("{path} of Service {}", service.key);
                 let offered = offered_ports(&missing, port.protocol);
+                let change = Change {
+                    object: format!("Service {}", service.key),
+                    field: path,
+                    values: port_values(&missing, port.protocol),
+                };
                 if !missing.is_empty() && resolved.is_empty() {
                     report.findings.push(Finding {
-                        kind: "target-port-unresolved",
-                        message: format!(
-                            "{label}: targetPort {name:?} is a container port of no selected pod: {}",
-                            details.join("; ")
-                        ),
-                        fix: format!(
-                            "set {field} to {offered}, or name a container port {name:?} in \
-                             the pods' template again"
-                        ),
+                        change: Some(change),
+                        ..Finding::new(
+                            "target-port-unresolved",
+                            format!(
+                                "{label}: targetPort {name:?} is a container port of no selected pod: {}",
+                                details.join("; ")
+                            ),
+                            format!(
+                                "set {field} to {offered}, or name a container port {name:?} in \
+                                 the pods' template again"
+                            ),
+                        )
                     });
                 } else if !missing.is_empty() {
                     let count: usize = resolved.values().map(Vec::len).sum();
+                    let everywhere = Change {
+                        values: port_values(candidates, port.protocol),
+                        ..change
+                    };
                     report.findings.push(Finding {
-                        kind: "target-port-partial",
-                        message: format!(
-                            "{label}: targetPort {name:?} resolves in {count} of {} pods; not in {}: those pods land in a slice without the port and get no traffic",
-                            candidates.len(),
-                            details.join("; ")
-                        ),
-                        fix: format!(
-                            "name a container port {name:?} in the pods without it (a \
-                             rollout of a template that renamed it is half done, or two \
-                             Deployments share the selector), or set {field} to a port every \
-                             selected pod has (those without {name:?} have {offered})"
-                        ),
+                        change: Some(everywhere),
+                        ..Finding::new(
+                            "target-port-partial",
+                            format!(
+                                "{label}: targetPort {name:?} resolves in {count} of {} pods; not in {}: those pods land in a slice without the port and get no traffic",
+                                candidates.len(),
+                                details.join("; ")
+                            ),
+                            format!(
+                                "name a container port {name:?} in the pods without it (a \
+                                 rollout of a template that renamed it is half done, or two \
+                                 Deployments share the selector), or set {field} to a port every \
+                                 selected pod has (those without {name:?} have {offered})"
+                            ),
+                        )
                     });
                 }
+                report.ports.push(port_facts(
+                    port,
+                    resolved
+                        .into_iter()
+                        .map(|(number, pods)| Resolved {
+                            port: number,
+                            pods: pods.into_iter().map(str::to_owned).collect(),
+                        })
+                        .collect(),
+                    missing
+                        .iter()
+                        .map(|pod| PodPorts {
+                            pod: pod.key.name.to_string(),
+                            container_ports: pod
+                                .details()
+                                .container_ports
+                                .iter()
+                                .map(container_port)
+                                .collect(),
+                        })
+                        .collect(),
+                ));
             }
         }
     }
@@ -444,6 +654,28 @@ fn slices_section<'c>(
 ) -> Slices<'c> {
     let cluster = input.cluster;
     let input_slices: Vec<&EndpointSlice> = cluster.slices_of(&service.key).collect();
+    report.slices = input_slices
+        .iter()
+        .map(|slice| SliceFacts {
+            name: slice.key.name.to_string(),
+            address_type: slice.address_type.as_str().to_owned(),
+            endpoints: slice.endpoints.len(),
+            ready: slice
+                .endpoints
+                .iter()
+                .filter(|e| e.conditions.ready())
+                .count(),
+            ports: slice
+                .ports
+                .iter()
+                .map(|port| NamedPort {
+                    name: port.name.clone(),
+                    port: port.port,
+                    protocol: port.protocol.to_string(),
+                })
+                .collect(),
+        })
+        .collect();
     let mut lines: Vec<String> = input_slices
         .iter()
         .map(|slice| {
@@ -515,6 +747,7 @@ fn slices_section<'c>(
                 ));
             }
         }
+        report.slices_match_pods = Some(differences.is_empty());
         if differences.is_empty() {
             lines.push("the EndpointSlice controller computes the same from the pods".to_owned());
         } else {
@@ -530,6 +763,10 @@ fn slices_section<'c>(
                       component=kube-controller-manager`), and that no other writer owns these \
                       slices (their endpointslice.kubernetes.io/managed-by label)"
                     .to_owned(),
+                change: None,
+                command: Some(
+                    "kubectl -n kube-system logs -l component=kube-controller-manager".to_owned(),
+                ),
             });
             lines.push(
                 "the EndpointSlice controller computes something else from the pods (see findings)"
@@ -592,6 +829,15 @@ fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut
                         family.as_str()
                     );
                     let list: Vec<String> = expected.iter().map(|e| e.addr_port()).collect();
+                    report.kube_proxy.push(ProxyFacts {
+                        name: port.name.port.to_string(),
+                        port: port.port,
+                        protocol: port.name.protocol.to_string(),
+                        family: family.as_str().to_owned(),
+                        cluster_ip: port.cluster_ip,
+                        endpoints: list.clone(),
+                        terminating_fallback: port.cluster_fallback,
+                    });
                     proxy_lines.push(format!(
                         "{label} -> {}{}",
                         if list.is_empty() {
@@ -613,6 +859,8 @@ fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut
                                 join_host_port(port.cluster_ip, port.port)
                             ),
                             fix: no_endpoint_fix(service),
+                            change: None,
+                            command: no_endpoint_command(service),
                         });
                     }
                     if let Some((ruleset, name)) = &input.ruleset {
@@ -623,6 +871,7 @@ fn kube_proxy_sections(input: &ExplainInput<'_>, service: &Service, report: &mut
                             &list,
                             &mut rule_lines,
                             &mut report.findings,
+                            &mut report.rules,
                         );
                     }
                 }
@@ -687,6 +936,16 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                 no_address(&dns.rcode)
             ),
             fix,
+            change: external.then(|| Change {
+                object: format!("Service {}", service.key),
+                field: "spec.externalName".to_owned(),
+                values: Vec::new(),
+            }),
+            command: if service.headless {
+                no_endpoint_command(service)
+            } else {
+                None
+            },
         });
     } else if !service.headless && !external {
         let want: BTreeSet<IpAddr> = service.cluster_ips.iter().copied().collect();
@@ -706,6 +965,8 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                     list(&want)
                 ),
                 fix: DNS_BEHIND.to_owned(),
+                change: None,
+                command: None,
             });
         }
     }
@@ -749,6 +1010,8 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                 kind: "dns-mismatch",
                 message: format!("{}: DNS {}", dns.name, parts.join(", and ")),
                 fix: DNS_BEHIND.to_owned(),
+                change: None,
+                command: None,
             });
         }
     }
@@ -795,6 +1058,8 @@ fn live_dns_section(live: &LiveDns, expected: Option<&DnsAnswer>, report: &mut R
                      (namespaces, labels), and `/ready` (clusterdns says whether it is synced)",
                     live.server
                 ),
+                change: None,
+                command: None,
             });
         }
     }
@@ -824,6 +1089,100 @@ fn no_address(rcode: &str) -> &str {
     }
 }
 
+/// Every Service of a namespace, or of all, explained: those with findings, and the count.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Survey {
+    /// The namespace checked; `None`: every namespace.
+    pub namespace: Option<String>,
+    /// How many Services were checked.
+    pub checked: usize,
+    /// In how many namespaces.
+    pub namespaces: usize,
+    /// How many of them have findings.
+    pub with_findings: usize,
+    /// How many findings they have between them.
+    pub findings: usize,
+    /// The Services with findings, each explained in full.
+    pub services: Vec<Explanation>,
+    #[serde(skip)]
+    seen: BTreeSet<String>,
+}
+
+impl Survey {
+    /// An empty survey of `namespace` (`None`: every namespace).
+    pub fn new(namespace: Option<String>) -> Self {
+        Self {
+            namespace,
+            ..Self::default()
+        }
+    }
+
+    /// Counts `explanation`, and keeps it when it has findings.
+    pub fn add(&mut self, explanation: Explanation) {
+        self.checked += 1;
+        if self.seen.insert(explanation.details.namespace.clone()) {
+            self.namespaces += 1;
+        }
+        if !explanation.findings.is_empty() {
+            self.with_findings += 1;
+            self.findings += explanation.findings.len();
+            self.services.push(explanation);
+        }
+    }
+}
+
+/// `n thing` or `n things`.
+fn count(n: usize, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The survey as text: each Service with findings and its findings, then the count.
+pub fn survey_text(survey: &Survey) -> String {
+    let mut out = String::new();
+    for explanation in &survey.services {
+        let _ = writeln!(
+            out,
+            "{}: {}",
+            explanation.service,
+            count(explanation.findings.len(), "finding")
+        );
+        findings_text(&explanation.findings, &mut out);
+        out.push('\n');
+    }
+    let scope = match &survey.namespace {
+        Some(namespace) => format!("in namespace {namespace}"),
+        None => format!("in {}", count(survey.namespaces, "namespace")),
+    };
+    if survey.checked == 0 {
+        let _ = writeln!(out, "no Services {scope}");
+    } else if survey.findings == 0 {
+        let _ = writeln!(
+            out,
+            "checked {} {scope}: every layer agrees for each",
+            count(survey.checked, "Service")
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "checked {} {scope}: {} with findings ({}); `clusterdns explain NS/NAME` shows the \
+             evidence for one",
+            count(survey.checked, "Service"),
+            survey.with_findings,
+            count(survey.findings, "finding")
+        );
+    }
+    out
+}
+
+/// Findings, two lines each: the kind and what is wrong, then the fix.
+fn findings_text(findings: &[Finding], out: &mut String) {
+    for finding in findings {
+        let _ = writeln!(out, "  {}: {}", finding.kind, finding.message);
+        let _ = writeln!(out, "    fix: {}", finding.fix);
+    }
+}
+
 /// The explanation as text.
 pub fn report_text(explanation: &Explanation) -> String {
     let mut out = String::new();
@@ -847,10 +1206,7 @@ pub fn report_text(explanation: &Explanation) -> String {
         out.push_str("findings: none, every layer agrees\n");
     } else {
         let _ = writeln!(out, "findings ({}):", explanation.findings.len());
-        for finding in &explanation.findings {
-            let _ = writeln!(out, "  {}: {}", finding.kind, finding.message);
-            let _ = writeln!(out, "    fix: {}", finding.fix);
-        }
+        findings_text(&explanation.findings, &mut out);
     }
     out
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use super::Finding;
+use super::{Finding, RuleFacts, Share};
 use crate::proxy::plan::{IpFamily, PortPlan, join_host_port};
 use crate::proxy::ruleset::{Action, Format, Ruleset, TableFamily};
 use crate::proxy::trace::{TraceOptions, TraceVerdict, trace};
@@ -14,6 +14,9 @@ const KUBE_PROXY_BEHIND: &str = "nothing in the Service: kube-proxy on the node 
      written the endpoints' rules; check that it runs and its log (`kubectl -n kube-system logs \
      -l k8s-app=kube-proxy`), and its sync metrics (kubeproxy_sync_proxy_rules_last_timestamp_seconds)";
 
+/// The command showing kube-proxy's log.
+const KUBE_PROXY_LOGS: &str = "kubectl -n kube-system logs -l k8s-app=kube-proxy";
+
 /// Traces one port's ClusterIP through the ruleset and compares with kube-proxy's endpoints.
 pub(super) fn rules_for_port(
     ruleset: &Ruleset,
@@ -22,6 +25,7 @@ pub(super) fn rules_for_port(
     expected: &[String],
     lines: &mut Vec<String>,
     findings: &mut Vec<Finding>,
+    facts: &mut Vec<RuleFacts>,
 ) {
     let family = IpFamily::of(port.cluster_ip);
     if !ruleset
@@ -80,6 +84,19 @@ pub(super) fn rules_for_port(
                 .join(" ")
         }
     ));
+    facts.push(RuleFacts {
+        ruleset: name.to_owned(),
+        to: target.clone(),
+        protocol: port.name.protocol.lower().to_owned(),
+        verdict: report.verdict.as_str().to_owned(),
+        endpoints: traced
+            .iter()
+            .map(|(endpoint, share)| Share {
+                endpoint: endpoint.clone(),
+                share: *share,
+            })
+            .collect(),
+    });
     let traced_set: BTreeSet<&str> = traced.iter().map(|(t, _)| t.as_str()).collect();
     let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
     let missing: Vec<&str> = expected_set.difference(&traced_set).copied().collect();
@@ -93,6 +110,8 @@ pub(super) fn rules_for_port(
                 report.verdict.as_str()
             ),
             fix: KUBE_PROXY_BEHIND.to_owned(),
+            change: None,
+            command: Some(KUBE_PROXY_LOGS.to_owned()),
         });
     }
     let stale: Vec<&str> = traced_set.difference(&expected_set).copied().collect();
@@ -105,6 +124,8 @@ pub(super) fn rules_for_port(
                 stale.join(", ")
             ),
             fix: KUBE_PROXY_BEHIND.to_owned(),
+            change: None,
+            command: Some(KUBE_PROXY_LOGS.to_owned()),
         });
     }
     // Leftover chains: DNAT rules of this port that the walk does not reach.
@@ -153,6 +174,8 @@ pub(super) fn rules_for_port(
                   full sync; chains that stay were written by something else, or by a \
                   kube-proxy that no longer runs"
                 .to_owned(),
+            change: None,
+            command: None,
         });
     }
     if report.verdict == TraceVerdict::Dnat && traced.len() >= 2 {
@@ -172,6 +195,8 @@ pub(super) fn rules_for_port(
                         .join(", ")
                 ),
                 fix: KUBE_PROXY_BEHIND.to_owned(),
+                change: None,
+                command: None,
             });
         }
     }
