@@ -20,6 +20,7 @@ mod cluster;
 mod endpoints;
 mod explain;
 mod generate;
+pub mod manual;
 mod output;
 mod proxy;
 mod query;
@@ -99,12 +100,31 @@ fn run_as_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
 /// The command line's definition; run as kubectl's plugin, its usage and help say
 /// `kubectl clusterdns ...`, as the user typed it.
 fn command_for(plugin: bool) -> clap::Command {
-    let command = Cli::command();
+    let command = with_manual(Cli::command(), &[]);
     if plugin {
         command.bin_name("kubectl clusterdns")
     } else {
         command
     }
+}
+
+/// `command` (at `path` in the tree) and its subcommands, each with its examples and exit
+/// statuses ([`manual`]) after the flags of its `--help` (not `-h`).
+fn with_manual(command: clap::Command, path: &[&str]) -> clap::Command {
+    let mut command = match manual::of(path) {
+        Some(manual) => command.after_long_help(manual.help_text()),
+        None => command,
+    };
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        let mut sub_path = path.to_vec();
+        sub_path.push(&name);
+        command = command.mut_subcommand(&name, |sub| with_manual(sub, &sub_path));
+    }
+    command
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
