@@ -168,15 +168,23 @@ pub const MANUALS: &[Manual] = &[
                 check: Check::Exits(0),
             },
             Example {
-                line: "clusterdns query -t SRV _http._tcp.web.shop.svc.cluster.local --why \
-                       --objects fixtures/shop.json",
-                says: "Its SRV record, and why: the Service port behind it.",
+                line: "clusterdns query db.shop.svc.cluster.local +short --objects \
+                       fixtures/shop.json",
+                says: "Only the answer's data, one record a line, as dig +short: here the \
+                       addresses of headless Service shop/db's ready endpoints.",
                 check: Check::Exits(0),
             },
             Example {
-                line: "clusterdns query nope.shop.svc.cluster.local --why --objects \
+                line: "clusterdns query -t SRV _http._tcp.web.shop.svc.cluster.local --why \
+                       --objects fixtures/shop.json",
+                says: "An SRV record, and why: the Service port behind it.",
+                check: Check::Exits(0),
+            },
+            Example {
+                line: "clusterdns query nope.shop.svc.cluster.local --why -o json --objects \
                        fixtures/shop.json",
-                says: "An NXDOMAIN, and why (no such Service); the exit status is 0 all the same.",
+                says: "An NXDOMAIN as JSON (status, flags, question, answer, authority, \
+                       additional, why); the exit status is 0 all the same.",
                 check: Check::Exits(0),
             },
             Example {
@@ -189,15 +197,20 @@ pub const MANUALS: &[Manual] = &[
         exit: &[
             (
                 0,
-                "the reply was printed, whatever its status (NOERROR, NXDOMAIN, REFUSED...), or \
-                 the name goes upstream, which query says and does not ask",
+                "the reply was printed, whatever its status (NOERROR, NXDOMAIN, REFUSED...; with \
+                 +short its answers' data, nothing for an NXDOMAIN), or the name goes upstream, \
+                 which query says and does not ask",
             ),
             (
                 1,
                 "the name is a short one (web.shop) that only a pod's search path completes: not \
                  in the cluster zone as given",
             ),
-            USAGE,
+            (
+                2,
+                "an error (a +option query does not take, +short with -o json, objects that \
+                 cannot be read, a name or type that is not one), or a usage error",
+            ),
         ],
     },
     Manual {
