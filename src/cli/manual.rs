@@ -89,9 +89,9 @@ pub const MANUALS: &[Manual] = &[
             (0, "the command did what it was asked"),
             (
                 1,
-                "the command's answer is a negative one: explain found drift, proxy trace's \
-                 connection is not DNATed, query's name is short of the cluster zone (each \
-                 command's page says when)",
+                "a negative answer: explain found drift, proxy trace's connection is not \
+                 DNATed, query's name is a short one not in the cluster zone (each command's \
+                 page says when)",
             ),
             USAGE,
         ],
