@@ -30,7 +30,8 @@ fn short_prints_the_answers_data_one_per_line() {
             ],
             "0 100 80 web.shop.svc.cluster.local.\n",
         ),
-        // The flag's own spelling; a headless Service's endpoints, one a line.
+        // The flag's own spelling; a headless Service's endpoints, one a line (in the order
+        // loadbalance rotates them to: sorted here).
         (
             vec!["db.shop.svc.cluster.local", "--short"],
             "10.244.1.11\n10.244.2.12\n",
@@ -42,7 +43,10 @@ fn short_prints_the_answers_data_one_per_line() {
         all.extend(shop);
         let (code, stdout, stderr) = query(&all);
         assert_eq!((code, stderr.as_str()), (0, ""), "{all:?}");
-        assert_eq!(stdout, shown, "{all:?}");
+        let mut lines: Vec<&str> = stdout.lines().collect();
+        lines.sort_unstable();
+        let sorted: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        assert_eq!(sorted, shown, "{all:?}");
     }
     // After `--objects FILE...`, which would otherwise take it for a file.
     let (code, stdout, _) = query(&[
