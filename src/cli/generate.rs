@@ -83,14 +83,14 @@ pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
     command.build();
     match &args.out {
         None => {
-            let mut page = Vec::new();
-            page_of(named(command, &args.command)?).render(&mut page)?;
-            out!("{}", String::from_utf8_lossy(&page));
+            let path: Vec<&str> = args.command.iter().map(String::as_str).collect();
+            let page = render(named(command, &args.command)?, &path)?;
+            out!("{page}");
         }
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
-            write_pages(command, dir)?;
+            write_pages(command, &[], dir)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -134,20 +134,44 @@ fn page_of(command: clap::Command) -> clap_mangen::Man {
         .manual("clusterdns manual")
 }
 
-/// Writes the page of `command` and of each of its subcommands, nested ones included, into
-/// `dir`, and names each file written on stdout.
-fn write_pages(command: clap::Command, dir: &Path) -> anyhow::Result<()> {
+/// The page of `command`, at `path` in the tree: clap_mangen's sections, then EXIT STATUS and
+/// EXAMPLES ([`super::manual`]) before VERSION.
+fn render(command: clap::Command, path: &[&str]) -> anyhow::Result<String> {
+    let mut page = Vec::new();
+    page_of(command).render(&mut page)?;
+    let page = String::from_utf8(page)?;
+    let Some(manual) = super::manual::of(path) else {
+        return Ok(page);
+    };
+    // Rendered with apostrophes as the page's own (`\*(Aq`), whose definition the page
+    // already opens with.
+    let sections = manual.roff().render();
+    let sections = sections
+        .split_once(".el .ds Aq '\n")
+        .map_or(sections.as_str(), |(_, rest)| rest);
+    Ok(match page.find("\n.SH VERSION\n") {
+        Some(at) => format!("{}\n{sections}{}", &page[..at], &page[at + 1..]),
+        None => format!("{page}{sections}"),
+    })
+}
+
+/// Writes the page of `command` (at `path` in the tree) and of each of its subcommands,
+/// nested ones included, into `dir`, and names each file written on stdout.
+fn write_pages(command: clap::Command, path: &[&str], dir: &Path) -> anyhow::Result<()> {
     let subcommands: Vec<clap::Command> = command
         .get_subcommands()
         .filter(|sub| !sub.is_hide_set())
         .cloned()
         .collect();
-    let path = page_of(command)
-        .generate_to(dir)
+    let file = dir.join(page_of(command.clone()).get_filename());
+    let page = render(command, path)?;
+    std::fs::write(&file, page)
         .with_context(|| format!("--out {}: cannot write a page", dir.display()))?;
-    outln!("{}", path.display());
-    for sub in subcommands {
-        write_pages(sub, dir)?;
+    outln!("{}", file.display());
+    for sub in &subcommands {
+        let mut sub_path = path.to_vec();
+        sub_path.push(sub.get_name());
+        write_pages(sub.clone(), &sub_path, dir)?;
     }
     Ok(())
 }

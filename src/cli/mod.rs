@@ -20,6 +20,7 @@ mod cluster;
 mod endpoints;
 mod explain;
 mod generate;
+pub mod manual;
 mod output;
 mod proxy;
 mod query;
@@ -99,12 +100,31 @@ fn run_as_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
 /// The command line's definition; run as kubectl's plugin, its usage and help say
 /// `kubectl clusterdns ...`, as the user typed it.
 fn command_for(plugin: bool) -> clap::Command {
-    let command = Cli::command();
+    let command = with_manual(Cli::command(), &[]);
     if plugin {
         command.bin_name("kubectl clusterdns")
     } else {
         command
     }
+}
+
+/// `command` (at `path` in the tree) and its subcommands, each with its examples and exit
+/// statuses ([`manual`]) after the flags of its `--help` (not `-h`).
+fn with_manual(command: clap::Command, path: &[&str]) -> clap::Command {
+    let mut command = match manual::of(path) {
+        Some(manual) => command.after_long_help(manual.help_text()),
+        None => command,
+    };
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        let mut sub_path = path.to_vec();
+        sub_path.push(&name);
+        command = command.mut_subcommand(&name, |sub| with_manual(sub, &sub_path));
+    }
+    command
 }
 
 /// Where the configuration comes from: a Corefile, or objects files with kubeadm's defaults.
@@ -307,7 +327,7 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
 /// Parse the arguments, run the command, and turn its result into an exit code: 0 on
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {
-    let args = coredns_args(std::env::args_os());
+    let args = dig_words(coredns_args(std::env::args_os()));
     let plugin = run_as_plugin(args.first().map(OsString::as_os_str));
     let cli = command_for(plugin)
         .try_get_matches_from(args)
@@ -391,6 +411,48 @@ fn coredns_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     out
 }
 
+/// dig's options are `+WORD`s, anywhere on the line (`clusterdns query web.shop +short`): for
+/// `query`, each becomes its hidden `--dig-word=WORD` right after the command's name, where
+/// clap takes it whatever precedes it (even after `--objects FILE...`), and `query` checks it
+/// (naming the words it takes). Other commands' arguments, and those after `--`, are left as
+/// they are.
+fn dig_words(args: Vec<OsString>) -> Vec<OsString> {
+    let is_word = |arg: &OsString| {
+        arg.to_str().is_some_and(|text| {
+            text.strip_prefix('+')
+                .is_some_and(|word| word.starts_with(|c: char| c.is_ascii_alphabetic()))
+        })
+    };
+    let end = args
+        .iter()
+        .position(|arg| arg == "--")
+        .unwrap_or(args.len());
+    let command = args[..end].iter().enumerate().skip(1).find(|(_, arg)| {
+        !arg.to_str()
+            .is_some_and(|text| text.starts_with('-') || text.starts_with('+'))
+    });
+    let Some((at, "query")) = command.map(|(at, arg)| (at, arg.to_str().unwrap_or_default()))
+    else {
+        return args;
+    };
+    let mut out = Vec::with_capacity(args.len());
+    let mut words = Vec::new();
+    let mut command_at = at;
+    for (index, arg) in args.into_iter().enumerate() {
+        if index < end && is_word(&arg) {
+            let word = arg.to_string_lossy()[1..].to_owned();
+            words.push(OsString::from(format!("--{}={word}", query::DIG_WORD_FLAG)));
+            if index < at {
+                command_at -= 1;
+            }
+        } else {
+            out.push(arg);
+        }
+    }
+    out.splice(command_at + 1..command_at + 1, words);
+    out
+}
+
 /// Whether to colour what goes to a stream: only to a terminal, and never when `NO_COLOR` is
 /// set to anything but the empty string (<https://no-color.org>). clap's help and errors follow
 /// the same rule (anstream).
@@ -449,6 +511,42 @@ mod tests {
             args(&["x", "records", "--objects", "f"]),
             ["x", "records", "--objects", "f"]
         );
+    }
+
+    #[test]
+    fn digs_plus_words_become_querys_flag() {
+        let dig = |list: &[&str]| -> Vec<String> {
+            dig_words(list.iter().map(OsString::from).collect())
+                .into_iter()
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            dig(&["c", "query", "web.shop", "+short"]),
+            ["c", "query", "--dig-word=short", "web.shop"]
+        );
+        assert_eq!(
+            dig(&["c", "+short", "query", "--objects", "f", "+nope", "x"]),
+            [
+                "c",
+                "query",
+                "--dig-word=short",
+                "--dig-word=nope",
+                "--objects",
+                "f",
+                "x"
+            ]
+        );
+        // Other commands, a `+` alone or before a digit, and what follows `--` are left.
+        for line in [
+            &["c", "records", "+short"][..],
+            &["c", "query", "+", "+1"],
+            &["c", "query", "--", "+short"],
+            &["c", "--help"],
+            &["c"],
+        ] {
+            assert_eq!(dig(line), *line);
+        }
     }
 
     #[test]

@@ -378,13 +378,14 @@ impl Reply {
         )
     }
 
-    /// How the reply reads in a report: `NOERROR` with its count, `NODATA`, an rcode, or
-    /// `no reply`.
+    /// How the reply reads in a report: `NOERROR` with the records it answers with
+    /// (`NOERROR, 2 records`), `NODATA`, an rcode, or `no reply`.
     pub fn summary(&self) -> String {
         match self.rcode {
             None => "no reply".to_owned(),
             Some(rcode::NOERROR) if self.answers == 0 => "NODATA".to_owned(),
-            Some(rcode::NOERROR) => format!("NOERROR ({})", self.answers),
+            Some(rcode::NOERROR) if self.answers == 1 => "NOERROR, 1 record".to_owned(),
+            Some(rcode::NOERROR) => format!("NOERROR, {} records", self.answers),
             Some(code) => crate::wire::rcode_name(code).to_owned(),
         }
     }

@@ -159,6 +159,19 @@ pub struct JsonRecord {
     pub data: String,
 }
 
+impl JsonRecord {
+    /// `record` as JSON (as [`record_line`] writes it, field by field).
+    pub fn of(record: &Record) -> Self {
+        Self {
+            name: record.name.to_string(),
+            ttl: record.ttl,
+            class: "IN",
+            rtype: record_type_text(record.record_type()),
+            data: rdata_text(&record.data),
+        }
+    }
+}
+
 /// Every served zone (or only `only`) as JSON values.
 pub fn zone_json(snapshot: &Snapshot, only: Option<usize>) -> Vec<JsonZone> {
     snapshot
@@ -170,13 +183,7 @@ pub fn zone_json(snapshot: &Snapshot, only: Option<usize>) -> Vec<JsonZone> {
             zone: zone.origin().to_string(),
             records: zone_records(snapshot, index)
                 .iter()
-                .map(|record| JsonRecord {
-                    name: record.name.to_string(),
-                    ttl: record.ttl,
-                    class: "IN",
-                    rtype: record_type_text(record.record_type()),
-                    data: rdata_text(&record.data),
-                })
+                .map(JsonRecord::of)
                 .collect(),
         })
         .collect()

@@ -3,6 +3,9 @@
 
 use std::process::Command;
 
+use clap::CommandFactory as _;
+use clusterdns::cli::manual::{self, Check};
+
 use super::{binary, commands, long_flags, run, run_with, tool};
 
 #[test]
@@ -74,6 +77,31 @@ fn man_writes_a_page_per_command_with_every_flag() {
         for flag in long_flags(path) {
             assert!(text.contains(&flag), "{file} does not show {flag}:\n{text}");
         }
+        // Every page has its sections, and shows each example line whole (unfilled: never
+        // broken or hyphenated, so it copies as it is).
+        for section in [
+            ".SH NAME",
+            ".SH SYNOPSIS",
+            ".SH EXAMPLES",
+            ".SH \"EXIT STATUS\"",
+        ] {
+            assert!(source.contains(section), "{file} has no {section}");
+        }
+        let words: Vec<&str> = path.iter().map(String::as_str).collect();
+        let manual = manual::of(&words).unwrap_or_else(|| panic!("{file}: no examples"));
+        for example in manual.examples {
+            let shown = if man.is_some() {
+                text.clone()
+            } else {
+                source.replace("\\*(Aq", "'")
+            };
+            assert!(
+                shown.contains(example.line),
+                "{file} does not show `{}`:\n{shown}",
+                example.line
+            );
+        }
+
         // The top page and each parent list their commands.
         for sub in commands() {
             if sub.len() == path.len() + 1 && sub.starts_with(path) {
@@ -127,6 +155,30 @@ fn man_of_a_command_prints_its_page() {
             ran.stdout
         );
     }
+    // `clusterdns man explain | man -l -` shows the examples and exit statuses.
+    if let Some(man) = tool("man", "man_of_a_command_prints_its_page") {
+        let page = run(binary(), &["man", "explain"]).stdout;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("explain.1");
+        std::fs::write(&file, page).unwrap();
+        let shown = run_with(
+            Command::new(man)
+                .args(["-l", file.to_str().unwrap()])
+                .env("MANPAGER", "cat")
+                .env("MANWIDTH", "100"),
+        );
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        assert!(
+            shown.stdout.contains("EXIT STATUS\n")
+                && shown.stdout.contains("EXAMPLES\n")
+                && shown
+                    .stdout
+                    .contains("clusterdns explain pay/payments --objects fixtures/proxy.json\n")
+                && shown.stdout.contains("At least one finding"),
+            "{}",
+            shown.stdout
+        );
+    }
     let ran = run(binary(), &["man", "explian"]);
     assert_eq!(ran.code, 2);
     assert!(
@@ -143,6 +195,64 @@ fn man_of_a_command_prints_its_page() {
         "{}",
         ran.stderr
     );
+}
+
+/// Every example of every page runs as the page says: those that read only the repository's
+/// files (or nothing) exit with the status given, from the repository root and with no
+/// kubeconfig to find; the others (a server, a live cluster, a write outside the repository)
+/// parse. `--help` shows them too, and the exit statuses.
+#[test]
+fn every_example_runs_as_its_page_says() {
+    let mut paths = vec![vec![]];
+    paths.extend(commands());
+    let no_home = crate::common::root().join("target/no-home");
+    for path in paths {
+        let words: Vec<&str> = path.iter().map(String::as_str).collect();
+        let manual = manual::of(&words).unwrap_or_else(|| panic!("{path:?} has no examples"));
+        let mut help_args = words.clone();
+        help_args.push("--help");
+        let help = run(binary(), &help_args);
+        assert_eq!(help.code, 0, "{}", help.stderr);
+        assert!(
+            help.stdout.contains("\nExamples:\n") && help.stdout.contains("\nExit status:\n"),
+            "{path:?} --help:\n{}",
+            help.stdout
+        );
+        for example in manual.examples {
+            assert!(help.stdout.contains(example.line), "{}", help.stdout);
+            let args = example.args();
+            match example.check {
+                Check::Exits(code) => {
+                    let ran = run_with(
+                        std::process::Command::new(binary())
+                            .args(&args)
+                            .env("RUST_LOG", "warn")
+                            .env_remove("KUBECONFIG")
+                            .env_remove("KUBERNETES_SERVICE_HOST")
+                            .env("HOME", &no_home),
+                    );
+                    assert_eq!(
+                        ran.code,
+                        i32::from(code),
+                        "`{}` exits {}, its page says {code}: {}",
+                        example.line,
+                        ran.code,
+                        ran.stderr
+                    );
+                    assert!(
+                        !(ran.stdout.is_empty() && ran.stderr.is_empty()),
+                        "`{}` says nothing",
+                        example.line
+                    );
+                }
+                Check::Parses => {
+                    let parsed = clusterdns::cli::Cli::command()
+                        .try_get_matches_from(std::iter::once("clusterdns").chain(args));
+                    assert!(parsed.is_ok(), "`{}`: {parsed:?}", example.line);
+                }
+            }
+        }
+    }
 }
 
 /// `version` says what `--version` says.

@@ -10,6 +10,7 @@ mod krew;
 mod man;
 mod output;
 mod plugin;
+mod query;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

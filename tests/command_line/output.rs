@@ -45,6 +45,22 @@ fn records_yaml_is_its_json() {
 }
 
 #[test]
+fn query_yaml_is_its_json() {
+    let json = same_data(
+        &[
+            "query",
+            "nope.shop.svc.cluster.local",
+            "--why",
+            "--objects",
+            "fixtures/shop.json",
+        ],
+        "--output",
+    );
+    assert_eq!(json["status"], "NXDOMAIN", "{json}");
+    assert_eq!(json["why"]["plugin"], "kubernetes", "{json}");
+}
+
+#[test]
 fn endpoints_yaml_is_its_json() {
     let json = same_data(
         &["endpoints", "--objects", "fixtures/proxy.json"],

@@ -780,3 +780,13 @@ fn getaddrinfo_walks_say_so() {
     assert_eq!(Qtype::Ptr.number(), 12);
     assert_eq!(Qtype::Srv.to_string(), "SRV");
 }
+
+/// A reply's cell in the report says what its number counts.
+#[test]
+fn a_replys_summary_names_what_it_counts() {
+    let summary = |rcode, answers| Reply::new(rcode, answers, Source::Upstream).summary();
+    assert_eq!(summary(rcode::NOERROR, 1), "NOERROR, 1 record");
+    assert_eq!(summary(rcode::NOERROR, 2), "NOERROR, 2 records");
+    assert_eq!(summary(rcode::NOERROR, 0), "NODATA");
+    assert_eq!(summary(rcode::NXDOMAIN, 0), "NXDOMAIN");
+}
