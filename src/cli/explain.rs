@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use clap_complete::engine::ArgValueCompleter;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
@@ -27,10 +28,10 @@ use crate::source::live::{ListKind, Wanted};
 pub(super) struct ExplainArgs {
     /// The Service, as NAMESPACE/NAME, or NAME with `-n` (or, reading the cluster, in the
     /// context's namespace).
-    #[arg(value_name = "NS/NAME")]
+    #[arg(value_name = "NS/NAME", add = ArgValueCompleter::new(super::complete::services))]
     service: String,
     /// The Service's namespace, when the argument is a bare NAME.
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", add = ArgValueCompleter::new(super::complete::namespaces))]
     namespace: Option<String>,
     /// Objects files (`kubectl get svc,pods,endpointslices -o json` output); without them,
     /// the live cluster's objects in the Service's namespace.
