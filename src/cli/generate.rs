@@ -90,7 +90,13 @@ fn completer_path() -> PathBuf {
         Some(path) if path.components().count() == 1 => path,
         Some(path) if path.is_absolute() => path,
         Some(path) => std::env::current_dir()
-            .map(|dir| dir.join(&path))
+            .map(|dir| {
+                // `./clusterdns` is `DIR/clusterdns`.
+                let relative = path
+                    .components()
+                    .filter(|part| *part != std::path::Component::CurDir);
+                dir.join(relative.collect::<PathBuf>())
+            })
             .unwrap_or(path),
         None => std::env::current_exe().unwrap_or_else(|_| PathBuf::from("clusterdns")),
     }

@@ -3,7 +3,6 @@
 //! the line or the cluster of the kubeconfig; and `kubectl clusterdns <TAB>` through
 //! `kubectl_complete-clusterdns`, with the real kubectl.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -685,5 +684,4 @@ fn kubectl_complete_clusterdns_answers_cobras_protocol() {
         (answer.stdout.as_str(), answer.stderr.as_str()),
         (":4\n", "")
     );
-    let _: &OsStr = completer.as_os_str();
 }
