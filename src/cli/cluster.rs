@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Args;
+use clap_complete::engine::ArgValueCompleter;
 
 use crate::model::ObjectKey;
 use crate::source::live::{self, Connection, ListKind, Wanted};
@@ -23,7 +24,7 @@ pub(super) struct ClusterArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "objects")]
     kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: the current context). Not with `--objects`.
-    #[arg(long, value_name = "NAME", conflicts_with = "objects")]
+    #[arg(long, value_name = "NAME", conflicts_with = "objects", add = ArgValueCompleter::new(super::complete::contexts))]
     context: Option<String>,
 }
 
@@ -62,7 +63,7 @@ impl ClusterArgs {
 pub(super) struct Scope {
     /// The namespace: of the Services shown, and of those read from the cluster (default:
     /// the context's namespace when reading the cluster; every namespace in `--objects`).
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", add = ArgValueCompleter::new(super::complete::namespaces))]
     pub(super) namespace: Option<String>,
     /// Every namespace, when reading the cluster.
     #[arg(short = 'A', long, conflicts_with = "namespace")]

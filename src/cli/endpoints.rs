@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
+use clap_complete::engine::ArgValueCompleter;
 
 use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
 use super::output::Output;
@@ -31,7 +32,7 @@ pub(super) struct EndpointsArgs {
     #[arg(long, value_name = "NODE")]
     node: Option<String>,
     /// Only these Services (NAMESPACE/NAME, repeatable or comma-separated).
-    #[arg(long, value_name = "NS/NAME", value_delimiter = ',')]
+    #[arg(long, value_name = "NS/NAME", value_delimiter = ',', add = ArgValueCompleter::new(super::complete::services))]
     service: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]

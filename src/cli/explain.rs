@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use clap_complete::engine::ArgValueCompleter;
 use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RData, RecordType};
 use ipnet::IpNet;
@@ -30,7 +31,8 @@ pub(super) struct ExplainArgs {
     /// The Service, as NAMESPACE/NAME, or NAME with `-n` (or, reading the cluster, in the
     /// context's namespace). Without it, every Service of the namespace (`-n`, or the
     /// context's), or of every namespace with `-A`, listing only those with findings.
-    #[arg(value_name = "NS/NAME", conflicts_with = "all_namespaces")]
+    #[arg(value_name = "NS/NAME", conflicts_with = "all_namespaces",
+          add = ArgValueCompleter::new(super::complete::services))]
     service: Option<String>,
     #[command(flatten)]
     scope: Scope,

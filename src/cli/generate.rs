@@ -28,12 +28,13 @@ enum Shell {
     Fish,
 }
 
-impl From<Shell> for clap_complete::Shell {
-    fn from(shell: Shell) -> Self {
-        match shell {
-            Shell::Bash => Self::Bash,
-            Shell::Zsh => Self::Zsh,
-            Shell::Fish => Self::Fish,
+impl Shell {
+    /// clap_complete's adapter for the shell: its script, and its side of the protocol.
+    fn completer(self) -> &'static dyn clap_complete::env::EnvCompleter {
+        match self {
+            Self::Bash => &clap_complete::env::Bash,
+            Self::Zsh => &clap_complete::env::Zsh,
+            Self::Fish => &clap_complete::env::Fish,
         }
     }
 }
@@ -52,23 +53,53 @@ pub(super) struct ManArgs {
 }
 
 /// The script completing `clusterdns` (or, when run as kubectl's plugin, the
-/// `kubectl-clusterdns` it was run as) in the shell asked for.
+/// `kubectl-clusterdns` it was run as) in the shell asked for: at each TAB it runs the binary
+/// it was printed by (as that was run: by its name on `PATH`, or by its path) for the
+/// candidates, so that namespaces, Services and contexts complete from the objects or the
+/// cluster (see complete.rs).
 pub(super) fn completion(args: &CompletionArgs, plugin: bool) -> anyhow::Result<ExitCode> {
     let name = if plugin {
         super::PLUGIN_NAME
     } else {
         "clusterdns"
     };
-    let mut command = Cli::command();
     let mut script = Vec::new();
-    clap_complete::generate(
-        clap_complete::Shell::from(args.shell),
-        &mut command,
-        name,
-        &mut script,
-    );
+    args.shell
+        .completer()
+        .write_registration(
+            super::complete::ENV_VAR,
+            name,
+            name,
+            &completer_path().to_string_lossy(),
+            &mut script,
+        )
+        .context("writing the completion script")?;
     out!("{}", String::from_utf8_lossy(&script));
     Ok(ExitCode::SUCCESS)
+}
+
+/// How the script runs the binary: as the binary was run, a name found on `PATH` as it is
+/// (it follows the binary there when it is upgraded), a relative path made absolute (the
+/// script is used from other directories).
+fn completer_path() -> PathBuf {
+    let argv0 = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .filter(|path| !path.as_os_str().is_empty());
+    match argv0 {
+        Some(path) if path.components().count() == 1 => path,
+        Some(path) if path.is_absolute() => path,
+        Some(path) => std::env::current_dir()
+            .map(|dir| {
+                // `./clusterdns` is `DIR/clusterdns`.
+                let relative = path
+                    .components()
+                    .filter(|part| *part != std::path::Component::CurDir);
+                dir.join(relative.collect::<PathBuf>())
+            })
+            .unwrap_or(path),
+        None => std::env::current_exe().unwrap_or_else(|_| PathBuf::from("clusterdns")),
+    }
 }
 
 /// `clusterdns version`: what `--version` prints.

@@ -17,6 +17,7 @@ macro_rules! outln {
 }
 
 mod cluster;
+mod complete;
 mod endpoints;
 mod explain;
 mod generate;
@@ -327,7 +328,12 @@ fn warn_unknown_node(cluster: &crate::model::Cluster, node: Option<&str>) {
 /// Parse the arguments, run the command, and turn its result into an exit code: 0 on
 /// success, 2 on an error (printed to stderr with its causes).
 pub fn main() -> ExitCode {
-    let args = dig_words(coredns_args(std::env::args_os()));
+    let args: Vec<OsString> = std::env::args_os().collect();
+    // A shell's or kubectl's completion request, answered before anything else is said.
+    if let Some(code) = complete::answer(&args) {
+        return code;
+    }
+    let args = dig_words(coredns_args(args));
     let plugin = run_as_plugin(args.first().map(OsString::as_os_str));
     let cli = command_for(plugin)
         .try_get_matches_from(args)

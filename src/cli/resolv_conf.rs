@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
+use clap_complete::engine::ArgValueCompleter;
 
 use crate::config::read_text_lossy;
 use crate::resolver_sim::kubelet::{
@@ -24,7 +25,7 @@ pub(super) struct ResolvConfArgs {
 #[derive(Debug, Args, Clone)]
 pub(super) struct PodArgs {
     /// The pod's namespace.
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", add = ArgValueCompleter::new(super::complete::namespaces))]
     pub(super) namespace: Option<String>,
     /// The kubelet's `--cluster-dns` (the kube-dns Service's ClusterIP), one or more.
     #[arg(long, value_name = "IP", num_args = 1.., default_value = "10.96.0.10")]

@@ -362,6 +362,25 @@ pub fn choose_kubeconfig(
     )))
 }
 
+/// The context names of the kubeconfig kubectl reads with `--kubeconfig` (`None`: the files
+/// of `KUBECONFIG`, merged, or `~/.kube/config`), in the file's order, and its current
+/// context. For completing `--context`.
+pub fn context_names(
+    kubeconfig: Option<&Path>,
+) -> Result<(Vec<String>, Option<String>), LiveError> {
+    let file = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    }
+    .map_err(|error| LiveError::Config(format!("kubeconfig: {error}")))?;
+    let names = file
+        .contexts
+        .into_iter()
+        .map(|context| context.name)
+        .collect();
+    Ok((names, file.current_context))
+}
+
 /// Where kubectl looks without `--kubeconfig`, for messages.
 fn default_kubeconfig_text() -> String {
     match std::env::var_os("KUBECONFIG") {
