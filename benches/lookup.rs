@@ -306,9 +306,38 @@ fn bench_update(c: &mut Criterion, fixture: &Fixture) {
         .nth(cluster.endpoint_slices.len() / 3)
         .expect("a slice with endpoints")
         .clone();
-    group.bench_function(
-        format!("{} services/slice readiness", fixture.services),
-        |b| {
+    // A headless Service with one slice of three endpoints, added: what a Deployment scaling
+    // up and down changes (the churn of bench/vs-coredns.sh), where an update's cost is the
+    // update's own, not the Service's names.
+    let small = {
+        let mut service = cluster
+            .services
+            .values()
+            .find(|service| service.headless && cluster.slices_of(&service.key).next().is_some())
+            .expect("a headless Service with a slice")
+            .clone();
+        let mut slice = cluster
+            .slices_of(&service.key)
+            .find(|slice| slice.endpoints.len() >= 3)
+            .expect("a slice of three endpoints")
+            .clone();
+        service.key.name = "bench-churn".into();
+        slice.key.name = "bench-churn-x7k2p".into();
+        slice.service_name = Some("bench-churn".into());
+        slice.endpoints.truncate(3);
+        let changes = vec![
+            Change::Upsert(Box::new(Object::Service(service))),
+            Change::Upsert(Box::new(Object::EndpointSlice(slice.clone()))),
+        ];
+        let (next, _) = incremental.apply(&mut cluster, changes, &snapshot, 1);
+        snapshot = next;
+        slice
+    };
+    for (label, slice) in [
+        ("slice readiness", slice),
+        ("small headless slice readiness", small),
+    ] {
+        group.bench_function(format!("{} services/{label}", fixture.services), |b| {
             b.iter(|| {
                 for ready in [false, true] {
                     let mut changed = slice.clone();
@@ -318,8 +347,8 @@ fn bench_update(c: &mut Criterion, fixture: &Fixture) {
                     snapshot = next;
                 }
             });
-        },
-    );
+        });
+    }
     let mut service = cluster
         .services
         .values()

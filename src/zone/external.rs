@@ -115,7 +115,7 @@ pub(crate) fn build(
 ) -> Option<External> {
     let external = config.external.as_ref()?;
     let (zones, apexes) = served_zones(external, serial);
-    let namespaces: Vec<&str> = view.exposed.iter().copied().collect();
+    let namespaces: Vec<&str> = view.exposed.iter().collect();
     let part = Part {
         cluster,
         external,

@@ -270,7 +270,7 @@ impl Incremental {
         let namespaces = touched
             .namespaces
             .iter()
-            .filter_map(|ns| filter.exposed.get(ns.as_str()).copied())
+            .filter_map(|ns| filter.exposed.get(ns.as_str()))
             .collect();
         let mut pod_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
         for (namespace, ip) in &touched.pod_names {

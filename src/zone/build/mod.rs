@@ -54,7 +54,7 @@ pub(crate) fn build_full(
     let view = View::new(cluster, &filter);
     let scope = Scope {
         ptr_services: view.services.iter().map(|sv| sv.service).collect(),
-        namespaces: view.exposed.iter().copied().collect(),
+        namespaces: view.exposed.iter().collect(),
         pods: cluster.pods.values().collect(),
         only_ips: None,
         imports: multicluster::view(cluster, &filter),

@@ -1,7 +1,7 @@
 //! Pods: the `<ip>.<ns>.pod.<zone>` names `pods verified` builds, the namespaces whose
 //! names `pods insecure` answers, and the namespace of each client address (*autopath*).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Pod, PodPhase};
 use crate::zone::Map;
 use crate::zone::name::WireName;
-use crate::zone::records::{Filter, View};
+use crate::zone::records::{Exposed, Filter, View};
 use crate::zone::rrset;
 use crate::zone::writer::NameWriter;
 
@@ -34,7 +34,7 @@ pub(crate) fn pod_namespaces(
 /// `None`.
 pub(crate) fn client_namespaces<'p>(
     pods: impl IntoIterator<Item = &'p Pod>,
-    exposed: &BTreeSet<&str>,
+    exposed: &Exposed<'_>,
 ) -> Map<IpAddr, Option<Arc<str>>> {
     let mut clients: Map<IpAddr, Option<Arc<str>>> = Map::default();
     for pod in pods {
