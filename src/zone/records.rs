@@ -247,7 +247,7 @@ impl<'c, 'k> Filter<'c, 'k> {
     /// A ServiceImport in an exposed namespace (`labels` does not apply to imports: CoreDNS
     /// does not select them by it).
     pub(crate) fn import(&self, import: &crate::model::ServiceImport) -> bool {
-        self.exposed.contains(&*import.key.namespace)
+        self.exposed.contains(&import.key.namespace)
     }
 
     fn labels(&self, labels: &crate::model::Labels) -> bool {
@@ -272,7 +272,7 @@ impl<'c, 'k> Filter<'c, 'k> {
 
     /// A Service in an exposed namespace that `labels` matches.
     pub(crate) fn service(&self, service: &Service) -> bool {
-        self.exposed.contains(&*service.key.namespace) && self.labels(&service.labels)
+        self.exposed.contains(&service.key.namespace) && self.labels(&service.labels)
     }
 
     /// An EndpointSlice of addresses in an exposed namespace that `labels` matches (none
@@ -280,7 +280,7 @@ impl<'c, 'k> Filter<'c, 'k> {
     pub(crate) fn slice(&self, slice: &EndpointSlice) -> bool {
         !self.config.noendpoints
             && slice.address_type != AddressType::Fqdn
-            && self.exposed.contains(&*slice.key.namespace)
+            && self.exposed.contains(&slice.key.namespace)
             && self.labels(&slice.labels)
     }
 }

@@ -41,7 +41,7 @@ pub(crate) fn client_namespaces<'p>(
         if pod.phase != PodPhase::Running
             || pod.terminating
             || pod.host_network
-            || !exposed.contains(&*pod.key.namespace)
+            || !exposed.contains(&pod.key.namespace)
         {
             continue;
         }
@@ -73,7 +73,7 @@ pub(super) fn add_verified_pods(
     let ttl = b.ttl;
     for pod in pods {
         if !matches!(pod.phase, PodPhase::Pending | PodPhase::Running)
-            || !view.exposed.contains(&*pod.key.namespace)
+            || !view.exposed.contains(&pod.key.namespace)
             || !config
                 .labels
                 .as_ref()
