@@ -25,6 +25,7 @@ CHURN_DEPLOYMENTS=${CHURN_DEPLOYMENTS:-3}
 CHURN_PERIOD=${CHURN_PERIOD:-1}   # seconds between two scalings of each churning Deployment
 CHURN_HIGH=${CHURN_HIGH:-6}       # they go 1 -> CHURN_HIGH -> 1 ...
 CHURN_WINDOW=${CHURN_WINDOW:-30}  # seconds of churn over which the servers' CPU is read
+PERF_CHURN=${PERF_CHURN:-}        # FILE: perf record clusterdns over the churn window into FILE
 REPLICAS=${REPLICAS:-3}
 PODS_PER_NODE=${PODS_PER_NODE:-200}
 SNAPSHOT=${SNAPSHOT:-1}       # 0: clusterdns without the ConfigMap's snapshot line
@@ -700,7 +701,13 @@ for services in $SCALES; do
             c0=$(cpu_ticks "${inst_pid[c]}")
             d0=$(cpu_ticks "${inst_pid[d]}")
             n0=$(<"$work/churn.count")
-            sleep "$CHURN_WINDOW"
+            if [[ -n "$PERF_CHURN" ]]; then
+                # A profile of clusterdns over the window (its overhead counts in the figure).
+                perf record -q -F 2000 --call-graph dwarf,16384 -p "${inst_pid[d]}" \
+                    -o "$PERF_CHURN" -- sleep "$CHURN_WINDOW" 2>/dev/null
+            else
+                sleep "$CHURN_WINDOW"
+            fi
             c1=$(cpu_ticks "${inst_pid[c]}")
             d1=$(cpu_ticks "${inst_pid[d]}")
             n1=$(<"$work/churn.count")

@@ -368,11 +368,16 @@ pub const MANUALS: &[Manual] = &[
                 check: Check::Exits(1),
             },
             Example {
-                line: "clusterdns explain drift/api --objects fixtures/explain/drift.json \
-                       --ruleset fixtures/explain/drift-node-nat.txt --node kind-worker",
-                says: "A node's rules that kube-proxy has not synced: missing and stale targets, \
-                       unequal shares.",
+                line: "clusterdns explain -A --objects fixtures/proxy.json",
+                says: "Every Service of every namespace: only those with findings are listed, \
+                       then how many were checked.",
                 check: Check::Exits(1),
+            },
+            Example {
+                line: "clusterdns explain -A -o json",
+                says: "Every Service of the live cluster, as data: the Services with findings, \
+                       each finding's change or command.",
+                check: Check::Parses,
             },
             Example {
                 line: "clusterdns explain web -n shop --cluster-cidr 10.244.0.0/16",
@@ -382,12 +387,15 @@ pub const MANUALS: &[Manual] = &[
             },
         ],
         exit: &[
-            (0, "no finding: every layer agrees"),
+            (
+                0,
+                "no finding: every layer agrees (for each Service checked)",
+            ),
             (1, "at least one finding (drift between the layers)"),
             (
                 2,
-                "no such Service (the error says where one of that name is), objects or a \
-                 ruleset that cannot be read, or a usage error",
+                "no such Service or namespace (the error says where one of that name is, or \
+                 the name meant), objects or a ruleset that cannot be read, or a usage error",
             ),
         ],
     },
