@@ -235,10 +235,10 @@ fn fix(json: &serde_json::Value, kind: &str) -> String {
         .unwrap_or_else(|| panic!("no {kind} finding in {json}"))
 }
 
-#[test]
-fn explain_a_port_no_pod_has() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("objects.json");
+/// Service mon/metrics, whose targetPort "metrics" no pod has: its one pod names the port
+/// "http-metrics". The objects file, written in `dir`.
+fn port_no_pod_has(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("objects.json");
     std::fs::write(
         &path,
         r#"{"kind": "List", "items": [
@@ -251,6 +251,13 @@ fn explain_a_port_no_pod_has() {
         ]}"#,
     )
     .unwrap();
+    path
+}
+
+#[test]
+fn explain_a_port_no_pod_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = port_no_pod_has(dir.path());
     let (code, json) = explain_json(&["mon/metrics", "--objects", path.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -423,19 +430,7 @@ fn explain_json_has_typed_fields() {
 
     // A port no pod has: the name and the number the pods offer; the command listing them.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("objects.json");
-    std::fs::write(
-        &path,
-        r#"{"kind": "List", "items": [
-          {"kind": "Service", "apiVersion": "v1", "metadata": {"name": "metrics", "namespace": "mon"},
-           "spec": {"clusterIP": "10.96.9.9", "selector": {"app": "exporter"},
-                    "ports": [{"name": "metrics", "port": 9100, "targetPort": "metrics"}]}},
-          {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "exporter-a", "namespace": "mon", "labels": {"app": "exporter"}},
-           "spec": {"nodeName": "kind-worker", "containers": [{"name": "e", "ports": [{"name": "http-metrics", "containerPort": 9100}]}]},
-           "status": {"phase": "Running", "podIP": "10.244.1.99", "conditions": [{"type": "Ready", "status": "True"}]}}
-        ]}"#,
-    )
-    .unwrap();
+    let path = port_no_pod_has(dir.path());
     let (_, json) = explain_json(&["mon/metrics", "--objects", path.to_str().unwrap()]);
     assert_eq!(
         json["findings"][0]["change"]["values"],
