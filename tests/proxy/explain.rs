@@ -568,3 +568,36 @@ fn a_misspelt_namespace_is_named_with_the_one_meant() {
         run.stderr
     );
 }
+
+/// Checking every Service, a DNS server that does not answer is waited for once, not once a
+/// Service: the rest say why they were not asked.
+#[test]
+fn explain_every_service_waits_for_a_silent_dns_server_once() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap().to_string();
+    let started = std::time::Instant::now();
+    let run = clusterdns(&[
+        "explain",
+        "--objects",
+        "fixtures/shop.json",
+        "--dns-server",
+        &address,
+        "-o",
+        "json",
+    ]);
+    let took = started.elapsed();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["checked"], 7, "{json}");
+    // Seven Services, two questions each, 2 s a question: 28 s if each were waited for.
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    let live = &json["services"][0]["liveDns"];
+    assert_eq!(live["server"], address.as_str());
+    assert!(
+        live["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("no answer in 2 s"),
+        "{live}"
+    );
+}
