@@ -79,11 +79,8 @@ pub(super) fn run(args: &EndpointsArgs) -> anyhow::Result<ExitCode> {
     } else {
         for (key, text) in keys.iter().zip(&args.service) {
             if !cluster.services.contains_key(key) {
-                let hint = super::explain::elsewhere(&cluster, &key.namespace, &key.name);
-                if hint.is_empty() {
-                    super::check_namespace(&cluster, &key.namespace)
-                        .with_context(|| format!("--service {text}"))?;
-                }
+                let hint = super::explain::elsewhere(&cluster, &key.namespace, &key.name)
+                    .with_context(|| format!("--service {text}"))?;
                 anyhow::bail!("--service {text}: no such Service in the objects{hint}");
             }
         }

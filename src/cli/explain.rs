@@ -403,11 +403,7 @@ pub(super) fn run(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let mut explainer = Explainer::new(args, &objects)?;
     let key = ObjectKey::new(&namespace, &name);
     let Some(explanation) = explainer.explain(args, key)? else {
-        let cluster = &explainer.loaded.cluster;
-        let hint = elsewhere(cluster, &namespace, &name);
-        if hint.is_empty() {
-            super::check_namespace(cluster, &namespace)?;
-        }
+        let hint = elsewhere(&explainer.loaded.cluster, &namespace, &name)?;
         anyhow::bail!("no Service {namespace}/{name} in the objects{hint}");
     };
     match args.output.data() {
@@ -463,8 +459,13 @@ fn run_all(args: &ExplainArgs) -> anyhow::Result<ExitCode> {
 
 /// Where the Service meant may be when `namespace/name` is not there: the same name in other
 /// namespaces (`; there is pay/payments`), else a near name in the
-/// namespace (`; did you mean shop/web?`); empty when there is neither.
-pub(super) fn elsewhere(cluster: &crate::model::Cluster, namespace: &str, name: &str) -> String {
+/// namespace (`; did you mean shop/web?`); empty when there is neither. An error when there
+/// is neither and the namespace is nowhere in the objects: that is the mistake to name.
+pub(super) fn elsewhere(
+    cluster: &crate::model::Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
     let same_name: Vec<String> = cluster
         .services
         .keys()
@@ -472,7 +473,7 @@ pub(super) fn elsewhere(cluster: &crate::model::Cluster, namespace: &str, name: 
         .map(ToString::to_string)
         .collect();
     if !same_name.is_empty() {
-        return format!("; there is {}", same_name.join(", "));
+        return Ok(format!("; there is {}", same_name.join(", ")));
     }
     let names: Vec<&str> = cluster
         .services
@@ -480,7 +481,8 @@ pub(super) fn elsewhere(cluster: &crate::model::Cluster, namespace: &str, name: 
         .filter(|key| &*key.namespace == namespace)
         .map(|key| &*key.name)
         .collect();
-    crate::suggest::closest(name, names)
-        .map(|close| format!("; did you mean {namespace}/{close}?"))
-        .unwrap_or_default()
+    match crate::suggest::closest(name, names) {
+        Some(close) => Ok(format!("; did you mean {namespace}/{close}?")),
+        None => super::check_namespace(cluster, namespace).map(|()| String::new()),
+    }
 }

@@ -203,14 +203,22 @@ fn offered_ports(pods: &[&Pod], protocol: crate::model::Protocol) -> String {
     }
 }
 
+/// A selector as kubectl's `-l` takes it: `app=web,tier=front`.
+fn selector_text(labels: &crate::model::Labels) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The command listing the pods `service` selects, when it has a selector.
 fn no_endpoint_command(service: &Service) -> Option<String> {
     let selector = service.selector.as_ref()?;
-    let labels: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
     Some(format!(
         "kubectl -n {} get pods -l {}",
         service.key.namespace,
-        labels.join(",")
+        selector_text(selector)
     ))
 }
 
@@ -385,13 +393,7 @@ fn service_section(facts: &ServiceFacts) -> Section {
     };
     let selector = facts.selector.as_ref().map_or_else(
         || "<none> (slices are managed by hand)".to_owned(),
-        |labels| {
-            labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        },
+        selector_text,
     );
     Section {
         title: "service".to_owned(),
@@ -676,15 +678,10 @@ fn slices_section<'c>(
                 .collect(),
         })
         .collect();
-    let mut lines: Vec<String> = input_slices
+    let mut lines: Vec<String> = report
+        .slices
         .iter()
         .map(|slice| {
-            let ready = slice
-                .endpoints
-                .iter()
-                .filter(|e| e.conditions.ready())
-                .count();
-            let count = slice.endpoints.len();
             let ports: Vec<String> = slice
                 .ports
                 .iter()
@@ -698,11 +695,13 @@ fn slices_section<'c>(
                     }
                 })
                 .collect();
+            let count = slice.endpoints;
             format!(
-                "{} ({}): {count} endpoint{}, {ready} ready; {}",
-                slice.key.name,
-                slice.address_type.as_str(),
+                "{} ({}): {count} endpoint{}, {} ready; {}",
+                slice.name,
+                slice.address_type,
                 if count == 1 { "" } else { "s" },
+                slice.ready,
                 if ports.is_empty() {
                     "no ports (no connection reaches these endpoints through the Service)"
                         .to_owned()
