@@ -15,10 +15,11 @@
 //!   hold this server's addresses — built again on every update.
 //!
 //! An update notes the parts each changed object touched, before and after the change;
-//! builds those parts on the objects before the change (for the names they had) and after
-//! it (for the names they have), and moves the difference into a copy of the previous
-//! snapshot — empty non-terminals added and removed with the names below them, as a full
-//! build would. Objects are found by address through an index kept beside the cluster, so
+//! learns the names those parts had (a PTR's, a pod's and a namespace's from their keys, a
+//! Service's as the last update that built it left them, else by building the part on the
+//! objects before the change — `owned.rs`), builds the parts after the change, and moves the
+//! difference into a copy of the previous snapshot — empty non-terminals added and removed
+//! with the names below them, as a full build would. Objects are found by address through an index kept beside the cluster, so
 //! no step walks the whole cluster. A change too large for that to pay (a namespace's
 //! exposure with thousands of Services, a re-list) is a full build.
 
@@ -28,6 +29,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
+use self::owned::Owned;
 use super::build::{self, BuildContext, Scope, Tree};
 use super::external;
 use super::multicluster;
@@ -78,6 +80,8 @@ pub struct Incremental {
     whole_only: bool,
     /// A change touching more parts than this is built whole.
     most_parts: usize,
+    /// The names of the Services updates built.
+    owned: Owned,
 }
 
 /// How an update was carried out.
@@ -121,6 +125,7 @@ impl Incremental {
             index,
             whole_only,
             most_parts: (parts / 4).max(256),
+            owned: Owned::default(),
         };
         (snapshot, incremental)
     }
@@ -154,12 +159,10 @@ impl Incremental {
             serial,
         };
         let whole = self.whole_only || touched.parts() > self.most_parts;
-        let (before, before_external): (Names, Names) = if whole {
-            (HashSet::new(), HashSet::new())
+        let (before, before_external) = if whole {
+            (Names::new(), Names::new())
         } else {
-            let part = self.build_part(cluster, &touched, &previous.zones, previous, &ctx);
-            let names = |nodes: &[Node]| nodes.iter().map(|node| node.name().into()).collect();
-            (names(&part.cluster), names(&part.external))
+            self.names_before(cluster, &touched, previous, &ctx)
         };
         for change in changes {
             let (kind, key) = (change.kind(), change.key());
@@ -190,7 +193,11 @@ impl Incremental {
         if let (Some(external), Some(config)) = (next.external.as_mut(), &self.config.external) {
             external.set_serial(config, serial);
         }
-        let part = self.build_part(cluster, &touched, &next.zones, &next, &ctx);
+        let part = self.build_part(cluster, &touched, true, &next.zones, &next, &ctx);
+        if self.config.external.is_none() {
+            self.owned
+                .hold(&next.zones, cluster, &touched.services, &part.cluster);
+        }
         if let Some(external) = next.external.as_mut() {
             external.replace(&before_external, part.external);
         }
@@ -231,12 +238,61 @@ impl Incremental {
         (next, Applied::Names { built, removed })
     }
 
-    /// Builds the parts `touched` names (and every apex) from `cluster`, in the cluster
-    /// `zones` and the external zones of `snapshot`.
+    /// The names the parts `touched` names have in `previous`, in the cluster zones and in
+    /// *k8s_external*'s — or more, each a name only those parts give: the update removes
+    /// those the parts no longer give. From what [`Owned`] holds and the names' keys where it
+    /// can, else from the parts built on `cluster` before the change.
+    fn names_before(
+        &mut self,
+        cluster: &Cluster,
+        touched: &Touched,
+        previous: &Snapshot,
+        ctx: &BuildContext,
+    ) -> (Names, Names) {
+        let names =
+            |nodes: &[Node]| -> Names { nodes.iter().map(|node| node.name().into()).collect() };
+        if self.config.external.is_some() {
+            // *k8s_external* names a Service's addresses in zones of its own: the parts are
+            // built as they were.
+            let part = self.build_part(cluster, touched, true, &previous.zones, previous, ctx);
+            return (names(&part.cluster), names(&part.external));
+        }
+        let mut before = Names::new();
+        // The ServiceImports are few and not held: built as they were, with the Services
+        // whose names are not held.
+        let mut unknown = Touched {
+            imports: touched.imports.clone(),
+            ..Touched::default()
+        };
+        for key in &touched.services {
+            match self.owned.take(key) {
+                Some(owned) => before.extend(owned.into_vec()),
+                None => {
+                    unknown.services.insert(key.clone());
+                }
+            }
+        }
+        if unknown.parts() > 0 {
+            let part = self.build_part(cluster, &unknown, false, &previous.zones, previous, ctx);
+            before.extend(names(&part.cluster));
+        }
+        owned::named_by_keys(
+            &previous.zones,
+            &touched.ips,
+            &touched.pod_names,
+            &touched.namespaces,
+            &mut before,
+        );
+        (before, Names::new())
+    }
+
+    /// Builds the parts `touched` names (and, with `apex`, every apex) from `cluster`, in
+    /// the cluster `zones` and the external zones of `snapshot`.
     fn build_part(
         &self,
         cluster: &Cluster,
         touched: &Touched,
+        apex: bool,
         zones: &[ServedZone],
         snapshot: &Snapshot,
         ctx: &BuildContext,
@@ -245,7 +301,9 @@ impl Incremental {
         let filter = Filter::new(cluster, config);
         let mut slice_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
         let mut service_keys: BTreeSet<&ObjectKey> = BTreeSet::new();
-        for ip in touched.ips.iter().chain(&self.local_ips) {
+        // The slices holding this server's addresses name the apex's name servers.
+        let local_ips = if apex { &self.local_ips[..] } else { &[] };
+        for ip in touched.ips.iter().chain(local_ips) {
             for reference in self.index.at(*ip) {
                 match reference {
                     Ref::Slice(key) => {
@@ -296,6 +354,7 @@ impl Incremental {
             pods,
             only_ips: Some(&touched.ips),
             imports: multicluster::part(cluster, &filter, &touched.imports),
+            apex,
         };
         let mut b = NameWriter::new(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
@@ -687,5 +746,6 @@ impl Index {
     }
 }
 
+mod owned;
 #[cfg(test)]
 mod tests;

@@ -24,7 +24,7 @@ use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Pod, Service};
 
 pub use self::apex::DNS_SCHEMA_VERSION;
-pub(crate) use self::pods::{client_namespaces, pod_namespaces};
+pub(crate) use self::pods::{client_namespaces, pod_label, pod_namespaces};
 pub(crate) use self::tree::Tree;
 
 /// What a snapshot needs besides the objects and the configuration.
@@ -58,6 +58,7 @@ pub(crate) fn build_full(
         pods: cluster.pods.values().collect(),
         only_ips: None,
         imports: multicluster::view(cluster, &filter),
+        apex: true,
     };
     let mut b = NameWriter::new(config.ttl);
     add_scope(&mut b, &zones, cluster, config, ctx, &filter, &view, &scope);
@@ -128,10 +129,14 @@ pub(crate) struct Scope<'c> {
     pub(crate) only_ips: Option<&'c BTreeSet<IpAddr>>,
     /// Visible ServiceImports whose names the `multicluster` zones build.
     pub(crate) imports: Vec<ImportView<'c>>,
+    /// Whether every zone's apex is built (an update learning what names a part had
+    /// leaves it out: the apex always has the same names).
+    pub(crate) apex: bool,
 }
 
-/// Adds the names of `view` and `scope` to `b`: the apex of every zone always; the
-/// Services of `view`; the PTRs of the scope's addresses; its namespaces and pods.
+/// Adds the names of `view` and `scope` to `b`: the apex of every zone (unless the scope
+/// leaves it out); the Services of `view`; the PTRs of the scope's addresses; its
+/// namespaces and pods.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn add_scope(
     b: &mut NameWriter,
@@ -149,8 +154,10 @@ pub(crate) fn add_scope(
         .and_then(|zone| WireName::from_dotted(&zone.to_ascii()).ok())
         .map(|zone| zone.to_lowercase());
     for zone in zones {
-        let servers = apex::name_servers(cluster, filter, view, &zone.origin, &ctx.local_ips);
-        apex::add_apex(b, zone, &servers);
+        if scope.apex {
+            let servers = apex::name_servers(cluster, filter, view, &zone.origin, &ctx.local_ips);
+            apex::add_apex(b, zone, &servers);
+        }
         if zone.reverse {
             if let Some(primary) = &primary {
                 reverse::add_reverse(b, &zone.origin, view, scope, primary);

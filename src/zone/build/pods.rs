@@ -61,6 +61,11 @@ pub(crate) fn client_namespaces<'p>(
     clients
 }
 
+/// The first label of a pod's name under `pods verified`: its address with dashes.
+pub(crate) fn pod_label(ip: IpAddr) -> String {
+    ip.to_string().replace(['.', ':'], "-")
+}
+
 /// `pods verified`: a name per running or pending pod, from its `status.podIP` spelled with
 /// dashes (the only spelling CoreDNS's string comparison accepts).
 pub(super) fn add_verified_pods(
@@ -82,8 +87,7 @@ pub(super) fn add_verified_pods(
             continue;
         }
         let Some(ip) = pod.primary_ip() else { continue };
-        let label = ip.to_string().replace(['.', ':'], "-");
-        if let Ok(name) = zone.prepend_all([label.as_str(), &*pod.key.namespace, "pod"]) {
+        if let Ok(name) = zone.prepend_all([pod_label(ip).as_str(), &*pod.key.namespace, "pod"]) {
             let (rtype, rdata) = rrset::address_rdata(ip);
             b.set(&name, rtype, ttl).push(&rdata);
         }

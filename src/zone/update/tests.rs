@@ -366,6 +366,10 @@ fn check(variant: usize, initial: Vec<Change>, batches: Vec<Vec<Change>>) {
     crate::zone::trim_cluster(&mut cluster, &config);
     let (mut snapshot, mut incremental) = Incremental::build(&cluster, &config, &ctx(1));
     incremental.set_most_parts(usize::MAX);
+    if variant.is_multiple_of(4) {
+        // The names held for Services dropped and learnt again all the time.
+        incremental.owned.limit(4);
+    }
     for (step, batch) in batches.into_iter().enumerate() {
         let serial = 2 + step as u32;
         for change in batch.clone() {
