@@ -6,7 +6,7 @@
 //! other shard with the one being served, so an update that touches ten names copies about
 //! ten small tables, not the zone.
 //!
-//! The shards are held in groups of [`GROUP_BITS`]² and the groups in one shared list, each
+//! The shards are held in groups of 2^[`GROUP_BITS`] and the groups in one shared list, each
 //! copy-on-write too: a map is cloned by one reference count, and a change copies the list
 //! of groups and the list of shards of each group it touches — a few hundred pointers, not
 //! one per shard of the map (at 10,000 Services the zone has tens of thousands of shards, and
@@ -27,8 +27,11 @@ use hashbrown::hash_table::Entry;
 const NAMES_PER_SHARD: usize = 32;
 /// At most 2^16 shards.
 const MAX_SHARD_BITS: u32 = 16;
-/// 2^8 shards a group: at 2^16 shards, 2^8 groups.
-const GROUP_BITS: u32 = 8;
+/// 2^6 shards a group. An update touching k groups copies and later drops 2^(bits-6) + 64k
+/// pointers: the fewest for the ten or so groups a small update touches at the 2^12-2^14
+/// shards of 2,000-10,000 Services (2^8 a group took a quarter more time an update at
+/// 10,000 Services, 2^5 no less than 2^6: `update/*` in benches/lookup.rs, run in turn).
+const GROUP_BITS: u32 = 6;
 
 /// An entry of a [`Sharded`] map: a value that carries its own key.
 pub(crate) trait Keyed {
