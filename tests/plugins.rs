@@ -352,6 +352,46 @@ fn loadbalance_shuffles_headless_answers() {
 }
 
 #[test]
+fn loadbalance_shuffles_an_expired_answer_served_under_serve_stale_verify() {
+    let rt = runtime(2);
+    let up = upstream(&rt, Behaviour::Answer);
+    up.set_records(4);
+    // Answers live a second; once the upstream is gone, `verify` serves the expired one.
+    let corefile = TempCorefile::new(&format!(
+        ".:0 {{\n    bind 127.0.0.1\n    cache {{\n        success 1000 1 0\n        serve_stale 1h verify\n    }}\n    loadbalance\n    forward . {}\n}}\n",
+        up.addr
+    ));
+    let server = serve(&corefile);
+    let order = |reply: &Reply| -> Vec<String> {
+        reply
+            .message
+            .answers
+            .iter()
+            .map(|r| r.data.to_string())
+            .collect()
+    };
+    assert_eq!(order(&server.ask_udp("example.com.", "A")).len(), 4);
+    drop(up);
+    std::thread::sleep(Duration::from_millis(1300));
+    let orders: std::collections::HashSet<Vec<String>> = (0..20)
+        .map(|_| {
+            let reply = server.ask_udp("example.com.", "A");
+            assert_eq!(reply.rcode, "NOERROR", "{}", server.log());
+            assert!(
+                reply.message.answers.iter().all(|r| r.ttl == 0),
+                "the expired answer: {:?}",
+                reply.message.answers
+            );
+            order(&reply)
+        })
+        .collect();
+    assert!(
+        orders.len() > 1,
+        "20 stale answers of 4 addresses, always in one order: {orders:?}"
+    );
+}
+
+#[test]
 fn reload_applies_a_changed_corefile_and_keeps_the_running_one_on_error() {
     let rt = runtime(2);
     let up = upstream(&rt, Behaviour::Answer);

@@ -454,6 +454,17 @@ impl PluginChain {
         }
     }
 
+    /// Shuffles the whole reply in `out` when the block has *loadbalance*: in place for the
+    /// shapes replies have, any other decoded and shuffled.
+    pub(crate) fn shuffle_out(&self, out: &mut Vec<u8>) {
+        if self.shuffles
+            && !reply::shuffle_in_place(out).unwrap_or(false)
+            && let Some(shuffled) = reply::shuffle(out)
+        {
+            *out = shuffled;
+        }
+    }
+
     /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
     /// payload *bufsize* allows.
     pub(crate) fn upstream_query(&self, q: &Query<'_>) -> Vec<u8> {

@@ -322,7 +322,9 @@ impl Handler {
             self.finish(&ctx, &request, out, Plugin::Forward.into());
             return;
         }
-        // `serve_stale verify`: the cache's expired answer is in `out`.
+        // `serve_stale verify`: the cache's expired answer is in `out`, shuffled as a fresh
+        // one is.
+        block.chain.shuffle_out(out);
         if let Some(revert) = revert {
             let mut whole = std::mem::take(out);
             revert.apply(&mut whole);

@@ -94,13 +94,7 @@ impl Forward {
             Some(Hit::Stale) | None if looping() => return looped(out),
             Some(Hit::Stale) | None => return Flow::Upstream(forwarder),
         };
-        // In place for the shapes replies have; any other is decoded and shuffled.
-        if chain.shuffles()
-            && !reply::shuffle_in_place(out).unwrap_or(false)
-            && let Some(shuffled) = reply::shuffle(out)
-        {
-            *out = shuffled;
-        }
+        chain.shuffle_out(out);
         if refresh {
             refresh_in_background(Arc::clone(ctx.block), chain.upstream_query(q), forwarder);
         }
