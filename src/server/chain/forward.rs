@@ -24,7 +24,7 @@ use crate::codes::rtype;
 use crate::forward::{Forwarded, Forwarder};
 use crate::plugin::Plugin;
 use crate::server::{Block, LoopDetect, Transport};
-use crate::wire::{self, Request, rcode, reply};
+use crate::wire::{self, Request, rcode};
 
 /// *forward*: the block's `forward` directives, in file order.
 #[derive(Debug)]
