@@ -10,6 +10,7 @@
 //! cache holds for it.
 
 use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -17,6 +18,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 use serde::Serialize;
 
+use super::chain::Step;
 use super::{Block, Transport};
 use crate::http::Page;
 use crate::plugin::Plugin;
@@ -67,7 +69,7 @@ impl Why {
 pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, WhyError> {
     match prepare(blocks, name, qtype)? {
         Prepared::Done(why) => Ok(why),
-        Prepared::Objects(mut why, block, zone) => {
+        Prepared::Objects(mut why, block, zone, asked) => {
             let Some(kubernetes) = block.kubernetes() else {
                 return Ok(why);
             };
@@ -79,7 +81,8 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, Wh
                 ));
                 return Ok(why);
             }
-            why.reasons = from_files(&kubernetes.config, &zone, &why)?;
+            let reasons = from_files(&kubernetes.config, &zone, &asked)?;
+            why.reasons.extend(reasons);
             Ok(why)
         }
     }
@@ -90,22 +93,23 @@ pub fn explain(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, Wh
 pub async fn explain_live(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Why, WhyError> {
     match prepare(blocks, name, qtype)? {
         Prepared::Done(why) => Ok(why),
-        Prepared::Objects(mut why, block, zone) => {
+        Prepared::Objects(mut why, block, zone, asked) => {
             let Some(kubernetes) = block.kubernetes() else {
                 return Ok(why);
             };
-            why.reasons = match kubernetes.api() {
+            let reasons = match kubernetes.api() {
                 Some(api) if kubernetes.config.objects.is_empty() => {
-                    from_watch(api, &zone, &why).await
+                    from_watch(api, &zone, &asked).await
                 }
                 _ => {
                     // Reading and parsing the files is blocking work, off the runtime.
-                    let (config, asked) = (kubernetes.config.clone(), why.clone());
+                    let config = kubernetes.config.clone();
                     tokio::task::spawn_blocking(move || from_files(&config, &zone, &asked))
                         .await
                         .map_err(|error| WhyError::Interrupted(error.to_string()))??
                 }
             };
+            why.reasons.extend(reasons);
             Ok(why)
         }
     }
@@ -133,8 +137,16 @@ enum Prepared {
     /// The whole answer.
     Done(Why),
     /// A name of the cluster zone `String` of the block's *kubernetes*: its reasons are the
-    /// objects'.
-    Objects(Why, Arc<Block>, String),
+    /// objects' for the question the plugin is asked.
+    Objects(Why, Arc<Block>, String, Asked),
+}
+
+/// The question the block's plugins after *rewrite* are asked: dotted, lower case, with its
+/// final dot; the type's name.
+#[derive(Debug, Clone)]
+struct Asked {
+    name: String,
+    qtype: String,
 }
 
 /// Everything but the objects' reasons for a name of the cluster zone.
@@ -145,10 +157,10 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
         .to_ascii_uppercase()
         .parse()
         .map_err(|_| WhyError::NotAType(qtype.to_owned()))?;
-    let dotted = format!("{}.", name.trim_end_matches('.').to_ascii_lowercase());
-    let wire = WireName::from_dotted(&dotted).map_err(|_| not_a_name())?;
+    let dotted = |name: &str| format!("{}.", name.trim_end_matches('.').to_ascii_lowercase());
+    let wire = WireName::from_dotted(&dotted(name)).map_err(|_| not_a_name())?;
     let mut why = Why {
-        name: dotted.clone(),
+        name: dotted(name),
         qtype: rtype.to_string(),
         plugin: "none".to_owned(),
         zone: None,
@@ -160,6 +172,24 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
         return Ok(Prepared::Done(why));
     };
     why.zone = Some(zone.to_string());
+    // *rewrite* runs first: the plugins after it are asked its question.
+    let (client_name, client_type) = (parsed.clone(), rtype);
+    let (parsed, rtype, wire) = match rewritten(block, &parsed, rtype) {
+        Some((new, new_type)) => {
+            let new_wire =
+                WireName::from_dotted(&dotted(&new.to_ascii())).map_err(|_| not_a_name())?;
+            why.reasons.push(format!(
+                "rewrite: asked on as {} {new_type}",
+                dotted(&new.to_ascii())
+            ));
+            (new, new_type, new_wire)
+        }
+        None => (parsed, rtype, wire),
+    };
+    let asked = Asked {
+        name: dotted(&parsed.to_ascii()),
+        qtype: rtype.to_string(),
+    };
     if let Some(kubernetes) = block.kubernetes() {
         let cluster_zone = kubernetes.config.zones.iter().find(|z| {
             WireName::from_dotted(&z.to_string())
@@ -172,10 +202,12 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
                 why,
                 Arc::clone(block),
                 cluster_zone.to_string(),
+                asked,
             ));
         }
     }
-    if let Some((plugin, rcode)) = answered_locally(blocks, block, &parsed, rtype) {
+    // The whole chain is run there, *rewrite* included: on the client's question.
+    if let Some((plugin, rcode)) = answered_locally(blocks, block, &client_name, client_type) {
         why.plugin = plugin;
         why.reasons
             .push(format!("answered by the block's {}: {rcode}", why.plugin));
@@ -185,11 +217,28 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
     Ok(Prepared::Done(why))
 }
 
+/// The question *rewrite*'s rules make of `name` `qtype` in `block` (as for a query from
+/// loopback over UDP), when one matches and changes it: the step itself is asked.
+fn rewritten(block: &Block, name: &Name, qtype: RecordType) -> Option<(Name, RecordType)> {
+    let rewrite = block.chain.steps().iter().find_map(|step| match step {
+        Step::Rewrite(rewrite) => Some(rewrite),
+        _ => None,
+    })?;
+    let packet = question(name, qtype)?;
+    let request = Request::parse(&packet).ok()?;
+    let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let rewritten = rewrite.apply(&request, client, Transport::Udp)?.ok()?;
+    let message = Message::from_vec(&rewritten.packet).ok()?;
+    let asked = message.queries.first()?;
+    let changed = asked.name() != name || asked.query_type() != qtype;
+    changed.then(|| (asked.name().clone(), asked.query_type()))
+}
+
 /// The reasons from the block's objects files, read again.
 fn from_files(
     config: &crate::config::KubernetesConfig,
     zone: &str,
-    why: &Why,
+    why: &Asked,
 ) -> Result<Vec<String>, WhyError> {
     let loaded = crate::source::read_objects(&config.objects)?;
     Ok(crate::zone::why::explain(
@@ -204,7 +253,7 @@ fn from_files(
 /// The reasons from the objects the API watch holds now, after what is unsure about them:
 /// not synced yet (a name not found is then answered SERVFAIL), or a resource being listed
 /// again. A watch that cannot answer says why, as the one reason.
-async fn from_watch(api: &ApiWatch, zone: &str, why: &Why) -> Vec<String> {
+async fn from_watch(api: &ApiWatch, zone: &str, why: &Asked) -> Vec<String> {
     let config = api.config().clone();
     let (zone, name, qtype) = (zone.to_owned(), why.name.clone(), why.qtype.clone());
     let synced = api.status.is_synced();
@@ -349,10 +398,7 @@ fn answered_locally(
     if local.is_empty() {
         return None;
     }
-    let mut query = Message::new(0, MessageType::Query, OpCode::Query);
-    query.metadata.recursion_desired = true;
-    query.add_query(Query::query(name.clone(), qtype));
-    let packet = query.to_vec().ok()?;
+    let packet = question(name, qtype)?;
     let handler = super::Handler::new(blocks.to_vec());
     let mut out = Vec::new();
     match handler.respond(
@@ -405,13 +451,18 @@ enum Cached {
     },
 }
 
-/// What the cache holds for `name` `qtype`, as a query from a client would find it; read
-/// only ([`Cache::peek`](crate::cache::Cache::peek)): the cache's metrics do not count it.
-fn cached(cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached {
+/// A client's query (recursion desired) of `name` `qtype`.
+fn question(name: &Name, qtype: RecordType) -> Option<Vec<u8>> {
     let mut query = Message::new(0, MessageType::Query, OpCode::Query);
     query.metadata.recursion_desired = true;
     query.add_query(Query::query(name.clone(), qtype));
-    let Ok(packet) = query.to_vec() else {
+    query.to_vec().ok()
+}
+
+/// What the cache holds for `name` `qtype`, as a query from a client would find it; read
+/// only ([`Cache::peek`](crate::cache::Cache::peek)): the cache's metrics do not count it.
+fn cached(cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached {
+    let Some(packet) = question(name, qtype) else {
         return Cached::Miss;
     };
     let Ok(request) = Request::parse(&packet) else {
