@@ -331,6 +331,16 @@ fn the_query_log_writes_coredns_common_log_format() {
     }
 }
 
+/// The answer section's data, in the order the reply gives it.
+fn order(reply: &Reply) -> Vec<String> {
+    reply
+        .message
+        .answers
+        .iter()
+        .map(|r| r.data.to_string())
+        .collect()
+}
+
 #[test]
 fn loadbalance_shuffles_headless_answers() {
     let rt = runtime(2);
@@ -338,15 +348,7 @@ fn loadbalance_shuffles_headless_answers() {
     let corefile = kubeadm(up.addr, "");
     let server = serve(&corefile);
     let orders: std::collections::HashSet<Vec<String>> = (0..20)
-        .map(|_| {
-            let reply = server.ask_udp("web-headless.shop.svc.cluster.local.", "A");
-            reply
-                .message
-                .answers
-                .iter()
-                .map(|r| r.data.to_string())
-                .collect()
-        })
+        .map(|_| order(&server.ask_udp("web-headless.shop.svc.cluster.local.", "A")))
         .collect();
     assert!(orders.len() > 1, "20 answers, always in one order");
 }
@@ -362,14 +364,6 @@ fn loadbalance_shuffles_an_expired_answer_served_under_serve_stale_verify() {
         up.addr
     ));
     let server = serve(&corefile);
-    let order = |reply: &Reply| -> Vec<String> {
-        reply
-            .message
-            .answers
-            .iter()
-            .map(|r| r.data.to_string())
-            .collect()
-    };
     assert_eq!(order(&server.ask_udp("example.com.", "A")).len(), 4);
     drop(up);
     std::thread::sleep(Duration::from_millis(1300));
