@@ -26,22 +26,23 @@
 //! suggest        -
 //! config         codes, gotemplate, plugin, selector, suggest
 //! model          -
+//! name           -
 //! metrics        codes, model, plugin
 //! limits         metrics
 //! http           metrics
 //! search_tracker codes, metrics
-//! zone           codes, config, model
+//! zone           codes, config, model, name
 //! store          zone
-//! wire           codes, zone
+//! wire           codes, name, zone
 //! source         config, metrics, model, store, suggest, zone
-//! search_walk    codes, zone
-//! cache          codes, config, metrics, wire, zone
-//! querylog       codes, config, wire, zone
-//! forward        codes, config, limits, metrics, wire, zone
-//! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
+//! search_walk    codes, name, zone
+//! cache          codes, config, metrics, name, wire
+//! querylog       codes, config, name, wire
+//! forward        codes, config, limits, metrics, name, wire
+//! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, name, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
 //! proxy          model
-//! resolver_sim   codes, config, model, search_tracker, search_walk, wire, zone
-//! cli            codes, config, limits, model, proxy, resolver_sim, server, source, store, suggest, wire, zone
+//! resolver_sim   codes, config, model, name, search_tracker, search_walk, wire, zone
+//! cli            codes, config, limits, model, name, proxy, resolver_sim, server, source, store, suggest, wire, zone
 //! ```
 //!
 //! # Modules
@@ -53,6 +54,7 @@
 //! - [`gotemplate`]: the Go template language of the *template* plugin.
 //! - [`suggest`]: "did you mean": the known word nearest to a misspelt one.
 //! - [`model`]: Namespace, Service, EndpointSlice, Pod, and the EndpointSlice controller.
+//! - [`name`]: domain names in wire format, the form every module indexes and compares.
 //! - [`source`]: `kubectl get -o json` files and the API watch into a [`model::Cluster`],
 //!   published by [`source::publish::Publisher`].
 //! - [`store`]: the published [`zone::Snapshot`], swapped whole on every change.
@@ -83,6 +85,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod model;
+pub mod name;
 pub mod plugin;
 pub mod proxy;
 pub mod querylog;

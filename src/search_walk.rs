@@ -19,8 +19,8 @@
 use std::net::IpAddr;
 
 use crate::codes::rtype;
+use crate::name::{MAX_NAME_LEN, WireName, suffix_offset};
 use crate::zone::Snapshot;
-use crate::zone::name::{MAX_NAME_LEN, WireName, suffix_offset};
 
 /// Where the client's namespace comes from (`@kubernetes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +142,7 @@ fn namespace_in_query(qname: &[u8], zone: &WireName, snapshot: &Snapshot) -> Opt
     let svc = zone.child("svc").ok()?;
     let at = suffix_offset(qname, svc.as_bytes())?;
     // The labels before `svc.<zone>`: at least a base and the namespace.
-    let before: Vec<&[u8]> = crate::zone::name::labels(&qname[..at]).collect();
+    let before: Vec<&[u8]> = crate::name::labels(&qname[..at]).collect();
     if before.len() < 2 {
         return None;
     }

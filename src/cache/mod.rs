@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use crate::config::{CacheClass, CacheConfig, Prefetch, ServeStale};
 use crate::metrics::{Collect, Counter, Exposition, Kind};
+use crate::name::{WireName, suffix_offset};
 use crate::wire::reply::{self, BadReply};
 use crate::wire::{FLAG_CD, FLAG_TC, HEADER_LEN, Request, rcode};
-use crate::zone::name::{WireName, suffix_offset};
 
 /// Shards per cache.
 const SHARDS: usize = 256;

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use super::Source;
 use super::cluster::ClusterArgs;
 use super::output::Data;
-use crate::zone::name::WireName;
+use crate::name::WireName;
 use crate::zone::zonefile;
 
 /// Arguments of `records`.

@@ -13,11 +13,11 @@ use super::cluster::{ClusterArgs, Objects, zone_kinds};
 use super::output::Output;
 use super::resolv_conf::PodArgs;
 use crate::config::{KubernetesConfig, PodMode, parse_resolv_conf, read_text_lossy};
+use crate::name::WireName;
 use crate::resolver_sim::answer::UpstreamMode;
 use crate::resolver_sim::report::Setup;
 use crate::resolver_sim::stub::{Call, Families, Libc, Qtype, StubConfig};
 use crate::source::file::parse_objects;
-use crate::zone::name::WireName;
 use crate::zone::{BuildContext, Snapshot, build};
 
 /// Arguments of `resolve-cost`.

@@ -86,8 +86,8 @@ pub use metrics::{ForwardMetrics, forward_metrics};
 
 use crate::config::{ForwardConfig, ForwardTls, Upstream as UpstreamConfig, UpstreamTransport};
 use crate::metrics::{Collect, Exposition};
+use crate::name::suffix_offset;
 use crate::wire::Transport;
-use crate::zone::name::suffix_offset;
 use message::QueryInfo;
 use metrics::Proto;
 use policy::Policy;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use crate::codes::class;
 use crate::config::{Consolidate, ErrorsConfig, LogConfig, LogLevel};
+use crate::name::{WireName, suffix_offset, write_dotted};
 use crate::wire::{Request, rcode_name};
-use crate::zone::name::{WireName, suffix_offset, write_dotted};
 
 /// What a query log line is made of.
 #[derive(Debug)]

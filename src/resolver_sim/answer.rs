@@ -12,9 +12,9 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::stub::{Answerer, Lookup, Qtype, Reply, Source};
+use crate::name::WireName;
 use crate::search_walk::SearchPath;
 use crate::wire::rcode;
-use crate::zone::name::WireName;
 use crate::zone::{Rcode, Snapshot};
 
 /// Where names outside the cluster zone are answered.

@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use super::answer::{ClusterAnswerer, LocalServer, UpstreamCache, UpstreamMode};
 use super::stub::{self, Call, Decision, Libc, SendMode, Source, StubConfig, Totals, Walk};
+use crate::name::WireName;
 use crate::search_walk::{NamespaceFrom, SearchPath};
 use crate::zone::Snapshot;
-use crate::zone::name::WireName;
 
 /// Everything a walk is simulated with.
 pub struct Setup<'a> {

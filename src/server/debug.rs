@@ -8,9 +8,9 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use super::Block;
 use crate::http::debug::{parameters, wants_json};
 use crate::http::{DebugPages, Page, PageFuture};
+use crate::name::WireName;
 use crate::search_tracker::live::{Tracker, Watch};
 use crate::search_tracker::page;
-use crate::zone::name::WireName;
 
 /// What the pages read: the tracker as the current handlers see it, and the current blocks.
 #[derive(Debug, Default)]

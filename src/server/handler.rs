@@ -21,11 +21,11 @@ use super::chain::forward::{self, Upstream};
 use super::chain::{Ctx, Flow, Query, Revert, fit};
 use super::{Block, Outcome, Pending, Transport};
 use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
+use crate::name::suffix_offset;
 use crate::plugin::Plugin;
 use crate::querylog::Entry;
 use crate::search_tracker::live::Watch;
 use crate::wire::{self, Malformed, Request, rcode, reply};
-use crate::zone::name::suffix_offset;
 
 /// Answers messages for the blocks that share one listener.
 #[derive(Debug)]

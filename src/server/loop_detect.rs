@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::codes::rtype;
-use crate::zone::name::WireName;
+use crate::name::WireName;
 
 /// How many times the probe may be seen before it is a loop (CoreDNS: more than two).
 const LOOP_THRESHOLD: u32 = 2;

@@ -44,10 +44,10 @@ use crate::cache::Cache;
 use crate::config::{KubernetesConfig, ServerBlock};
 use crate::forward::Forwarder;
 use crate::metrics::dns::ServerMetrics;
+use crate::name::WireName;
 use crate::querylog::{ErrorLog, QueryLog};
 use crate::source::api::ApiWatch;
 use crate::store::Store;
-use crate::zone::name::WireName;
 
 /// What to send back for one message.
 #[derive(Debug)]
@@ -154,7 +154,7 @@ impl Kubernetes {
 
     /// Whether an NXDOMAIN for `qname` passes to the next plugin (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
+        crate::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 }
 

@@ -642,7 +642,7 @@ async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: Canc
     }
 }
 
-fn probe_query(name: &crate::zone::name::WireName) -> Vec<u8> {
+fn probe_query(name: &crate::name::WireName) -> Vec<u8> {
     let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
     query.extend_from_slice(name.as_bytes());
     query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());

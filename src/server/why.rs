@@ -21,10 +21,10 @@ use serde::Serialize;
 use super::chain::Step;
 use super::{Block, Transport};
 use crate::http::Page;
+use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::source::api::ApiWatch;
 use crate::wire::Request;
-use crate::zone::name::{WireName, suffix_offset};
 use crate::zone::why::Listing;
 
 /// Why a name answers what it does.

@@ -15,7 +15,7 @@ pub(crate) use parse::skip_name;
 pub use write::{QuestionAnswers, clamp_payload, write_answer, write_malformed, write_rcode};
 
 use crate::codes::class;
-use crate::zone::name::MAX_NAME_LEN;
+use crate::name::MAX_NAME_LEN;
 
 /// Size of the DNS header.
 pub const HEADER_LEN: usize = 12;
@@ -85,7 +85,7 @@ pub struct Question {
 impl std::fmt::Debug for Question {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut name = String::new();
-        let _ = crate::zone::name::write_dotted(self.name(), &mut name);
+        let _ = crate::name::write_dotted(self.name(), &mut name);
         f.debug_struct("Question")
             .field("name", &name)
             .field("qtype", &self.qtype)

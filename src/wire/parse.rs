@@ -6,7 +6,7 @@ use super::{
     Request, UDP_MIN_PAYLOAD,
 };
 use crate::codes::{rcode, rtype};
-use crate::zone::name::MAX_NAME_LEN;
+use crate::name::MAX_NAME_LEN;
 
 impl<'a> Request<'a> {
     /// Parses a query. Anything else is [`Malformed`]: too short or a response is ignored;

@@ -332,7 +332,7 @@ impl Respell<'_> {
             return;
         }
         let start = end - self.lower.len();
-        if crate::zone::name::suffix_offset(&name[..end], self.lower) == Some(start)
+        if crate::name::suffix_offset(&name[..end], self.lower) == Some(start)
             && &name[start..end] == self.lower
         {
             name[start..end].copy_from_slice(self.asked);

@@ -30,7 +30,6 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use super::name::{WireName, labels, suffix_offset};
 use super::node::Node;
 use super::records::{self, Filter, ServiceView, View};
 use super::rrset;
@@ -40,6 +39,7 @@ use super::{Answer, Rcode, Run, ServedZone, Soa};
 use crate::codes::rtype;
 use crate::config::{K8sExternalConfig, KubernetesConfig};
 use crate::model::{Cluster, Service};
+use crate::name::{WireName, labels, suffix_offset};
 
 /// The external zones of a snapshot, and their names.
 #[derive(Debug, Clone)]
@@ -462,7 +462,7 @@ impl External {
             key.extend_from_slice(label);
         }
         key.extend_from_slice(&qname[2 + port.len() + proto.len()..]);
-        (key.len() <= super::name::MAX_NAME_LEN).then_some(key)
+        (key.len() <= crate::name::MAX_NAME_LEN).then_some(key)
     }
 }
 

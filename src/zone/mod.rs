@@ -19,7 +19,6 @@
 mod build;
 mod external;
 mod multicluster;
-pub mod name;
 mod names;
 mod node;
 mod records;
@@ -38,9 +37,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use smallvec::SmallVec;
 
 use crate::codes::rtype;
+use crate::name::{self, WireName, labels, suffix_offset};
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
 pub use external::External;
-use name::{WireName, labels, suffix_offset};
 use node::Node;
 pub use records::{trim, trim_cluster};
 use rrset::RrSet;
@@ -795,7 +794,7 @@ mod tests;
 #[cfg(test)]
 pub(crate) mod tests_support {
     use super::{ServedZone, Soa};
-    use crate::zone::name::WireName;
+    use crate::name::WireName;
 
     /// A served forward zone with a fixed SOA.
     pub(crate) fn zone(origin: &str) -> ServedZone {

@@ -20,12 +20,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::name::WireName;
 use super::records::{self, Entry, Filter, ReadyAddress};
 use super::writer::NameWriter;
 use crate::config::KubernetesConfig;
 use crate::model::serviceimport::{LABEL_MCS_SERVICE_NAME, LABEL_MCS_SOURCE_CLUSTER};
 use crate::model::{Cluster, EndpointSlice, ImportType, ObjectKey, ServiceImport};
+use crate::name::WireName;
 
 /// A visible ServiceImport with the ready addresses of its visible slices.
 #[derive(Debug)]

@@ -14,9 +14,9 @@
 
 use std::fmt;
 
-use super::name::WireName;
 use super::rrset::{RrSet, RrSetBuilder};
 use super::shards::Keyed;
+use crate::name::WireName;
 
 /// The bytes of one set's header.
 const SET_HEADER: usize = 14;

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
 use super::Dashed;
-use super::name::WireName;
 use super::rrset;
 use super::writer::NameWriter;
 use crate::codes::rtype;
@@ -15,6 +14,7 @@ use crate::model::{
     AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Labels, Namespace, Object,
     ObjectKey, Pod, PodDetails, Service, ServiceType,
 };
+use crate::name::WireName;
 
 /// CoreDNS uses a pod name as an endpoint label only when it is shorter than this.
 const MAX_POD_NAME_LABEL: usize = 64;

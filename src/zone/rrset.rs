@@ -26,8 +26,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use smallvec::SmallVec;
 
-use super::name::WireName;
 use crate::codes::{class, rtype};
+use crate::name::WireName;
 
 /// The records of one name for one type, in wire format, as a [`Node`](super::node::Node)
 /// holds them.
@@ -295,7 +295,7 @@ pub fn address_from_reverse(name: &WireName) -> Option<IpAddr> {
 pub(crate) fn address_of_reverse_wire(qname: &[u8]) -> Option<IpAddr> {
     let mut labels: [&[u8]; 34] = [&[]; 34];
     let mut count = 0;
-    for label in super::name::labels(qname) {
+    for label in crate::name::labels(qname) {
         if count == labels.len() {
             return None;
         }

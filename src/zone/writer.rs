@@ -22,11 +22,11 @@ use hashbrown::HashTable;
 use smallvec::SmallVec;
 
 use super::ServedZone;
-use super::name::{WireName, parent};
 use super::names::{self, Names, Sizes, Suffix, Suffixes};
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use crate::codes::rtype;
+use crate::name::{WireName, parent};
 
 const RECORD: u8 = 0;
 const EXTRA: u8 = 1;
@@ -487,6 +487,6 @@ pub(crate) fn zone_origin<'z>(zones: &'z [ServedZone], name: &[u8]) -> Option<&'
     zones
         .iter()
         .map(|zone| zone.origin.as_bytes())
-        .filter(|origin| super::name::suffix_offset(name, origin).is_some())
+        .filter(|origin| crate::name::suffix_offset(name, origin).is_some())
         .max_by_key(|origin| origin.len())
 }

@@ -12,11 +12,11 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::{RData, Record, RecordType};
 use serde::Serialize;
 
-use super::name::{WireName, canonical_cmp};
 use super::node::Node;
 use super::rrset::RrSet;
 use super::{Owner, Run, Snapshot};
 use crate::codes::{class, rtype};
+use crate::name::{WireName, canonical_cmp};
 
 /// Every record of `zone` (an index into [`Snapshot::zones`]): the SOA first, then names in
 /// canonical order, types in numeric order, and the records of a set in text order.

@@ -22,10 +22,10 @@ use std::time::Instant;
 use super::chase::{Chased, Chaser};
 use super::{Ctx, Flow, Query, forward};
 use crate::codes::rtype;
+use crate::name::WireName;
 use crate::plugin::Plugin;
 use crate::search_walk::SearchPath;
 use crate::wire::{self, Request, rcode, reply};
-use crate::zone::name::WireName;
 
 /// The rest of a walk that reached a name outside the cluster zone.
 #[derive(Debug)]

@@ -8,10 +8,10 @@ use hickory_proto::op::{Message, ResponseCode};
 
 use super::Revert;
 use crate::metrics::dns::Writer;
+use crate::name::WireName;
 use crate::plugin::Plugin;
 use crate::server::{Block, Pending};
 use crate::wire::{self, Request};
-use crate::zone::name::WireName;
 use crate::zone::{Answer, ServedZone};
 
 /// What asks a chase's targets: the whole server again (the handler), every block, *cache*

@@ -35,9 +35,9 @@ use super::chase::Chase;
 use super::{Ctx, Flow, Query};
 use crate::codes::rtype;
 use crate::config::FileConfig;
+use crate::name::{WireName, labels, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
-use crate::zone::name::{WireName, labels, suffix_offset};
 
 /// The *file* directives of one block, in file order.
 #[derive(Debug)]
@@ -273,7 +273,7 @@ fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>)
 impl Directive {
     /// Whether a name of the zones without records goes on (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
+        crate::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// One reload check of every zone of the directive.

@@ -30,9 +30,9 @@ use super::Flow;
 use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
 use crate::metrics::{Collect, Exposition, Kind};
+use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode};
-use crate::zone::name::{WireName, suffix_offset};
 
 type Map<K, V> = HashMap<K, V, ahash::RandomState>;
 
@@ -290,7 +290,7 @@ impl Hosts {
     }
 
     fn falls_through(&self, qname: &[u8]) -> bool {
-        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
+        crate::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// Answers `request` into `out`, or passes it on.

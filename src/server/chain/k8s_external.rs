@@ -15,10 +15,10 @@ use hickory_proto::rr::Name;
 use super::chase::Chase;
 use super::{Ctx, Flow, Query};
 use crate::config::K8sExternalConfig;
+use crate::name::WireName;
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode};
 use crate::zone::Rcode;
-use crate::zone::name::WireName;
 
 /// The plugin's options the request path needs.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl K8sExternal {
 
     /// Whether an NXDOMAIN for `qname` passes on (`fallthrough [ZONES]`).
     fn falls_through(&self, qname: &[u8]) -> bool {
-        crate::zone::name::falls_through(self.fallthrough.as_deref(), qname)
+        crate::name::falls_through(self.fallthrough.as_deref(), qname)
     }
 
     /// The answer for `q`, or `q` passed on.

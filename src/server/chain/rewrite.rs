@@ -28,8 +28,8 @@ use self::cname::CnameTarget;
 use self::edns0::{Asked, Opt};
 use crate::codes::rtype;
 use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
+use crate::name::WireName;
 use crate::wire::{HEADER_LEN, Request, Transport, reply};
-use crate::zone::name::WireName;
 
 /// The *rewrite* rules of one block.
 #[derive(Debug)]
@@ -116,7 +116,7 @@ fn substitute(replacement: &str, captures: &regex::Captures<'_>) -> String {
 /// outside printable ASCII), which no rule can be meant to match.
 fn dotted(qname: &[u8]) -> Option<String> {
     let mut out = String::with_capacity(qname.len() + 1);
-    for label in crate::zone::name::labels(qname) {
+    for label in crate::name::labels(qname) {
         for &byte in label {
             if !(0x21..=0x7e).contains(&byte) || byte == b'.' || byte == b'\\' {
                 return None;

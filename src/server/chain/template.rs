@@ -29,9 +29,9 @@ use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
 use crate::metrics::{Collect, Exposition, Kind};
+use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
-use crate::zone::name::{WireName, suffix_offset};
 
 /// One template, its zones ready.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ pub(crate) fn type_name(rtype: u16) -> String {
 /// root).
 fn dotted(qname: &[u8]) -> String {
     let mut out = String::with_capacity(qname.len() + 1);
-    let _ = crate::zone::name::write_dotted(qname, &mut out);
+    let _ = crate::name::write_dotted(qname, &mut out);
     out
 }
 

@@ -6,10 +6,10 @@ use std::net::IpAddr;
 use super::Flow;
 use crate::codes::rtype;
 use crate::config::TransferConfig;
+use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::server::{Kubernetes, Transport, wire_zones};
 use crate::wire::{self, Request, rcode};
-use crate::zone::name::{WireName, suffix_offset};
 use crate::zone::zonefile;
 
 /// *transfer*: the block's `transfer` directives (none refuses every transfer).

@@ -183,7 +183,7 @@ fn a_relist_after_the_first_sync_is_published_as_an_update_not_a_whole_build() {
     );
     let store = state.publisher.store().load();
     let lookup = |name: &str| {
-        let wire = crate::zone::name::WireName::from_dotted(name).expect("name");
+        let wire = crate::name::WireName::from_dotted(name).expect("name");
         store
             .lookup(wire.as_bytes(), crate::codes::rtype::A)
             .map(|answer| answer.rcode)

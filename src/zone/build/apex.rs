@@ -7,8 +7,8 @@ use std::net::IpAddr;
 
 use crate::codes::rtype;
 use crate::model::Cluster;
+use crate::name::WireName;
 use crate::zone::ServedZone;
-use crate::zone::name::WireName;
 use crate::zone::records::{self, Filter, View};
 use crate::zone::rrset;
 use crate::zone::writer::NameWriter;

@@ -15,13 +15,13 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use super::multicluster::{self, ImportView};
-use super::name::WireName;
 use super::records::{Filter, View};
 use super::shards::Sharded;
 use super::writer::NameWriter;
 use super::{Map, ServedZone, Snapshot, Soa};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Pod, Service};
+use crate::name::WireName;
 
 pub use self::apex::DNS_SCHEMA_VERSION;
 pub(crate) use self::pods::{client_namespaces, pod_label, pod_namespaces};

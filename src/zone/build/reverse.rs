@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use super::Scope;
 use crate::codes::rtype;
-use crate::zone::name::{MAX_LABEL_LEN, MAX_NAME_LEN, WireName, suffix_offset};
+use crate::name::{MAX_LABEL_LEN, MAX_NAME_LEN, WireName, suffix_offset};
 use crate::zone::names::ReverseName;
 use crate::zone::records::{self, View};
 use crate::zone::rrset;

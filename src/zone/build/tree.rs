@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::zone::name::parent;
+use crate::name::parent;
 use crate::zone::names::Names;
 use crate::zone::node::Node;
 use crate::zone::writer::zone_origin;

@@ -301,7 +301,7 @@ fn apex_ttl_and_fall_through() {
     );
     let external = snapshot.external().unwrap();
     let wire = |name: &str| {
-        crate::zone::name::WireName::from_dotted(name)
+        crate::name::WireName::from_dotted(name)
             .unwrap()
             .as_bytes()
             .to_vec()

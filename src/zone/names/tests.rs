@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::config::PodMode;
+use crate::name::WireName;
 use crate::source::read_objects;
 use crate::wire::{Request, write_answer};
-use crate::zone::name::WireName;
 use crate::zone::{BuildContext, Snapshot, dashed_ip};
 
 impl Names {

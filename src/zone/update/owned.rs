@@ -13,9 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::Names;
 use crate::model::{Cluster, ObjectKey};
+use crate::name::suffix_offset;
 use crate::zone::ServedZone;
 use crate::zone::build::pod_label;
-use crate::zone::name::suffix_offset;
 use crate::zone::names::ReverseName;
 use crate::zone::node::Node;
 

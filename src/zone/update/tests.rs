@@ -315,7 +315,7 @@ fn contents(snapshot: &Snapshot) -> String {
         .nodes()
         .map(|node| {
             let mut dotted = String::new();
-            crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
+            crate::name::write_dotted(node.name(), &mut dotted).unwrap();
             (dotted, node)
         })
         .collect();
@@ -329,7 +329,7 @@ fn contents(snapshot: &Snapshot) -> String {
             .iter()
             .map(|node| {
                 let mut dotted = String::new();
-                crate::zone::name::write_dotted(node.name(), &mut dotted).unwrap();
+                crate::name::write_dotted(node.name(), &mut dotted).unwrap();
                 (dotted, node)
             })
             .collect();

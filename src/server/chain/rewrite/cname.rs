@@ -9,7 +9,7 @@ use hickory_proto::rr::{Name, RData};
 
 use super::{substitute, text_of};
 use crate::config::NameMatcher;
-use crate::zone::name::WireName;
+use crate::name::WireName;
 
 /// A `cname` rule, as the reply sees it.
 #[derive(Debug, Clone)]

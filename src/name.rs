@@ -1,4 +1,5 @@
-//! Domain names in wire format, the form the zone is indexed and answered in.
+//! Domain names in wire format, the form the zone is indexed and answered in, and the cache,
+//! the query log, *forward* and the search walk match names in.
 //!
 //! A [`WireName`] is the RFC 1035 encoding (`\x03web\x04shop\x03svc\x07cluster\x05local\x00`).
 //! Keys in the zone index are lower-case wire names, so a query is matched by lower-casing
