@@ -19,9 +19,10 @@
 //! Service's as the last update that built it left them, else by building the part on the
 //! objects before the change — `owned.rs`), builds the parts after the change, and moves the
 //! difference into a copy of the previous snapshot — empty non-terminals added and removed
-//! with the names below them, as a full build would. Objects are found by address through an index kept beside the cluster, so
-//! no step walks the whole cluster. A change too large for that to pay (a namespace's
-//! exposure with thousands of Services, a re-list) is a full build.
+//! with the names below them, as a full build would. Objects are found by address through
+//! an index kept beside the cluster, so no step walks the whole cluster. A change too large
+//! for that to pay (a namespace's exposure with thousands of Services, a re-list) is a full
+//! build.
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
