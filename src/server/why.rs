@@ -176,12 +176,10 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
     let (client_name, client_type) = (parsed.clone(), rtype);
     let (parsed, rtype, wire) = match rewritten(block, &parsed, rtype) {
         Some((new, new_type)) => {
-            let new_wire =
-                WireName::from_dotted(&dotted(&new.to_ascii())).map_err(|_| not_a_name())?;
-            why.reasons.push(format!(
-                "rewrite: asked on as {} {new_type}",
-                dotted(&new.to_ascii())
-            ));
+            let new_dotted = dotted(&new.to_ascii());
+            let new_wire = WireName::from_dotted(&new_dotted).map_err(|_| not_a_name())?;
+            why.reasons
+                .push(format!("rewrite: asked on as {new_dotted} {new_type}"));
             (new, new_type, new_wire)
         }
         None => (parsed, rtype, wire),
