@@ -152,26 +152,46 @@ pub(crate) struct PluginChain {
     forward: Option<usize>,
 }
 
-/// What the chain came to for one query.
+/// What one step decides about a query: not its own (the next step has it), or where the
+/// query's walk down the chain ends.
 #[derive(Debug)]
 pub(crate) enum Flow {
-    /// This step does not take the query: the next step has it. What every step returns
-    /// when it passes a query on; never what the chain as a whole comes to.
+    /// This step does not take the query: the next step has it.
     Pass,
-    /// Answered by this plugin: the reply is in the output buffer, cut to the query's limit.
+    /// This step takes the query: the walk ends here.
+    Done(End),
+}
+
+impl Flow {
+    /// Answered by `plugin`: the reply is in the output buffer.
+    pub(crate) fn reply(plugin: impl Into<Writer>) -> Self {
+        Self::Done(End::Reply(plugin.into()))
+    }
+}
+
+impl From<End> for Flow {
+    fn from(end: End) -> Self {
+        Self::Done(end)
+    }
+}
+
+/// Where a query's walk down the chain ([`PluginChain::run`]) ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// Answered by this plugin: the reply is in the output buffer, shuffled for
+    /// *loadbalance* and cut to the query's limit by the step that wrote it.
     Reply(Writer),
-    /// Nothing before *forward* answered: the name goes upstream, from this *forward* (the
-    /// first that matches) on. Turned into a [`Pending`] by whoever holds the query.
-    Upstream(usize),
-    /// On its way upstream, already packed (an *autopath* walk, a rewritten query).
+    /// On its way upstream (*forward*, an *autopath* walk), packed: finished
+    /// asynchronously by whoever holds the query.
     Forward(Box<Pending>),
     /// A CNAME whose target is asked through the server again (an ExternalName, a
     /// template's CNAME).
     Chase(Box<Chase>),
     /// A zone transfer's records.
     Transfer(Vec<Record>),
-    /// The end of the chain: no step answered (REFUSED, from the server).
-    End,
+    /// Past the last step: nothing in the block serves the name, nothing forwards it
+    /// (REFUSED, from the server).
+    Refused,
 }
 
 /// Where a query got to: its block and the block zone the name fell in, the client, and
@@ -371,11 +391,11 @@ impl PluginChain {
         from: usize,
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
-    ) -> Flow {
+    ) -> End {
         let internet = wire::is_internet_class(q.request.question.qclass);
         for (index, step) in self.steps.iter().enumerate().skip(from) {
             if !internet && step.internet_only() {
-                return Flow::End;
+                return End::Refused;
             }
             let flow = match step {
                 Step::Bufsize(_) => Flow::Pass,
@@ -399,11 +419,11 @@ impl PluginChain {
                 Step::Loop(probe) => forward::loop_step(probe, self, ctx, q.request, out),
                 Step::Forward(forward) => forward.answer(self, ctx, q, out),
             };
-            if !matches!(flow, Flow::Pass) {
-                return flow;
+            if let Flow::Done(end) = flow {
+                return end;
             }
         }
-        Flow::End
+        End::Refused
     }
 
     /// *rewrite*: when a rule matches, the rest of the chain runs on the rewritten query and
@@ -424,12 +444,12 @@ impl PluginChain {
                     errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
                 }
                 wire::write_rcode(q.request, rcode::SERVFAIL, out);
-                return Flow::Reply(Writer::Server);
+                return Flow::reply(Writer::Server);
             }
         };
         let Ok(request) = Request::parse(&rewritten.packet) else {
             wire::write_rcode(q.request, rcode::SERVFAIL, out);
-            return Flow::Reply(Writer::Server);
+            return Flow::reply(Writer::Server);
         };
         let mut inner = Query {
             packet: &rewritten.packet,
@@ -437,12 +457,9 @@ impl PluginChain {
             limit: q.limit,
             revert: None,
         };
-        let flow = self.run(ctx, index + 1, &mut inner, out);
+        let end = self.run(ctx, index + 1, &mut inner, out);
         q.revert = Some(rewritten.revert);
-        match flow {
-            Flow::Upstream(forwarder) => Flow::Forward(self.pending(ctx, &inner, forwarder)),
-            other => other,
-        }
+        Flow::Done(end)
     }
 
     /// `bytes` (a whole reply) as the client gets it: shuffled when the block has
@@ -514,17 +531,17 @@ fn answer_cluster_zone(
     let passes = nxdomain && kubernetes.falls_through(qname);
     if nxdomain && !passes && kubernetes.provisional() {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Flow::Reply(Plugin::Kubernetes.into());
+        return Flow::reply(Plugin::Kubernetes);
     }
     if passes {
         return Flow::Pass;
     }
     let zone = &snapshot.zones()[answer.zone];
     if let Some(target) = answer.chase {
-        return Flow::Chase(Chase::new(block, ctx.zone, request, &answer, zone, target));
+        return End::Chase(Chase::new(block, ctx.zone, request, &answer, zone, target)).into();
     }
     wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
-    Flow::Reply(Plugin::Kubernetes.into())
+    Flow::reply(Plugin::Kubernetes)
 }
 
 /// *any* (RFC 8482 §4.2): an ANY query is answered with one HINFO record, `"ANY
@@ -537,7 +554,7 @@ fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
     let mut reply = wire::QuestionAnswers::new(request, out);
     reply.answer(rtype::HINFO, class::IN, 8482, HINFO);
     reply.finish(rcode::NOERROR, false, limit);
-    Flow::Reply(Plugin::Any.into())
+    Flow::reply(Plugin::Any)
 }
 
 /// What [`Block::answer_locally`] found.
@@ -568,14 +585,11 @@ impl Block {
         };
         let mut q = Query::new(&self.chain, packet, &request, Transport::Tcp);
         let mut out = Vec::new();
-        let flow = self.chain.run(&ctx, 0, &mut q, &mut out);
-        let mut reply = match flow {
-            Flow::Reply(_) => out,
-            Flow::Chase(chase) => chase.so_far(),
-            Flow::Upstream(_) | Flow::Forward(_) | Flow::End | Flow::Pass => {
-                return Some(Local::Upstream);
-            }
-            Flow::Transfer(_) => return None,
+        let mut reply = match self.chain.run(&ctx, 0, &mut q, &mut out) {
+            End::Reply(_) => out,
+            End::Chase(chase) => chase.so_far(),
+            End::Forward(_) | End::Refused => return Some(Local::Upstream),
+            End::Transfer(_) => return None,
         };
         if let Some(revert) = &q.revert {
             revert.apply(&mut reply);

@@ -15,10 +15,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hickory_proto::rr::Record;
+
 use super::chain::autopath;
 use super::chain::chase::{Chase, Chased, Chaser};
 use super::chain::forward::{self, Upstream};
-use super::chain::{Ctx, Flow, Query, Revert, fit};
+use super::chain::{Ctx, End, Query, Revert, fit};
 use super::{Block, Outcome, Pending, Transport};
 use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
 use crate::name::suffix_offset;
@@ -37,6 +39,28 @@ pub struct Handler {
     dropped: Option<Arc<ServerMetrics>>,
     /// The search-path tracker, when metrics are on and it is not turned off.
     search_path: Option<Watch>,
+}
+
+/// Where one query's walk through the server ends ([`Handler::step`]).
+enum Routed {
+    /// Answered: the reply is in the output buffer, counted and logged.
+    Answered,
+    /// On its way upstream.
+    Forward(Box<Pending>),
+    /// A CNAME to chase: unanswered, not yet counted or logged.
+    Chase(Box<Chase>),
+    /// A zone transfer's records.
+    Transfer(Vec<Record>),
+}
+
+/// A reply on its way to the client ([`Handler::deliver`]), and how far it is made for them.
+#[derive(Clone, Copy)]
+enum Made<'b> {
+    /// Written for the client by the step that answered, or the server's own error: in the
+    /// output buffer, shuffled for *loadbalance* and cut to the client's size.
+    Written,
+    /// Whole, as an upstream, a chase or *autopath*'s walk made it: still to shuffle and cut.
+    Whole(&'b [u8]),
 }
 
 impl Handler {
@@ -98,17 +122,15 @@ impl Handler {
             }
         };
         match self.step(packet, &request, client, transport, started, false, out) {
-            Flow::Forward(pending) => Outcome::Forward(pending),
-            Flow::Chase(chase) => self.chase(chase, &request, client, transport, started, out),
-            Flow::Transfer(records) => Outcome::Transfer(records),
-            Flow::Reply(_) | Flow::Pass | Flow::Upstream(_) | Flow::End => Outcome::Reply,
+            Routed::Answered => Outcome::Reply,
+            Routed::Forward(pending) => Outcome::Forward(pending),
+            Routed::Chase(chase) => self.chase(chase, &request, client, transport, started, out),
+            Routed::Transfer(records) => Outcome::Transfer(records),
         }
     }
 
-    /// One query through its block's chain, where it ends up: [`Flow::Reply`] (answered,
-    /// counted and logged), [`Flow::Forward`], [`Flow::Transfer`], or [`Flow::Chase`] — a
-    /// CNAME to chase, unanswered and not yet logged. Never any other [`Flow`]. `chased`: the
-    /// query is a chase's lookup of a target, not the client's.
+    /// One query through its block's chain, and where it ends up. `chased`: the query is a
+    /// chase's lookup of a target, not the client's.
     #[allow(clippy::too_many_arguments)]
     fn step(
         &self,
@@ -119,13 +141,13 @@ impl Handler {
         started: Instant,
         chased: bool,
         out: &mut Vec<u8>,
-    ) -> Flow {
+    ) -> Routed {
         // An IPv4 client of a dual-stack `[::]` socket arrives as `::ffff:a.b.c.d`: to ACLs,
         // metrics and logs it is the IPv4 client it is.
         let client = SocketAddr::new(client.ip().to_canonical(), client.port());
         if request.edns.is_some_and(|edns| edns.version != 0) {
             wire::write_rcode(request, rcode::BADVERS, out);
-            return Flow::Reply(Writer::Server);
+            return Routed::Answered;
         }
         let qname = request.question.name();
         let Some((block, zone)) = self.block_for(qname) else {
@@ -140,7 +162,7 @@ impl Handler {
                     Duration::ZERO,
                 ));
             }
-            return Flow::Reply(Writer::Server);
+            return Routed::Answered;
         };
         let ctx = Ctx {
             block,
@@ -152,43 +174,35 @@ impl Handler {
             chased,
         };
         let mut q = Query::new(&block.chain, packet, request, transport);
-        let flow = block.chain.run(&ctx, 0, &mut q, out);
+        let end = block.chain.run(&ctx, 0, &mut q, out);
         let revert = q.revert.take();
-        match flow {
-            Flow::Reply(plugin) => {
-                if let Some(revert) = revert {
-                    // *rewrite*'s `cname` rule: the new target is asked next.
-                    if let Some(retarget) = revert.retarget(out) {
-                        let original = std::mem::take(out);
-                        let mut chase =
-                            Chase::retarget(block, zone, request, retarget, original, plugin);
-                        chase.revert = Some(revert);
-                        return Flow::Chase(chase);
-                    }
-                    let mut whole = std::mem::take(out);
-                    revert.apply(&mut whole);
-                    fit(&ctx, request, &whole, out);
+        match end {
+            End::Reply(plugin) => {
+                // *rewrite*'s `cname` rule: the new target is asked next.
+                if let Some(retarget) = revert.as_ref().and_then(|revert| revert.retarget(out)) {
+                    let original = std::mem::take(out);
+                    let mut chase =
+                        Chase::retarget(block, zone, request, retarget, original, plugin);
+                    chase.revert = revert;
+                    return Routed::Chase(chase);
                 }
-                self.finish(&ctx, request, out, plugin);
-                Flow::Reply(plugin)
+                self.deliver(&ctx, request, Made::Written, plugin, revert.as_deref(), out);
+                Routed::Answered
             }
-            Flow::Upstream(forwarder) => Flow::Forward(block.chain.pending(&ctx, &q, forwarder)),
-            Flow::Forward(mut pending) => {
-                pending.revert = revert;
-                Flow::Forward(pending)
-            }
-            Flow::Chase(mut chase) => {
-                chase.revert = revert;
-                Flow::Chase(chase)
-            }
-            Flow::Transfer(records) => Flow::Transfer(records),
-            Flow::End | Flow::Pass => {
-                // The end of the chain: nothing in the block serves the name, nothing
-                // forwards it.
+            End::Refused => {
                 wire::write_rcode(request, rcode::REFUSED, out);
-                self.finish(&ctx, request, out, Writer::Server);
-                Flow::Reply(Writer::Server)
+                self.deliver(&ctx, request, Made::Written, Writer::Server, None, out);
+                Routed::Answered
             }
+            End::Forward(mut pending) => {
+                pending.revert = revert;
+                Routed::Forward(pending)
+            }
+            End::Chase(mut chase) => {
+                chase.revert = revert;
+                Routed::Chase(chase)
+            }
+            End::Transfer(records) => Routed::Transfer(records),
         }
     }
 
@@ -218,7 +232,7 @@ impl Handler {
                 .retargeted(&ctx, &request, merged, revert.as_deref(), plugin)
                 .await;
         }
-        self.deliver(&ctx, &request, &merged, out, plugin, revert.as_deref());
+        self.deliver(&ctx, &request, Made::Whole(&merged), plugin, revert.as_deref(), out);
     }
 
     /// *rewrite*'s `cname` rule on a whole reply: the reply with its retargeted CNAME and
@@ -279,11 +293,13 @@ impl Handler {
         if let Some(rest) = autopath {
             match autopath::complete(self, &ctx, &request, asked, *rest).await {
                 Some((bytes, plugin)) => {
-                    self.deliver(&ctx, &request, &bytes, out, plugin.into(), revert)
+                    let made = Made::Whole(&bytes);
+                    self.deliver(&ctx, &request, made, plugin.into(), revert, out);
                 }
                 None => {
                     wire::write_rcode(&request, rcode::SERVFAIL, out);
-                    self.finish(&ctx, &request, out, Plugin::Autopath.into());
+                    let autopath = Plugin::Autopath.into();
+                    self.deliver(&ctx, &request, Made::Written, autopath, None, out);
                 }
             }
             return;
@@ -303,12 +319,14 @@ impl Handler {
                 let bytes = self
                     .retargeted(&ctx, &request, bytes, revert, Plugin::Forward.into())
                     .await;
-                self.deliver(&ctx, &request, &bytes, out, Plugin::Forward.into(), revert);
+                let made = Made::Whole(&bytes);
+                self.deliver(&ctx, &request, made, Plugin::Forward.into(), revert, out);
                 return;
             }
             Upstream::Refused => {
                 wire::write_rcode(&request, rcode::REFUSED, out);
-                self.finish(&ctx, &request, out, Plugin::Forward.into());
+                let forward = Plugin::Forward.into();
+                self.deliver(&ctx, &request, Made::Written, forward, None, out);
                 return;
             }
             Upstream::Stale(error) => (error, true),
@@ -319,18 +337,14 @@ impl Handler {
         }
         if !stale {
             wire::write_rcode(&request, rcode::SERVFAIL, out);
-            self.finish(&ctx, &request, out, Plugin::Forward.into());
+            let forward = Plugin::Forward.into();
+            self.deliver(&ctx, &request, Made::Written, forward, None, out);
             return;
         }
-        // `serve_stale verify`: the cache's expired answer is in `out`, shuffled as a fresh
-        // one is.
+        // `serve_stale verify`: the cache's expired answer is in `out`, written for the
+        // client as a fresh hit is, and shuffled as one is.
         block.chain.shuffle_out(out);
-        if let Some(revert) = revert {
-            let mut whole = std::mem::take(out);
-            revert.apply(&mut whole);
-            fit(&ctx, &request, &whole, out);
-        }
-        self.finish(&ctx, &request, out, Plugin::Cache.into());
+        self.deliver(&ctx, &request, Made::Written, Plugin::Cache.into(), revert, out);
     }
 
     /// A CNAME whose target lies outside the zone: the target asked through this server
@@ -370,7 +384,8 @@ impl Handler {
                     received: packet,
                     chased: false,
                 };
-                self.deliver(&ctx, request, &merged, out, plugin, revert.as_deref());
+                let made = Made::Whole(&merged);
+                self.deliver(&ctx, request, made, plugin, revert.as_deref(), out);
                 Outcome::Reply
             }
             Chased::Upstream(mut chase) => {
@@ -393,29 +408,39 @@ impl Handler {
         }
     }
 
-    /// Sends a whole reply (an upstream's, a chase's, autopath's): shuffled for
-    /// *loadbalance*, turned back by *rewrite*, cut to the client's size, counted for
-    /// `plugin`.
+    /// Every reply of a block leaves through here, with the reply-side plugins applied in
+    /// `plugin.cfg` order, as CoreDNS's response writers apply them (the plugin nearest the
+    /// answer first): *rewrite* turns it back for the client, *loadbalance* shuffles it, it is
+    /// cut to the client's size (EDNS, *bufsize*, truncation), then [`finish`](Self::finish)
+    /// counts and logs it for `plugin`. A reply a step [`Made::Written`] is already shuffled and
+    /// cut; without a *rewrite* to revert it goes out as written, copied nowhere.
     fn deliver(
         &self,
-        ctx: &Ctx<'_>,
+        at: &Ctx<'_>,
         request: &Request<'_>,
-        bytes: &[u8],
-        out: &mut Vec<u8>,
+        made: Made<'_>,
         plugin: Writer,
         revert: Option<&Revert>,
+        out: &mut Vec<u8>,
     ) {
-        let shuffled = ctx.block.chain.shuffled(bytes);
-        let bytes = &shuffled[..];
-        match revert {
-            Some(revert) => {
-                let mut whole = bytes.to_vec();
+        match (made, revert) {
+            (Made::Written, None) => {}
+            (Made::Written, Some(revert)) => {
+                let mut whole = std::mem::take(out);
                 revert.apply(&mut whole);
-                fit(ctx, request, &whole, out);
+                fit(at, request, &whole, out);
             }
-            None => fit(ctx, request, bytes, out),
+            (Made::Whole(bytes), revert) => {
+                let reverted = revert.map(|revert| {
+                    let mut whole = bytes.to_vec();
+                    revert.apply(&mut whole);
+                    whole
+                });
+                let whole = reverted.as_deref().unwrap_or(bytes);
+                fit(at, request, &at.block.chain.shuffled(whole), out);
+            }
         }
-        self.finish(ctx, request, out, plugin);
+        self.finish(at, request, out, plugin);
     }
 
     /// What every answered query goes through last: the search-path tracker (the client's
@@ -520,15 +545,13 @@ impl Chaser for Handler {
                 true,
                 &mut reply,
             ) {
-                Flow::Forward(pending) => {
+                Routed::Answered => return Chased::Done(chase.merge(Some(&reply))),
+                Routed::Forward(pending) => {
                     chase.upstream = Some(pending);
                     return Chased::Upstream(chase);
                 }
-                Flow::Transfer(_) => return Chased::Done(chase.merge(None)),
-                Flow::Reply(_) | Flow::Pass | Flow::Upstream(_) | Flow::End => {
-                    return Chased::Done(chase.merge(Some(&reply)));
-                }
-                Flow::Chase(next) => {
+                Routed::Transfer(_) => return Chased::Done(chase.merge(None)),
+                Routed::Chase(next) => {
                     let Chase {
                         replies, target, ..
                     } = *next;

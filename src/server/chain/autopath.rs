@@ -20,7 +20,7 @@ use hickory_proto::rr::{Name, RData, Record};
 use std::time::Instant;
 
 use super::chase::{Chased, Chaser};
-use super::{Ctx, Flow, Query, forward};
+use super::{Ctx, End, Flow, Query, forward};
 use crate::codes::rtype;
 use crate::name::WireName;
 use crate::plugin::Plugin;
@@ -48,14 +48,15 @@ pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
 
 /// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
 /// have asked it, writing a reply (for the candidate's question, up to 64 KiB) into `out`:
-/// [`Flow::Reply`], [`Flow::Upstream`] (it goes upstream) or [`Flow::Chase`] (a CNAME whose
-/// target is asked through the server again). `None` where it cannot be asked.
+/// [`End::Reply`] (the end of the chain's REFUSED among them), [`End::Forward`] (it goes
+/// upstream; the walk asks it itself, the packed query is not used) or [`End::Chase`] (a CNAME
+/// whose target is asked through the server again). `None` where it cannot be asked.
 pub(crate) fn local(
     ctx: &Ctx<'_>,
     packet: &[u8],
     name: &WireName,
     out: &mut Vec<u8>,
-) -> Option<Flow> {
+) -> Option<End> {
     let asked = ask_as(packet, name)?;
     let request = Request::parse(&asked).ok()?;
     let chain = &ctx.block.chain;
@@ -66,17 +67,12 @@ pub(crate) fn local(
         revert: None,
     };
     match chain.run(ctx, chain.after_autopath(), &mut q, out) {
-        Flow::Reply(plugin) => Some(Flow::Reply(plugin)),
-        Flow::Upstream(forwarder) => Some(Flow::Upstream(forwarder)),
-        // Already packed for upstream (a rewritten query): this walk asks it itself.
-        Flow::Forward(_) => Some(Flow::Upstream(0)),
-        Flow::Chase(chase) => Some(Flow::Chase(chase)),
-        Flow::End | Flow::Pass => {
-            // The end of the chain.
+        End::Refused => {
             wire::write_rcode(q.request, rcode::REFUSED, out);
-            Some(Flow::Reply(crate::metrics::dns::Writer::Server))
+            Some(End::Reply(crate::metrics::dns::Writer::Server))
         }
-        Flow::Transfer(_) => None,
+        End::Transfer(_) => None,
+        end => Some(end),
     }
 }
 
@@ -148,17 +144,17 @@ fn walk(
     for (index, candidate) in plan.candidates.iter().enumerate() {
         let mut bytes = Vec::new();
         match local(ctx, q.packet, candidate, &mut bytes)? {
-            Flow::Reply(_) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
+            End::Reply(_) if reply::rcode(&bytes) == Ok(rcode::NXDOMAIN) => {
                 if index == 0 {
                     first = Some(bytes);
                 }
             }
             // The asked name answers: the rest of the chain writes that.
-            Flow::Reply(_) | Flow::Chase(_) if index == 0 => return None,
-            Flow::Reply(_) => {
+            End::Reply(_) | End::Chase(_) if index == 0 => return None,
+            End::Reply(_) => {
                 let written = rewrite(&bytes, q.packet, index)?;
                 super::fit(ctx, q.request, &block.chain.shuffled(&written), out);
-                return Some(Flow::Reply(Plugin::Autopath.into()));
+                return Some(Flow::reply(Plugin::Autopath));
             }
             // It goes upstream, or is a CNAME whose target may.
             _ => {
@@ -168,14 +164,14 @@ fn walk(
                     index,
                     first,
                 }));
-                return Some(Flow::Forward(pending));
+                return Some(End::Forward(pending).into());
             }
         }
     }
     // Every name is NXDOMAIN: the asked name's reply, and the client walks on.
     let first = rewrite(&first?, q.packet, 0)?;
     super::fit(ctx, q.request, &first, out);
-    Some(Flow::Reply(plain_plugin(ctx).into()))
+    Some(Flow::reply(plain_plugin(ctx)))
 }
 
 /// The walk's upstream part, for the query `packet` (as the chain asked it; `request` is
@@ -194,8 +190,8 @@ pub(crate) async fn complete(
         let index = rest.index + offset;
         let mut bytes = Vec::new();
         let bytes = match local(ctx, packet, candidate, &mut bytes) {
-            Some(Flow::Reply(_)) => bytes,
-            Some(Flow::Chase(chase)) => {
+            Some(End::Reply(_)) => bytes,
+            Some(End::Chase(chase)) => {
                 let asked = ask_as(packet, candidate)?;
                 match server.chase_step(chase, &asked, ctx.client, ctx.transport) {
                     Chased::Done(bytes) => bytes,

@@ -81,7 +81,7 @@ impl Chaos {
             }
             _ => return Flow::Pass,
         }
-        Flow::Reply(Plugin::Chaos.into())
+        Flow::reply(Plugin::Chaos)
     }
 }
 
@@ -100,7 +100,7 @@ mod tests {
         let packet = message.to_vec().unwrap();
         let request = Request::parse(&packet).unwrap();
         let mut out = Vec::new();
-        matches!(chaos.answer(&request, 512, &mut out), Flow::Reply(_))
+        matches!(chaos.answer(&request, 512, &mut out), Flow::Done(crate::server::chain::End::Reply(_)))
             .then(|| Message::from_vec(&out).unwrap())
     }
 

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use self::read::{ZoneError, read_zone};
 use self::zone::{Outcome, Zone};
 use super::chase::Chase;
-use super::{Ctx, Flow, Query};
+use super::{Ctx, End, Flow, Query};
 use crate::codes::rtype;
 use crate::config::FileConfig;
 use crate::name::{WireName, labels, suffix_offset};
@@ -195,16 +195,16 @@ impl File {
             };
             let Some(zone) = served.zone.load_full() else {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Flow::Reply(Plugin::File.into());
+                return Flow::reply(Plugin::File);
             };
             let qtype = request.question.qtype;
             if qtype == rtype::AXFR || qtype == rtype::IXFR {
                 wire::write_rcode(request, rcode::REFUSED, out);
-                return Flow::Reply(Plugin::File.into());
+                return Flow::reply(Plugin::File);
             }
             let Ok(name) = Name::from_labels(labels(qname)) else {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Flow::Reply(Plugin::File.into());
+                return Flow::reply(Plugin::File);
             };
             let found = zone.lookup(&name, RecordType::from(qtype));
             let empty = found.answer.is_empty();
@@ -218,7 +218,7 @@ impl File {
                 Some(flow) => flow,
                 None => {
                     wire::write_rcode(request, rcode::SERVFAIL, out);
-                    Flow::Reply(Plugin::File.into())
+                    Flow::reply(Plugin::File)
                 }
             };
         }
@@ -232,7 +232,7 @@ fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>)
     let request = q.request;
     if found.outcome == Outcome::ServerFailure && found.answer.is_empty() {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Some(Flow::Reply(Plugin::File.into()));
+        return Some(Flow::reply(Plugin::File));
     }
     let asked = Message::from_vec(q.packet).ok()?;
     let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);
@@ -256,18 +256,18 @@ fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>)
     let whole = message.to_vec().ok()?;
     if let Some(target) = found.external {
         let target = WireName::from_dotted(&target.to_ascii()).ok()?;
-        return Some(Flow::Chase(Chase::from_reply(
+        return Some(End::Chase(Chase::from_reply(
             ctx.block,
             ctx.zone,
             request,
             whole,
             target.to_lowercase(),
             Plugin::File.into(),
-        )));
+        )).into());
     }
     let edns = ctx.block.chain.edns(request);
     reply::fit_for_client(&whole, request.id, edns.as_ref(), q.limit, out).ok()?;
-    Some(Flow::Reply(Plugin::File.into()))
+    Some(Flow::reply(Plugin::File))
 }
 
 impl Directive {

@@ -3,7 +3,7 @@
 //!
 //! The chain's step ([`Forward::answer`]) takes a name one of the block's `forward`s
 //! matches: a cached answer goes back at once (fetched again in the background when it is
-//! due for `prefetch` or served stale), anything else goes upstream as [`Flow::Upstream`].
+//! due for `prefetch` or served stale), anything else goes upstream, packed as [`End::Forward`].
 //! The handler finishes it asynchronously with [`upstream`]: the `forward`s in file order
 //! (`next` moving on), the answer stored in the cache, and an expired answer served when
 //! every upstream failed and `serve_stale verify` allows it. *autopath*'s walk asks the
@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{Ctx, Flow, PluginChain, Query};
+use super::{Ctx, End, Flow, PluginChain, Query};
 use crate::cache::Hit;
 use crate::codes::rtype;
 use crate::forward::{Forwarded, Forwarder};
@@ -79,26 +79,28 @@ impl Forward {
         };
         let looped = |out: &mut Vec<u8>| {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            Flow::Reply(Plugin::Forward.into())
+            Flow::reply(Plugin::Forward)
         };
         let Some(cache) = chain.cache().filter(|cache| cache.covers(qname)) else {
             if looping() {
                 return looped(out);
             }
-            return Flow::Upstream(forwarder);
+            return End::Forward(chain.pending(ctx, q, forwarder)).into();
         };
         let refresh = match cache.get(request, ctx.started, q.limit, out) {
             Some(Hit::Fresh) => false,
             Some(Hit::Prefetch) => true,
             Some(Hit::Stale) if !cache.stale_is_verified() => true,
             Some(Hit::Stale) | None if looping() => return looped(out),
-            Some(Hit::Stale) | None => return Flow::Upstream(forwarder),
+            Some(Hit::Stale) | None => {
+                return End::Forward(chain.pending(ctx, q, forwarder)).into();
+            }
         };
         chain.shuffle_out(out);
         if refresh {
             refresh_in_background(Arc::clone(ctx.block), chain.upstream_query(q), forwarder);
         }
-        Flow::Reply(Plugin::Cache.into())
+        Flow::reply(Plugin::Cache)
     }
 }
 
@@ -132,7 +134,7 @@ pub(crate) fn loop_step(
             .is_some_and(|forward| forward.first_for(qname).is_some())
     {
         wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Flow::Reply(Plugin::Loop.into());
+        return Flow::reply(Plugin::Loop);
     }
     Flow::Pass
 }

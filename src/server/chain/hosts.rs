@@ -324,7 +324,7 @@ impl Hosts {
                     reply.answer(rtype::PTR, class::IN, ttl, name);
                 }
                 reply.finish(rcode::NOERROR, authoritative, limit);
-                return Flow::Reply(Plugin::Hosts.into());
+                return Flow::reply(Plugin::Hosts);
             }
             rtype::A => {
                 let (mine, theirs) = (file.v4(qname), inline.v4(qname));
@@ -334,7 +334,7 @@ impl Hosts {
                         reply.answer(rtype::A, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
-                    return Flow::Reply(Plugin::Hosts.into());
+                    return Flow::reply(Plugin::Hosts);
                 }
             }
             rtype::AAAA => {
@@ -345,7 +345,7 @@ impl Hosts {
                         reply.answer(rtype::AAAA, class::IN, ttl, &ip.octets());
                     }
                     reply.finish(rcode::NOERROR, authoritative, limit);
-                    return Flow::Reply(Plugin::Hosts.into());
+                    return Flow::reply(Plugin::Hosts);
                 }
             }
             _ => {
@@ -363,11 +363,11 @@ impl Hosts {
             }
             // An NXDOMAIN needs a SOA, which a hosts file has not: SERVFAIL, as CoreDNS.
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Flow::Reply(Plugin::Hosts.into());
+            return Flow::reply(Plugin::Hosts);
         }
         // The name exists, not with this type: NODATA.
         wire::QuestionAnswers::new(request, out).finish(rcode::NOERROR, authoritative, limit);
-        Flow::Reply(Plugin::Hosts.into())
+        Flow::reply(Plugin::Hosts)
     }
 }
 

@@ -13,7 +13,7 @@
 use hickory_proto::rr::Name;
 
 use super::chase::Chase;
-use super::{Ctx, Flow, Query};
+use super::{Ctx, End, Flow, Query};
 use crate::config::K8sExternalConfig;
 use crate::name::WireName;
 use crate::plugin::Plugin;
@@ -61,7 +61,7 @@ impl K8sExternal {
             }
             if kubernetes.provisional() {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Flow::Reply(Plugin::K8sExternal.into());
+                return Flow::reply(Plugin::K8sExternal);
             }
         }
         let zone = &external.zones()[answer.zone];
@@ -70,10 +70,10 @@ impl K8sExternal {
             chase.plugin = Plugin::K8sExternal.into();
             // CoreDNS appends the target's answers; the CNAME's NOERROR stands.
             chase.keep_rcode = true;
-            return Flow::Chase(chase);
+            return End::Chase(chase).into();
         }
         wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
-        Flow::Reply(Plugin::K8sExternal.into())
+        Flow::reply(Plugin::K8sExternal)
     }
 }
 

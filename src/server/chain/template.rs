@@ -24,7 +24,7 @@ use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::chase::Chase;
-use super::{Ctx, Flow, Query};
+use super::{Ctx, End, Flow, Query};
 use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
@@ -166,7 +166,7 @@ impl Templates {
                     continue;
                 }
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Flow::Reply(Plugin::Template.into());
+                return Flow::reply(Plugin::Template);
             };
             let class = class_name(if qclass == class::ANY {
                 config.class
@@ -181,7 +181,7 @@ impl Templates {
             self.metrics.matched(zone, &class, &rtype);
             if config.rcode == rcode::SERVFAIL {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
-                return Flow::Reply(Plugin::Template.into());
+                return Flow::reply(Plugin::Template);
             }
             let matches: Vec<String> = captures
                 .iter()
@@ -216,7 +216,7 @@ impl Templates {
                         errors.report(request, rcode::SERVFAIL, &error, Instant::now());
                     }
                     wire::write_rcode(request, rcode::SERVFAIL, out);
-                    Flow::Reply(Plugin::Template.into())
+                    Flow::reply(Plugin::Template)
                 }
             };
         }
@@ -279,9 +279,9 @@ impl Templates {
                 _ => None,
             });
         if let Some(target) = cname {
-            return Ok(Flow::Chase(Chase::from_template(
+            return Ok(End::Chase(Chase::from_template(
                 ctx.block, ctx.zone, request, whole, target,
-            )));
+            )).into());
         }
         let chain = &ctx.block.chain;
         let edns = chain.edns(request);
@@ -291,7 +291,7 @@ impl Templates {
         if let (Some((code, text)), Some(_)) = (&config.ederror, edns) {
             extended_error(out, *code, text);
         }
-        Ok(Flow::Reply(Plugin::Template.into()))
+        Ok(Flow::reply(Plugin::Template))
     }
 }
 

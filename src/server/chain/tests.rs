@@ -142,10 +142,9 @@ fn bufsize() {
         };
         let mut q = Query::new(&block.chain, &packet, &request, Transport::Udp);
         let mut out = Vec::new();
-        let Flow::Upstream(forwarder) = block.chain.run(&ctx, 0, &mut q, &mut out) else {
+        let End::Forward(pending) = block.chain.run(&ctx, 0, &mut q, &mut out) else {
             panic!("{line}: not upstream");
         };
-        let pending = block.chain.pending(&ctx, &q, forwarder);
         let asked = pending.asked.as_deref().unwrap_or(&pending.packet);
         let sent = Request::parse(asked).unwrap().edns.unwrap().payload;
         // A payload under 512 reads as 512 (RFC 6891).

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::Flow;
+use super::{End, Flow};
 use crate::codes::rtype;
 use crate::config::TransferConfig;
 use crate::name::{WireName, suffix_offset};
@@ -59,7 +59,7 @@ impl Transfer {
         }
         let refused = |out: &mut Vec<u8>| {
             wire::write_rcode(request, rcode::REFUSED, out);
-            Flow::Reply(Plugin::Transfer.into())
+            Flow::reply(Plugin::Transfer)
         };
         let qname = request.question.name();
         // A `transfer` directive covers the zones at and below its own (CoreDNS
@@ -89,7 +89,7 @@ impl Transfer {
         let records = zonefile::zone_records(&snapshot, zone);
         let Some(soa) = records.first().cloned() else {
             wire::write_rcode(request, rcode::SERVFAIL, out);
-            return Flow::Reply(Plugin::Transfer.into());
+            return Flow::reply(Plugin::Transfer);
         };
         let current = snapshot.serial();
         if request.question.qtype == rtype::IXFR
@@ -98,12 +98,12 @@ impl Transfer {
                 .is_some_and(|theirs| !serial_lt(theirs, current))
         {
             // The client is up to date: IXFR answers with the SOA alone.
-            return Flow::Transfer(vec![soa]);
+            return End::Transfer(vec![soa]).into();
         }
         tracing::info!(zone = %snapshot.zones()[zone].origin(), %client, records = records.len(), "outgoing zone transfer");
         let mut stream = records;
         stream.push(soa);
-        Flow::Transfer(stream)
+        End::Transfer(stream).into()
     }
 }
 

@@ -6,6 +6,7 @@ use hickory_proto::op::Message;
 use hickory_proto::rr::{Name, RecordType};
 
 use super::*;
+use crate::server::chain::End;
 use crate::server::chain::testing::{lines, query};
 
 /// CoreDNS's `hostsExample` (hosts_test.go), with a reload line that is not an entry.
@@ -52,7 +53,7 @@ fn ask(hosts: &Hosts, name: &str, qtype: RecordType) -> Option<(String, bool, Ve
     let mut out = Vec::new();
     match hosts.answer(&request, 1232, &mut out) {
         Flow::Pass => None,
-        Flow::Reply(_) => {
+        Flow::Done(End::Reply(_)) => {
             let reply = Message::from_vec(&out).unwrap();
             Some((
                 crate::wire::rcode_name(u16::from(reply.metadata.response_code)).to_owned(),
@@ -383,7 +384,7 @@ fn large_answers_are_truncated() {
         let mut out = Vec::new();
         assert!(matches!(
             hosts.answer(&request, limit, &mut out),
-            Flow::Reply(_)
+            Flow::Done(End::Reply(_))
         ));
         let reply = Message::from_vec(&out).unwrap();
         assert_eq!(
