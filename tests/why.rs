@@ -191,6 +191,33 @@ fn why_follows_a_rewrite_into_the_cluster_zone() {
     );
 }
 
+/// A name of the cluster zone *kubernetes* does not have, under `fallthrough`, is answered by
+/// the plugins after it (here *forward*): the explanation says so, not "kubernetes".
+#[test]
+fn why_asks_the_chain_fallthrough_and_hosts_in_the_cluster_zone() {
+    assert_eq!(
+        why("fallthrough", "nosuch.shop.svc.cluster.local", "A"),
+        ";; WHY SECTION:\n;; forward (zone .)\n\
+         ;; not in the cluster zone's objects, and kubernetes falls through: forwarded upstream to 10.255.255.53:53"
+    );
+    // *hosts* comes before *kubernetes* (plugin.cfg): a name of the cluster zone it has is
+    // its answer.
+    let hosts = TempCorefile::new(&format!(
+        ".:53 {{\n    kubernetes cluster.local {{\n        objects \"{}\"\n        fallthrough\n    }}\n    hosts {{\n        10.1.2.3 legacy.shop.svc.cluster.local\n        fallthrough\n    }}\n    forward . 10.255.255.53\n}}\n",
+        fixture("shop.json").display()
+    ));
+    assert_eq!(
+        why_in(&hosts, "legacy.shop.svc.cluster.local", "A"),
+        ";; WHY SECTION:\n;; hosts (zone .)\n;; answered by the block's hosts: NOERROR"
+    );
+    // A name it has is its own.
+    assert_eq!(
+        why("fallthrough", "web.shop.svc.cluster.local", "A"),
+        ";; WHY SECTION:\n;; kubernetes (zone cluster.local.)\n\
+         ;; 10.96.0.20: the cluster IP of Service shop/web (spec.clusterIPs)"
+    );
+}
+
 #[test]
 fn debug_why_on_the_running_server() {
     let upstream = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["example.com"]);

@@ -214,6 +214,10 @@ pub(crate) struct Ctx<'c> {
     /// the client sent: counted and logged as CoreDNS does its `Upstream.Lookup`, but no
     /// step of the client's search-path walk.
     pub(crate) chased: bool,
+    /// Asked to learn where the query ends, for no client (`/debug/why`, `resolve-cost`):
+    /// no step records it — *forward* neither reads nor counts the cache and packs the query
+    /// for the upstream, *template* counts no match, *loop* takes it for no probe.
+    pub(crate) dry: bool,
 }
 
 /// The query as the steps see it (a few references: no copy of the parsed question).
@@ -568,11 +572,28 @@ pub enum Local {
     Upstream,
 }
 
+/// Where a query ran down a block's chain to, asked for no client ([`Block::dry_run`]).
+pub(crate) struct DryRun {
+    /// Where the walk ended.
+    pub(crate) end: End,
+    /// The reply a step wrote, for [`End::Reply`]: as the step wrote it, *rewrite* not
+    /// turned back.
+    pub(crate) reply: Vec<u8>,
+    /// What *rewrite* turns back, when a rule matched.
+    pub(crate) revert: Option<Box<Revert>>,
+}
+
 impl Block {
-    /// Asks `packet` through the block's chain from what it holds, as a TCP query (no size
-    /// limit) from 127.0.0.1: nothing upstream is asked, nothing is logged or counted.
-    /// `resolve-cost`'s view of the server.
-    pub fn answer_locally(self: &Arc<Self>, packet: &[u8]) -> Option<Local> {
+    /// Runs `packet` down the block's chain as a TCP query (no size limit) from 127.0.0.1
+    /// with nothing recorded ([`Ctx::dry`]): where it ends, and what was written. `None` for
+    /// a packet that is no query.
+    pub(crate) fn dry_run(self: &Arc<Self>, packet: &[u8]) -> Option<DryRun> {
+        self.run_from_loopback(packet, true)
+    }
+
+    /// [`dry_run`](Self::dry_run), or with `dry` false as a client's query the plugins count
+    /// (the unit tests' view).
+    pub(crate) fn run_from_loopback(self: &Arc<Self>, packet: &[u8], dry: bool) -> Option<DryRun> {
         let request = Request::parse(packet).ok()?;
         let ctx = Ctx {
             block: self,
@@ -582,16 +603,38 @@ impl Block {
             started: Instant::now(),
             received: packet,
             chased: false,
+            dry,
         };
         let mut q = Query::new(&self.chain, packet, &request, Transport::Tcp);
         let mut out = Vec::new();
-        let mut reply = match self.chain.run(&ctx, 0, &mut q, &mut out) {
-            End::Reply(_) => out,
+        let end = self.chain.run(&ctx, 0, &mut q, &mut out);
+        Some(DryRun {
+            end,
+            reply: out,
+            revert: q.revert,
+        })
+    }
+
+    /// Asks `packet` through the block's chain from what it holds, as a TCP query (no size
+    /// limit) from 127.0.0.1: nothing upstream is asked, nothing is logged or counted.
+    /// `resolve-cost`'s view of the server.
+    pub fn answer_locally(self: &Arc<Self>, packet: &[u8]) -> Option<Local> {
+        self.dry_run(packet)?.local()
+    }
+}
+
+impl DryRun {
+    /// What a block answered from what it holds: its reply (*rewrite* turned back; a chase's
+    /// CNAMEs so far), or that the name goes upstream. `None` for a zone transfer.
+    pub(crate) fn local(self) -> Option<Local> {
+        let DryRun { end, reply, revert } = self;
+        let mut reply = match end {
+            End::Reply(_) => reply,
             End::Chase(chase) => chase.so_far(),
             End::Forward(_) | End::Refused => return Some(Local::Upstream),
             End::Transfer(_) => return None,
         };
-        if let Some(revert) = &q.revert {
+        if let Some(revert) = &revert {
             revert.apply(&mut reply);
         }
         Some(Local::Reply(reply))

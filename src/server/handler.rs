@@ -172,6 +172,7 @@ impl Handler {
             started,
             received: packet,
             chased,
+            dry: false,
         };
         let mut q = Query::new(&block.chain, packet, request, transport);
         let end = block.chain.run(&ctx, 0, &mut q, out);
@@ -222,6 +223,7 @@ impl Handler {
             started: pending.started,
             received: &pending.packet,
             chased: pending.chased,
+            dry: false,
         };
         let revert = chase.revert.take();
         let plugin = chase.plugin;
@@ -232,7 +234,14 @@ impl Handler {
                 .retargeted(&ctx, &request, merged, revert.as_deref(), plugin)
                 .await;
         }
-        self.deliver(&ctx, &request, Made::Whole(&merged), plugin, revert.as_deref(), out);
+        self.deliver(
+            &ctx,
+            &request,
+            Made::Whole(&merged),
+            plugin,
+            revert.as_deref(),
+            out,
+        );
     }
 
     /// *rewrite*'s `cname` rule on a whole reply: the reply with its retargeted CNAME and
@@ -283,6 +292,7 @@ impl Handler {
             started,
             received: &packet,
             chased,
+            dry: false,
         };
         // The query as the chain sent it on (rewritten, its payload lowered by *bufsize*).
         let asked = asked.as_deref().unwrap_or(&packet);
@@ -344,7 +354,14 @@ impl Handler {
         // `serve_stale verify`: the cache's expired answer is in `out`, written for the
         // client as a fresh hit is, and shuffled as one is.
         block.chain.shuffle_out(out);
-        self.deliver(&ctx, &request, Made::Written, Plugin::Cache.into(), revert, out);
+        self.deliver(
+            &ctx,
+            &request,
+            Made::Written,
+            Plugin::Cache.into(),
+            revert,
+            out,
+        );
     }
 
     /// A CNAME whose target lies outside the zone: the target asked through this server
@@ -383,6 +400,7 @@ impl Handler {
                     started,
                     received: packet,
                     chased: false,
+                    dry: false,
                 };
                 let made = Made::Whole(&merged);
                 self.deliver(&ctx, request, made, plugin, revert.as_deref(), out);

@@ -3,6 +3,10 @@
 //! ([`crate::zone::why`]), or, for a name outside the cluster zone, where it is forwarded and
 //! whether the cache holds its answer (and for how long still).
 //!
+//! Which plugin answers is the block's chain's own word: the question is run down it with
+//! nothing recorded ([`Block::dry_run`]), so *rewrite*, *hosts*, `fallthrough`, *loop* and
+//! *autopath* are what they are on the query path, with no model of the chain here.
+//!
 //! Worked out on demand, and nothing on the query path records provenance: the objects are
 //! read again from the block's objects files, or, for a block watching the API server, asked
 //! of the task that keeps the watched objects ([`ApiWatch::inspect`]). A forwarded name is
@@ -18,9 +22,10 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 use serde::Serialize;
 
-use super::chain::Step;
-use super::{Block, Transport};
+use super::chain::{End, Step};
+use super::{Block, Pending, Transport};
 use crate::http::Page;
+use crate::metrics::dns::Writer;
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::source::api::ApiWatch;
@@ -188,31 +193,83 @@ fn prepare(blocks: &[Arc<Block>], name: &str, qtype: &str) -> Result<Prepared, W
         name: dotted(&parsed.to_ascii()),
         qtype: rtype.to_string(),
     };
-    if let Some(kubernetes) = block.kubernetes() {
-        let cluster_zone = kubernetes.config.zones.iter().find(|z| {
+    // The cluster zone the asked name falls in, when the block has *kubernetes*.
+    let cluster_zone = block.kubernetes().and_then(|kubernetes| {
+        kubernetes.config.zones.iter().find(|z| {
             WireName::from_dotted(&z.to_string())
                 .is_ok_and(|z| suffix_offset(wire.as_bytes(), z.as_bytes()).is_some())
-        });
-        if let Some(cluster_zone) = cluster_zone {
-            why.plugin = Plugin::Kubernetes.name().to_owned();
-            why.zone = Some(cluster_zone.to_string());
-            return Ok(Prepared::Objects(
-                why,
-                Arc::clone(block),
-                cluster_zone.to_string(),
-                asked,
+        })
+    });
+    // The chain itself is asked where the client's question ends, recording nothing.
+    let packet = question(&client_name, client_type).ok_or_else(not_a_name)?;
+    let run = block.dry_run(&packet).ok_or_else(not_a_name)?;
+    let kubernetes = Writer::Plugin(Plugin::Kubernetes);
+    match run.end {
+        End::Reply(writer) if writer == kubernetes => {}
+        End::Chase(chase) if chase.plugin == kubernetes => {}
+        End::Reply(writer) => {
+            let rcode = crate::wire::reply::rcode(&run.reply)
+                .map(|rcode| crate::wire::rcode_name(rcode).to_string())
+                .unwrap_or_else(|_| "an unreadable reply".to_owned());
+            why.plugin = writer_name(writer);
+            why.reasons.push(match writer {
+                Writer::Plugin(plugin) => {
+                    format!("answered by the block's {}: {rcode}", plugin.name())
+                }
+                Writer::Server => format!("answered by the server itself: {rcode}"),
+            });
+            return Ok(Prepared::Done(why));
+        }
+        End::Chase(chase) => {
+            why.plugin = writer_name(chase.plugin);
+            why.reasons.push(format!(
+                "answered by the block's {}: a CNAME to {}, whose records are asked through \
+                 the server again",
+                why.plugin, chase.target
             ));
+            return Ok(Prepared::Done(why));
+        }
+        End::Forward(pending) => {
+            forwarded(
+                block,
+                &pending,
+                cluster_zone.is_some(),
+                &parsed,
+                rtype,
+                &mut why,
+            );
+            return Ok(Prepared::Done(why));
+        }
+        End::Transfer(_) => {
+            why.plugin = Plugin::Transfer.name().to_owned();
+            why.reasons
+                .push("a zone transfer: the zone's records".to_owned());
+            return Ok(Prepared::Done(why));
+        }
+        End::Refused => {
+            why.reasons.push(if block.forwarders().is_empty() {
+                "no plugin of the block makes this name and none forwards it: REFUSED".to_owned()
+            } else {
+                "no plugin of the block makes this name and no forward of it takes the name \
+                 (outside its FROM, or an except name): REFUSED"
+                    .to_owned()
+            });
+            return Ok(Prepared::Done(why));
         }
     }
-    // The whole chain is run there, *rewrite* included: on the client's question.
-    if let Some((plugin, rcode)) = answered_locally(blocks, block, &client_name, client_type) {
-        why.plugin = plugin;
-        why.reasons
-            .push(format!("answered by the block's {}: {rcode}", why.plugin));
-        return Ok(Prepared::Done(why));
+    // *kubernetes* answered: its reasons are the objects'.
+    let zone = cluster_zone.map_or_else(|| zone.to_string(), ToString::to_string);
+    why.plugin = Plugin::Kubernetes.name().to_owned();
+    why.zone = Some(zone.clone());
+    Ok(Prepared::Objects(why, Arc::clone(block), zone, asked))
+}
+
+/// The name `Why::plugin` gives a reply's writer: the plugin's, or `none` for the server.
+fn writer_name(writer: Writer) -> String {
+    match writer {
+        Writer::Plugin(plugin) => plugin.name().to_owned(),
+        Writer::Server => "none".to_owned(),
     }
-    forwarded(block, &wire, &parsed, rtype, &mut why);
-    Ok(Prepared::Done(why))
 }
 
 /// The question *rewrite*'s rules make of `name` `qtype` in `block` (as for a query from
@@ -291,21 +348,38 @@ async fn from_watch(api: &ApiWatch, zone: &str, why: &Asked) -> Vec<String> {
     }
 }
 
-/// A name no local plugin answers: the *forward* that takes it (its upstreams, the
-/// unhealthy ones marked) and what the cache holds for it. The upstream is not asked.
-fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why: &mut Why) {
+/// A name the chain sends upstream (`pending`): the *forward* that takes it (its upstreams,
+/// the unhealthy ones marked), *autopath*'s walk when it goes there, and what the cache holds
+/// for it. The upstream is not asked. `in_cluster`: the name is in the cluster zone, and
+/// *kubernetes* passed it on (`fallthrough`).
+fn forwarded(
+    block: &Block,
+    pending: &Pending,
+    in_cluster: bool,
+    name: &Name,
+    qtype: RecordType,
+    why: &mut Why,
+) {
     let forwarders = block.forwarders();
-    let Some(index) = forwarders.iter().position(|f| f.matches(wire.as_bytes())) else {
-        why.reasons.push(if forwarders.is_empty() {
-            "no plugin of the block makes this name and none forwards it: REFUSED".to_owned()
-        } else {
-            "no plugin of the block makes this name and no forward of it takes the name \
-             (outside its FROM, or an except name): REFUSED"
-                .to_owned()
-        });
+    let index = pending.forwarder;
+    let Some(forwarder) = forwarders.get(index) else {
         return;
     };
-    let upstreams: Vec<String> = forwarders[index]
+    if let Some(walk) = &pending.autopath {
+        why.plugin = Plugin::Autopath.name().to_owned();
+        let next = walk
+            .candidates
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        why.reasons.push(format!(
+            "autopath: the client's search path is walked here, name {} of it ({next}) goes \
+             upstream",
+            walk.index + 1
+        ));
+        return;
+    }
+    let upstreams: Vec<String> = forwarder
         .health()
         .into_iter()
         .map(|health| {
@@ -329,11 +403,16 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
     } else {
         String::new()
     };
+    let whose = if in_cluster {
+        "not in the cluster zone's objects, and kubernetes falls through"
+    } else {
+        "outside the cluster zone"
+    };
     why.reasons.push(if upstreams.is_empty() {
-        format!("outside the cluster zone: its forward has no upstream left{which}: SERVFAIL")
+        format!("{whose}: its forward has no upstream left{which}: SERVFAIL")
     } else {
         format!(
-            "outside the cluster zone: forwarded upstream to {}{which}",
+            "{whose}: forwarded upstream to {}{which}",
             upstreams.join(", ")
         )
     });
@@ -377,44 +456,6 @@ fn forwarded(block: &Block, wire: &WireName, name: &Name, qtype: RecordType, why
                 format!("served from the cache, {ttl} s of its TTL left: {rcode}, {records}")
             });
         }
-    }
-}
-
-/// The block's *hosts* or *template*, and the rcode, when one of them answers the name.
-fn answered_locally(
-    blocks: &[Arc<Block>],
-    block: &Block,
-    name: &Name,
-    qtype: RecordType,
-) -> Option<(String, String)> {
-    let directives = block.chain_directives();
-    let local: Vec<&str> = [Plugin::Hosts, Plugin::Template]
-        .into_iter()
-        .map(Plugin::name)
-        .filter(|d| directives.contains(d))
-        .collect();
-    if local.is_empty() {
-        return None;
-    }
-    let packet = question(name, qtype)?;
-    let handler = super::Handler::new(blocks.to_vec());
-    let mut out = Vec::new();
-    match handler.respond(
-        &packet,
-        ([127, 0, 0, 1], 0).into(),
-        Transport::Tcp,
-        &mut out,
-    ) {
-        super::Outcome::Reply => {
-            let rcode = crate::wire::reply::rcode(&out).ok()?;
-            (rcode != crate::wire::rcode::REFUSED).then(|| {
-                (
-                    local.join(" or "),
-                    crate::wire::rcode_name(rcode).to_string(),
-                )
-            })
-        }
-        _ => None,
     }
 }
 

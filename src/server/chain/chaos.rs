@@ -100,8 +100,11 @@ mod tests {
         let packet = message.to_vec().unwrap();
         let request = Request::parse(&packet).unwrap();
         let mut out = Vec::new();
-        matches!(chaos.answer(&request, 512, &mut out), Flow::Done(crate::server::chain::End::Reply(_)))
-            .then(|| Message::from_vec(&out).unwrap())
+        matches!(
+            chaos.answer(&request, 512, &mut out),
+            Flow::Done(crate::server::chain::End::Reply(_))
+        )
+        .then(|| Message::from_vec(&out).unwrap())
     }
 
     fn texts(reply: &Message) -> Vec<String> {

@@ -256,14 +256,17 @@ fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>)
     let whole = message.to_vec().ok()?;
     if let Some(target) = found.external {
         let target = WireName::from_dotted(&target.to_ascii()).ok()?;
-        return Some(End::Chase(Chase::from_reply(
-            ctx.block,
-            ctx.zone,
-            request,
-            whole,
-            target.to_lowercase(),
-            Plugin::File.into(),
-        )).into());
+        return Some(
+            End::Chase(Chase::from_reply(
+                ctx.block,
+                ctx.zone,
+                request,
+                whole,
+                target.to_lowercase(),
+                Plugin::File.into(),
+            ))
+            .into(),
+        );
     }
     let edns = ctx.block.chain.edns(request);
     reply::fit_for_client(&whole, request.id, edns.as_ref(), q.limit, out).ok()?;

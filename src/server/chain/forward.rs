@@ -81,6 +81,9 @@ impl Forward {
             wire::write_rcode(request, rcode::SERVFAIL, out);
             Flow::reply(Plugin::Forward)
         };
+        if ctx.dry {
+            return End::Forward(chain.pending(ctx, q, forwarder)).into();
+        }
         let Some(cache) = chain.cache().filter(|cache| cache.covers(qname)) else {
             if looping() {
                 return looped(out);
@@ -115,7 +118,7 @@ pub(crate) fn loop_step(
     out: &mut Vec<u8>,
 ) -> Flow {
     let qname = request.question.name();
-    if probe.observe(qname, request.question.qtype) {
+    if !ctx.dry && probe.observe(qname, request.question.qtype) {
         tracing::error!(
             "loop detected for zone {}: a query this server sent to itself came back through \
              forward three times; the upstream forwards back to this server. Forwarding is \

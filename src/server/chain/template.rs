@@ -178,7 +178,9 @@ impl Templates {
             } else {
                 qtype
             });
-            self.metrics.matched(zone, &class, &rtype);
+            if !ctx.dry {
+                self.metrics.matched(zone, &class, &rtype);
+            }
             if config.rcode == rcode::SERVFAIL {
                 wire::write_rcode(request, rcode::SERVFAIL, out);
                 return Flow::reply(Plugin::Template);
@@ -281,7 +283,8 @@ impl Templates {
         if let Some(target) = cname {
             return Ok(End::Chase(Chase::from_template(
                 ctx.block, ctx.zone, request, whole, target,
-            )).into());
+            ))
+            .into());
         }
         let chain = &ctx.block.chain;
         let edns = chain.edns(request);

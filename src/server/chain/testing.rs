@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
 
+use crate::server::chain::DryRun;
 use crate::server::{Block, Local};
 
 /// The repository's `fixtures/` directory.
@@ -50,10 +51,13 @@ pub(crate) fn query_class(name: &str, qtype: RecordType, class: DNSClass) -> Vec
     message.to_vec().unwrap()
 }
 
-/// What `block` answers for `packet` from what it holds: the reply, or `None` when the name
-/// would go upstream.
+/// What `block` answers for `packet` from what it holds, as a client's query its plugins
+/// count: the reply, or `None` when the name would go upstream.
 pub(crate) fn ask_packet(block: &Arc<Block>, packet: &[u8]) -> Option<Message> {
-    match block.answer_locally(packet) {
+    match block
+        .run_from_loopback(packet, false)
+        .and_then(DryRun::local)
+    {
         Some(Local::Reply(bytes)) => Some(Message::from_vec(&bytes).unwrap()),
         Some(Local::Upstream) | None => None,
     }

@@ -139,6 +139,7 @@ fn bufsize() {
             started: Instant::now(),
             received: &packet,
             chased: false,
+            dry: false,
         };
         let mut q = Query::new(&block.chain, &packet, &request, Transport::Udp);
         let mut out = Vec::new();
