@@ -322,7 +322,7 @@ fn start_to_listening(nodes: &Nodes, pod: &Value) -> Result<Duration, String> {
 
 /// Why the group cannot run here, if it cannot.
 fn missing() -> Option<String> {
-    if !crate::real_resolvers::is_root() {
+    if !crate::common::netns::is_root() {
         return Some("the real nodes need root".into());
     }
     let Some(peers) = crate::common::cluster::peers() else {

@@ -7,8 +7,9 @@
 //! predicted, in order. glibc's and musl's `res_search` (SRV, PTR, TXT, MX lookups) are
 //! checked the same way against `resolve-cost --type`.
 //!
-//! The test re-runs itself under `unshare -rmn` (a user namespace; as root, `unshare -mn`
-//! is tried too). Where the machine refuses namespaces, it fails and says so.
+//! Each test re-runs itself in a fresh network and mount namespace
+//! (`common::netns::in_fresh`: `unshare -mn` as root, `unshare -rmn` in a user namespace
+//! otherwise). Where the machine refuses namespaces, it fails and says so.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -18,11 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::binary::TestServer;
 use crate::common::names::NamesUpstream;
+use crate::common::netns::{Fresh, Missing, in_fresh};
 use crate::common::{fixture, root};
-
-/// Set in the re-run child to the parent's network namespace, so that the child refuses to
-/// run in the parent's (it mounts over /etc/resolv.conf).
-const CHILD: &str = "CLUSTERDNS_REAL_RESOLVERS_PARENT_NETNS";
 
 /// The names outside the cluster zone that exist (as the upstream answers them).
 pub(crate) const EXTERNAL: &[&str] = &[
@@ -63,84 +61,14 @@ const NAMES: &[&str] = &[
     "nope.example.com",
 ];
 
-fn netns() -> String {
-    std::fs::read_link("/proc/self/ns/net")
-        .map(|path| path.display().to_string())
-        .unwrap_or_default()
-}
-
 #[test]
 fn glibc_and_musl_ask_what_resolve_cost_predicts() {
-    in_namespaces(
+    in_fresh(
         "real_resolvers::glibc_and_musl_ask_what_resolve_cost_predicts",
+        Fresh::NetMount,
+        Missing::Fail,
         inside_the_namespace,
     );
-}
-
-/// Runs `inside` in a private network and mount namespace: the test binary re-runs `test`
-/// under `unshare`.
-pub(crate) fn in_namespaces(test: &str, inside: fn()) {
-    if let Some(parent) = std::env::var_os(CHILD) {
-        assert_ne!(
-            parent.to_string_lossy(),
-            netns(),
-            "{CHILD} is set but this is the parent's network namespace: refusing to mount over \
-             /etc/resolv.conf"
-        );
-        inside();
-        return;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let mut prefixes: Vec<&[&str]> = vec![&["unshare", "-rmn"]];
-    if is_root() {
-        prefixes.push(&["unshare", "-mn"]);
-    }
-    let mut refused = Vec::new();
-    for prefix in prefixes {
-        let output = Command::new(prefix[0])
-            .args(&prefix[1..])
-            .arg(&exe)
-            .args([test, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD, netns())
-            .output();
-        let output = match output {
-            Ok(output) => output,
-            Err(error) => {
-                refused.push(format!("{}: {error}", prefix.join(" ")));
-                continue;
-            }
-        };
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        // unshare(1) reports its own failure on stderr and exits 1; the test binary exits 0
-        // or 101.
-        if !output.status.success() && stderr.starts_with("unshare:") {
-            refused.push(format!("{}: {}", prefix.join(" "), stderr.trim()));
-            continue;
-        }
-        eprint!("{stdout}");
-        eprint!("{stderr}");
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "the real-resolver check failed inside `{}` (its output is above)",
-            prefix.join(" ")
-        );
-        return;
-    }
-    panic!(
-        "THE REAL-RESOLVER CHECK DID NOT RUN: this machine refuses the namespaces it needs \
-         (a network and a mount namespace, from an unprivileged user namespace or as root).\n{}\n\
-         Enable user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
-         user.max_user_namespaces > 0) or run the tests as root.",
-        refused.join("\n")
-    );
-}
-
-pub(crate) fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 fn run(program: &str, args: &[&str]) -> std::process::Output {
@@ -421,8 +349,10 @@ const RES_SEARCH_NAMES: &[(&str, &str)] = &[
 
 #[test]
 fn glibc_and_musl_res_search_ask_what_resolve_cost_predicts() {
-    in_namespaces(
+    in_fresh(
         "real_resolvers::glibc_and_musl_res_search_ask_what_resolve_cost_predicts",
+        Fresh::NetMount,
+        Missing::Fail,
         res_search_inside,
     );
 }
@@ -584,8 +514,10 @@ const SERVFAIL_NAME: &str = "x.broken.example.";
 /// names in one run.
 #[test]
 fn glibc_and_musl_after_a_lost_reply_do_what_resolve_cost_predicts() {
-    in_namespaces(
+    in_fresh(
         "real_resolvers::glibc_and_musl_after_a_lost_reply_do_what_resolve_cost_predicts",
+        Fresh::NetMount,
+        Missing::Fail,
         lost_replies,
     );
 }

@@ -13,7 +13,8 @@ use serde_json::Value;
 use crate::common::binary::TestServer;
 use crate::common::fixture;
 use crate::common::names::NamesUpstream;
-use crate::real_resolvers::{EXTERNAL, in_namespaces, must};
+use crate::common::netns::{Fresh, Missing, in_fresh};
+use crate::real_resolvers::{EXTERNAL, must};
 
 /// The node's search domain: names under it are NXDOMAIN upstream.
 const NODE: &str = "corp.example";
@@ -30,8 +31,10 @@ const NAMES: &[&str] = &[
 
 #[test]
 fn live_search_path_counts_are_what_resolve_cost_computes() {
-    in_namespaces(
+    in_fresh(
         "search_path::live_search_path_counts_are_what_resolve_cost_computes",
+        Fresh::NetMount,
+        Missing::Fail,
         inside,
     );
 }

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::binary::TestServer;
+use crate::common::netns::{self, Fresh, Missing};
 use crate::common::upstream::{Behaviour, TestUpstream};
 use crate::common::{Reply, TempCorefile, expect, query, runtime};
 
@@ -334,9 +335,6 @@ fn multisocket_sets_the_udp_sockets_of_the_address() {
     each_socket_answers(&server, 5);
 }
 
-/// Set in the copy of the test binary that runs inside a private network namespace.
-const IN_NETNS: &str = "CLUSTERDNS_TRANSPORT_IN_NETNS";
-
 /// On a wildcard bind, a reply leaves from the address its query was sent to, as CoreDNS's
 /// do: in a network namespace of its own with two IPv4 and two IPv6 addresses on one link,
 /// each address is asked from a client socket bound to the other one and `connect()`ed to
@@ -348,56 +346,15 @@ const IN_NETNS: &str = "CLUSTERDNS_TRANSPORT_IN_NETNS";
 #[test]
 fn wildcard_udp_replies_leave_from_the_address_asked() {
     const TEST: &str = "transport::wildcard_udp_replies_leave_from_the_address_asked";
-    if std::env::var_os(IN_NETNS).is_some() {
-        replies_from_the_address_asked();
+    if let Some(problem) = netns::missing_tools(&["ip"]) {
+        netns::unavailable(TEST, &problem, Missing::Skip);
         return;
     }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("ip (iproute2) not installed: skipped");
-        return;
-    }
-    let exe = std::env::current_exe().unwrap();
-    let mut refused = Vec::new();
-    // As root, a network namespace alone; otherwise in a user namespace of its own.
-    for prefix in [["unshare", "-n"].as_slice(), &["unshare", "-rn"]] {
-        let output = Command::new(prefix[0])
-            .args(&prefix[1..])
-            .arg(&exe)
-            .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
-            .env(IN_NETNS, "1")
-            .output();
-        let output = match output {
-            Ok(output) => output,
-            Err(error) => {
-                refused.push(format!("{}: {error}", prefix.join(" ")));
-                continue;
-            }
-        };
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        // unshare(1) reports its own failure on stderr and exits 1; the test binary exits 0
-        // or 101. A test binary it cannot run (rebuilt under it) is no refusal: that fails.
-        assert!(
-            !stderr.contains("failed to execute"),
-            "{}: {}",
-            prefix.join(" "),
-            stderr.trim()
-        );
-        if !output.status.success() && stderr.starts_with("unshare:") {
-            refused.push(format!("{}: {}", prefix.join(" "), stderr.trim()));
-            continue;
-        }
-        eprint!("{stdout}{stderr}");
-        assert!(
-            output.status.success() && stdout.contains("1 passed"),
-            "the check failed inside `{}` (its output is above)",
-            prefix.join(" ")
-        );
-        return;
-    }
-    eprintln!(
-        "no network namespace to be had: skipped\n{}",
-        refused.join("\n")
+    netns::in_fresh(
+        TEST,
+        Fresh::Net,
+        Missing::Skip,
+        replies_from_the_address_asked,
     );
 }
 

@@ -28,7 +28,7 @@ use super::private_turn;
 use crate::common::cluster::{Cluster, peers};
 use compare::{assert_explained, assert_known_documented};
 use fixtures::{DUMPS, fixture, parse};
-use node::{KubeProxy, Netns, kubeconfig, relay};
+use node::{KubeProxy, Node, kubeconfig, relay};
 use render::{NODE, Shape, render};
 
 /// How long kube-proxy may take to program the objects.
@@ -139,15 +139,13 @@ struct Taken {
     log: String,
 }
 
-/// The dump of `family` in `shape` from `netns`.
-fn dump(netns: &Netns, shape: Shape, family: IpFamily) -> String {
+/// The dump of `family` in `shape` from `node`.
+fn dump(node: &Node, shape: Shape, family: IpFamily) -> String {
     match (shape, family) {
-        (Shape::IptablesSave, IpFamily::V4) => netns.exec("iptables-save", &[]),
-        (Shape::IptablesSave, IpFamily::V6) => netns.exec("ip6tables-save", &[]),
-        (Shape::NftList, IpFamily::V4) => netns.exec("nft", &["list", "table", "ip", "kube-proxy"]),
-        (Shape::NftList, IpFamily::V6) => {
-            netns.exec("nft", &["list", "table", "ip6", "kube-proxy"])
-        }
+        (Shape::IptablesSave, IpFamily::V4) => node.exec("iptables-save", &[]),
+        (Shape::IptablesSave, IpFamily::V6) => node.exec("ip6tables-save", &[]),
+        (Shape::NftList, IpFamily::V4) => node.exec("nft", &["list", "table", "ip", "kube-proxy"]),
+        (Shape::NftList, IpFamily::V6) => node.exec("nft", &["list", "table", "ip6", "kube-proxy"]),
     }
 }
 
@@ -166,13 +164,13 @@ fn node_in(cluster: &Cluster, binary: &Path, index: u8, shape: Shape, dir: &Path
         Shape::IptablesSave => "iptables",
         Shape::NftList => "nftables",
     };
-    let netns = Netns::create(index);
-    let server = relay(netns.host, cluster.api_port);
+    let node = Node::create(index);
+    let server = relay(node.host, cluster.api_port);
     let config = dir.join(format!("{mode}.kubeconfig"));
     kubeconfig(cluster, server, &config);
     let mut proxy = KubeProxy::start(
         binary,
-        &netns,
+        &node,
         mode,
         &config,
         &dir.join(format!("{mode}.log")),
@@ -187,7 +185,7 @@ fn node_in(cluster: &Cluster, binary: &Path, index: u8, shape: Shape, dir: &Path
         );
         let now: Vec<(&'static str, String)> = ours
             .iter()
-            .map(|(file, s, family)| (*file, dump(&netns, *s, *family)))
+            .map(|(file, s, family)| (*file, dump(&node, *s, *family)))
             .collect();
         if now
             .iter()

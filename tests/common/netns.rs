@@ -1,23 +1,42 @@
-//! Network namespaces for tests that send real packets through the kernel: namespaces made
-//! with `ip netns add` (removed on drop, their veths with them), commands run inside one
-//! (`ip netns exec`), a prober that opens sockets inside one (a small Python program started
-//! there, which connects many sockets at once and says what each got), and a listener for
-//! the conntrack table's events in one (what `conntrack -E` reads), which sees every
-//! connection the kernel confirmed, with its NAT, even one a RST ended at once (conntrack
-//! deletes a connection whose only reply is a RST, so `conntrack -L` no longer lists it).
+//! Every way a test gets a namespace of its own, and the one rule for a test that cannot:
 //!
-//! Sockets are opened by helper processes because entering a namespace (`setns`) is not
-//! reachable from safe Rust with this crate's dependencies; a long-lived `python3` per
-//! namespace costs one start-up per topology, not one per connection.
+//! - a *named* network namespace ([`Netns`]: `ip netns add`, removed on drop with its
+//!   interfaces and whatever still runs in it), commands run inside one (`ip netns exec`),
+//!   veths between two or to the root namespace, sysctls, nfacct counters;
+//! - a *fresh* namespace made by `unshare(1)` around one command ([`unshared`]) or around a
+//!   re-run of the test itself ([`in_fresh`]), which then runs its body inside: as root
+//!   plainly (then in a user namespace, for a root that may not), otherwise in a user
+//!   namespace of its own ([`unshare_prefixes`]); `unshare` saying it could not is a
+//!   refusal ([`verdict`]), whatever the command inside says is the test's;
+//! - [`unavailable`]: what a test does where the machine refuses its namespace or lacks its
+//!   tools — skip, skip unless [`REQUIRE`] is set, or fail ([`Missing`]) — and [`skip`],
+//!   that rule for the tests that need every netfilter tool and named namespaces.
+//!
+//! Inside a named namespace, a prober opens sockets (a small Python program started there,
+//! which connects many sockets at once and says what each got), and a listener reads the
+//! conntrack table's events (what `conntrack -E` reads), which sees every connection the
+//! kernel confirmed, with its NAT, even one a RST ended at once (conntrack deletes a
+//! connection whose only reply is a RST, so `conntrack -L` no longer lists it). Both are
+//! long-lived `python3` processes, one start-up per topology, not one per connection.
+//!
+//! This lives with the tests, not in xtask: what it holds — the skip rule and its
+//! environment, re-running the test binary, the prober — is about tests only. The real
+//! nodes' namespaces stay in `xtask::netns` (`Holder`: namespaces that die with the process
+//! that made them, entered with `nsenter`, or with `setns` by `in_netns`), as `cargo xtask
+//! nodes` makes them for people as well as for tests/real_node/, which reaches them through
+//! `xtask::nodes` and `xtask::netns::in_netns`.
 
+use std::ffi::OsStr;
+use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The environment variable that turns a skip into a failure (CI sets it).
+/// The environment variable that turns a skip into a failure (CI sets it) for the tests
+/// whose rule is [`Missing::SkipUnlessRequired`].
 pub const REQUIRE: &str = "CLUSTERDNS_REQUIRE_NETFILTER";
 
 /// The programs the netfilter tests run (tests/netfilter/, tests/cluster/kube_proxy.rs).
@@ -35,27 +54,70 @@ const TOOLS: &[&str] = &[
 /// Namespaces made by this process so far: the counter in their names.
 static MADE: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether namespaces can be made here and every tool is installed: `Ok`, or why not.
+/// What a test does where it cannot have its namespace or its tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// Says so on stderr and passes.
+    Skip,
+    /// Says so and passes, unless [`REQUIRE`] is set: then fails.
+    SkipUnlessRequired,
+    /// Fails: the machine is expected to give it what it needs.
+    Fail,
+}
+
+impl Missing {
+    /// Whether the test fails, [`REQUIRE`] being set or not.
+    pub fn fails(self, required: bool) -> bool {
+        match self {
+            Missing::Skip => false,
+            Missing::SkipUnlessRequired => required,
+            Missing::Fail => true,
+        }
+    }
+}
+
+/// The one rule for test `test`, which cannot run here because of `problem`: panics when
+/// `missing` says it fails, else says on stderr that it is skipped (the caller returns).
+pub fn unavailable(test: &str, problem: &str, missing: Missing) {
+    let required = std::env::var_os(REQUIRE).is_some();
+    if missing.fails(required) {
+        let why = if required {
+            format!(", and {REQUIRE} is set")
+        } else {
+            String::new()
+        };
+        panic!("{test} DID NOT RUN: {problem}{why}");
+    }
+    if missing == Missing::SkipUnlessRequired {
+        eprintln!("skipping {test}: {problem} (set {REQUIRE} to make this a failure)");
+    } else {
+        eprintln!("skipping {test}: {problem}");
+    }
+}
+
+/// Whether namespaces can be made with `ip netns` here and every netfilter tool is
+/// installed: `Ok`, or why not.
 pub fn available() -> Result<(), String> {
-    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !on_path(t)).collect();
-    if !missing.is_empty() {
-        return Err(format!("{} not installed", missing.join(", ")));
+    if let Some(problem) = missing_tools(TOOLS) {
+        return Err(problem);
     }
     Netns::new("check").map(drop)
 }
 
-/// Whether the test `test` must stop because `available` failed: says so on stderr and
-/// returns true, or panics when [`REQUIRE`] is set.
+/// Whether the test `test`, which needs [`available`], must stop: says so on stderr and
+/// returns true, or panics when [`REQUIRE`] is set ([`Missing::SkipUnlessRequired`]).
 pub fn skip(test: &str) -> bool {
     let Err(problem) = available() else {
         return false;
     };
-    assert!(
-        std::env::var_os(REQUIRE).is_none(),
-        "{test}: {problem}, and {REQUIRE} is set"
-    );
-    eprintln!("skipping {test}: {problem} (set {REQUIRE} to make this a failure)");
+    unavailable(test, &problem, Missing::SkipUnlessRequired);
     true
+}
+
+/// Which of `tools` are not installed, said as a problem; `None` when all are.
+pub fn missing_tools(tools: &[&str]) -> Option<String> {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !on_path(t)).collect();
+    (!missing.is_empty()).then(|| format!("{} not installed", missing.join(", ")))
 }
 
 /// Whether `program` is an executable file in a directory of `$PATH`.
@@ -64,7 +126,195 @@ fn on_path(program: &str) -> bool {
     std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
 }
 
-/// A network namespace, `cdns-PID-N-ROLE`, deleted (with its interfaces) on drop.
+/// Whether this process runs as root (`id -u` says 0); asked once.
+pub fn is_root() -> bool {
+    static ROOT: OnceLock<bool> = OnceLock::new();
+    *ROOT.get_or_init(|| {
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    })
+}
+
+/// The namespaces `unshare` makes for [`unshared`] and [`in_fresh`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fresh {
+    /// A network namespace (`-n`).
+    Net,
+    /// A mount namespace (`-m`; its mounts private, unshare's default).
+    Mount,
+    /// A network and a mount namespace (`-mn`).
+    NetMount,
+}
+
+impl Fresh {
+    /// unshare's flags for these namespaces, without the dash.
+    fn flags(self) -> &'static str {
+        match self {
+            Fresh::Net => "n",
+            Fresh::Mount => "m",
+            Fresh::NetMount => "mn",
+        }
+    }
+
+    /// The namespace a re-run child compares with its parent's (/proc/self/ns/KIND).
+    fn kind(self) -> &'static str {
+        match self {
+            Fresh::Mount => "mnt",
+            Fresh::Net | Fresh::NetMount => "net",
+        }
+    }
+}
+
+/// The unshare command lines to try for `fresh`, in order. As root, the namespaces alone
+/// (`unshare -n`), then inside a user namespace (`unshare -rn`) where root may not make
+/// them plainly (a container); otherwise only inside a user namespace, as an unprivileged
+/// process cannot make the others.
+pub fn unshare_prefixes(fresh: Fresh, root: bool) -> Vec<[String; 2]> {
+    let flags = fresh.flags();
+    let plain = ["unshare".to_owned(), format!("-{flags}")];
+    let user = ["unshare".to_owned(), format!("-r{flags}")];
+    if root { vec![plain, user] } else { vec![user] }
+}
+
+/// What became of a command run under unshare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The command ran in its namespaces: its status and output are its own.
+    Ran,
+    /// unshare could not make the namespaces; it says so on stderr (`unshare: ...`) and
+    /// exits 1, where a test binary exits 0 or 101.
+    Refused,
+    /// unshare made them but could not start the command (`unshare: failed to execute`, as
+    /// for a test binary rebuilt meanwhile): no refusal, a failure of the test.
+    NotStarted,
+}
+
+/// The verdict on an unshare that exited successfully or not (`success`) with `stderr`.
+pub fn verdict(success: bool, stderr: &str) -> Verdict {
+    match stderr.strip_prefix("unshare:") {
+        Some(rest) if rest.trim_start().starts_with("failed to execute") => Verdict::NotStarted,
+        Some(_) if !success => Verdict::Refused,
+        _ => Verdict::Ran,
+    }
+}
+
+/// Why no fresh namespace could be had: each unshare tried, and what it said.
+#[derive(Debug)]
+pub struct Refused {
+    fresh: Fresh,
+    tried: Vec<String>,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "this machine refuses a fresh namespace (unshare -{}, as root or from an \
+             unprivileged user namespace):\n{}\nEnable user namespaces (sysctl \
+             kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) or run the \
+             tests as root.",
+            self.fresh.flags(),
+            self.tried.join("\n")
+        )
+    }
+}
+
+/// A command that ran under unshare: the command line that made its namespaces, and its
+/// output.
+#[derive(Debug)]
+pub struct Unshared {
+    /// `unshare -FLAGS`.
+    pub prefix: String,
+    pub output: Output,
+}
+
+/// Runs `inner` (its program, arguments, environment and directory; stdin empty, output
+/// captured) inside fresh namespaces `fresh`, under the first of [`unshare_prefixes`] this
+/// machine allows; [`Refused`] when it allows none. Panics when unshare cannot start the
+/// program.
+pub fn unshared(fresh: Fresh, inner: &Command) -> Result<Unshared, Refused> {
+    let mut tried = Vec::new();
+    for [program, flags] in unshare_prefixes(fresh, is_root()) {
+        let prefix = format!("{program} {flags}");
+        let mut command = Command::new(&program);
+        command
+            .arg(&flags)
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .stdin(Stdio::null());
+        for (key, value) in inner.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        if let Some(dir) = inner.get_current_dir() {
+            command.current_dir(dir);
+        }
+        let output = match command.output() {
+            Ok(output) => output,
+            Err(error) => {
+                tried.push(format!("{prefix}: {error}"));
+                continue;
+            }
+        };
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match verdict(output.status.success(), &stderr) {
+            Verdict::Ran => return Ok(Unshared { prefix, output }),
+            Verdict::Refused => tried.push(format!("{prefix}: {}", stderr.trim())),
+            Verdict::NotStarted => panic!("{prefix}: {}", stderr.trim()),
+        }
+    }
+    Err(Refused { fresh, tried })
+}
+
+/// Set in a test binary that [`in_fresh`] re-runs, to the parent's namespace
+/// (`/proc/self/ns/net` or `mnt` as read there), so that the child refuses to run in it.
+const PARENT: &str = "CLUSTERDNS_TEST_PARENT_NS";
+
+/// This process's namespace of `kind` (`net`, `mnt`): `net:[4026531840]`.
+fn namespace(kind: &str) -> String {
+    std::fs::read_link(format!("/proc/self/ns/{kind}"))
+        .map(|path| path.display().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs `inside` in fresh namespaces `fresh`: this test binary re-runs `test` (its whole
+/// name, `module::test`) under [`unshared`], and there, `inside` runs. The re-run must pass;
+/// where the machine refuses the namespaces, `missing` decides.
+pub fn in_fresh(test: &str, fresh: Fresh, missing: Missing, inside: fn()) {
+    if let Some(parent) = std::env::var_os(PARENT) {
+        assert_ne!(
+            parent.to_string_lossy(),
+            namespace(fresh.kind()),
+            "{PARENT} is set but this is the parent's namespace: refusing to run {test} in it"
+        );
+        inside();
+        return;
+    }
+    let mut rerun = Command::new(std::env::current_exe().unwrap());
+    rerun
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(PARENT, namespace(fresh.kind()));
+    let Unshared { prefix, output } = match unshared(fresh, &rerun) {
+        Ok(ran) => ran,
+        Err(refused) => {
+            unavailable(test, &refused.to_string(), missing);
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprint!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} failed inside `{prefix}` (its output is above)"
+    );
+}
+
+/// A network namespace, `cdns-PID-N-ROLE`, deleted (with its interfaces, and the processes
+/// left in it ended) on drop.
 pub struct Netns {
     /// The name under /run/netns.
     pub name: String,
@@ -131,10 +381,11 @@ impl Netns {
     }
 
     /// A command that runs `program args...` inside the namespace.
-    pub fn command(&self, program: &str, args: &[&str]) -> Command {
+    pub fn command(&self, program: impl AsRef<OsStr>, args: &[&str]) -> Command {
         let mut command = Command::new("ip");
         command
-            .args(["netns", "exec", &self.name, program])
+            .args(["netns", "exec", &self.name])
+            .arg(program)
             .args(args);
         command
     }
@@ -171,10 +422,40 @@ impl Netns {
         self.ip(&[&format!("link set {here} up")]);
         peer.ip(&[&format!("link set {there} up")]);
     }
+
+    /// A veth pair: `root` in the root namespace (this process's), `here` in this one, both
+    /// up. `root` must be unique on the machine (interface names are at most 15 bytes).
+    pub fn veth_to_root(&self, root: &str, here: &str) {
+        let add = format!(
+            "link add {root} type veth peer name {here} netns {}",
+            self.name
+        );
+        for args in [add, format!("link set {root} up")] {
+            let out = run(Command::new("ip").args(args.split(' ')))
+                .unwrap_or_else(|e| panic!("ip {args}: {e}"));
+            assert!(
+                out.status.success(),
+                "ip {args}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        self.ip(&[&format!("link set {here} up")]);
+    }
 }
 
 impl Drop for Netns {
+    /// Ends the processes still in the namespace (a daemon `ip netns exec` started), by
+    /// their ids, then deletes it.
     fn drop(&mut self) {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", &self.name])
+            .stderr(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        for pid in pids.split_whitespace() {
+            let _ = Command::new("kill").arg(pid).status();
+        }
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .stderr(Stdio::null())
@@ -573,5 +854,63 @@ impl Drop for Events {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unshare_is_plain_for_root_and_in_a_user_namespace_otherwise() {
+        let shown = |fresh, root| -> Vec<String> {
+            unshare_prefixes(fresh, root)
+                .iter()
+                .map(|p| p.join(" "))
+                .collect()
+        };
+        assert_eq!(shown(Fresh::Net, true), ["unshare -n", "unshare -rn"]);
+        assert_eq!(shown(Fresh::Net, false), ["unshare -rn"]);
+        assert_eq!(shown(Fresh::Mount, true), ["unshare -m", "unshare -rm"]);
+        assert_eq!(
+            shown(Fresh::NetMount, true),
+            ["unshare -mn", "unshare -rmn"]
+        );
+        assert_eq!(shown(Fresh::NetMount, false), ["unshare -rmn"]);
+    }
+
+    #[test]
+    fn only_unshares_own_failure_is_a_refusal() {
+        let refusals = [
+            "unshare: unshare failed: Operation not permitted\n",
+            "unshare: write failed /proc/self/uid_map: Operation not permitted\n",
+        ];
+        for stderr in refusals {
+            assert_eq!(verdict(false, stderr), Verdict::Refused, "{stderr}");
+        }
+        let not_started = "unshare: failed to execute /gone/main: No such file or directory\n";
+        assert_eq!(verdict(false, not_started), Verdict::NotStarted);
+        // The command's own failure, or a success whatever it printed, is the command's.
+        for (success, stderr) in [
+            (false, ""),
+            (
+                false,
+                "thread 'x' panicked at tests/x.rs:1:1:\nunshare: no\n",
+            ),
+            (false, "mount: /run: permission denied.\n"),
+            (true, ""),
+            (true, "unshare: a line the command printed\n"),
+        ] {
+            assert_eq!(verdict(success, stderr), Verdict::Ran, "{stderr}");
+        }
+    }
+
+    #[test]
+    fn a_skip_fails_only_where_the_rule_says() {
+        for required in [false, true] {
+            assert!(!Missing::Skip.fails(required));
+            assert!(Missing::Fail.fails(required));
+            assert_eq!(Missing::SkipUnlessRequired.fails(required), required);
+        }
     }
 }

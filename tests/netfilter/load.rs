@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::cli::ok;
+use crate::common::netns::{self, Fresh};
 
 /// The fixtures with Services kube-proxy writes rules for.
 const FIXTURES: &[&str] = &[
@@ -32,10 +33,11 @@ const LAYOUTS: &[&str] = &["dnat-maps", "endpoint-chains"];
 /// A shell script run in a network namespace of its own, made for it: its stdout, or a panic
 /// with what it printed on stderr.
 fn in_fresh_namespace(what: &str, script: &str) -> String {
-    let out = Command::new("unshare")
-        .args(["-n", "sh", "-ec", script])
-        .output()
-        .unwrap();
+    let mut sh = Command::new("sh");
+    sh.args(["-ec", script]);
+    let out = netns::unshared(Fresh::Net, &sh)
+        .unwrap_or_else(|refused| panic!("{what}: {refused}"))
+        .output;
     assert!(
         out.status.success(),
         "{what}: the kernel refused it:\n{}",
@@ -145,7 +147,7 @@ fn load_and_list(render: &Render, load: &str, list: &str) -> String {
 
 #[test]
 fn iptables_renders_load_and_save_back_as_rendered() {
-    if crate::common::netns::skip("iptables_renders_load_and_save_back_as_rendered") {
+    if netns::skip("iptables_renders_load_and_save_back_as_rendered") {
         return;
     }
     let mut loaded = 0;
@@ -170,7 +172,7 @@ fn iptables_renders_load_and_save_back_as_rendered() {
 
 #[test]
 fn nftables_renders_load_and_list_back_as_rendered() {
-    if crate::common::netns::skip("nftables_renders_load_and_list_back_as_rendered") {
+    if netns::skip("nftables_renders_load_and_list_back_as_rendered") {
         return;
     }
     let mut loaded = 0;
@@ -204,7 +206,7 @@ fn nftables_renders_load_and_list_back_as_rendered() {
 fn a_kind_nodes_own_nftables_listing_loads_back() {
     // fixtures/node.nft is what `nft list table ip kube-proxy` printed on a kind node: what
     // `proxy trace` reads must be what a node's nft takes.
-    if crate::common::netns::skip("a_kind_nodes_own_nftables_listing_loads_back") {
+    if netns::skip("a_kind_nodes_own_nftables_listing_loads_back") {
         return;
     }
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/node.nft");

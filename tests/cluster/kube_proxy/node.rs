@@ -9,28 +9,12 @@ use std::process::{Child, Command, Stdio};
 
 use super::render::{CLUSTER_CIDRS, NODE};
 use crate::common::cluster::Cluster;
+use crate::common::netns::Netns;
 
-/// Runs `program ARGS`, panicking with its stderr if it fails; its stdout.
-fn run(program: &str, args: &[&str]) -> String {
-    let output = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        output.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// A network namespace holding the node's addresses, with a veth to the root namespace;
-/// deleted (its veth with it) when dropped.
-pub struct Netns {
-    /// The namespace's name.
-    pub name: String,
+/// A node: a network namespace holding the node's addresses, with a veth to the root
+/// namespace; deleted (its veth with it, and kube-proxy if still there) when dropped.
+pub struct Node {
+    pub netns: Netns,
     /// The root side of the veth.
     pub host: Ipv4Addr,
 }
@@ -38,84 +22,45 @@ pub struct Netns {
 /// The node's addresses inside the namespace (kwok-node-0's InternalIPs).
 pub const NODE_ADDRESSES: [&str; 2] = ["10.0.0.10/24", "fd00:10::10/64"];
 
-impl Netns {
-    /// Namespace number `index` of this process, with a veth in 169.254.(210+index).0/30.
+impl Node {
+    /// Node number `index` of this process, with a veth in 169.254.(210+index).0/30.
     pub fn create(index: u8) -> Self {
         let pid = std::process::id();
-        let name = format!("clusterdns-kp{index}-{pid}");
+        let netns =
+            Netns::new(&format!("kp{index}")).unwrap_or_else(|e| panic!("node {index}: {e}"));
         let (host_if, node_if) = (
             format!("kp{index}h{}", pid % 100_000),
             format!("kp{index}n"),
         );
         let subnet = 210 + index;
         let host = Ipv4Addr::new(169, 254, subnet, 1);
-        run("ip", &["netns", "add", &name]);
-        let netns = Self { name, host };
-        let name = netns.name.as_str();
-        run(
-            "ip",
-            &[
-                "link", "add", &host_if, "type", "veth", "peer", "name", &node_if, "netns", name,
-            ],
+        netns.veth_to_root(&host_if, &node_if);
+        let out = Command::new("ip")
+            .args(["addr", "add", &format!("{host}/30"), "dev", &host_if])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ip addr add {host}/30 dev {host_if}: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        run(
-            "ip",
-            &["addr", "add", &format!("{host}/30"), "dev", &host_if],
-        );
-        run("ip", &["link", "set", &host_if, "up"]);
-        let node_side = format!("169.254.{subnet}.2/30");
-        for address in [node_side.as_str(), NODE_ADDRESSES[0]] {
-            run("ip", &["-n", name, "addr", "add", address, "dev", &node_if]);
-        }
-        run(
-            "ip",
-            &[
-                "-n",
-                name,
-                "addr",
-                "add",
-                NODE_ADDRESSES[1],
-                "dev",
-                &node_if,
-                "nodad",
-            ],
-        );
-        for link in [node_if.as_str(), "lo"] {
-            run("ip", &["-n", name, "link", "set", link, "up"]);
-        }
-        netns
+        netns.ip(&[
+            &format!("addr add 169.254.{subnet}.2/30 dev {node_if}"),
+            &format!("addr add {} dev {node_if}", NODE_ADDRESSES[0]),
+            &format!("addr add {} dev {node_if} nodad", NODE_ADDRESSES[1]),
+        ]);
+        Self { netns, host }
     }
 
     /// `PROGRAM ARGS` inside the namespace: its stdout, or empty if it fails (the table
     /// kube-proxy has not created yet).
     pub fn exec(&self, program: &str, args: &[&str]) -> String {
-        Command::new("ip")
-            .args(["netns", "exec", &self.name, program])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Netns {
-    /// Ends the processes left in the namespace (ours: kube-proxy, if `ip netns exec` left it
-    /// behind), by their ids, then deletes it.
-    fn drop(&mut self) {
-        let pids = Command::new("ip")
-            .args(["netns", "pids", &self.name])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        for pid in pids.split_whitespace() {
-            let _ = Command::new("kill").arg(pid).status();
+        let out = self.netns.exec(program, args);
+        if out.status.success() {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        } else {
+            String::new()
         }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
     }
 }
 
@@ -166,12 +111,12 @@ pub struct KubeProxy {
 }
 
 impl KubeProxy {
-    /// kube-proxy `mode` in `netns` as the node, with `kubeconfig`, logging to `log`.
-    pub fn start(binary: &Path, netns: &Netns, mode: &str, kubeconfig: &Path, log: &Path) -> Self {
+    /// kube-proxy `mode` in `node`'s namespace as the node, with `kubeconfig`, logging to `log`.
+    pub fn start(binary: &Path, node: &Node, mode: &str, kubeconfig: &Path, log: &Path) -> Self {
         let file = std::fs::File::create(log).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", &netns.name])
-            .arg(binary)
+        let child = node
+            .netns
+            .command(binary, &[])
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--hostname-override", NODE, "--proxy-mode", mode])
