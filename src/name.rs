@@ -219,6 +219,15 @@ pub fn canonical_cmp(a: &[u8], b: &[u8]) -> Ordering {
     a_labels.len().cmp(&b_labels.len())
 }
 
+/// `names` (a directive's zones) as lower-case wire names; a name that is none is left out.
+pub(crate) fn wire_zones(names: &[hickory_proto::rr::Name]) -> Vec<WireName> {
+    names
+        .iter()
+        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
+        .map(|name| name.to_lowercase())
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

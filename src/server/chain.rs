@@ -24,6 +24,7 @@
 //! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
 //! has (a step is an enum variant, matched in a loop over a handful of them).
 
+pub(crate) mod any;
 pub(crate) mod autopath;
 pub(crate) mod chaos;
 pub(crate) mod chase;
@@ -31,6 +32,7 @@ pub(crate) mod file;
 pub(crate) mod forward;
 pub(crate) mod hosts;
 pub(crate) mod k8s_external;
+pub(crate) mod kubernetes;
 pub(crate) mod rewrite;
 pub(crate) mod template;
 pub(crate) mod transfer;
@@ -43,96 +45,87 @@ use hickory_proto::rr::Record;
 
 use self::chase::Chase;
 use self::forward::Forward;
-use super::{Block, Kubernetes, LoopDetect, Pending, Transport};
+use self::kubernetes::Kubernetes;
+use super::{Block, LoopDetect, Pending, Transport};
 use crate::cache::Cache;
-use crate::codes::{class, rtype};
 use crate::metrics::dns::Writer;
 use crate::plugin::Plugin;
 use crate::search_walk::SearchPath;
 use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
-use crate::zone::Rcode;
 
 pub(crate) use self::rewrite::Revert;
 
-/// One step of a chain.
-#[derive(Debug)]
-pub(crate) enum Step {
+/// Declares [`Step`], one variant per answering plugin, named as the plugin's
+/// [`Plugin`] variant: the step's plugin is its name, with no second list to keep. Each
+/// variant says whether it serves every class (`any_class`) or only IN (`class_in`): a query
+/// of another class (CH, HS) that gets as far as a `class_in` step is refused, as the cluster
+/// zone has never answered one.
+macro_rules! steps {
+    ($($(#[doc = $doc:literal])* $variant:ident $(($state:ty))? $class:ident;)*) => {
+        /// One step of a chain.
+        #[derive(Debug)]
+        pub(crate) enum Step {
+            $($(#[doc = $doc])* $variant $(($state))?,)*
+        }
+
+        impl Step {
+            /// The plugin of the step, whose place in [`crate::plugin::COREDNS_DIRECTIVES`]
+            /// is the step's place in the chain.
+            pub(crate) fn plugin(&self) -> Plugin {
+                match self {
+                    $(Self::$variant { .. } => Plugin::$variant,)*
+                }
+            }
+
+            /// Whether the step serves class IN only.
+            fn internet_only(&self) -> bool {
+                match self {
+                    $(Self::$variant { .. } => steps!(@in $class),)*
+                }
+            }
+        }
+    };
+    (@in any_class) => { false };
+    (@in class_in) => { true };
+}
+
+steps! {
     /// *bufsize*: the EDNS payload size the upstream is offered is at most this, and so is a
-    /// UDP reply (the chain's [`PluginChain::limit`] and [`PluginChain::upstream_query`]; the step itself
-    /// does nothing).
-    Bufsize(u16),
+    /// UDP reply (the chain's [`PluginChain::limit`] and [`PluginChain::upstream_query`]; the
+    /// step itself does nothing).
+    Bufsize(u16) any_class;
     /// *any*: RFC 8482's HINFO for ANY queries.
-    Any,
+    Any any_class;
     /// *chaos*: `version.bind` and friends in class CH.
-    Chaos(chaos::Chaos),
+    Chaos(chaos::Chaos) any_class;
     /// *loadbalance*: the A, AAAA and MX records of the replies below it shuffled (by
     /// whoever writes them: the chain's [`PluginChain::shuffles`]; the step itself does
     /// nothing).
-    Loadbalance,
+    Loadbalance any_class;
     /// *cache*: what *forward* brings back, looked up and stored where the query goes
     /// upstream ([`forward`]; the step itself does nothing, as the cluster zone is never
     /// cached).
-    Cache(Arc<Cache>),
+    Cache(Arc<Cache>) any_class;
     /// *rewrite*: its rules, in file order.
-    Rewrite(rewrite::Rewrite),
+    Rewrite(rewrite::Rewrite) any_class;
     /// *autopath*: the search walk.
-    Autopath(SearchPath),
-    /// *template*: its templates, in file order.
-    Template(template::Templates),
+    Autopath(SearchPath) class_in;
+    /// *template*: its templates, in file order (each names its class).
+    Template(template::Templates) any_class;
     /// *transfer*: AXFR and IXFR, refused unless a `transfer` allows them.
-    Transfer(transfer::Transfer),
+    Transfer(transfer::Transfer) class_in;
     /// *hosts*.
-    Hosts(Arc<hosts::Hosts>),
+    Hosts(Arc<hosts::Hosts>) class_in;
     /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
-    K8sExternal(k8s_external::K8sExternal),
+    K8sExternal(k8s_external::K8sExternal) class_in;
     /// *kubernetes*: the cluster zone.
-    Kubernetes(Box<Kubernetes>),
+    Kubernetes(Box<Kubernetes>) class_in;
     /// *file*: zones from zone files.
-    File(Arc<file::File>),
+    File(Arc<file::File>) class_in;
     /// *loop*: the probe coming back, and SERVFAIL for forwarded names once it has.
-    Loop(LoopDetect),
+    Loop(LoopDetect) class_in;
     /// *forward*.
-    Forward(Forward),
-}
-
-impl Step {
-    /// The plugin of the step, whose place in [`crate::plugin::COREDNS_DIRECTIVES`] is the
-    /// step's place in the chain.
-    pub(crate) fn plugin(&self) -> Plugin {
-        match self {
-            Self::Bufsize(_) => Plugin::Bufsize,
-            Self::Any => Plugin::Any,
-            Self::Chaos(_) => Plugin::Chaos,
-            Self::Loadbalance => Plugin::Loadbalance,
-            Self::Cache(_) => Plugin::Cache,
-            Self::Rewrite(_) => Plugin::Rewrite,
-            Self::Autopath(_) => Plugin::Autopath,
-            Self::Template(_) => Plugin::Template,
-            Self::Transfer(_) => Plugin::Transfer,
-            Self::Hosts(_) => Plugin::Hosts,
-            Self::K8sExternal(_) => Plugin::K8sExternal,
-            Self::Kubernetes(_) => Plugin::Kubernetes,
-            Self::File(_) => Plugin::File,
-            Self::Loop(_) => Plugin::Loop,
-            Self::Forward(_) => Plugin::Forward,
-        }
-    }
-
-    /// Whether the step serves class IN only: a query of another class (CH, HS) that gets
-    /// this far is refused, as the cluster zone has never answered one.
-    fn internet_only(&self) -> bool {
-        matches!(
-            self,
-            Self::Autopath(_)
-                | Self::Transfer(_)
-                | Self::Hosts(_)
-                | Self::K8sExternal(_)
-                | Self::Kubernetes(_)
-                | Self::File(_)
-                | Self::Loop(_)
-                | Self::Forward(_)
-        )
-    }
+    Forward(Forward) class_in;
 }
 
 /// A block's steps, in CoreDNS's order.
@@ -403,7 +396,7 @@ impl PluginChain {
             }
             let flow = match step {
                 Step::Bufsize(_) => Flow::Pass,
-                Step::Any => any(q.request, q.limit, out),
+                Step::Any => any::answer(q.request, q.limit, out),
                 Step::Chaos(chaos) => chaos.answer(q.request, q.limit, out),
                 Step::Loadbalance | Step::Cache(_) => Flow::Pass,
                 Step::Rewrite(rewrite) => self.rewrite(rewrite, ctx, index, q, out),
@@ -418,7 +411,7 @@ impl PluginChain {
                 ),
                 Step::Hosts(hosts) => hosts.answer(q.request, q.limit, out),
                 Step::K8sExternal(external) => external.answer(ctx, q, out),
-                Step::Kubernetes(kubernetes) => answer_cluster_zone(kubernetes, ctx, q, out),
+                Step::Kubernetes(kubernetes) => kubernetes.answer(ctx, q, out),
                 Step::File(file) => file.answer(ctx, q, out),
                 Step::Loop(probe) => forward::loop_step(probe, self, ctx, q.request, out),
                 Step::Forward(forward) => forward.answer(self, ctx, q, out),
@@ -512,53 +505,6 @@ impl PluginChain {
             revert: None,
         })
     }
-}
-
-/// *kubernetes*: the cluster zone's answer, or the name passed on (outside the zone, or
-/// NXDOMAIN with `fallthrough`).
-#[inline]
-fn answer_cluster_zone(
-    kubernetes: &Kubernetes,
-    ctx: &Ctx<'_>,
-    q: &Query<'_>,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let block = ctx.block;
-    let request = q.request;
-    let qname = request.question.name();
-    let snapshot = kubernetes.store.load();
-    let Some(answer) = snapshot.lookup(qname, request.question.qtype) else {
-        return Flow::Pass;
-    };
-    // `fallthrough` hands an NXDOMAIN on to the rest of the block's chain.
-    let nxdomain = answer.rcode == Rcode::NxDomain;
-    let passes = nxdomain && kubernetes.falls_through(qname);
-    if nxdomain && !passes && kubernetes.provisional() {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Flow::reply(Plugin::Kubernetes);
-    }
-    if passes {
-        return Flow::Pass;
-    }
-    let zone = &snapshot.zones()[answer.zone];
-    if let Some(target) = answer.chase {
-        return End::Chase(Chase::new(block, ctx.zone, request, &answer, zone, target)).into();
-    }
-    wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
-    Flow::reply(Plugin::Kubernetes)
-}
-
-/// *any* (RFC 8482 §4.2): an ANY query is answered with one HINFO record, `"ANY
-/// obsoleted" "See RFC 8482"`, TTL 8482; any other passes on.
-fn any(request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
-    const HINFO: &[u8] = b"\x0dANY obsoleted\x0cSee RFC 8482";
-    if request.question.qtype != rtype::ANY {
-        return Flow::Pass;
-    }
-    let mut reply = wire::QuestionAnswers::new(request, out);
-    reply.answer(rtype::HINFO, class::IN, 8482, HINFO);
-    reply.finish(rcode::NOERROR, false, limit);
-    Flow::reply(Plugin::Any)
 }
 
 /// What [`Block::answer_locally`] found.

@@ -26,11 +26,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::rr::{Name, Record};
+use hickory_proto::rr::Record;
 
 pub use crate::wire::Transport;
 pub use chain::Local;
 pub use chain::file::FileLoadError;
+pub use chain::kubernetes::Kubernetes;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
 pub use load::{LoadedBlock, StartError, load, server_label};
@@ -41,13 +42,11 @@ pub use run::{Running, start};
 
 use self::chain::{PluginChain, Step};
 use crate::cache::Cache;
-use crate::config::{KubernetesConfig, ServerBlock};
+use crate::config::ServerBlock;
 use crate::forward::Forwarder;
 use crate::metrics::dns::ServerMetrics;
-use crate::name::WireName;
+use crate::name::{WireName, wire_zones};
 use crate::querylog::{ErrorLog, QueryLog};
-use crate::source::api::ApiWatch;
-use crate::store::Store;
 
 /// What to send back for one message.
 #[derive(Debug)]
@@ -104,66 +103,6 @@ pub struct Block {
     /// *multisocket*: the UDP sockets its address gets, when the block says (and it is the
     /// address's first block).
     sockets: Option<Option<std::num::NonZeroUsize>>,
-}
-
-/// The *kubernetes* plugin of a block: its options and its published snapshot.
-#[derive(Debug)]
-pub struct Kubernetes {
-    /// The directive's options.
-    pub config: KubernetesConfig,
-    /// The current zone.
-    pub store: Arc<Store>,
-    fallthrough: Option<Vec<WireName>>,
-    /// On-disk fingerprint of the objects files the store was built from.
-    fingerprint: u64,
-    /// The API watch feeding the store (a block without `objects`).
-    api: Option<Arc<ApiWatch>>,
-}
-
-impl Kubernetes {
-    /// The plugin with its options and store.
-    pub fn new(config: KubernetesConfig, store: Arc<Store>, fingerprint: u64) -> Self {
-        let fallthrough = config.fallthrough.as_ref().map(|zones| wire_zones(zones));
-        Self {
-            config,
-            store,
-            fallthrough,
-            fingerprint,
-            api: None,
-        }
-    }
-
-    /// The plugin fed by the API watch `api`.
-    pub fn watching(config: KubernetesConfig, api: Arc<ApiWatch>) -> Self {
-        let mut plugin = Self::new(config, Arc::clone(&api.store), 0);
-        plugin.api = Some(api);
-        plugin
-    }
-
-    /// The API watch, for a block without `objects`.
-    pub fn api(&self) -> Option<&Arc<ApiWatch>> {
-        self.api.as_ref()
-    }
-
-    /// Whether the zone is not yet the API server's (not synced): an NXDOMAIN is then a
-    /// SERVFAIL, as CoreDNS answers before its informers have synced — the name may well
-    /// exist.
-    fn provisional(&self) -> bool {
-        self.api.as_ref().is_some_and(|api| !api.status.is_synced())
-    }
-
-    /// Whether an NXDOMAIN for `qname` passes to the next plugin (`fallthrough [ZONES]`).
-    fn falls_through(&self, qname: &[u8]) -> bool {
-        crate::name::falls_through(self.fallthrough.as_deref(), qname)
-    }
-}
-
-pub(crate) fn wire_zones(names: &[Name]) -> Vec<WireName> {
-    names
-        .iter()
-        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
-        .map(|name| name.to_lowercase())
-        .collect()
 }
 
 /// The plugins of a block other than *kubernetes*, built by the caller (they need sockets,

@@ -30,6 +30,7 @@ use super::Flow;
 use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
 use crate::metrics::{Collect, Exposition, Kind};
+use crate::name::wire_zones;
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode};
@@ -170,14 +171,6 @@ struct Seen {
     stamp: Option<(SystemTime, u64)>,
     /// The last error reading it (logged once).
     error: Option<String>,
-}
-
-fn wire_zones(names: &[hickory_proto::rr::Name]) -> Vec<WireName> {
-    names
-        .iter()
-        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
-        .map(|name| name.to_lowercase())
-        .collect()
 }
 
 impl Hosts {

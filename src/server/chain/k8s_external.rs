@@ -10,12 +10,11 @@
 //! appended after the CNAME. Before the API watch has synced, an NXDOMAIN is a SERVFAIL, as
 //! the *kubernetes* step answers.
 
-use hickory_proto::rr::Name;
-
 use super::chase::Chase;
 use super::{Ctx, End, Flow, Query};
 use crate::config::K8sExternalConfig;
 use crate::name::WireName;
+use crate::name::wire_zones;
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode};
 use crate::zone::Rcode;
@@ -75,13 +74,4 @@ impl K8sExternal {
         wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
         Flow::reply(Plugin::K8sExternal)
     }
-}
-
-/// `names` as lower-case wire names.
-fn wire_zones(names: &[Name]) -> Vec<WireName> {
-    names
-        .iter()
-        .filter_map(|name| WireName::from_dotted(&name.to_ascii()).ok())
-        .map(|name| name.to_lowercase())
-        .collect()
 }

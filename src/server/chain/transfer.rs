@@ -3,12 +3,14 @@
 
 use std::net::IpAddr;
 
+use super::kubernetes::Kubernetes;
 use super::{End, Flow};
 use crate::codes::rtype;
 use crate::config::TransferConfig;
+use crate::name::wire_zones;
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
-use crate::server::{Kubernetes, Transport, wire_zones};
+use crate::server::Transport;
 use crate::wire::{self, Request, rcode};
 use crate::zone::zonefile;
 
