@@ -41,7 +41,7 @@ pub struct Handler {
     search_path: Option<Watch>,
 }
 
-/// Where one query's walk through the server ends ([`Handler::step`]).
+/// Where one query's walk through the server ends ([`Handler::route`]).
 enum Routed {
     /// Answered: the reply is in the output buffer, counted and logged.
     Answered,
@@ -121,7 +121,7 @@ impl Handler {
                 return Outcome::Reply;
             }
         };
-        match self.step(packet, &request, client, transport, started, false, out) {
+        match self.route(packet, &request, client, transport, started, false, out) {
             Routed::Answered => Outcome::Reply,
             Routed::Forward(pending) => Outcome::Forward(pending),
             Routed::Chase(chase) => self.chase(chase, &request, client, transport, started, out),
@@ -132,7 +132,7 @@ impl Handler {
     /// One query through its block's chain, and where it ends up. `chased`: the query is a
     /// chase's lookup of a target, not the client's.
     #[allow(clippy::too_many_arguments)]
-    fn step(
+    fn route(
         &self,
         packet: &[u8],
         request: &Request<'_>,
@@ -554,7 +554,7 @@ impl Chaser for Handler {
                 return Chased::Done(chase.merge(None));
             };
             let mut reply = Vec::new();
-            match self.step(
+            match self.route(
                 &asked,
                 &request,
                 client,
