@@ -1,6 +1,10 @@
 //! Tests of `file`.
 
+use serde_json::Value;
+
+use super::reader::Reader;
 use super::*;
+use crate::model::convert;
 
 #[test]
 fn error_prefixes() {
