@@ -1,13 +1,14 @@
 //! The real control plane for the tests in tests/cluster.rs: etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler and kwok, started by [`xtask::cluster`] (`cargo
 //! xtask cluster`) from the binaries `bench/peers/build.sh` builds (found in
-//! `CLUSTERDNS_PEERS`, else the script's cache). Without them the tests say so and pass, unless `CLUSTERDNS_REQUIRE_PEERS` is set
-//! (`.ci/run` sets it), when a missing peer fails them.
+//! `CLUSTERDNS_PEERS`, else build.sh's cache). Without them the tests say so and pass, unless
+//! `CLUSTERDNS_REQUIRE_PEERS` is set (`.ci/run` sets it), when a missing peer fails them.
 //!
 //! [`Cluster::shared`] is one cluster for the whole test binary, with `deploy/` applied; each
 //! test there works in namespaces of its own. A test that hurts the cluster (restarts the API
 //! server, compacts etcd, throttles a user) takes [`Cluster::private`], its own. Every cluster
-//! goes down with the test process (`cargo xtask cluster up --owner`).
+//! goes down with the test process (`cargo xtask cluster up --owner`), the test's own also
+//! when dropped.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

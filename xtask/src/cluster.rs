@@ -127,6 +127,7 @@ pub fn peers_dir() -> Result<PathBuf> {
 /// The default directory of a cluster: `CLUSTER_DIR`, else `$TMPDIR/clusterdns-cluster`.
 pub fn default_dir() -> PathBuf {
     std::env::var_os("CLUSTER_DIR")
+        .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("clusterdns-cluster"))
 }
@@ -244,10 +245,10 @@ impl Options {
             return Ok(nodes);
         }
         match std::env::var("CLUSTER_NODES") {
-            Ok(nodes) => nodes
+            Ok(nodes) if !nodes.is_empty() => nodes
                 .parse()
                 .with_context(|| format!("CLUSTER_NODES={nodes}: not a number")),
-            Err(_) => Ok(3),
+            _ => Ok(3),
         }
     }
 }
