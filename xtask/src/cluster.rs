@@ -428,13 +428,7 @@ impl Cluster {
             );
         }
         for sub in ["etcd", "pki", "log", "pid", "run"] {
-            let path = self.dir.join(sub);
-            match std::fs::remove_dir_all(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("removing {}", path.display()));
-                }
-                _ => {}
-            }
+            remove_dir(&self.dir.join(sub))?;
         }
         for sub in ["log", "pid", "run"] {
             std::fs::create_dir_all(self.dir.join(sub))?;
@@ -549,17 +543,17 @@ impl Cluster {
             let this = nix::unistd::getpid();
             if watcher != this && watcher != nix::unistd::getppid() {
                 let _ = kill(watcher, Signal::SIGTERM);
-                reap(watcher);
+                // Collected once it has exited, if it is a child of this process.
+                for _ in 0..20 {
+                    if !alive(watcher) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
             }
         }
         remove_file(&self.pid_path("owner-watch"))?;
-        let etcd = self.dir.join("etcd");
-        match std::fs::remove_dir_all(&etcd) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", etcd.display()));
-            }
-            _ => {}
-        }
+        remove_dir(&self.dir.join("etcd"))?;
         self.say(&format!("down: {}", self.dir.display()));
         Ok(())
     }
@@ -1119,6 +1113,17 @@ fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Removes the directory `path` and everything in it, if it is there.
+fn remove_dir(path: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Removes the file `path`, if it is there.
 fn remove_file(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
