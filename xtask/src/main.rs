@@ -482,7 +482,10 @@ impl Up {
     fn down(self) {
         drop(self.nodes);
         if !self.joined {
-            let down = cluster::Cluster::new(&self.cluster).and_then(|c| c.down());
+            let down = cluster::Cluster::new(&self.cluster).and_then(|mut plane| {
+                plane.verbose = true;
+                plane.down()
+            });
             if let Err(error) = down {
                 eprintln!("[nodes] the control plane: {error:#}");
             }
