@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The two ways the API watch can read its initial state, measured on the real control plane
-# (bench/cluster.sh): `list_mode paginated` (LIST in pages of 500, then a watch) and
+# (cargo xtask cluster): `list_mode paginated` (LIST in pages of 500, then a watch) and
 # `list_mode streaming` (one watch with sendInitialEvents=true, WatchList). For each, RUNS
 # starts of the release binary on a synthetic cluster of SERVICES Services from
 # examples/gencluster, as ServiceAccount kube-system/coredns, and reports per start: the time
@@ -24,11 +24,17 @@ bench_start list-mode
 need_tools python3 curl
 build_release
 
+# The control plane (xtask/src/cluster.rs), from the peers bench/peers/build.sh builds.
+(cd "$repo" && cargo build --release --package xtask) >>"$work/build.log" 2>&1 ||
+    { cat "$work/build.log" >&2; die "cargo build --package xtask failed"; }
+peers=$("$repo/bench/peers/build.sh" --dir)
+cluster() { CLUSTERDNS_PEERS="$peers" "$target/release/xtask" cluster "$@"; }
+
 log "starting the control plane"
-trap '"$repo/bench/cluster.sh" down --dir "$work/cluster" >/dev/null 2>&1 || true; cleanup' EXIT
-"$repo/bench/cluster.sh" up --dir "$work/cluster" 2>"$work/cluster.log" ||
-    { cat "$work/cluster.log" >&2; die "bench/cluster.sh up failed"; }
-eval "$("$repo/bench/cluster.sh" env --dir "$work/cluster")"
+trap 'cluster down --dir "$work/cluster" >/dev/null 2>&1 || true; cleanup' EXIT
+cluster up --dir "$work/cluster" 2>"$work/cluster.log" ||
+    { cat "$work/cluster.log" >&2; die "xtask cluster up failed"; }
+eval "$(cluster env --dir "$work/cluster")"
 apiserver_pid=$(<"$work/cluster/pid/kube-apiserver.pid")
 kubectl apply --server-side --force-conflicts -f "$repo/deploy/rbac.yaml" >/dev/null
 

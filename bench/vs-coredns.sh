@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clusterdns beside the real CoreDNS (bench/peers: CoreDNS v1.14.7), measured in one run on a
-# real local control plane (bench/cluster.sh): both with kubeadm's Corefile (deploy/configmap.yaml;
+# real local control plane (cargo xtask cluster): both with kubeadm's Corefile (deploy/configmap.yaml;
 # CoreDNS without clusterdns's `snapshot` line), each as its own ServiceAccount bound to
 # deploy/'s ClusterRole system:coredns, against the same API server holding the same objects.
 # See bench/README.md ("clusterdns beside CoreDNS") for the method and every figure.
@@ -61,7 +61,9 @@ coredns="$peers/coredns"
 [[ -x "$coredns" ]] || die "$coredns missing: run bench/peers/build.sh"
 
 cluster_dir="$work/cluster"
-trap '"$repo/bench/cluster.sh" down --dir "$cluster_dir" >/dev/null 2>&1 || true; kill_instances; cleanup' EXIT
+# The control plane (xtask/src/cluster.rs), from the peers above.
+cluster() { CLUSTERDNS_PEERS="$peers" "$xtask" cluster "$@"; }
+trap 'cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true; kill_instances; cleanup' EXIT
 audit="$cluster_dir/log/audit.log"
 apiserver_pid() { cat "$cluster_dir/pid/kube-apiserver.pid"; }
 # Every server started, also from subshells: stopped at exit.
@@ -77,11 +79,11 @@ declare -A account=([coredns]=coredns [clusterdns]=clusterdns)
 # the latency and churn phases scale.
 cluster_up() {
     local server token
-    "$repo/bench/cluster.sh" down --dir "$cluster_dir" >/dev/null 2>&1 || true
+    cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
     log "starting the control plane"
-    "$repo/bench/cluster.sh" up --dir "$cluster_dir" 2>"$work/cluster.log" ||
-        { cat "$work/cluster.log" >&2; die "bench/cluster.sh up failed"; }
-    eval "$("$repo/bench/cluster.sh" env --dir "$cluster_dir")"
+    cluster up --dir "$cluster_dir" 2>"$work/cluster.log" ||
+        { cat "$work/cluster.log" >&2; die "xtask cluster up failed"; }
+    eval "$(cluster env --dir "$cluster_dir")"
     api_port=$(awk -F= '$1 == "APISERVER_PORT" { print $2 }' "$cluster_dir/ports")
     kubectl apply --server-side --force-conflicts -f "$repo/deploy/rbac.yaml" >/dev/null
     kubectl create serviceaccount clusterdns -n kube-system >/dev/null
@@ -473,7 +475,8 @@ dnsperf_run() {
     echo "$qps $completed $lost $(cpu_seconds "$before" "$after")"
 }
 
-# Nodes beyond cluster.sh's: bench-node-I with a /24 each from 10.248.0.0/13 (IPv4 only).
+# Nodes beyond the control plane's own kwok-node-N: bench-node-I with a /24 each from
+# 10.248.0.0/13 (IPv4 only).
 add_nodes() {
     local have=$1 want=$2 i
     for ((i = have; i < want; i++)); do
@@ -498,7 +501,7 @@ report="$out_dir/vs-coredns-$stamp.md"
 declare -a t_qps t_fixed t_mem t_ready t_lat t_churn t_api t_checks t_load
 
 # The Deployments the latency and churn phases scale (headless Services: their addresses are
-# answered), on cluster.sh's nodes or any other.
+# answered), on the control plane's kwok nodes or any other.
 cat >"$work/workload.yaml" <<EOF
 apiVersion: v1
 kind: Namespace
@@ -734,7 +737,7 @@ for services in $SCALES; do
     for id in c d; do echo 5 >"/proc/${inst_pid[$id]}/clear_refs"; done
     a0=$(audit_lines)
     declare -A peak=([c]=0 [d]=0)
-    "$repo/bench/cluster.sh" restart kube-apiserver --dir "$cluster_dir" 2>>"$work/cluster.log" &
+    cluster restart kube-apiserver --dir "$cluster_dir" 2>>"$work/cluster.log" &
     restart_pid=$!
     wait "$restart_pid" || die "kube-apiserver did not come back (see $cluster_dir/log)"
     # Until each has read the whole state again (a list or a WatchList in the audit log), then 5 s more.
@@ -767,7 +770,7 @@ fi
     echo
     echo "$(uname -srm); $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); $("$coredns" -version 2>&1 | head -n1); clusterdns $(git -C "$repo" describe --always --dirty 2>/dev/null); $("$peers/kube-apiserver" --version 2>&1); $(dnsperf -h 2>&1 | awk '/^Version/ { print "dnsperf " $2 }')"
     echo
-    echo "Method: bench/cluster.sh (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok). gencluster's Namespaces, Services (with selectors) and Pods ($PODS_PER_SERVICE per Service, bound to kwok nodes) created through the API server, Pods first, each given its status (Running, Ready, an address) by the loader; the EndpointSlice controller writes the slices. Both servers run kubeadm's Corefile (deploy/configmap.yaml) on loopback, \`forward\` to a knotd that refuses, each as its own ServiceAccount (kube-system/coredns for CoreDNS, kube-system/clusterdns for clusterdns) bound to ClusterRole system:coredns with a TokenRequest token; clusterdns keeps the ConfigMap's \`snapshot\` line (SNAPSHOT=$SNAPSHOT), CoreDNS has none; every start is cold (no snapshot file). Servers pinned to CPU $SERVER_CPU, dnsperf to CPU $CLIENT_CPU. Details: bench/README.md, \"clusterdns beside CoreDNS\"."
+    echo "Method: cargo xtask cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok). gencluster's Namespaces, Services (with selectors) and Pods ($PODS_PER_SERVICE per Service, bound to kwok nodes) created through the API server, Pods first, each given its status (Running, Ready, an address) by the loader; the EndpointSlice controller writes the slices. Both servers run kubeadm's Corefile (deploy/configmap.yaml) on loopback, \`forward\` to a knotd that refuses, each as its own ServiceAccount (kube-system/coredns for CoreDNS, kube-system/clusterdns for clusterdns) bound to ClusterRole system:coredns with a TokenRequest token; clusterdns keeps the ConfigMap's \`snapshot\` line (SNAPSHOT=$SNAPSHOT), CoreDNS has none; every start is cold (no snapshot file). Servers pinned to CPU $SERVER_CPU, dnsperf to CPU $CLIENT_CPU. Details: bench/README.md, \"clusterdns beside CoreDNS\"."
     echo
     for line in "${t_load[@]}"; do echo "- Loading: $line."; done
     echo

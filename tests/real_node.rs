@@ -1,5 +1,5 @@
 //! clusterdns as the kube-dns of a cluster with real nodes: a private control plane
-//! (bench/cluster.sh, no kwok nodes) with two nodes joined by `xtask::nodes` — containerd,
+//! (`xtask::cluster`, no kwok nodes) with two nodes joined by `xtask::nodes` — containerd,
 //! runc, the kubelet, the CNI bridge and kube-proxy, iptables mode on `node-1`, nftables on
 //! `node-2` — and deploy/ applied unchanged but for its image: the image the Dockerfile
 //! describes, built by `xtask::images` from the binary under test (or `CLUSTERDNS_IMAGE`, an

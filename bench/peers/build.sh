@@ -16,7 +16,7 @@
 #   bench/peers/build.sh --dir      print the directory of the binaries (after building)
 #
 # The binaries end up in $PEERS_CACHE/bin (default ~/.cache/clusterdns-peers/bin), as links
-# into one directory per version; tests and bench/cluster.sh find them there (or wherever
+# into one directory per version; tests and `cargo xtask cluster` find them there (or wherever
 # CLUSTERDNS_PEERS points). A second run with the cache in place builds nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

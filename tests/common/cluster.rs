@@ -1,17 +1,17 @@
 //! The real control plane for the tests in tests/cluster.rs: etcd, kube-apiserver,
-//! kube-controller-manager, kube-scheduler and kwok, started by `bench/cluster.sh` from the
-//! binaries `bench/peers/build.sh` builds (found in `CLUSTERDNS_PEERS`, else the script's
-//! cache). Without them the tests say so and pass, unless `CLUSTERDNS_REQUIRE_PEERS` is set
-//! (`.ci/run` sets it), when a missing peer fails them.
+//! kube-controller-manager, kube-scheduler and kwok, started by [`xtask::cluster`] (`cargo
+//! xtask cluster`) from the binaries `bench/peers/build.sh` builds (found in
+//! `CLUSTERDNS_PEERS`, else build.sh's cache). Without them the tests say so and pass, unless
+//! `CLUSTERDNS_REQUIRE_PEERS` is set (`.ci/run` sets it), when a missing peer fails them.
 //!
 //! [`Cluster::shared`] is one cluster for the whole test binary, with `deploy/` applied; each
 //! test there works in namespaces of its own. A test that hurts the cluster (restarts the API
 //! server, compacts etcd, throttles a user) takes [`Cluster::private`], its own. Every cluster
-//! goes down with the test process (`bench/cluster.sh up --owner`).
+//! goes down with the test process (`cargo xtask cluster up --owner`), the test's own also
+//! when dropped.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,36 +22,14 @@ use super::root;
 /// The directory the peers' binaries are in (or would be): `CLUSTERDNS_PEERS`, else
 /// bench/peers/build.sh's cache.
 fn peers_dir() -> Option<PathBuf> {
-    match std::env::var_os("CLUSTERDNS_PEERS") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            let cache = std::env::var_os("PEERS_CACHE")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("XDG_CACHE_HOME")
-                        .map(|c| PathBuf::from(c).join("clusterdns-peers"))
-                })
-                .or_else(|| {
-                    std::env::var_os("HOME")
-                        .map(|h| PathBuf::from(h).join(".cache/clusterdns-peers"))
-                })?;
-            Some(cache.join("bin"))
-        }
-    }
+    xtask::cluster::peers_dir().ok()
 }
 
 /// The directory holding the peers' binaries, if they are built.
 pub fn peers() -> Option<PathBuf> {
     let dir = peers_dir()?;
-    let all = [
-        "etcd",
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-        "kwok",
-        "kubectl",
-    ];
-    all.iter()
+    xtask::cluster::PEERS
+        .iter()
         .all(|name| dir.join(name).is_file())
         .then_some(dir)
 }
@@ -90,6 +68,7 @@ fn unavailable() -> bool {
 /// A running local control plane.
 pub struct Cluster {
     dir: tempfile::TempDir,
+    control: xtask::cluster::Cluster,
     peers: PathBuf,
     /// The admin kubeconfig.
     pub kubeconfig: PathBuf,
@@ -145,7 +124,7 @@ impl Cluster {
         Self::start(&[])
     }
 
-    /// A cluster of the test's own, `bench/cluster.sh up` given `args` too.
+    /// A cluster of the test's own, `cargo xtask cluster up` given `args` too.
     pub fn start(args: &[&str]) -> Option<Self> {
         if unavailable() {
             return None;
@@ -156,40 +135,28 @@ impl Cluster {
             .prefix("clusterdns-cluster.")
             .tempdir()
             .unwrap();
+        let mut options = xtask::cluster::Options::from_args(args)
+            .unwrap_or_else(|error| panic!("cargo xtask cluster up {}: {error}", args.join(" ")));
+        options.owner = Some(std::process::id());
+        let control = xtask::cluster::Cluster::new(dir.path()).unwrap();
         let started = Instant::now();
-        let output = Command::new(root().join("bench/cluster.sh"))
-            .arg("up")
-            .arg("--dir")
-            .arg(dir.path())
-            .args(["--owner", &std::process::id().to_string()])
-            .args(args)
-            .env("CLUSTERDNS_PEERS", &peers)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "bench/cluster.sh up failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let ports = match control.up(&peers, &options) {
+            Ok(ports) => ports,
+            Err(error) => {
+                let _ = control.down();
+                panic!("cargo xtask cluster up failed: {error:#}");
+            }
+        };
         eprintln!(
             "local control plane up in {:.1} s ({})",
             started.elapsed().as_secs_f64(),
             dir.path().display()
         );
-        let ports = std::fs::read_to_string(dir.path().join("ports")).unwrap();
-        let port = |key: &str| -> u16 {
-            ports
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{key}=")))
-                .unwrap_or_else(|| panic!("no {key} in {ports}"))
-                .parse()
-                .unwrap()
-        };
         Some(Self {
-            kubeconfig: dir.path().join("admin.kubeconfig"),
-            api_port: port("APISERVER_PORT"),
-            etcd_port: port("ETCD_PORT"),
+            kubeconfig: control.kubeconfig(),
+            api_port: ports.apiserver,
+            etcd_port: ports.etcd,
+            control,
             peers,
             dir,
         })
@@ -255,23 +222,28 @@ impl Cluster {
         ]);
     }
 
-    /// `bench/cluster.sh ACTION ARGS...` on this cluster; its stdout.
+    /// `cargo xtask cluster ACTION ARGS...` on this cluster (`stop kube-apiserver`,
+    /// `restart etcd`, `env` ...); what it prints on stdout. Panics with its error.
     pub fn script(&self, action: &[&str]) -> String {
-        let output = Command::new(root().join("bench/cluster.sh"))
-            .args(action)
-            .arg("--dir")
-            .arg(self.dir())
-            .env("CLUSTERDNS_PEERS", &self.peers)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "bench/cluster.sh {}: {}",
-            action.join(" "),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
+        let control = &self.control;
+        let component = || -> xtask::cluster::Component {
+            match action {
+                [_, name] => name
+                    .parse()
+                    .unwrap_or_else(|error| panic!("cargo xtask cluster {action:?}: {error}")),
+                _ => panic!("cargo xtask cluster {action:?}: one component"),
+            }
+        };
+        let done = match action.first().copied() {
+            Some("env") => return control.env().unwrap(),
+            Some("down") => control.down(),
+            Some("stop") => control.stop(component()),
+            Some("start") => control.start(component()),
+            Some("restart") => control.restart(component()),
+            _ => panic!("cargo xtask cluster {action:?}: no such action"),
+        };
+        done.unwrap_or_else(|error| panic!("cargo xtask cluster {}: {error:#}", action.join(" ")));
+        String::new()
     }
 
     /// A component's log so far.
@@ -346,12 +318,6 @@ impl Drop for Cluster {
                 eprintln!("--- the test failed: {failure}");
             }
         }
-        let _ = Command::new(root().join("bench/cluster.sh"))
-            .arg("down")
-            .arg("--dir")
-            .arg(self.dir())
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let _ = self.control.down();
     }
 }

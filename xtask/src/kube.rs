@@ -1,4 +1,4 @@
-//! The local control plane as the harness uses it: `bench/cluster.sh`'s directory (its
+//! The local control plane as the harness uses it: [`crate::cluster`]'s directory (its
 //! certificates, the admin kubeconfig, the API server's port) and the peers' kubectl.
 
 use std::io::Write;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-/// A running control plane (`bench/cluster.sh up`).
+/// A running control plane (`cargo xtask cluster up`).
 #[derive(Debug, Clone)]
 pub struct ControlPlane {
     /// Its directory: pki/ (the CA the nodes' certificates are signed with), log/.
@@ -23,7 +23,7 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
-    /// The control plane `bench/cluster.sh up --dir DIR` started (its `ports` file).
+    /// The control plane `cargo xtask cluster up --dir DIR` started (its `ports` file).
     pub fn from_dir(dir: &Path) -> Result<Self> {
         let ports = std::fs::read_to_string(dir.join("ports"))
             .with_context(|| format!("no control plane in {}", dir.display()))?;

@@ -1,8 +1,10 @@
 //! clusterdns's own tools around the product, never part of it: the container image built
-//! without a registry ([`image`], [`images`]), and real Kubernetes nodes on this machine for
-//! the tests ([`nodes`], on [`netns`] and [`kube`]). `cargo xtask` runs them from the command line (src/main.rs); the
+//! without a registry ([`image`], [`images`]), a local control plane without containers
+//! ([`cluster`]), and real Kubernetes nodes on this machine for the tests ([`nodes`], on
+//! [`netns`] and [`kube`]). `cargo xtask` runs them from the command line (src/main.rs); the
 //! tests in tests/ use this library.
 
+pub mod cluster;
 pub mod image;
 pub mod images;
 pub mod kube;

@@ -1,6 +1,7 @@
 //! `cargo xtask`: clusterdns's tools around the product (xtask/src/lib.rs).
 //!
 //!   cargo xtask image [--binary PATH] [--out DIR] [--coredns PATH]
+//!   cargo xtask cluster up|env|down|stop|start|restart ... [--dir DIR]
 //!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
 //!   cargo xtask operations [--binary PATH] [--coredns PATH] [--rate N] [--seconds N]
 //!   cargo xtask load --objects FILE (--cluster DIR | --kubeconfig FILE) [--concurrency N] [--wait]
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use nix::sys::signal::{SigSet, Signal};
+use xtask::cluster::{self, Component};
 use xtask::image::Written;
 use xtask::kube::ControlPlane;
 use xtask::nodes::{Nodes, Options, Patch};
@@ -42,7 +44,16 @@ enum Task {
         #[arg(long)]
         coredns: Option<PathBuf>,
     },
-    /// Brings up a local control plane (bench/cluster.sh) with two real nodes joined to it —
+    /// A local Kubernetes control plane without containers, on loopback, from the peers
+    /// bench/peers/build.sh builds (CLUSTERDNS_PEERS, else its cache): etcd, kube-apiserver,
+    /// kube-controller-manager, kube-scheduler, and kwok standing in for the kubelets of a
+    /// few fake nodes. Everything is in DIR (default: CLUSTER_DIR, else
+    /// $TMPDIR/clusterdns-cluster): pki/, admin.kubeconfig, log/, pid/, run/, etcd/, ports.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+    /// Brings up a local control plane (cargo xtask cluster) with two real nodes joined to it —
     /// containerd, the kubelet, the CNI bridge and kube-proxy (iptables mode on node-1,
     /// nftables on node-2), each node in namespaces of its own — and clusterdns from deploy/
     /// as the cluster's kube-dns; then waits until interrupted (Ctrl-C), and takes all of it
@@ -57,7 +68,7 @@ enum Task {
         /// Only the nodes: deploy/ is not applied.
         #[arg(long)]
         no_dns: bool,
-        /// Join the nodes to this control plane (`bench/cluster.sh up --nodes 0 --dir DIR`)
+        /// Join the nodes to this control plane (`cargo xtask cluster up --nodes 0 --dir DIR`)
         /// rather than start one; it stays up after.
         #[arg(long, value_name = "DIR")]
         cluster: Option<PathBuf>,
@@ -101,7 +112,7 @@ enum Task {
         /// gencluster's output: one kubectl `List` in JSON.
         #[arg(long)]
         objects: PathBuf,
-        /// The control plane (`bench/cluster.sh up --dir DIR`): its admin kubeconfig.
+        /// The control plane (`cargo xtask cluster up --dir DIR`): its admin kubeconfig.
         #[arg(long, value_name = "DIR", required_unless_present = "kubeconfig")]
         cluster: Option<PathBuf>,
         /// A kubeconfig to load with instead.
@@ -121,7 +132,7 @@ enum Task {
     /// `List` in JSON, page by page (`kubectl get ... -A -o json` holds every object at once:
     /// 12.9 GB for 150,000 pods); prints `namespaces services endpointslices pods`.
     Dump {
-        /// The control plane (`bench/cluster.sh up --dir DIR`): its admin kubeconfig.
+        /// The control plane (`cargo xtask cluster up --dir DIR`): its admin kubeconfig.
         #[arg(long, value_name = "DIR")]
         cluster: PathBuf,
         /// The file to write.
@@ -130,8 +141,77 @@ enum Task {
     },
 }
 
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Starts every component, each waited for before the next, then the kwok nodes and a
+    /// probe pod through the whole path; prints how long it took. Environment:
+    /// CLUSTER_NODES, CLUSTER_GOGC (default 400), CLUSTER_APISERVER_MEMLIMIT (default 8GiB).
+    Up {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        #[command(flatten)]
+        options: cluster::Options,
+    },
+    /// The exports for kubectl: eval "$(cargo xtask cluster env)".
+    Env {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Stops everything `up` started, by PID, and removes etcd's data.
+    Down {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Stops one component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+    /// kwok).
+    Stop {
+        component: Component,
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Starts one component again and waits until it does its job.
+    Start {
+        component: Component,
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Stops one component, starts it again and waits until it does its job.
+    Restart {
+        component: Component,
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// `cargo xtask cluster ACTION`.
+fn cluster(action: ClusterAction) -> Result<()> {
+    let open = |dir: Option<PathBuf>| -> Result<cluster::Cluster> {
+        let mut cluster = cluster::Cluster::new(&dir.unwrap_or_else(cluster::default_dir))?;
+        cluster.verbose = true;
+        Ok(cluster)
+    };
+    match action {
+        ClusterAction::Up { dir, options } => {
+            open(dir)?.up(&cluster::peers_dir()?, &options)?;
+        }
+        ClusterAction::Env { dir } => print!("{}", open(dir)?.env()?),
+        ClusterAction::Down { dir } => open(dir)?.down()?,
+        ClusterAction::Stop { component, dir } => open(dir)?.stop(component)?,
+        ClusterAction::Start { component, dir } => open(dir)?.start(component)?,
+        ClusterAction::Restart { component, dir } => open(dir)?.restart(component)?,
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
+        Task::Cluster { action } => cluster(action),
         Task::Image {
             binary,
             out,
@@ -369,14 +449,18 @@ impl Up {
             Some(cluster) => cluster.clone(),
             None => {
                 let cluster = dir.join("cluster");
-                let status = std::process::Command::new(root().join("bench/cluster.sh"))
-                    .args(["up", "--nodes", "0", "--owner"])
-                    .arg(std::process::id().to_string())
-                    .arg("--dir")
-                    .arg(&cluster)
-                    .status()
-                    .context("run bench/cluster.sh")?;
-                anyhow::ensure!(status.success(), "bench/cluster.sh up failed");
+                let mut plane = cluster::Cluster::new(&cluster)?;
+                plane.verbose = true;
+                plane
+                    .up(
+                        &cluster::peers_dir()?,
+                        &cluster::Options {
+                            nodes: Some(0),
+                            owner: Some(std::process::id()),
+                            ..cluster::Options::default()
+                        },
+                    )
+                    .context("the control plane")?;
                 cluster
             }
         };
@@ -398,10 +482,13 @@ impl Up {
     fn down(self) {
         drop(self.nodes);
         if !self.joined {
-            let _ = std::process::Command::new(root().join("bench/cluster.sh"))
-                .args(["down", "--dir"])
-                .arg(&self.cluster)
-                .status();
+            let down = cluster::Cluster::new(&self.cluster).and_then(|mut plane| {
+                plane.verbose = true;
+                plane.down()
+            });
+            if let Err(error) = down {
+                eprintln!("[nodes] the control plane: {error:#}");
+            }
         }
     }
 }

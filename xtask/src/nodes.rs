@@ -1,4 +1,4 @@
-//! Real Kubernetes nodes joined to a local control plane (`bench/cluster.sh`): each node is a
+//! Real Kubernetes nodes joined to a local control plane ([`crate::cluster`]): each node is a
 //! network, mount and PID namespace of its own (see [`crate::netns`]) running Debian's
 //! containerd and runc, the kubelet (registered with the API server as `system:node:NAME`),
 //! the CNI bridge with the node's pod range, and kube-proxy — iptables mode on the first

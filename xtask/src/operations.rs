@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -174,7 +173,7 @@ pub enum Operation {
     DeletePod,
     /// One DNS container's server killed with SIGKILL (the kubelet restarts it).
     KillContainer,
-    /// The API server stopped and started again (`bench/cluster.sh restart kube-apiserver`).
+    /// The API server stopped and started again (`cargo xtask cluster restart kube-apiserver`).
     RestartApiServer,
     /// kube-proxy of node N (from 1) stopped and started again.
     RestartKubeProxy(u8),
@@ -267,15 +266,11 @@ pub fn perform(nodes: &Nodes, operation: Operation) -> Result<Done> {
             )?;
         }
         Operation::RestartApiServer => {
-            let status = Command::new(crate::root().join("bench/cluster.sh"))
-                .args(["restart", "kube-apiserver", "--dir"])
-                .arg(&nodes.plane.dir)
-                .status()
-                .context("run bench/cluster.sh")?;
-            ensure!(
-                status.success(),
-                "bench/cluster.sh restart kube-apiserver failed"
-            );
+            let mut cluster = crate::cluster::Cluster::new(&nodes.plane.dir)?;
+            cluster.verbose = true;
+            cluster
+                .restart(crate::cluster::Component::KubeApiserver)
+                .context("restarting kube-apiserver")?;
         }
         Operation::RestartKubeProxy(number) => {
             let node = nodes

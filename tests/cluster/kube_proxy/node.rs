@@ -94,7 +94,7 @@ pub fn relay(host: Ipv4Addr, to: u16) -> SocketAddr {
 }
 
 /// The admin kubeconfig, its server the relay at `server`, the certificate checked for the
-/// name it carries (`localhost`, bench/cluster.sh).
+/// name it carries (`localhost`, xtask::cluster).
 pub fn kubeconfig(cluster: &Cluster, server: SocketAddr, path: &Path) {
     let admin = std::fs::read_to_string(&cluster.kubeconfig).unwrap();
     let from = format!("server: {}", cluster.url());
