@@ -33,6 +33,7 @@ pub(crate) mod forward;
 pub(crate) mod hosts;
 pub(crate) mod k8s_external;
 pub(crate) mod kubernetes;
+pub(crate) mod loop_detect;
 pub(crate) mod rewrite;
 pub(crate) mod template;
 pub(crate) mod transfer;
@@ -46,7 +47,8 @@ use hickory_proto::rr::Record;
 use self::chase::Chase;
 use self::forward::Forward;
 use self::kubernetes::Kubernetes;
-use super::{Block, LoopDetect, Pending, Transport};
+use self::loop_detect::LoopDetect;
+use super::{Block, Pending, Transport};
 use crate::cache::Cache;
 use crate::metrics::dns::Writer;
 use crate::plugin::Plugin;
@@ -413,7 +415,7 @@ impl PluginChain {
                 Step::K8sExternal(external) => external.answer(ctx, q, out),
                 Step::Kubernetes(kubernetes) => kubernetes.answer(ctx, q, out),
                 Step::File(file) => file.answer(ctx, q, out),
-                Step::Loop(probe) => forward::loop_step(probe, self, ctx, q.request, out),
+                Step::Loop(probe) => loop_detect::answer(probe, self, ctx, q.request, out),
                 Step::Forward(forward) => forward.answer(self, ctx, q, out),
             };
             if let Flow::Done(end) = flow {

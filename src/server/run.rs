@@ -8,7 +8,7 @@
 //! a query in flight finishes on the old blocks and the next one sees the new.
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -454,7 +454,7 @@ impl Running {
             };
             for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
                 // The family configured (a `0.0.0.0` bound as `[::]` is probed on 127.0.0.1).
-                tokio::spawn(probe_for_loops(
+                tokio::spawn(super::chain::loop_detect::probe_for_loops(
                     Arc::clone(block),
                     SocketAddr::new(addr.ip(), listener.bound.port()),
                     self.generation.token.clone(),
@@ -601,51 +601,4 @@ async fn consolidate(block: Arc<Block>, shutdown: CancellationToken) {
             errors.tick(Instant::now());
         }
     }
-}
-
-/// The *loop* plugin's probe: ask this server `HINFO <random>.<random>.<zone>` until some
-/// answer comes back (then there is no loop) or the handler sees the probe come round three
-/// times, for at most 30 s (CoreDNS's schedule).
-async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: CancellationToken) {
-    let Some(probe) = block.loop_detect() else {
-        return;
-    };
-    let target = match listener.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => {
-            SocketAddr::from((Ipv4Addr::LOCALHOST, listener.port()))
-        }
-        ip if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, listener.port())),
-        _ => listener,
-    };
-    let bind = if target.is_ipv4() {
-        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
-    } else {
-        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
-    };
-    let Ok(socket) = tokio::net::UdpSocket::bind(bind).await else {
-        return;
-    };
-    let query = probe_query(probe.probe());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut buf = [0u8; 512];
-    while probe.probing() && Instant::now() < deadline && !shutdown.is_cancelled() {
-        if socket.send_to(&query, target).await.is_err() {
-            return;
-        }
-        if let Ok(Ok((_, from))) =
-            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buf)).await
-            && from == target
-        {
-            probe.answered();
-            return;
-        }
-    }
-}
-
-fn probe_query(name: &crate::name::WireName) -> Vec<u8> {
-    let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-    query.extend_from_slice(name.as_bytes());
-    query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());
-    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
-    query
 }

@@ -1,5 +1,5 @@
-//! *forward* on the request path, with the *cache* in front of it and *loop* beside it: all
-//! that a query for upstream meets, in one place.
+//! *forward* on the request path, with the *cache* in front of it: all that a query for
+//! upstream meets, in one place (*loop*, which guards it, is [`super::loop_detect`]).
 //!
 //! The chain's step ([`Forward::answer`]) takes a name one of the block's `forward`s
 //! matches: a cached answer goes back at once (fetched again in the background when it is
@@ -11,9 +11,7 @@
 //!
 //! *cache* holds what *forward* brings back and nothing else (docs/differences.md: the
 //! cluster zone is never cached), so its step at its place in `plugin.cfg` only says the
-//! block has one; its lookups and stores are here, where the upstream is. *loop*'s step is
-//! its probe coming back ([`loop_step`]); once it has seen a loop, names a `forward` would
-//! take are SERVFAIL.
+//! block has one; its lookups and stores are here, where the upstream is.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,7 +21,7 @@ use crate::cache::Hit;
 use crate::codes::rtype;
 use crate::forward::{Forwarded, Forwarder};
 use crate::plugin::Plugin;
-use crate::server::{Block, LoopDetect, Transport};
+use crate::server::{Block, Transport};
 use crate::wire::{self, Request, rcode};
 
 /// *forward*: the block's `forward` directives, in file order.
@@ -44,7 +42,7 @@ impl Forward {
     }
 
     /// The first `forward` that takes `qname`.
-    fn first_for(&self, qname: &[u8]) -> Option<usize> {
+    pub(super) fn first_for(&self, qname: &[u8]) -> Option<usize> {
         self.forwarders.iter().position(|f| f.matches(qname))
     }
 
@@ -105,41 +103,6 @@ impl Forward {
         }
         Flow::reply(Plugin::Cache)
     }
-}
-
-/// *loop*'s step: its probe coming back is counted (a third sighting is a loop, reported
-/// once); once there is a loop, a name a `forward` would take is SERVFAIL. Anything else
-/// passes on.
-pub(crate) fn loop_step(
-    probe: &LoopDetect,
-    chain: &PluginChain,
-    ctx: &Ctx<'_>,
-    request: &Request<'_>,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let qname = request.question.name();
-    if !ctx.dry && probe.observe(qname, request.question.qtype) {
-        tracing::error!(
-            "loop detected for zone {}: a query this server sent to itself came back through \
-             forward three times; the upstream forwards back to this server. Forwarding is \
-             off for this block (SERVFAIL for names it would forward); the cluster zone is \
-             still answered. Point forward at resolvers that do not send queries back here.",
-            ctx.block
-                .zones
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        );
-    }
-    if probe.looping()
-        && chain
-            .forward()
-            .is_some_and(|forward| forward.first_for(qname).is_some())
-    {
-        wire::write_rcode(request, rcode::SERVFAIL, out);
-        return Flow::reply(Plugin::Loop);
-    }
-    Flow::Pass
 }
 
 /// What the upstreams made of a query [`Forward::answer`] sent on.

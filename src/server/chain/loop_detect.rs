@@ -5,11 +5,24 @@
 //! the probe three times — which crash-loops the pod (coredns/coredns#2087, kind#1975). Here a
 //! detected loop is reported once, with what to do about it, and the block stops forwarding
 //! (SERVFAIL for names it would forward) while the cluster zone keeps being answered.
+//!
+//! All of the plugin is here: its state ([`LoopDetect`]), its step ([`answer`]: the probe
+//! coming back is counted; once there is a loop, a name a `forward` would take is SERVFAIL)
+//! and its start-up work ([`probe_for_loops`], spawned for each listener of the block).
 
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
+
+use super::{Ctx, Flow, PluginChain};
 use crate::codes::rtype;
 use crate::name::WireName;
+use crate::plugin::Plugin;
+use crate::server::Block;
+use crate::wire::{self, Request, rcode};
 
 /// How many times the probe may be seen before it is a loop (CoreDNS: more than two).
 const LOOP_THRESHOLD: u32 = 2;
@@ -72,6 +85,92 @@ impl LoopDetect {
     pub fn looping(&self) -> bool {
         self.looping.load(Ordering::Relaxed)
     }
+}
+
+/// *loop*'s step: its probe coming back is counted (a third sighting is a loop, reported
+/// once); once there is a loop, a name a `forward` would take is SERVFAIL. Anything else
+/// passes on.
+pub(crate) fn answer(
+    probe: &LoopDetect,
+    chain: &PluginChain,
+    ctx: &Ctx<'_>,
+    request: &Request<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let qname = request.question.name();
+    if !ctx.dry && probe.observe(qname, request.question.qtype) {
+        tracing::error!(
+            "loop detected for zone {}: a query this server sent to itself came back through \
+             forward three times; the upstream forwards back to this server. Forwarding is \
+             off for this block (SERVFAIL for names it would forward); the cluster zone is \
+             still answered. Point forward at resolvers that do not send queries back here.",
+            ctx.block
+                .zones
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        );
+    }
+    if probe.looping()
+        && chain
+            .forward()
+            .is_some_and(|forward| forward.first_for(qname).is_some())
+    {
+        wire::write_rcode(request, rcode::SERVFAIL, out);
+        return Flow::reply(Plugin::Loop);
+    }
+    Flow::Pass
+}
+
+/// The *loop* plugin's probe: ask this server `HINFO <random>.<random>.<zone>` until some
+/// answer comes back (then there is no loop) or the handler sees the probe come round three
+/// times, for at most 30 s (CoreDNS's schedule).
+pub(crate) async fn probe_for_loops(
+    block: Arc<Block>,
+    listener: SocketAddr,
+    shutdown: CancellationToken,
+) {
+    let Some(probe) = block.loop_detect() else {
+        return;
+    };
+    let target = match listener.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => {
+            SocketAddr::from((Ipv4Addr::LOCALHOST, listener.port()))
+        }
+        ip if ip.is_unspecified() => SocketAddr::from((Ipv6Addr::LOCALHOST, listener.port())),
+        _ => listener,
+    };
+    let bind = if target.is_ipv4() {
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
+    } else {
+        SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0))
+    };
+    let Ok(socket) = tokio::net::UdpSocket::bind(bind).await else {
+        return;
+    };
+    let query = probe_query(probe.probe());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = [0u8; 512];
+    while probe.probing() && Instant::now() < deadline && !shutdown.is_cancelled() {
+        if socket.send_to(&query, target).await.is_err() {
+            return;
+        }
+        if let Ok(Ok((_, from))) =
+            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buf)).await
+            && from == target
+        {
+            probe.answered();
+            return;
+        }
+    }
+}
+
+fn probe_query(name: &crate::name::WireName) -> Vec<u8> {
+    let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    query.extend_from_slice(name.as_bytes());
+    query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());
+    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
+    query
 }
 
 #[cfg(test)]
