@@ -11,6 +11,7 @@
 
 mod chain;
 mod debug;
+mod generation;
 mod handler;
 mod listen;
 mod load;
