@@ -6,7 +6,7 @@
 //! Data flows one way, from the cluster's objects to answers on the wire: `config` and
 //! `model`, then `source` (the only writer of cluster state), `store` (the published zone),
 //! `zone` (answers, pure and synchronous) and `server` (the sockets and the plugin chain);
-//! `proxy` and `resolver_sim` stand beside, `cli` on top. Which module may use which is the
+//! `kube_proxy` and `resolver_sim` stand beside, `cli` on top. Which module may use which is the
 //! layer table below and nothing else: module docs point here rather than restate it, and
 //! `ARCHITECTURE.md` names the files of each stage.
 //!
@@ -40,9 +40,9 @@
 //! querylog       codes, config, name, wire
 //! forward        codes, config, limits, metrics, name, wire
 //! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, name, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
-//! proxy          model
+//! kube_proxy     model
 //! resolver_sim   codes, config, model, name, search_tracker, search_walk, wire, zone
-//! cli            codes, config, limits, model, name, proxy, resolver_sim, server, source, store, suggest, wire, zone
+//! cli            codes, config, kube_proxy, limits, model, name, resolver_sim, server, source, store, suggest, wire, zone
 //! ```
 //!
 //! # Modules
@@ -65,7 +65,7 @@
 //! - [`search_walk`]: the server's search walk (*autopath*), shared by server and simulator.
 //! - [`cache`]: the *cache* plugin, for upstream answers.
 //! - [`querylog`]: the *log* and *errors* plugins.
-//! - [`proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
+//! - [`kube_proxy`]: kube-proxy's endpoint choice, its iptables and nftables rules, the ruleset
 //!   tracer.
 //! - [`metrics`]: CoreDNS's Prometheus metrics, process metrics, the registry.
 //! - [`http`]: `/health`, `/ready` and `/metrics`, with lameduck, and the debug pages.
@@ -82,12 +82,12 @@ pub mod config;
 pub mod forward;
 pub mod gotemplate;
 pub mod http;
+pub mod kube_proxy;
 pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod name;
 pub mod plugin;
-pub mod proxy;
 pub mod querylog;
 pub mod resolver_sim;
 pub mod search_tracker;

@@ -9,8 +9,8 @@ use clap_complete::engine::ArgValueCompleter;
 
 use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
 use super::output::Output;
+use crate::kube_proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 use crate::model::ObjectKey;
-use crate::proxy::endpoints::{SliceSource, report_json, report_text, with_slices};
 
 /// Arguments of `endpoints`.
 #[derive(Debug, Args)]

@@ -17,11 +17,11 @@ use ipnet::IpNet;
 use super::cluster::{ClusterArgs, Objects, Scope, service_kinds};
 use super::output::Output;
 use crate::config::{self, ShorthandOptions};
-use crate::model::ObjectKey;
-use crate::proxy::explain::{
+use crate::kube_proxy::explain::{
     DnsAnswer, ExplainInput, Explanation, LiveDns, Survey, explain, report_text, survey_text,
 };
-use crate::proxy::ruleset;
+use crate::kube_proxy::ruleset;
+use crate::model::ObjectKey;
 use crate::server::{self, Handler, Outcome, Transport};
 use crate::source::live::{ListKind, Wanted};
 

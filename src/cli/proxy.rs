@@ -10,14 +10,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use ipnet::IpNet;
 
 use super::endpoints::Slices;
+use crate::kube_proxy::endpoints::{SliceSource, with_slices};
+use crate::kube_proxy::iptables;
+use crate::kube_proxy::names::NameScheme;
+use crate::kube_proxy::nftables::{self, NftOptions};
+use crate::kube_proxy::plan::{IpFamily, PlanOptions, plan};
+use crate::kube_proxy::ruleset;
+use crate::kube_proxy::trace::{self, TraceOptions, TraceVerdict};
 use crate::model::Protocol;
-use crate::proxy::endpoints::{SliceSource, with_slices};
-use crate::proxy::iptables;
-use crate::proxy::names::NameScheme;
-use crate::proxy::nftables::{self, NftOptions};
-use crate::proxy::plan::{IpFamily, PlanOptions, plan};
-use crate::proxy::ruleset;
-use crate::proxy::trace::{self, TraceOptions, TraceVerdict};
 
 /// Arguments of `proxy`.
 #[derive(Debug, Args)]

@@ -21,7 +21,7 @@ mod render;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clusterdns::proxy::plan::IpFamily;
+use clusterdns::kube_proxy::plan::IpFamily;
 use serde_json::json;
 
 use super::private_turn;

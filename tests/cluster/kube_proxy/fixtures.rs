@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use clusterdns::proxy::plan::IpFamily;
+use clusterdns::kube_proxy::plan::IpFamily;
 use serde_json::Value;
 
 use super::compare::{self, assert_explained, assert_known_documented, compare};

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use clusterdns::proxy::plan::IpFamily;
+use clusterdns::kube_proxy::plan::IpFamily;
 
 use crate::common::cli::ok;
 

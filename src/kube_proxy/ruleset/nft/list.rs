@@ -3,7 +3,7 @@
 use super::declare::{family_of, new_set, parse_base, set_items};
 use super::lexer::{Cursor, Tok, Token, describe};
 use super::rule::parse_rule;
-use crate::proxy::ruleset::{Chain, ParseError, Table, TableFamily};
+use crate::kube_proxy::ruleset::{Chain, ParseError, Table, TableFamily};
 
 /// The text of `line` (1-based, in `lines`), without a trailing `# handle N`.
 pub(super) fn line_text(lines: &[&str], line: usize) -> String {

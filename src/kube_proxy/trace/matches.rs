@@ -6,8 +6,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::state::{Tracer, Walk};
-use crate::proxy::cascade::Stored;
-use crate::proxy::ruleset::{
+use crate::kube_proxy::cascade::Stored;
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, CtState, KeyPart, KeyValue, Match, ProtoValue, RecentOp, Rule, Side, Table,
     Verdict,
 };

@@ -4,8 +4,8 @@
 use std::net::IpAddr;
 
 use super::lexer::{Tok, Token, describe};
-use crate::proxy::ruleset::values::{parse_net, parse_protocol};
-use crate::proxy::ruleset::{Element, KeyValue, ParseError, ProtoValue, Verdict};
+use crate::kube_proxy::ruleset::values::{parse_net, parse_protocol};
+use crate::kube_proxy::ruleset::{Element, KeyValue, ParseError, ProtoValue, Verdict};
 
 /// One value of a set element's key.
 pub(super) fn key_value(word: &str) -> KeyValue {

@@ -1,12 +1,12 @@
 //! One `-A CHAIN ...` rule read into matches and actions: options in any order, each
 //! module option given to the module that takes it, targets.
 
-use crate::model::Protocol;
-use crate::proxy::cascade::Stored;
-use crate::proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
-use crate::proxy::ruleset::{
+use crate::kube_proxy::cascade::Stored;
+use crate::kube_proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, CtState, Match, ParseError, ProtoValue, RecentOp, Rule, Side, Verdict,
 };
+use crate::model::Protocol;
 
 /// `80`, `1024:65535`, `:1023`, `1024:` (iptables' range syntax).
 pub(super) fn parse_port_range(text: &str) -> Option<(u16, u16)> {

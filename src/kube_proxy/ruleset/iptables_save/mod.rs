@@ -18,7 +18,7 @@ mod rule;
 #[cfg(test)]
 mod tests;
 
-use crate::proxy::ruleset::{
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, Chain, Format, Match, ParseError, Rule, Ruleset, Table, TableFamily,
     Verdict, iptables_base,
 };

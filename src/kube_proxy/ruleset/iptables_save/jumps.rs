@@ -11,7 +11,7 @@
 //! a node lists it), each as line 0, and the ruleset says which it assumed.
 
 use super::{Ruleset, parse_rules};
-use crate::proxy::ruleset::{Action, Chain, Format, Table, Verdict, iptables_base};
+use crate::kube_proxy::ruleset::{Action, Chain, Format, Table, Verdict, iptables_base};
 
 /// kube-proxy's jumps, as a node lists them: (table, built-in chain, rule).
 const JUMPS: &[(&str, &str, &str)] = &[

@@ -4,8 +4,8 @@
 use super::matches::{Decision, Field, key_matches};
 use super::state::{CondMark, End, Flow, Mode, Tracer, Walk, why};
 use super::{Hop, Masquerade};
-use crate::proxy::cascade::Stored;
-use crate::proxy::ruleset::{
+use crate::kube_proxy::cascade::Stored;
+use crate::kube_proxy::ruleset::{
     Action, DnatSlot, Element, Hook, KeyPart, MapRef, Rule, Slot, Table, Verdict,
 };
 

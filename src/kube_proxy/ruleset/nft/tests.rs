@@ -1,6 +1,6 @@
 use super::declare::parse_priority;
 use super::*;
-use crate::proxy::ruleset::{
+use crate::kube_proxy::ruleset::{
     Action, ChainKind, DnatSlot, Hook, KeyPart, Match, Slot, TableFamily, Verdict,
 };
 
@@ -261,7 +261,7 @@ fn priorities() {
 }
 
 /// The one rule of `chain` in a transaction holding `rule` there (and set `hp`).
-fn one_rule(rule: &str) -> crate::proxy::ruleset::Rule {
+fn one_rule(rule: &str) -> crate::kube_proxy::ruleset::Rule {
     let text = format!(
         "add table ip t\nadd set ip t hp {{ type ipv4_addr . ipv4_addr . inet_proto . inet_service ; }}\n\
          add chain ip t c\nadd rule ip t c {rule}\n"

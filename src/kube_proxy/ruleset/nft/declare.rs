@@ -3,7 +3,7 @@
 
 use super::elements::parse_elements;
 use super::lexer::{Tok, Token, describe, text_of};
-use crate::proxy::ruleset::{Base, ChainKind, Hook, NamedSet, ParseError, TableFamily};
+use crate::kube_proxy::ruleset::{Base, ChainKind, Hook, NamedSet, ParseError, TableFamily};
 
 pub(super) fn family_of(word: &str) -> Option<TableFamily> {
     Some(match word {

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use super::{Finding, RuleFacts, Share};
-use crate::proxy::plan::{IpFamily, PortPlan, join_host_port};
-use crate::proxy::ruleset::{Action, Format, Ruleset, TableFamily};
-use crate::proxy::trace::{TraceOptions, TraceVerdict, trace};
+use crate::kube_proxy::plan::{IpFamily, PortPlan, join_host_port};
+use crate::kube_proxy::ruleset::{Action, Format, Ruleset, TableFamily};
+use crate::kube_proxy::trace::{TraceOptions, TraceVerdict, trace};
 
 /// The fix of a node's rules that disagree with the endpoints.
 const KUBE_PROXY_BEHIND: &str = "nothing in the Service: kube-proxy on the node has not \

@@ -12,8 +12,8 @@ use super::{
     EndpointShare, Hop, Masquerade, Simulation, TraceOptions, TraceReport, TraceVerdict,
     VerdictShare,
 };
-use crate::proxy::plan::{IpFamily, join_host_port};
-use crate::proxy::ruleset::{
+use crate::kube_proxy::plan::{IpFamily, join_host_port};
+use crate::kube_proxy::ruleset::{
     AddrValue, Format, KeyValue, Match, ProtoValue, Ruleset, Side, TableFamily,
 };
 

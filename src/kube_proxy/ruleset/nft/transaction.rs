@@ -5,7 +5,7 @@ use super::declare::{family_of, new_set, parse_base, set_items};
 use super::elements::parse_elements;
 use super::lexer::{Cursor, Tok, Token, text_of, words_of};
 use super::rule::parse_rule;
-use crate::proxy::ruleset::{Chain, ParseError, Table, TableFamily};
+use crate::kube_proxy::ruleset::{Chain, ParseError, Table, TableFamily};
 
 /// Reads an `nft -f` transaction.
 pub(super) fn parse_transaction(tokens: &[Token]) -> Result<Vec<Table>, ParseError> {

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::{Hop, Masquerade, TraceOptions, TraceVerdict, Warning};
-use crate::proxy::plan::IpFamily;
-use crate::proxy::ruleset::{
+use crate::kube_proxy::plan::IpFamily;
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, Format, KeyValue, Match, ProtoValue, Rule, Ruleset, Side, Table, Verdict,
 };
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::proxy::plan::IpFamily;
+use crate::kube_proxy::plan::IpFamily;
 
 /// One rule, in both spellings.
 #[derive(Debug, Clone)]

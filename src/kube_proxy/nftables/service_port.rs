@@ -7,8 +7,8 @@ use ipnet::IpNet;
 
 use super::mark_rule;
 use super::table::{Builder, Element, NftRule, SetDecl, anonymous};
-use crate::proxy::names::NameScheme;
-use crate::proxy::plan::{PortPlan, ProxyEndpoint, join_host_port};
+use crate::kube_proxy::names::NameScheme;
+use crate::kube_proxy::plan::{PortPlan, ProxyEndpoint, join_host_port};
 
 /// The chain names of one Service port.
 struct PortChains {

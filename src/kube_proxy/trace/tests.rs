@@ -1,6 +1,6 @@
 use super::*;
-use crate::proxy::cascade::cascade;
-use crate::proxy::ruleset::parse;
+use crate::kube_proxy::cascade::cascade;
+use crate::kube_proxy::ruleset::parse;
 
 fn options(to: &str) -> TraceOptions {
     let to: std::net::SocketAddr = to.parse().expect("test address");
@@ -119,7 +119,7 @@ fn walked_cascades_give_one_nth() {
     }
 }
 
-const STATISTIC_SCALE_FOR_TESTS: f64 = crate::proxy::cascade::STATISTIC_SCALE;
+const STATISTIC_SCALE_FOR_TESTS: f64 = crate::kube_proxy::cascade::STATISTIC_SCALE;
 
 #[test]
 fn unequal_cascades_show_their_real_shares() {

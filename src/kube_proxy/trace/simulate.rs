@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::state::{Mode, Tracer, on_walk_stack, verdict_of};
 use super::{TraceOptions, TraceVerdict};
-use crate::proxy::plan::join_host_port;
-use crate::proxy::ruleset::Ruleset;
+use crate::kube_proxy::plan::join_host_port;
+use crate::kube_proxy::ruleset::Ruleset;
 
 /// What `--simulate` observed.
 #[derive(Debug, Clone, Serialize)]

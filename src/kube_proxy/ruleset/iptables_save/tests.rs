@@ -1,11 +1,11 @@
 use super::rule::parse_port_range;
 use super::*;
-use crate::model::Protocol;
-use crate::proxy::cascade::Stored;
-use crate::proxy::ruleset::values::{parse_destination, parse_net};
-use crate::proxy::ruleset::{
+use crate::kube_proxy::cascade::Stored;
+use crate::kube_proxy::ruleset::values::{parse_destination, parse_net};
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, Match, ParseError, ProtoValue, RecentOp, Rule, Side, Verdict,
 };
+use crate::model::Protocol;
 
 fn rule(line: &str) -> Result<Rule, ParseError> {
     let text = format!(

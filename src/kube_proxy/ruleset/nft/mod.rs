@@ -24,7 +24,7 @@ mod rule;
 mod tests;
 mod transaction;
 
-use crate::proxy::ruleset::{Action, Format, MapRef, ParseError, Ruleset, Table, Verdict};
+use crate::kube_proxy::ruleset::{Action, Format, MapRef, ParseError, Ruleset, Table, Verdict};
 use lexer::lex;
 use list::parse_list;
 use transaction::parse_transaction;

@@ -1,7 +1,7 @@
 //! nft text as tokens: words, strings, braces, `;`, `,` and line ends, each with its line;
 //! and a cursor over them.
 
-use crate::proxy::ruleset::ParseError;
+use crate::kube_proxy::ruleset::ParseError;
 
 /// One token of nft text.
 #[derive(Debug, Clone, PartialEq, Eq)]

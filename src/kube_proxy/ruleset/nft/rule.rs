@@ -6,12 +6,12 @@ use ipnet::IpNet;
 
 use super::elements::{key_value, parse_elements, verdict_of};
 use super::lexer::{Tok, Token, describe, text_of};
-use crate::model::Protocol;
-use crate::proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
-use crate::proxy::ruleset::{
+use crate::kube_proxy::ruleset::values::{parse_destination, parse_net, parse_protocol};
+use crate::kube_proxy::ruleset::{
     Action, AddrValue, CtState, DnatSlot, KeyPart, KeyValue, MapRef, Match, ParseError, Rule, Side,
     Slot, Verdict,
 };
+use crate::model::Protocol;
 
 /// What reading one statement leaves: more of the rule to read, or the rest kept as one
 /// unsupported part.
