@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Collect, Counter, Exposition, Kind};
+use crate::metrics::{Collect, Counter, Exposition, MetricType};
 
 /// Descriptors kept for everything that is neither a TCP client nor a forward: listeners,
 /// the HTTP endpoints and their clients, the API server connection, objects files and their
@@ -359,47 +359,47 @@ pub struct LimitsCollector;
 impl Collect for LimitsCollector {
     fn collect(&self, out: &mut Exposition) {
         let state = limits();
-        let samples: [(&str, &str, Kind, f64); 7] = [
+        let samples: [(&str, &str, MetricType, f64); 7] = [
             (
                 "clusterdns_tcp_connections",
                 "TCP client connections open.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 state.tcp.open() as f64,
             ),
             (
                 "clusterdns_tcp_connections_limit",
                 "The most TCP client connections kept open; past it the longest-idle is shed.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 state.tcp.max() as f64,
             ),
             (
                 "clusterdns_tcp_connections_shed_total",
                 "TCP client connections closed to make room for a new one.",
-                Kind::Counter,
+                MetricType::Counter,
                 state.tcp.shed.get() as f64,
             ),
             (
                 "clusterdns_tcp_accept_errors_total",
                 "Failed accepts of TCP clients (out of descriptors, most often).",
-                Kind::Counter,
+                MetricType::Counter,
                 state.tcp.accept_errors.get() as f64,
             ),
             (
                 "clusterdns_forward_in_flight",
                 "Queries waiting for an upstream.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 state.forwards.in_flight() as f64,
             ),
             (
                 "clusterdns_forward_in_flight_limit",
                 "The most queries waiting for an upstream at once; past it they are refused.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 state.forwards.max() as f64,
             ),
             (
                 "clusterdns_forward_in_flight_rejects_total",
                 "Queries refused because the forwards in flight were at their limit.",
-                Kind::Counter,
+                MetricType::Counter,
                 state.forwards.rejects.get() as f64,
             ),
         ];

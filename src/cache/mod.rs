@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::{CacheClass, CacheConfig, Prefetch, ServeStale};
-use crate::metrics::{Collect, Counter, Exposition, Kind};
+use crate::metrics::{Collect, Counter, Exposition, MetricType};
 use crate::name::{WireName, suffix_offset};
 use crate::wire::reply::{self, BadReply};
 use crate::wire::{FLAG_CD, FLAG_TC, HEADER_LEN, Request, rcode};
@@ -429,21 +429,21 @@ impl Collect for Cache {
             out.sample(
                 "coredns_cache_entries",
                 "The number of elements in the cache.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 &labels,
                 entries,
             );
             out.sample(
                 "coredns_cache_hits_total",
                 "The count of cache hits.",
-                Kind::Counter,
+                MetricType::Counter,
                 &labels,
                 self.metrics.hits[index].get() as f64,
             );
             out.sample(
                 "coredns_cache_evictions_total",
                 "The count of cache evictions.",
-                Kind::Counter,
+                MetricType::Counter,
                 &labels,
                 self.metrics.evictions[index].get() as f64,
             );
@@ -476,7 +476,13 @@ impl Collect for Cache {
                 &self.metrics.drops,
             ),
         ] {
-            out.sample(name, help, Kind::Counter, &labels, counter.get() as f64);
+            out.sample(
+                name,
+                help,
+                MetricType::Counter,
+                &labels,
+                counter.get() as f64,
+            );
         }
     }
 }

@@ -18,7 +18,7 @@ use super::error::Error;
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum TokenKind {
     /// An unquoted word.
     Word,
     /// A double- or backtick-quoted string.
@@ -35,7 +35,7 @@ pub(crate) struct Token {
     /// The text, after unquoting and environment substitution.
     pub(crate) text: String,
     /// What it is.
-    pub(crate) kind: Kind,
+    pub(crate) kind: TokenKind,
     /// The file it was read from.
     pub(crate) file: Arc<Path>,
     /// The line it starts on (1-based).
@@ -47,7 +47,7 @@ pub(crate) struct Token {
 impl Token {
     /// Whether this is a brace.
     pub(crate) fn is_brace(&self) -> bool {
-        matches!(self.kind, Kind::Open | Kind::Close)
+        matches!(self.kind, TokenKind::Open | TokenKind::Close)
     }
 }
 
@@ -128,7 +128,7 @@ pub(crate) fn lex(text: &str, file: &Arc<Path>, env: &Environment) -> Result<Vec
                     } else {
                         value
                     },
-                    kind: Kind::Quoted,
+                    kind: TokenKind::Quoted,
                     file: file.clone(),
                     line: start,
                     end_line: line,
@@ -144,11 +144,11 @@ pub(crate) fn lex(text: &str, file: &Arc<Path>, env: &Environment) -> Result<Vec
                     chars.next();
                 }
                 let kind = match word.as_str() {
-                    "{" => Kind::Open,
-                    "}" => Kind::Close,
-                    _ => Kind::Word,
+                    "{" => TokenKind::Open,
+                    "}" => TokenKind::Close,
+                    _ => TokenKind::Word,
                 };
-                let text = if kind == Kind::Word {
+                let text = if kind == TokenKind::Word {
                     substitute(&word, env)
                 } else {
                     word
@@ -216,7 +216,7 @@ mod tests {
     use super::*;
 
     /// Text, kind and line of a token.
-    type Seen = (String, Kind, usize);
+    type Seen = (String, TokenKind, usize);
 
     fn words(text: &str) -> Vec<Seen> {
         let env = Environment::isolated()
@@ -231,11 +231,11 @@ mod tests {
     }
 
     fn w(text: &str, line: usize) -> Seen {
-        (text.to_owned(), Kind::Word, line)
+        (text.to_owned(), TokenKind::Word, line)
     }
 
     fn q(text: &str, line: usize) -> Seen {
-        (text.to_owned(), Kind::Quoted, line)
+        (text.to_owned(), TokenKind::Quoted, line)
     }
 
     #[test]
@@ -253,8 +253,8 @@ mod tests {
                 ". {\n}",
                 vec![
                     w(".", 1),
-                    ("{".into(), Kind::Open, 1),
-                    ("}".into(), Kind::Close, 2),
+                    ("{".into(), TokenKind::Open, 1),
+                    ("}".into(), TokenKind::Close, 2),
                 ],
             ),
             ("brace inside a word", ".:53{", vec![w(".:53{", 1)]),

@@ -19,7 +19,7 @@ use super::env::Environment;
 use super::error::Error;
 use super::fs::read_regular;
 use super::glob;
-use super::lexer::{self, Kind, Token};
+use super::lexer::{self, Token, TokenKind};
 
 /// At most this many imports are expanded in one parse (CoreDNS allows 1000 of each kind).
 const MAX_EXPANSIONS: usize = 1000;
@@ -160,7 +160,7 @@ impl<'e> Stream<'e> {
                 None => true,
             };
             frame.position += 1;
-            if expand && starts_line && token.kind == Kind::Word && token.text == "import" {
+            if expand && starts_line && token.kind == TokenKind::Word && token.text == "import" {
                 let chain = frame.chain.clone();
                 self.import(&token, &chain)?;
                 continue;

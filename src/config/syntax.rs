@@ -11,7 +11,7 @@
 //!   same line). A `}` closes the innermost block, also at the end of an option's line.
 
 use super::error::Error;
-use super::lexer::{Kind, Token};
+use super::lexer::{Token, TokenKind};
 use super::stream::{Delivered, Stream};
 
 /// Blocks nest at most this deep inside a server block.
@@ -71,14 +71,14 @@ pub(crate) fn parse(stream: &mut Stream<'_>) -> Result<Vec<ServerBlockAst>, Erro
     let mut blocks = Vec::new();
     while let Some(Delivered { token: first, .. }) = stream.next()? {
         match first.kind {
-            Kind::Close => return Err(syntax(&first, "unexpected '}'")),
-            Kind::Open => {
+            TokenKind::Close => return Err(syntax(&first, "unexpected '}'")),
+            TokenKind::Open => {
                 return Err(syntax(
                     &first,
                     "expected a server block key (such as '.:53') before '{'",
                 ));
             }
-            Kind::Word | Kind::Quoted => {}
+            TokenKind::Word | TokenKind::Quoted => {}
         }
         let mut expecting_another = first.text.ends_with(',');
         let mut keys = vec![first];
@@ -97,10 +97,10 @@ pub(crate) fn parse(stream: &mut Stream<'_>) -> Result<Vec<ServerBlockAst>, Erro
         if expecting_another {
             return Err(syntax(&last, "expected another server block key after ','"));
         }
-        let opens = matches!(stream.peek()?, Some(next) if next.token.kind == Kind::Open);
+        let opens = matches!(stream.peek()?, Some(next) if next.token.kind == TokenKind::Open);
 
         if let [key] = keys.as_slice()
-            && key.kind == Kind::Word
+            && key.kind == TokenKind::Word
             && let Some(name) = key.text.strip_prefix('(').and_then(|k| k.strip_suffix(')'))
         {
             if !opens {
@@ -123,7 +123,7 @@ pub(crate) fn parse(stream: &mut Stream<'_>) -> Result<Vec<ServerBlockAst>, Erro
             let lines = parse_lines(stream, 0, Some(&open))?;
             if let Some(next) = stream.peek()?
                 && !next.starts_line
-                && next.token.kind == Kind::Open
+                && next.token.kind == TokenKind::Open
             {
                 return Err(syntax(
                     &next.token,
@@ -146,14 +146,14 @@ fn snippet_body(stream: &mut Stream<'_>, open: &Token) -> Result<Vec<Token>, Err
     let mut tokens = Vec::new();
     while let Some(token) = stream.next_raw()? {
         match token.kind {
-            Kind::Open => depth += 1,
-            Kind::Close => {
+            TokenKind::Open => depth += 1,
+            TokenKind::Close => {
                 depth -= 1;
                 if depth == 0 {
                     return Ok(tokens);
                 }
             }
-            Kind::Word | Kind::Quoted => {}
+            TokenKind::Word | TokenKind::Quoted => {}
         }
         tokens.push(token);
     }
@@ -175,15 +175,15 @@ fn parse_lines(
             };
         };
         match name.kind {
-            Kind::Close if open.is_some() => return Ok(lines),
-            Kind::Close => return Err(syntax(&name, "unexpected '}' (no block is open)")),
-            Kind::Open => {
+            TokenKind::Close if open.is_some() => return Ok(lines),
+            TokenKind::Close => return Err(syntax(&name, "unexpected '}' (no block is open)")),
+            TokenKind::Open => {
                 return Err(syntax(
                     &name,
                     "unexpected '{': a block must open on the line of its directive or option",
                 ));
             }
-            Kind::Word | Kind::Quoted => {}
+            TokenKind::Word | TokenKind::Quoted => {}
         }
         let mut args = Vec::new();
         let mut block = None;
@@ -192,8 +192,8 @@ fn parse_lines(
                 break;
             }
             match next.token.kind {
-                Kind::Close => break,
-                Kind::Open => {
+                TokenKind::Close => break,
+                TokenKind::Open => {
                     let Some(Delivered { token: brace, .. }) = stream.next()? else {
                         break;
                     };
@@ -205,7 +205,7 @@ fn parse_lines(
                     });
                     if let Some(after) = stream.peek()?
                         && !after.starts_line
-                        && after.token.kind != Kind::Close
+                        && after.token.kind != TokenKind::Close
                     {
                         let text = after.token.text.clone();
                         return Err(syntax(
@@ -215,7 +215,7 @@ fn parse_lines(
                     }
                     break;
                 }
-                Kind::Word | Kind::Quoted => {
+                TokenKind::Word | TokenKind::Quoted => {
                     if let Some(arg) = stream.next()? {
                         args.push(arg.token);
                     }

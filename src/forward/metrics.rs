@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
-use crate::metrics::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, Kind};
+use crate::metrics::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, MetricType};
 
 /// `proxy_name` of every series: CoreDNS's forward plugin.
 const PROXY_NAME: &str = "forward";
@@ -230,7 +230,7 @@ impl Collect for ForwardMetrics {
                         out.sample(
                             name,
                             help,
-                            Kind::Counter,
+                            MetricType::Counter,
                             &[
                                 ("proxy_name", PROXY_NAME),
                                 ("to", &upstream.to),
@@ -248,7 +248,7 @@ impl Collect for ForwardMetrics {
                 out.sample(
                     "coredns_proxy_healthcheck_failures_total",
                     "Counter of the number of failed healthchecks.",
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[("proxy_name", PROXY_NAME), ("to", &upstream.to)],
                     failures as f64,
                 );
@@ -257,14 +257,14 @@ impl Collect for ForwardMetrics {
         out.sample(
             "coredns_forward_healthcheck_broken_total",
             "Counter of the number of complete failures of the healthchecks.",
-            Kind::Counter,
+            MetricType::Counter,
             &[],
             self.healthcheck_broken.get() as f64,
         );
         out.sample(
             "coredns_forward_max_concurrent_rejects_total",
             "Counter of the number of queries rejected because the concurrent queries were at maximum.",
-            Kind::Counter,
+            MetricType::Counter,
             &[],
             self.max_concurrent_rejects.get() as f64,
         );
@@ -283,7 +283,7 @@ impl ForwardMetrics {
                 out.sample(
                     "coredns_forward_requests_total",
                     "Counter of requests made per upstream.",
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[("to", &upstream.to)],
                     requests as f64,
                 );
@@ -294,7 +294,7 @@ impl ForwardMetrics {
                 out.sample(
                     "coredns_forward_responses_total",
                     "Counter of responses received per upstream.",
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[("rcode", rcode), ("to", &upstream.to)],
                     histogram.count() as f64,
                 );
@@ -316,7 +316,7 @@ impl ForwardMetrics {
                 out.sample(
                     "coredns_forward_healthcheck_failures_total",
                     "Counter of the number of failed healthchecks.",
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[("to", &upstream.to)],
                     failures as f64,
                 );

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::metrics::{Collect, Exposition, Kind};
+use crate::metrics::{Collect, Exposition, MetricType};
 
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +94,7 @@ impl Collect for Lifecycle {
         out.sample(
             "clusterdns_lameduck_seconds",
             "Seconds since the process entered lameduck (SIGTERM); 0 while it serves.",
-            Kind::Gauge,
+            MetricType::Gauge,
             &[],
             self.lameduck_for().as_secs_f64(),
         );

@@ -33,7 +33,7 @@ use std::time::Duration;
 use crate::codes::rtype;
 use crate::plugin::Plugin;
 
-use super::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, Kind, SIZE_BUCKETS};
+use super::{Collect, Counter, DURATION_BUCKETS, Exposition, Histogram, MetricType, SIZE_BUCKETS};
 
 /// The zone label of queries that never reached a plugin (CoreDNS's `vars.Dropped`: no
 /// trailing dot, so it can not be a real zone).
@@ -457,7 +457,7 @@ impl Collect for ServerMetrics {
                     out.sample(
                         REQUESTS,
                         REQUESTS_HELP,
-                        Kind::Counter,
+                        MetricType::Counter,
                         &labels,
                         value as f64,
                     );
@@ -471,7 +471,7 @@ impl Collect for ServerMetrics {
             out.sample(
                 DO_REQUESTS,
                 DO_REQUESTS_HELP,
-                Kind::Counter,
+                MetricType::Counter,
                 &labels,
                 do_requests as f64,
             );
@@ -540,7 +540,7 @@ impl Collect for ServerMetrics {
                 out.sample(
                     RESPONSES,
                     RESPONSES_HELP,
-                    Kind::Counter,
+                    MetricType::Counter,
                     &labels,
                     value as f64,
                 );

@@ -61,7 +61,7 @@ impl Collect for HealthMetrics {
         out.sample(
             "coredns_health_request_failures_total",
             "The number of times the health check failed.",
-            super::Kind::Counter,
+            super::MetricType::Counter,
             &[],
             self.failures.get() as f64,
         );

@@ -231,7 +231,7 @@ struct FamilyText {
 
 /// A metric family's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum MetricType {
     /// counter.
     Counter,
     /// gauge.
@@ -262,14 +262,14 @@ impl Exposition {
     }
 
     /// The sample text of family `name`, introducing it with HELP and TYPE the first time.
-    fn family(&mut self, name: &str, help: &str, kind: Kind) -> &mut String {
+    fn family(&mut self, name: &str, help: &str, kind: MetricType) -> &mut String {
         let index = match self.index.get(name) {
             Some(&index) => index,
             None => {
                 let kind = match kind {
-                    Kind::Counter => "counter",
-                    Kind::Gauge => "gauge",
-                    Kind::Histogram => "histogram",
+                    MetricType::Counter => "counter",
+                    MetricType::Gauge => "gauge",
+                    MetricType::Histogram => "histogram",
                 };
                 let mut header = String::new();
                 header.push_str("# HELP ");
@@ -294,7 +294,7 @@ impl Exposition {
         &mut self,
         name: &str,
         help: &str,
-        kind: Kind,
+        kind: MetricType,
         labels: &[(&str, &str)],
         value: f64,
     ) {
@@ -310,7 +310,7 @@ impl Exposition {
         labels: &[(&str, &str)],
         histogram: &Histogram,
     ) {
-        let out = self.family(name, help, Kind::Histogram);
+        let out = self.family(name, help, MetricType::Histogram);
         let mut cumulative = 0;
         for (bound, bucket) in histogram.bounds.iter().zip(histogram.buckets.iter()) {
             cumulative += bucket.load(Ordering::Relaxed);
@@ -421,9 +421,9 @@ mod tests {
     #[test]
     fn a_family_written_twice_stays_together_under_one_header() {
         let mut out = Exposition::new();
-        out.sample("a_total", "An a.", Kind::Counter, &[("k", "1")], 1.0);
-        out.sample("b_total", "A b.", Kind::Counter, &[("k", "1")], 2.0);
-        out.sample("a_total", "An a.", Kind::Counter, &[("k", "2")], 3.0);
+        out.sample("a_total", "An a.", MetricType::Counter, &[("k", "1")], 1.0);
+        out.sample("b_total", "A b.", MetricType::Counter, &[("k", "1")], 2.0);
+        out.sample("a_total", "An a.", MetricType::Counter, &[("k", "2")], 3.0);
         assert_eq!(
             out.finish(),
             "# HELP a_total An a.\n# TYPE a_total counter\na_total{k=\"1\"} 1\na_total{k=\"2\"} 3\n\
@@ -437,7 +437,7 @@ mod tests {
         out.sample(
             "c",
             "Back\\slash and\nnewline.",
-            Kind::Gauge,
+            MetricType::Gauge,
             &[("k", "a\\b\nc\"d")],
             1.0,
         );
@@ -494,9 +494,15 @@ mod tests {
     #[test]
     fn families_are_introduced_once_and_labels_escaped() {
         let mut out = Exposition::new();
-        out.sample("a_total", "An a.", Kind::Counter, &[("k", "x\"y")], 1.0);
-        out.sample("a_total", "An a.", Kind::Counter, &[("k", "z")], 2.0);
-        out.sample("b", "A b.", Kind::Gauge, &[], 0.5);
+        out.sample(
+            "a_total",
+            "An a.",
+            MetricType::Counter,
+            &[("k", "x\"y")],
+            1.0,
+        );
+        out.sample("a_total", "An a.", MetricType::Counter, &[("k", "z")], 2.0);
+        out.sample("b", "A b.", MetricType::Gauge, &[], 0.5);
         assert_eq!(
             out.finish(),
             "# HELP a_total An a.\n# TYPE a_total counter\na_total{k=\"x\\\"y\"} 1\na_total{k=\"z\"} 2\n\

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 
-use super::{Collect, Counter, Exposition, Gauge, Kind, ProgrammingMetrics};
+use super::{Collect, Counter, Exposition, Gauge, MetricType, ProgrammingMetrics};
 use crate::model::ServiceKind;
 
 /// Panics caught on the query path (`coredns_panics_total`): the server adds one wherever
@@ -188,43 +188,43 @@ impl Collect for ProcessMetrics {
             (
                 "process_cpu_seconds_total",
                 "Total user and system CPU time spent in seconds.",
-                Kind::Counter,
+                MetricType::Counter,
                 stats.cpu_seconds,
             ),
             (
                 "process_max_fds",
                 "Maximum number of open file descriptors.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.max_fds,
             ),
             (
                 "process_open_fds",
                 "Number of open file descriptors.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.open_fds,
             ),
             (
                 "process_resident_memory_bytes",
                 "Resident memory size in bytes.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.resident_memory_bytes,
             ),
             (
                 "process_start_time_seconds",
                 "Start time of the process since unix epoch in seconds.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.start_time_seconds,
             ),
             (
                 "process_virtual_memory_bytes",
                 "Virtual memory size in bytes.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.virtual_memory_bytes,
             ),
             (
                 "process_virtual_memory_max_bytes",
                 "Maximum amount of virtual memory available in bytes.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 stats.virtual_memory_max_bytes,
             ),
         ];
@@ -237,7 +237,7 @@ impl Collect for ProcessMetrics {
             "coredns_build_info",
             "A metric with a constant '1' value labeled by version, revision, and goversion \
              from which CoreDNS was built.",
-            Kind::Gauge,
+            MetricType::Gauge,
             &[
                 ("goversion", self.build.goversion),
                 ("revision", self.build.revision),
@@ -248,7 +248,7 @@ impl Collect for ProcessMetrics {
         out.sample(
             "coredns_panics_total",
             "A metrics that counts the number of panics.",
-            Kind::Counter,
+            MetricType::Counter,
             &[],
             PANICS.get() as f64,
         );
@@ -299,7 +299,7 @@ impl Collect for PluginEnabled {
                 "coredns_plugin_enabled",
                 "A metric that indicates whether a plugin is enabled on per server and zone \
                  basis.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 &[
                     ("name", &plugin.name),
                     ("server", &plugin.server),
@@ -410,7 +410,7 @@ impl Collect for StoreMetrics {
         out.sample(
             "clusterdns_store_generation",
             "Snapshots of the cluster state published since the process started.",
-            Kind::Counter,
+            MetricType::Counter,
             &[("zone", zone)],
             generation as f64,
         );
@@ -420,7 +420,7 @@ impl Collect for StoreMetrics {
         out.sample(
             "clusterdns_store_serial",
             "SOA serial of the last published snapshot.",
-            Kind::Gauge,
+            MetricType::Gauge,
             &[("zone", zone)],
             self.serial.load(Ordering::Relaxed) as f64,
         );
@@ -428,7 +428,7 @@ impl Collect for StoreMetrics {
             out.sample(
                 "clusterdns_store_objects",
                 "Objects in the last published snapshot, by kind.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 &[("kind", kind), ("zone", zone)],
                 count.load(Ordering::Relaxed) as f64,
             );
@@ -436,7 +436,7 @@ impl Collect for StoreMetrics {
         out.sample(
             "clusterdns_last_update_timestamp_seconds",
             "Unix time at which the last snapshot was published.",
-            Kind::Gauge,
+            MetricType::Gauge,
             &[("zone", zone)],
             self.last_update.get(),
         );

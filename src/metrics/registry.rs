@@ -117,7 +117,7 @@ impl Drop for Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Counter, Kind};
+    use crate::metrics::{Counter, MetricType};
 
     struct Named(&'static str, Counter);
 
@@ -126,7 +126,7 @@ mod tests {
             out.sample(
                 self.0,
                 "A test counter.",
-                Kind::Counter,
+                MetricType::Counter,
                 &[],
                 self.1.get() as f64,
             );

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
-use super::{Collect, Counter, Exposition, Kind};
+use super::{Collect, Counter, Exposition, MetricType};
 
 /// `coredns_reload_failed_total` and `coredns_reload_version_info{hash,value}`: the
 /// reloader counts failed attempts and names the Corefile digest it last loaded
@@ -42,7 +42,7 @@ impl Collect for ReloadMetrics {
         out.sample(
             "coredns_reload_failed_total",
             "Counter of the number of failed reload attempts.",
-            Kind::Counter,
+            MetricType::Counter,
             &[],
             self.failed.get() as f64,
         );
@@ -51,7 +51,7 @@ impl Collect for ReloadMetrics {
                 "coredns_reload_version_info",
                 "A metric with a constant '1' value labeled by hash, and value which type of \
                  hash generated.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 &[("hash", "sha512"), ("value", digest)],
                 1.0,
             );

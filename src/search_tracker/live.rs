@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::Stem;
 use crate::codes::rcode::{NOERROR, NXDOMAIN};
-use crate::metrics::{Collect, Counter, Exposition, Histogram, Kind};
+use crate::metrics::{Collect, Counter, Exposition, Histogram, MetricType};
 
 /// Namespaces with counters of their own, at most (the configured limit is lower or equal).
 pub const MAX_NAMESPACES: usize = 64;
@@ -600,7 +600,7 @@ impl Collect for Tracker {
                 out.sample(
                     QUERIES,
                     HELP,
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[("namespace", &view.namespace), ("outcome", outcome)],
                     value as f64,
                 );

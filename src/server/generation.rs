@@ -13,7 +13,7 @@ use crate::metrics::process::EnabledPlugin;
 use crate::metrics::registry::Registration;
 use crate::source::api::{ApiWatch, WatchContext};
 use crate::source::file_watch;
-use crate::source::programming::Tracker;
+use crate::source::programming::SliceStamps;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -156,7 +156,7 @@ impl Generation {
             if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
                 let context = WatchContext {
                     local_ips: local_ips(&loaded.addrs),
-                    tracker: Tracker::new(self.started, &loaded.triggers),
+                    tracker: SliceStamps::new(self.started, &loaded.triggers),
                 };
                 watch
                     .start(context)
@@ -172,7 +172,7 @@ impl Generation {
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .take()
             {
-                publisher.track(Tracker::new(self.started, &loaded.triggers));
+                publisher.track(SliceStamps::new(self.started, &loaded.triggers));
                 file_watch::watch(
                     k8s.config.objects.clone(),
                     publisher,

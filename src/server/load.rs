@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::observability::Observability;
-use super::{Block, Kubernetes, Plugins, block_addresses, local_ips};
+use super::{Block, BuiltPlugins, Kubernetes, block_addresses, local_ips};
 use crate::cache::Cache;
 use crate::config::{Config, KubernetesConfig};
 use crate::forward::Forwarder;
@@ -183,7 +183,7 @@ pub(super) fn load_with(
                 &server_block.plugins.file,
             )?))
         };
-        let plugins = Plugins {
+        let plugins = BuiltPlugins {
             file,
             forward,
             cache: server_block

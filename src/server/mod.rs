@@ -108,7 +108,7 @@ pub struct Block {
 /// The plugins of a block other than *kubernetes*, built by the caller (they need sockets,
 /// a runtime or the listen addresses).
 #[derive(Debug, Default)]
-pub struct Plugins {
+pub struct BuiltPlugins {
     /// The *forward* directives, in file order.
     pub forward: Vec<Arc<Forwarder>>,
     /// The *cache* directive.
@@ -121,7 +121,11 @@ pub struct Plugins {
 
 impl Block {
     /// A block from its configuration, its *kubernetes* plugin and its other plugins.
-    pub fn new(config: &ServerBlock, kubernetes: Option<Kubernetes>, plugins: Plugins) -> Self {
+    pub fn new(
+        config: &ServerBlock,
+        kubernetes: Option<Kubernetes>,
+        plugins: BuiltPlugins,
+    ) -> Self {
         let zones = wire_zones(&config.zones);
         let server = load::server_label(config);
         // Put in CoreDNS's order by `PluginChain::new`.

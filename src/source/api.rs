@@ -49,7 +49,7 @@ use kube::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::programming::Tracker;
+use super::programming::SliceStamps;
 use super::publish::Publisher;
 use crate::config::{KubernetesConfig, ListMode, PodMode};
 use crate::metrics::process::StoreMetrics;
@@ -156,7 +156,7 @@ pub struct WatchContext {
     /// The addresses the block answers on (for the apex NS).
     pub local_ips: Vec<IpAddr>,
     /// Programming latency, seeded with the state being served.
-    pub tracker: Tracker,
+    pub tracker: SliceStamps,
 }
 
 impl ApiWatch {

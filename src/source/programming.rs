@@ -65,12 +65,12 @@ fn trigger(cluster: &Cluster, slice: &crate::model::EndpointSlice) -> Option<Sli
 
 /// What the last publication's slices were stamped with.
 #[derive(Debug)]
-pub struct Tracker {
+pub struct SliceStamps {
     since: SystemTime,
     seen: HashMap<ObjectKey, SystemTime>,
 }
 
-impl Tracker {
+impl SliceStamps {
     /// A tracker that ignores stamps before the second of `since`, starting from the slices of the
     /// snapshot being served (`initial`), which are not observed.
     pub fn new(since: SystemTime, initial: &[SliceTrigger]) -> Self {
@@ -113,7 +113,7 @@ impl Tracker {
     }
 
     /// A snapshot in which only the slices `changed` changed was published at `now`:
-    /// `triggers` are the stamps of those still there (as [`Tracker::published`] would
+    /// `triggers` are the stamps of those still there (as [`SliceStamps::published`] would
     /// observe them, without walking every slice).
     pub fn changed(
         &mut self,
@@ -159,7 +159,7 @@ mod tests {
         // The controller stamps whole seconds: a change made 0.6 s after the start, in the
         // same second, reads as before it.
         let started = at(1000) + Duration::from_millis(400);
-        let mut tracker = Tracker::new(started, &[]);
+        let mut tracker = SliceStamps::new(started, &[]);
         let stamped = [trigger("web-1", ServiceKind::HeadlessWithSelector, 1000)];
         assert_eq!(
             tracker.published(&stamped, at(1001)),
@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn only_new_stamps_since_the_start_are_observed() {
         let initial = [trigger("web-1", ServiceKind::ClusterIp, 900)];
-        let mut tracker = Tracker::new(at(1000), &initial);
+        let mut tracker = SliceStamps::new(at(1000), &initial);
         // Unchanged: nothing. A slice stamped before the start: nothing.
         let unchanged = [
             trigger("web-1", ServiceKind::ClusterIp, 900),
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_stamp_from_the_future_is_zero() {
-        let mut tracker = Tracker::new(at(1000), &[]);
+        let mut tracker = SliceStamps::new(at(1000), &[]);
         assert_eq!(
             tracker.published(&[trigger("web-1", ServiceKind::ClusterIp, 2000)], at(1500)),
             vec![(ServiceKind::ClusterIp, Duration::ZERO)]

@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::programming::{self, SliceTrigger, Tracker};
+use super::programming::{self, SliceStamps, SliceTrigger};
 use crate::config::KubernetesConfig;
 use crate::metrics::process::{ObjectCounts, StoreMetrics};
 use crate::model::{Cluster, Kind, Object, ObjectKey};
@@ -41,7 +41,7 @@ pub struct Publisher {
     pending_keys: HashMap<(Kind, ObjectKey), bool>,
     store: Arc<Store>,
     metrics: Option<Arc<StoreMetrics>>,
-    tracker: Option<Tracker>,
+    tracker: Option<SliceStamps>,
     /// What changed since the snapshot file last took the objects, when one is kept.
     unwritten: Unwritten,
 }
@@ -146,7 +146,7 @@ impl Publisher {
     }
 
     /// Programming latency is observed from now on by `tracker`.
-    pub fn track(&mut self, tracker: Tracker) {
+    pub fn track(&mut self, tracker: SliceStamps) {
         self.tracker = Some(tracker);
     }
 

@@ -139,7 +139,7 @@ pub struct Share {
 
 /// The change a finding suggests in an object: set `field` to one of `values`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Change {
+pub struct Fix {
     /// `Service NS/NAME`.
     pub object: String,
     /// The field, as a JSON path (`spec.ports[0].targetPort`).

@@ -39,7 +39,7 @@ use super::ruleset::Ruleset;
 use crate::model::endpoints::{reconcile_slices, resolve_target_port, selects};
 use crate::model::{Cluster, EndpointSlice, ObjectKey, Pod, Service, ServiceType, TargetPort};
 pub use facts::{
-    Change, NamedPort, PodFacts, PodPorts, PortFacts, PortValue, ProxyFacts, Resolved, RuleFacts,
+    Fix, NamedPort, PodFacts, PodPorts, PortFacts, PortValue, ProxyFacts, Resolved, RuleFacts,
     ServiceFacts, Share, SliceFacts,
 };
 use rules::rules_for_port;
@@ -112,7 +112,7 @@ pub struct Finding {
     /// What to change to mend it: the field and its value, or where to look.
     pub fix: String,
     /// The change in an object that mends it, when there is one to make.
-    pub change: Option<Change>,
+    pub change: Option<Fix>,
     /// The command that shows what to look at, when there is one.
     pub command: Option<String>,
 }
@@ -573,7 +573,7 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                 let path = format!("spec.ports[{index}].targetPort");
                 let field = format!("{path} of Service {}", service.key);
                 let offered = offered_ports(&missing, port.protocol);
-                let change = Change {
+                let change = Fix {
                     object: format!("Service {}", service.key),
                     field: path,
                     values: port_values(&missing, port.protocol),
@@ -595,7 +595,7 @@ fn ports_section(service: &Service, candidates: &[&Pod], report: &mut Report) {
                     });
                 } else if !missing.is_empty() {
                     let count: usize = resolved.values().map(Vec::len).sum();
-                    let everywhere = Change {
+                    let everywhere = Fix {
                         values: port_values(candidates, port.protocol),
                         ..change
                     };
@@ -935,7 +935,7 @@ fn dns_section(dns: &DnsAnswer, service: &Service, slices: &Slices<'_>, report: 
                 no_address(&dns.rcode)
             ),
             fix,
-            change: external.then(|| Change {
+            change: external.then(|| Fix {
                 object: format!("Service {}", service.key),
                 field: "spec.externalName".to_owned(),
                 values: Vec::new(),

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::Flow;
 use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
-use crate::metrics::{Collect, Exposition, Kind};
+use crate::metrics::{Collect, Exposition, MetricType};
 use crate::name::wire_zones;
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
@@ -400,7 +400,7 @@ impl Collect for HostsCollector {
                 out.sample(
                     "coredns_hosts_entries",
                     "The combined number of entries in hosts and Corefile.",
-                    Kind::Gauge,
+                    MetricType::Gauge,
                     &[("hostsfile", path)],
                     *count as f64,
                 );
@@ -412,7 +412,7 @@ impl Collect for HostsCollector {
             out.sample(
                 "coredns_hosts_reload_timestamp_seconds",
                 "The timestamp of the last reload of hosts file.",
-                Kind::Gauge,
+                MetricType::Gauge,
                 &[],
                 at.as_secs_f64(),
             );

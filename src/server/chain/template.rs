@@ -28,7 +28,7 @@ use super::{Ctx, End, Flow, Query};
 use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
 use crate::gotemplate::{Data, Template};
-use crate::metrics::{Collect, Exposition, Kind};
+use crate::metrics::{Collect, Exposition, MetricType};
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
@@ -472,7 +472,7 @@ impl Collect for TemplateMetrics {
                 out.sample(
                     "coredns_template_matches_total",
                     "Counter of template regex matches.",
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[
                         ("server", &self.server),
                         ("zone", zone),
@@ -504,7 +504,7 @@ impl Collect for TemplateMetrics {
                 out.sample(
                     name,
                     help,
-                    Kind::Counter,
+                    MetricType::Counter,
                     &[
                         ("server", &self.server),
                         ("zone", zone),

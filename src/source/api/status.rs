@@ -295,14 +295,14 @@ impl Collect for ApiStatus {
         out.sample(
             "clusterdns_kubernetes_synced",
             "1 once every state resource has been listed from the API server.",
-            metrics::Kind::Gauge,
+            metrics::MetricType::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(self.is_synced())),
         );
         out.sample(
             "clusterdns_kubernetes_api_up",
             "1 when the API server answered the last request successfully.",
-            metrics::Kind::Gauge,
+            metrics::MetricType::Gauge,
             &[("zone", zone)],
             f64::from(u8::from(
                 state.failing.is_empty() && state.last_success.is_some(),
@@ -312,7 +312,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_api_last_success_timestamp_seconds",
                 "Unix time of the API server's last successful answer.",
-                metrics::Kind::Gauge,
+                metrics::MetricType::Gauge,
                 &[("zone", zone)],
                 unix_seconds(at),
             );
@@ -321,7 +321,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_api_requests_total",
                 "Requests to the API server, by HTTP status code (error: no answer).",
-                metrics::Kind::Counter,
+                metrics::MetricType::Counter,
                 &[("code", code), ("zone", zone)],
                 *count as f64,
             );
@@ -330,7 +330,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_watch_errors_total",
                 "Failed lists and watches, by resource.",
-                metrics::Kind::Counter,
+                metrics::MetricType::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,
             );
@@ -340,7 +340,7 @@ impl Collect for ApiStatus {
                 "clusterdns_kubernetes_list_fallbacks_total",
                 "Streaming lists the API server refused, by resource: that resource is listed \
                  in pages since.",
-                metrics::Kind::Counter,
+                metrics::MetricType::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,
             );
@@ -349,7 +349,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_relists_total",
                 "Re-lists after the first list (a watch too old, 410 Gone), by resource.",
-                metrics::Kind::Counter,
+                metrics::MetricType::Counter,
                 &[("resource", resource), ("zone", zone)],
                 *count as f64,
             );
@@ -358,7 +358,7 @@ impl Collect for ApiStatus {
             out.sample(
                 "clusterdns_kubernetes_snapshot_age_seconds",
                 "Age of the snapshot file served until the API server is synced.",
-                metrics::Kind::Gauge,
+                metrics::MetricType::Gauge,
                 &[("zone", zone)],
                 now.duration_since(written)
                     .unwrap_or_default()
