@@ -31,8 +31,8 @@ pub struct Publisher {
     config: KubernetesConfig,
     local_ips: Vec<IpAddr>,
     cluster: Cluster,
-    /// What updates follow; `None` until the first whole build, and after the objects were
-    /// edited directly (a list): the next publication is whole.
+    /// What updates follow; `None` until the first publication, which builds the zone whole
+    /// (after it, [`Incremental`] alone decides when a change is too large to update).
     zone: Option<Incremental>,
     /// Changes not published yet.
     pending: Vec<Change>,
@@ -171,35 +171,23 @@ impl Publisher {
         self.unwritten == Unwritten::Whole
     }
 
-    /// The objects to edit directly (a list in progress): the next publication is whole.
-    pub fn edit(&mut self) -> &mut Cluster {
-        if self.unwritten != Unwritten::Untracked {
-            self.unwritten = Unwritten::Whole;
-        }
-        self.pending_keys.clear();
-        for change in std::mem::take(&mut self.pending) {
-            apply(&mut self.cluster, change);
-        }
-        self.zone = None;
-        &mut self.cluster
-    }
-
-    /// Adds `object` to the objects (a list in progress, as [`edit`](Self::edit)): the next
-    /// publication is whole.
-    pub fn insert_listed(&mut self, mut object: Object) {
-        zone::trim(&mut object, &self.config);
-        self.edit().insert(object);
-    }
-
-    /// Queues `change` for the next publication.
+    /// Takes `change`: applied to the objects at once before the first publication (which
+    /// builds the zone whole), queued for the next update after it. A change of nothing the
+    /// zone reads is dropped.
     pub fn change(&mut self, mut change: Change) {
+        if let Change::Upsert(object) = &mut change {
+            zone::trim(object, &self.config);
+        }
+        if self.zone.is_none() {
+            apply(&mut self.cluster, change);
+            return;
+        }
         let (kind, key) = (change.kind(), change.key());
         let queued = self.pending_keys.get(&(kind, key.clone())).copied();
-        match &mut change {
+        match &change {
+            // A change of nothing the zone reads (a pod's conditions, an object's
+            // annotations) is no change.
             Change::Upsert(object) => {
-                zone::trim(object, &self.config);
-                // A change of nothing the zone reads (a pod's conditions, an object's
-                // annotations) is no change.
                 if queued.is_none() && self.cluster.get(kind, &key) == Some(object.borrowed()) {
                     return;
                 }
@@ -211,13 +199,9 @@ impl Publisher {
                 }
             }
         }
-        if self.zone.is_none() {
-            apply(&mut self.cluster, change);
-        } else {
-            let present = matches!(change, Change::Upsert(_));
-            self.pending_keys.insert((kind, key), present);
-            self.pending.push(change);
-        }
+        let present = matches!(change, Change::Upsert(_));
+        self.pending_keys.insert((kind, key), present);
+        self.pending.push(change);
     }
 
     /// Whether the object of `kind` at `key` is there once the queued changes are applied.

@@ -68,9 +68,10 @@ impl WatchState {
         self.listing.is_empty() && self.needed.iter().all(|r| self.listed.contains(r))
     }
 
-    /// Applies `change`; whether the objects changed. While a list is under way objects
-    /// are edited in place (the zone is built whole once the state is complete again);
-    /// otherwise each change goes to the publisher as it is.
+    /// Applies `change`; whether the objects changed. Every object listed, added, modified or
+    /// found gone goes to the publisher as a change: the publisher alone decides whether the
+    /// next zone is built whole (the first sync) or updated (everything after, a re-list's diff
+    /// included).
     pub(super) fn apply(&mut self, change: Change, status: &ApiStatus) -> bool {
         match change {
             Change::Init(kind) => {
@@ -86,46 +87,26 @@ impl WatchState {
                 if let Some(Some(seen)) = self.listing.get_mut(&kind) {
                     seen.insert(object.key());
                 }
-                if self.as_changes(kind) {
-                    self.publisher.change(zone::Change::Upsert(object));
-                } else {
-                    self.publisher.insert_listed(*object);
-                }
+                self.publisher.change(zone::Change::Upsert(object));
                 true
             }
             Change::Delete(kind, key) => {
                 if !self.publisher.holds(kind, &key) {
                     return false;
                 }
-                if self.as_changes(kind) {
-                    self.publisher.change(zone::Change::Delete(kind, key));
-                } else {
-                    self.publisher.edit().remove(kind, &key);
-                }
+                self.publisher.change(zone::Change::Delete(kind, key));
                 true
             }
             Change::InitDone(kind) => {
                 let seen = self.listing.remove(&kind).flatten();
-                let relist = self.listed.contains(&kind);
                 self.listed.insert(kind);
                 // Nothing was held as the list began: all held now, it listed.
                 let Some(seen) = seen else {
                     return true;
                 };
-                if relist {
-                    let held = self.publisher.keys_held(kind);
-                    for key in held.into_iter().filter(|key| !seen.contains(key)) {
-                        self.publisher.change(zone::Change::Delete(kind, key));
-                    }
-                } else {
-                    let gone: Vec<ObjectKey> =
-                        self.keys(kind).filter(|key| !seen.contains(key)).collect();
-                    if !gone.is_empty() {
-                        let cluster = self.publisher.edit();
-                        for key in &gone {
-                            cluster.remove(kind, key);
-                        }
-                    }
+                let held = self.publisher.keys_held(kind);
+                for key in held.into_iter().filter(|key| !seen.contains(key)) {
+                    self.publisher.change(zone::Change::Delete(kind, key));
                 }
                 // The end of a list always counts: it may complete the state.
                 true
@@ -143,26 +124,12 @@ impl WatchState {
                 let first = !self.listed.contains(&kind);
                 let was_listing = self.listing.remove(&kind).is_some();
                 self.listed.insert(kind);
-                let gone: Vec<ObjectKey> = self.keys(kind).collect();
-                for key in gone {
-                    if self.complete() && !was_listing {
-                        self.publisher.change(zone::Change::Delete(kind, key));
-                    } else {
-                        self.publisher.edit().remove(kind, &key);
-                    }
+                for key in self.publisher.keys_held(kind) {
+                    self.publisher.change(zone::Change::Delete(kind, key));
                 }
                 first || was_listing
             }
         }
-    }
-
-    /// Whether what the watch of `kind` reports goes to the publisher as changes: always
-    /// once it has been listed, a re-list included — a re-list is a diff against the objects
-    /// held, published (when it is complete) as an update of the names it touched, never a
-    /// second whole build beside the served zone. Only a kind's first list edits the
-    /// objects directly, for the whole build that the first sync is.
-    fn as_changes(&self, kind: Kind) -> bool {
-        self.listed.contains(&kind)
     }
 
     pub(super) fn keys(&self, kind: Kind) -> Box<dyn Iterator<Item = ObjectKey> + '_> {

@@ -100,8 +100,12 @@ fn a_first_list_removes_what_was_held_before_it_and_not_listed() {
     let status = ApiStatus::new("cluster.local.");
     let mut state = WatchState::new(vec![Kind::Service], publisher());
     // Held before the first list: read from a snapshot file at the start.
-    state.publisher.insert_listed(*service("shop", "old"));
-    state.publisher.insert_listed(*service("shop", "web"));
+    state
+        .publisher
+        .change(crate::zone::Change::Upsert(service("shop", "old")));
+    state
+        .publisher
+        .change(crate::zone::Change::Upsert(service("shop", "web")));
     for change in [
         Change::Init(Kind::Service),
         Change::Upsert(service("shop", "web")),
