@@ -10,8 +10,8 @@
 //! builds them and sets `CLUSTERDNS_REQUIRE_PEERS`, so there they cannot be skipped.
 //!
 //! The API server stand-in (tests/common/apiserver/) keeps the tests of faults a real API
-//! server cannot be made to produce; each says why at its head (tests/live.rs,
-//! tests/apiserver.rs).
+//! server cannot be made to produce; each says why at its head (tests/sources/live.rs,
+//! tests/sources/apiserver.rs).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::common::binary::TestServer;
 use crate::common::cluster::Cluster;
 use crate::common::{Reply, expect};
-use crate::live::{PATIENCE, addresses, eventually, metric, until, until_within};
+use crate::sources::live::{PATIENCE, addresses, eventually, metric, until, until_within};
 
 mod access;
 mod differential;

@@ -1,41 +1,19 @@
-//! The integration tests: one binary, one module per area.
+//! The integration tests: one binary, one module per concern — `plugins` (every plugin's
+//! tests, *forward*'s in plugins/forward.rs), `sources` (the API watch and the objects files),
+//! `server` (answers, protocol, transport, reliability, metrics), `zone` (the cluster zone's
+//! rules), `kube_proxy` (the toolbox, against the kernel too), `deploy` (manifests, image,
+//! real nodes), `cluster` (against the real control plane), `tools` (the commands), and
+//! `architecture`.
 
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
-mod answering;
-mod apiserver;
 mod architecture;
-mod autopath;
 mod cluster;
-mod command_line;
 mod common;
-mod corefile;
-mod dashboards;
 mod deploy;
-mod distributions;
-mod e2e;
-mod external_name;
-mod file;
-mod forward;
-mod forward_tls;
-mod k8s_external;
 mod kube_proxy;
-mod live;
-mod loader;
-mod multicluster;
-mod netfilter;
-mod observe;
 mod plugins;
-mod protocol;
-mod readme;
-mod real_node;
-mod real_resolvers;
-mod reliability;
-mod resolve;
-mod rewrite_cname_edns0;
-mod search_path;
-mod transport;
-mod watch;
-mod why;
+mod server;
+mod sources;
+mod tools;
 mod zone;
-mod zonefile;

@@ -412,9 +412,11 @@ fn explain_asks_the_clusters_dns_and_reports_where_it_differs_from_the_objects()
     );
     cluster.kubectl(&["scale", "deployment", "app", "-n", "asked", "--replicas=3"]);
     super::wait_ready_pods(&cluster, "asked", "app", 3);
-    cluster.wait("the slice has the third pod", crate::live::PATIENCE, || {
-        super::slice_addresses(&cluster, "asked", "app-headless").len() == 3
-    });
+    cluster.wait(
+        "the slice has the third pod",
+        crate::sources::live::PATIENCE,
+        || super::slice_addresses(&cluster, "asked", "app-headless").len() == 3,
+    );
     let run = clusterdns_env(
         &["explain", "asked/app-headless", "--dns-server", &address],
         &env,

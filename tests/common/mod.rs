@@ -38,6 +38,17 @@ pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// The name libtest gives test `function` of `module` (a `module_path!()`): the module path
+/// without the crate's name, as `--exact` takes it to run that one test again.
+pub fn libtest_name(module: &str, function: &str) -> String {
+    let path = module.split_once("::").map_or("", |(_, rest)| rest);
+    if path.is_empty() {
+        function.to_owned()
+    } else {
+        format!("{path}::{function}")
+    }
+}
+
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

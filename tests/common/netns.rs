@@ -23,7 +23,7 @@
 //! environment, re-running the test binary, the prober — is about tests only. The real
 //! nodes' namespaces stay in `xtask::netns` (`Holder`: namespaces that die with the process
 //! that made them, entered with `nsenter`, or with `setns` by `in_netns`), as `cargo xtask
-//! nodes` makes them for people as well as for tests/real_node/, which reaches them through
+//! nodes` makes them for people as well as for tests/deploy/real_node/, which reaches them through
 //! `xtask::nodes` and `xtask::netns::in_netns`.
 
 use std::ffi::OsStr;
@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 /// whose rule is [`Missing::SkipUnlessRequired`].
 pub const REQUIRE: &str = "CLUSTERDNS_REQUIRE_NETFILTER";
 
-/// The programs the netfilter tests run (tests/netfilter/, tests/cluster/kube_proxy.rs).
+/// The programs the netfilter tests run (tests/kube_proxy/netfilter/, tests/cluster/kube_proxy.rs).
 const TOOLS: &[&str] = &[
     "ip",
     "unshare",

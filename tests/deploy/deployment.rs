@@ -126,7 +126,7 @@ fn probes_ask_health_and_ready_on_their_ports() {
     // Every second, out at the first failure: within a second of SIGTERM (when /ready says
     // 503) the endpoint leaves the Service, well inside the Corefile's lameduck, so that
     // kube-proxy clears the UDP flows still going to this pod while it answers them
-    // (tests/real_node/operations.rs).
+    // (tests/deploy/real_node/operations.rs).
     let ready = container.readiness_probe.as_ref().unwrap();
     assert_eq!(
         (ready.period_seconds, ready.failure_threshold),

@@ -10,6 +10,7 @@ mod deployment;
 mod helm;
 mod image;
 mod manifests;
+mod real_node;
 mod service_and_rbac;
 
 use std::collections::BTreeSet;

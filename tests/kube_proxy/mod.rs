@@ -4,6 +4,7 @@
 
 mod endpoints;
 mod explain;
+mod netfilter;
 mod render_iptables;
 mod render_nftables;
 mod trace;

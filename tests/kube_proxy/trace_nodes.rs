@@ -170,7 +170,7 @@ fn trace_reads_kube_proxy_136s_nftables_rules() {
 
 /// A packet from the network rewritten to a loopback address is a martian: the kernel drops
 /// it unless route_localnet is set, which kube-proxy's nftables mode never does (the kernel
-/// agrees: tests/netfilter/kernel.rs).
+/// agrees: tests/kube_proxy/netfilter/kernel.rs).
 #[test]
 fn trace_drops_a_packet_from_the_network_rewritten_to_loopback_in_nftables_mode() {
     let render = ok(&[

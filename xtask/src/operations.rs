@@ -3,7 +3,7 @@
 //! a new socket each lookup; one UDP socket and source port for every query, as c-ares,
 //! dnsmasq and systemd-resolved keep theirs; one TCP connection) look a name up at a steady
 //! rate through the kube-dns ClusterIP while an [`Operation`] happens, and each lookup that
-//! failed, or took over a second, is counted. The test of tests/real_node/operations.rs and
+//! failed, or took over a second, is counted. The test of tests/deploy/real_node/operations.rs and
 //! `cargo xtask operations` (both servers, every operation, a table) use it.
 
 use std::collections::{BTreeMap, BTreeSet};

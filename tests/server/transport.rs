@@ -345,13 +345,17 @@ fn multisocket_sets_the_udp_sockets_of_the_address() {
 /// Skipped where `ip` or `unshare` is missing or the machine refuses a network namespace.
 #[test]
 fn wildcard_udp_replies_leave_from_the_address_asked() {
-    const TEST: &str = "transport::wildcard_udp_replies_leave_from_the_address_asked";
+    let test = crate::common::libtest_name(
+        module_path!(),
+        "wildcard_udp_replies_leave_from_the_address_asked",
+    );
+    let test = test.as_str();
     if let Some(problem) = netns::missing_tools(&["ip"]) {
-        netns::unavailable(TEST, &problem, Missing::Skip);
+        netns::unavailable(test, &problem, Missing::Skip);
         return;
     }
     netns::in_fresh(
-        TEST,
+        test,
         Fresh::Net,
         Missing::Skip,
         replies_from_the_address_asked,

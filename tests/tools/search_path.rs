@@ -14,7 +14,7 @@ use crate::common::binary::TestServer;
 use crate::common::fixture;
 use crate::common::names::NamesUpstream;
 use crate::common::netns::{Fresh, Missing, in_fresh};
-use crate::real_resolvers::{EXTERNAL, must};
+use crate::tools::real_resolvers::{EXTERNAL, must};
 
 /// The node's search domain: names under it are NXDOMAIN upstream.
 const NODE: &str = "corp.example";
@@ -32,7 +32,10 @@ const NAMES: &[&str] = &[
 #[test]
 fn live_search_path_counts_are_what_resolve_cost_computes() {
     in_fresh(
-        "search_path::live_search_path_counts_are_what_resolve_cost_computes",
+        &crate::common::libtest_name(
+            module_path!(),
+            "live_search_path_counts_are_what_resolve_cost_computes",
+        ),
         Fresh::NetMount,
         Missing::Fail,
         inside,

@@ -2,6 +2,15 @@
 //! forward (to a test upstream on loopback), cache, errors, log, loadbalance, health, ready,
 //! prometheus, lameduck, reload, loop.
 
+mod autopath;
+mod external_name;
+mod file;
+mod forward;
+mod forward_tls;
+mod k8s_external;
+mod multicluster;
+mod rewrite;
+
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 

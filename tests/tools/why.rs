@@ -464,8 +464,8 @@ fn until_why(server: &TestServer, name: &str, qtype: &str, expected: &str) {
 
 /// A server watching `api` with `options` in its *kubernetes* block.
 fn watching(api: &ApiServer, options: &str) -> (TempCorefile, TestServer) {
-    let corefile = crate::live::corefile(&format!("endpoint {}", api.url()), options, "");
-    let server = crate::live::serve(&corefile);
+    let corefile = crate::sources::live::corefile(&format!("endpoint {}", api.url()), options, "");
+    let server = crate::sources::live::serve(&corefile);
     (corefile, server)
 }
 

@@ -3,7 +3,7 @@
 //! is faithful enough for the end-to-end tests of the watch to mean something.
 //!
 //! These test the stand-in, not clusterdns: it stays for the faults only it can produce
-//! (tests/live.rs says which), and each behaviour asserted here is the real API server's as
+//! (tests/sources/live.rs says which), and each behaviour asserted here is the real API server's as
 //! tests/cluster.rs meets it (paging, bookmarks, 410 after a compaction, the initial-events
 //! bookmark, selectors, tokens, TLS client certificates).
 

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::{TempCorefile, expect, fixture};
-use crate::live::serve;
+use crate::sources::live::serve;
 
 /// How long a log line may take to appear.
 const LOG_WAIT: Duration = Duration::from_secs(10);
@@ -23,7 +23,7 @@ fn dead_endpoint() -> String {
 
 /// A Corefile whose *kubernetes* block watches `endpoint`, with `options` added.
 fn watching(endpoint: &str, options: &str) -> TempCorefile {
-    crate::live::corefile(&format!("endpoint {endpoint}"), options, "")
+    crate::sources::live::corefile(&format!("endpoint {endpoint}"), options, "")
 }
 
 /// Writes the shop fixture as the watch would have persisted it.

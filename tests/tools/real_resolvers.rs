@@ -64,7 +64,10 @@ const NAMES: &[&str] = &[
 #[test]
 fn glibc_and_musl_ask_what_resolve_cost_predicts() {
     in_fresh(
-        "real_resolvers::glibc_and_musl_ask_what_resolve_cost_predicts",
+        &crate::common::libtest_name(
+            module_path!(),
+            "glibc_and_musl_ask_what_resolve_cost_predicts",
+        ),
         Fresh::NetMount,
         Missing::Fail,
         inside_the_namespace,
@@ -350,7 +353,10 @@ const RES_SEARCH_NAMES: &[(&str, &str)] = &[
 #[test]
 fn glibc_and_musl_res_search_ask_what_resolve_cost_predicts() {
     in_fresh(
-        "real_resolvers::glibc_and_musl_res_search_ask_what_resolve_cost_predicts",
+        &crate::common::libtest_name(
+            module_path!(),
+            "glibc_and_musl_res_search_ask_what_resolve_cost_predicts",
+        ),
         Fresh::NetMount,
         Missing::Fail,
         res_search_inside,
@@ -515,7 +521,10 @@ const SERVFAIL_NAME: &str = "x.broken.example.";
 #[test]
 fn glibc_and_musl_after_a_lost_reply_do_what_resolve_cost_predicts() {
     in_fresh(
-        "real_resolvers::glibc_and_musl_after_a_lost_reply_do_what_resolve_cost_predicts",
+        &crate::common::libtest_name(
+            module_path!(),
+            "glibc_and_musl_after_a_lost_reply_do_what_resolve_cost_predicts",
+        ),
         Fresh::NetMount,
         Missing::Fail,
         lost_replies,

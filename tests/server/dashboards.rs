@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::common::apiserver::ApiServer;
 use crate::common::names::NamesUpstream;
 use crate::common::{fixture, read};
-use crate::live::{corefile, serve};
+use crate::sources::live::{corefile, serve};
 
 /// `alerts.yaml`: rule groups.
 #[derive(Debug, Deserialize)]
