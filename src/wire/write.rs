@@ -467,6 +467,181 @@ pub fn write_rcode(request: &Request<'_>, rcode: u16, out: &mut Vec<u8>) {
     writer.header(request.id, request.flags, false, false, rcode);
 }
 
+/// The query `query` (one question) as it would have been asked for `name` (wire format,
+/// uncompressed): its header as it is (ID, flags), its question's type and class, and its
+/// OPT record byte for byte (EDNS options included). Any other record after the question (a
+/// query has none in practice) is left out: a compression pointer in it would point past a
+/// name of another length. `None` when `query` does not read.
+pub(crate) fn query_for_name(query: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+    let header = super::Header::read(query)?;
+    if header.counts[0] != 1 {
+        return None;
+    }
+    let name_end = super::question_name_end(query)?;
+    let fixed = query.get(name_end..name_end + 4)?;
+    let [_, answers, authority, additional] = header.counts;
+    let mut opt = None;
+    reply::each_record_after(
+        query,
+        name_end + 4,
+        [answers, authority, additional],
+        |record| {
+            if record.section == 3 && record.rtype == rtype::OPT && opt.is_none() {
+                opt = Some(record.start..record.end);
+            }
+        },
+    )
+    .ok()?;
+    let opt = opt.map_or(&[][..], |opt| &query[opt]);
+    let mut out = Vec::with_capacity(HEADER_LEN + name.len() + fixed.len() + opt.len());
+    out.extend_from_slice(&query[..4]);
+    out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
+    out.extend_from_slice(name);
+    out.extend_from_slice(fixed);
+    out.extend_from_slice(opt);
+    Some(out)
+}
+
+/// The names in the RDATA of `rtype`, for copying a record into another message: the bytes
+/// before each name, `(fixed, compressed)` for each name in order (`compressed`: the name
+/// may be written with a pointer, RFC 3597 §4), and whether fixed bytes follow the last
+/// name up to the end. `None`: no name, the RDATA is copied as it is.
+fn rdata_names(rtype: u16) -> Option<&'static [(usize, bool)]> {
+    Some(match rtype {
+        // NS, MD, MF, CNAME, MB, MG, MR, PTR; DNAME.
+        2..=5 | 7..=9 | 12 => &[(0, true)],
+        39 => &[(0, false)],
+        // MX; AFSDB, RT, KX.
+        15 => &[(2, true)],
+        18 | 21 | 36 => &[(2, false)],
+        // SOA (its serial and timers follow), MINFO; RP.
+        6 | 14 => &[(0, true), (0, true)],
+        17 => &[(0, false), (0, false)],
+        // PX; SRV.
+        26 => &[(2, false), (0, false)],
+        33 => &[(6, false)],
+        _ => return None,
+    })
+}
+
+/// Appends the name at `at` in `message` whole (its pointers followed, each only backwards)
+/// to `out`: the offset just past the name in `message`, or `None` for a name that does not
+/// read or is longer than 255 bytes (`out` is then cut back).
+fn append_name(message: &[u8], mut at: usize, out: &mut Vec<u8>) -> Option<usize> {
+    let start = out.len();
+    let mut end = None;
+    let mut limit = at;
+    let appended = loop {
+        let Some(&len) = message.get(at) else {
+            break None;
+        };
+        match len {
+            0 => {
+                out.push(0);
+                break (out.len() - start <= crate::name::MAX_NAME_LEN)
+                    .then(|| end.unwrap_or(at + 1));
+            }
+            1..=63 => {
+                let Some(label) = message.get(at..at + 1 + usize::from(len)) else {
+                    break None;
+                };
+                out.extend_from_slice(label);
+                at += label.len();
+                if out.len() - start > crate::name::MAX_NAME_LEN {
+                    break None;
+                }
+            }
+            0xc0..=0xff => {
+                let Some(&low) = message.get(at + 1) else {
+                    break None;
+                };
+                end.get_or_insert(at + 2);
+                let target = usize::from(u16::from_be_bytes([len & 0x3f, low]));
+                if target >= limit {
+                    break None;
+                }
+                limit = target;
+                at = target;
+            }
+            _ => break None,
+        }
+    };
+    if appended.is_none() {
+        out.truncate(start);
+    }
+    appended
+}
+
+/// The reply `found` (for one question) as the reply to the question of `query`: `found`'s
+/// header, `query`'s question as it was asked (letter case included), and when `cname` and
+/// the first answer's owner is another name, a CNAME from the question to it (with that
+/// record's TTL) ahead of `found`'s records. The records are copied with their names
+/// written out again and compressed against this message (RDATA of the types that hold
+/// names included), so no pointer is left aimed into `found`. `None` when either message
+/// does not read.
+pub(crate) fn reply_for_question(found: &[u8], query: &[u8], cname: bool) -> Option<Vec<u8>> {
+    let question_end = super::question_name_end(query)? + 4;
+    let question = query.get(HEADER_LEN..question_end)?;
+    let records = reply::records(found).ok()?;
+    let mut out = Vec::with_capacity(found.len() + 2 * question.len() + 16);
+    out.extend_from_slice(&found[..4]);
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(question);
+    let mut names = Compression::new();
+    names.record(&out, HEADER_LEN);
+    let mut counts = [1u16, 0, 0, 0];
+    if cname && let Some(first) = records.iter().find(|record| record.section == 1) {
+        let owner_at = out.len();
+        append_name(found, first.start, &mut out)?;
+        let differs = !out[owner_at..].eq_ignore_ascii_case(&question[..question.len() - 4]);
+        out.truncate(owner_at);
+        if differs {
+            out.extend_from_slice(&(0xc000 | HEADER_LEN as u16).to_be_bytes());
+            out.extend_from_slice(&rtype::CNAME.to_be_bytes());
+            out.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
+            out.extend_from_slice(&first.ttl.to_be_bytes());
+            let rdlen_at = out.len();
+            out.extend_from_slice(&[0, 0]);
+            let target = out.len();
+            append_name(found, first.start, &mut out)?;
+            names.compress(&mut out, target);
+            let rdlen = (out.len() - target) as u16;
+            out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+            counts[1] += 1;
+        }
+    }
+    for record in &records {
+        let owner = out.len();
+        append_name(found, record.start, &mut out)?;
+        names.compress(&mut out, owner);
+        out.extend_from_slice(&found[record.fixed..record.fixed + 8]);
+        let rdlen_at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        let rdata = rdlen_at + 2;
+        let mut at = record.fixed + 10;
+        if let Some(layout) = rdata_names(record.rtype) {
+            for &(fixed, compressed) in layout {
+                out.extend_from_slice(found.get(at..at + fixed)?);
+                let name = out.len();
+                at = append_name(found, at + fixed, &mut out)?;
+                if compressed {
+                    names.compress(&mut out, name);
+                }
+            }
+        }
+        // The rest (all of it for a type without names) as it is; a name past the end of
+        // the RDATA is a broken record.
+        out.extend_from_slice(found.get(at..record.end)?);
+        let rdlen = u16::try_from(out.len() - rdata).ok()?;
+        out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        counts[usize::from(record.section)] += 1;
+    }
+    for (index, count) in counts.iter().enumerate() {
+        out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+    }
+    Some(out)
+}
+
 /// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].
 pub fn write_malformed(id: u16, flags: u16, rcode: u16, out: &mut Vec<u8>) {
     let mut writer = Writer::new(out, None);
