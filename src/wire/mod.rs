@@ -13,7 +13,7 @@ mod write;
 
 pub(crate) use parse::{Header, question_name_end, skip_name};
 pub use write::{QuestionAnswers, clamp_payload, write_answer, write_malformed, write_rcode};
-pub(crate) use write::{query_for_name, reply_for_question};
+pub(crate) use write::{Rebuilt, query_for_name, reply_for_question};
 
 use crate::codes::class;
 use crate::name::MAX_NAME_LEN;

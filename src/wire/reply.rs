@@ -95,7 +95,7 @@ pub(crate) fn each_record_after(
 }
 
 /// Where the question section ends (the first record, or the end of the message).
-fn question_end(message: &[u8]) -> Result<usize, BadReply> {
+pub(crate) fn question_end(message: &[u8]) -> Result<usize, BadReply> {
     let [questions, ..] = counts(message)?;
     let mut at = HEADER_LEN;
     for _ in 0..questions {

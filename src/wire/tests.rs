@@ -556,3 +556,50 @@ mod reply_for_another_question {
         }
     }
 }
+
+#[test]
+fn a_record_that_does_not_read_leaves_the_rebuilt_message_as_it_was() {
+    // A reply: question web..., a CNAME to edge.example. (written whole), an A for it.
+    let mut found = header(5, 0x8180, [1, 2, 0, 0]);
+    found.extend(question(WEB, 1));
+    found.extend([0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 60, 0, 14]);
+    let target = found.len();
+    found.extend(b"\x04edge\x07example\x00");
+    found.extend([
+        0xc0,
+        target as u8,
+        0,
+        1,
+        0,
+        1,
+        0,
+        0,
+        0,
+        60,
+        0,
+        4,
+        10,
+        0,
+        0,
+        1,
+    ]);
+    let records = reply::records(&found).unwrap();
+    let question = &found[HEADER_LEN..HEADER_LEN + WEB.len() + 4];
+
+    let mut whole = Rebuilt::new(&found, question, 1, 0).unwrap();
+    whole.copy_section(&found, &records, 1).unwrap();
+    let whole = whole.finish();
+    let decoded = hickory_proto::op::Message::from_vec(&whole).unwrap();
+    assert_eq!(decoded.answers.len(), 2);
+
+    // The A record's owner points forwards at itself: the section goes in not at all, and
+    // what follows is written (and compressed) as if it had never been tried.
+    let mut bent = found.clone();
+    let owner = bent.len() - 16;
+    bent[owner + 1] = owner as u8;
+    let bent_records = reply::records(&bent).unwrap();
+    let mut rebuilt = Rebuilt::new(&found, question, 1, 0).unwrap();
+    assert_eq!(rebuilt.copy_section(&bent, &bent_records, 1), None);
+    rebuilt.copy_section(&found, &records, 1).unwrap();
+    assert_eq!(rebuilt.finish(), whole);
+}

@@ -572,74 +572,188 @@ fn append_name(message: &[u8], mut at: usize, out: &mut Vec<u8>) -> Option<usize
     appended
 }
 
-/// The reply `found` (for one question) as the reply to the question of `query`: `found`'s
-/// header, `query`'s question as it was asked (letter case included), and when `cname` and
-/// the first answer's owner is another name, a CNAME from the question to it (with that
-/// record's TTL) ahead of `found`'s records. The records are copied with their names
-/// written out again and compressed against this message (RDATA of the types that hold
-/// names included), so no pointer is left aimed into `found`. `None` when either message
-/// does not read.
-pub(crate) fn reply_for_question(found: &[u8], query: &[u8], cname: bool) -> Option<Vec<u8>> {
-    let question_end = super::question_name_end(query)? + 4;
-    let question = query.get(HEADER_LEN..question_end)?;
-    let records = reply::records(found).ok()?;
-    let mut out = Vec::with_capacity(found.len() + 2 * question.len() + 16);
-    out.extend_from_slice(&found[..4]);
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(question);
-    let mut names = Compression::new();
-    names.record(&out, HEADER_LEN);
-    let mut counts = [1u16, 0, 0, 0];
-    if cname && let Some(first) = records.iter().find(|record| record.section == 1) {
-        let owner_at = out.len();
-        append_name(found, first.start, &mut out)?;
-        let differs = !out[owner_at..].eq_ignore_ascii_case(&question[..question.len() - 4]);
-        out.truncate(owner_at);
-        if differs {
-            out.extend_from_slice(&(0xc000 | HEADER_LEN as u16).to_be_bytes());
-            out.extend_from_slice(&rtype::CNAME.to_be_bytes());
-            out.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
-            out.extend_from_slice(&first.ttl.to_be_bytes());
-            let rdlen_at = out.len();
-            out.extend_from_slice(&[0, 0]);
-            let target = out.len();
-            append_name(found, first.start, &mut out)?;
-            names.compress(&mut out, target);
-            let rdlen = (out.len() - target) as u16;
-            out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
-            counts[1] += 1;
-        }
+/// A message written from the records of others (each found with [`reply::records`]): their
+/// names (RDATA names of the types that hold them too) written out and compressed again
+/// against this message, so that no pointer is left aimed into the message a record came
+/// from. Every read of another message is bounds-checked: `None` where one does not read.
+pub(crate) struct Rebuilt {
+    out: Vec<u8>,
+    names: Compression,
+    counts: [u16; 4],
+}
+
+impl Rebuilt {
+    /// A message with `header`'s ID and flags (its first four bytes) and the question
+    /// section `question` (of `questions` questions), whose names point nowhere but into
+    /// themselves (it starts where it stood).
+    pub(crate) fn new(
+        header: &[u8],
+        question: &[u8],
+        questions: u16,
+        capacity: usize,
+    ) -> Option<Self> {
+        let mut out = Vec::with_capacity(capacity);
+        out.extend_from_slice(header.get(..4)?);
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(question);
+        let mut names = Compression::new();
+        names.record(&out, HEADER_LEN);
+        Some(Self {
+            out,
+            names,
+            counts: [questions, 0, 0, 0],
+        })
     }
-    for record in &records {
+
+    /// The flag word.
+    pub(crate) fn flags(&self) -> u16 {
+        u16::from_be_bytes([self.out[2], self.out[3]])
+    }
+
+    /// Sets the flag word.
+    pub(crate) fn set_flags(&mut self, flags: u16) {
+        self.out[2..4].copy_from_slice(&flags.to_be_bytes());
+    }
+
+    /// Whether the name at `at` in `from` is the first question's (ASCII case aside).
+    pub(crate) fn is_question_name(&mut self, from: &[u8], at: usize) -> Option<bool> {
+        let start = self.out.len();
+        append_name(from, at, &mut self.out)?;
+        let question_end = super::question_name_end(&self.out[..start]);
+        let same = question_end
+            .is_some_and(|end| self.out[start..].eq_ignore_ascii_case(&self.out[HEADER_LEN..end]));
+        self.out.truncate(start);
+        Some(same)
+    }
+
+    /// Writes an answer: a CNAME from the first question's name to the name at `at` in
+    /// `from`, with `ttl`.
+    pub(crate) fn cname_to(&mut self, from: &[u8], at: usize, ttl: u32) -> Option<()> {
+        let out = &mut self.out;
+        // Nothing is recorded for compression before the name has been read whole.
+        let rdlen_at = out.len() + 10;
+        out.extend_from_slice(&(0xc000 | HEADER_LEN as u16).to_be_bytes());
+        out.extend_from_slice(&rtype::CNAME.to_be_bytes());
+        out.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
+        out.extend_from_slice(&ttl.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        let target = out.len();
+        if append_name(from, at, out).is_none() {
+            out.truncate(rdlen_at - 10);
+            return None;
+        }
+        self.names.compress(out, target);
+        let rdlen = (out.len() - target) as u16;
+        out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        self.counts[1] += 1;
+        Some(())
+    }
+
+    /// Copies `record` of `from` into `section` (1 answer, 2 authority, 3 additional);
+    /// nothing of it where it does not read.
+    pub(crate) fn copy(
+        &mut self,
+        from: &[u8],
+        record: &reply::RecordAt,
+        section: u8,
+    ) -> Option<()> {
+        let mark = self.mark();
+        if self.copy_record(from, record).is_none() {
+            self.back_to(mark);
+            return None;
+        }
+        self.counts[usize::from(section.clamp(1, 3))] += 1;
+        Some(())
+    }
+
+    /// Copies every record of `records` (of `from`) that is in `section` there, into
+    /// `section`: all of them, or none where one does not read.
+    pub(crate) fn copy_section(
+        &mut self,
+        from: &[u8],
+        records: &[reply::RecordAt],
+        section: u8,
+    ) -> Option<()> {
+        let mark = self.mark();
+        for record in records.iter().filter(|record| record.section == section) {
+            if self.copy(from, record, section).is_none() {
+                self.back_to(mark);
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// Where the message stands, to go back to.
+    fn mark(&self) -> (usize, usize, [u16; 4]) {
+        (self.out.len(), self.names.len, self.counts)
+    }
+
+    /// Back to `mark`: what was written since, and the compression targets in it, gone.
+    fn back_to(&mut self, (len, names, counts): (usize, usize, [u16; 4])) {
+        self.out.truncate(len);
+        self.names.len = names;
+        self.counts = counts;
+    }
+
+    fn copy_record(&mut self, from: &[u8], record: &reply::RecordAt) -> Option<()> {
+        let out = &mut self.out;
         let owner = out.len();
-        append_name(found, record.start, &mut out)?;
-        names.compress(&mut out, owner);
-        out.extend_from_slice(&found[record.fixed..record.fixed + 8]);
+        append_name(from, record.start, out)?;
+        self.names.compress(out, owner);
+        out.extend_from_slice(from.get(record.fixed..record.fixed + 8)?);
         let rdlen_at = out.len();
         out.extend_from_slice(&[0, 0]);
         let rdata = rdlen_at + 2;
         let mut at = record.fixed + 10;
         if let Some(layout) = rdata_names(record.rtype) {
             for &(fixed, compressed) in layout {
-                out.extend_from_slice(found.get(at..at + fixed)?);
+                out.extend_from_slice(from.get(at..at + fixed)?);
                 let name = out.len();
-                at = append_name(found, at + fixed, &mut out)?;
+                at = append_name(from, at + fixed, out)?;
                 if compressed {
-                    names.compress(&mut out, name);
+                    self.names.compress(out, name);
                 }
             }
         }
         // The rest (all of it for a type without names) as it is; a name past the end of
         // the RDATA is a broken record.
-        out.extend_from_slice(found.get(at..record.end)?);
+        out.extend_from_slice(from.get(at..record.end)?);
         let rdlen = u16::try_from(out.len() - rdata).ok()?;
         out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
-        counts[usize::from(record.section)] += 1;
+        Some(())
     }
-    for (index, count) in counts.iter().enumerate() {
-        out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+
+    /// The message, its counts set.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        for (index, count) in self.counts.iter().enumerate() {
+            self.out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+        }
+        self.out
     }
-    Some(out)
+}
+
+/// The reply `found` (for one question) as the reply to the question of `query`: `found`'s
+/// header, `query`'s question as it was asked (letter case included), and when `cname` and
+/// the first answer's owner is another name, a CNAME from the question to it (with that
+/// record's TTL) ahead of `found`'s records, all of them copied ([`Rebuilt`]). `None` when
+/// either message does not read.
+pub(crate) fn reply_for_question(found: &[u8], query: &[u8], cname: bool) -> Option<Vec<u8>> {
+    let question_end = super::question_name_end(query)? + 4;
+    let question = query.get(HEADER_LEN..question_end)?;
+    let records = reply::records(found).ok()?;
+    let capacity = found.len() + 2 * question.len() + 16;
+    let mut rebuilt = Rebuilt::new(found, question, 1, capacity)?;
+    if cname
+        && let Some(first) = records.iter().find(|record| record.section == 1)
+        && !rebuilt.is_question_name(found, first.start)?
+    {
+        rebuilt.cname_to(found, first.start, first.ttl)?;
+    }
+    for record in &records {
+        rebuilt.copy(found, record, record.section)?;
+    }
+    Some(rebuilt.finish())
 }
 
 /// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].
