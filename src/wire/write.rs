@@ -502,10 +502,10 @@ pub(crate) fn query_for_name(query: &[u8], name: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The names in the RDATA of `rtype`, for copying a record into another message: the bytes
-/// before each name, `(fixed, compressed)` for each name in order (`compressed`: the name
-/// may be written with a pointer, RFC 3597 §4), and whether fixed bytes follow the last
-/// name up to the end. `None`: no name, the RDATA is copied as it is.
+/// The names in the RDATA of `rtype`, for copying a record into another message: for each
+/// name in order, `(fixed, compressed)`, the bytes before it and whether it may be written
+/// with a pointer (RFC 3597 §4: only RFC 1035's types). What follows the last name (SOA's
+/// numbers) is copied as it is. `None`: no name, the RDATA is copied as it is.
 fn rdata_names(rtype: u16) -> Option<&'static [(usize, bool)]> {
     Some(match rtype {
         // NS, MD, MF, CNAME, MB, MG, MR, PTR; DNAME.
