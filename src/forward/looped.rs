@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::message::HEADER_LEN;
+use crate::wire::HEADER_LEN;
 
 /// The upstream's address (canonical: an IPv4-mapped IPv6 address is the IPv4 one) and the
 /// question: the lower-case name in wire format, then type and class.

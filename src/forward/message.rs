@@ -5,12 +5,17 @@
 //! beyond its ID and, for a reply too big for the client, a truncated header. Every read is
 //! bounds-checked: garbage from an upstream is a mismatch or [`ReplyCheck::Malformed`], never a
 //! panic.
+//!
+//! The reading itself is [`crate::wire`]'s: the header, the question's name, the walk over
+//! the records; what is forward's own is matching a reply to the query it answers.
 
 use crate::codes::class::IN as CLASS_IN;
 use crate::codes::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
-pub(super) use crate::wire::HEADER_LEN;
+use crate::wire::reply::each_record_after;
+pub(super) use crate::wire::reply::set_id;
 use crate::wire::{
-    FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, OPCODE_BITS, RCODE_BITS, UDP_MIN_PAYLOAD, skip_name,
+    FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, Header, OPCODE_BITS, RCODE_BITS,
+    UDP_MIN_PAYLOAD, question_name_end,
 };
 
 /// What forwarding needs to know about a client's query.
@@ -33,25 +38,26 @@ pub(super) fn parse_query(query: &[u8]) -> Option<QueryInfo> {
     if header.flags & FLAG_QR != 0 || header.counts[0] != 1 {
         return None;
     }
-    let name_end = first_name_end(query)?;
-    let question_end = name_end + 4;
+    let question_end = question_name_end(query)? + 4;
     if question_end > query.len() {
         return None;
     }
     let mut udp_limit = UDP_MIN_PAYLOAD;
-    let mut at = question_end;
-    for (section, &count) in header.counts[1..].iter().enumerate() {
-        for _ in 0..count {
-            let record = Record::read(query, at)?;
-            if section == 2 && record.rtype == TYPE_OPT {
+    let [_, answers, authority, additional] = header.counts;
+    each_record_after(
+        query,
+        question_end,
+        [answers, authority, additional],
+        |record| {
+            if record.section == 3 && record.rtype == TYPE_OPT {
                 // The client's payload, within what clusterdns sends over UDP at all.
                 udp_limit = record
                     .class
                     .clamp(UDP_MIN_PAYLOAD, crate::wire::MAX_UDP_REPLY);
             }
-            at = record.end;
-        }
-    }
+        },
+    )
+    .ok()?;
     Some(QueryInfo {
         id: header.id,
         opcode: header.opcode(),
@@ -94,7 +100,7 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
     if header.id != id || header.flags & FLAG_QR == 0 || header.opcode() != info.opcode {
         return ReplyCheck::Mismatch;
     }
-    let rcode = header.flags & RCODE_BITS;
+    let rcode = header.rcode();
     if header.counts[0] == 0 && rcode != 0 {
         return ReplyCheck::Questionless(ReplyInfo {
             rcode,
@@ -110,24 +116,22 @@ pub(super) fn check_reply(reply: &[u8], id: u16, query: &[u8], info: &QueryInfo)
         _ => return ReplyCheck::Mismatch,
     }
     let truncated = header.flags & FLAG_TC != 0;
-    let mut rcode = header.flags & RCODE_BITS;
-    let mut at = info.question_end;
-    for (section, &count) in header.counts[1..].iter().enumerate() {
-        for _ in 0..count {
-            let Some(record) = Record::read(reply, at) else {
-                // A truncated reply may be cut anywhere; it is retried over TCP or handed
-                // back as truncated, so its records do not matter.
-                return if truncated {
-                    ReplyCheck::Match(ReplyInfo { rcode, truncated })
-                } else {
-                    ReplyCheck::Malformed
-                };
-            };
-            if section == 2 && record.rtype == TYPE_OPT {
+    let mut rcode = header.rcode();
+    let [_, answers, authority, additional] = header.counts;
+    let walked = each_record_after(
+        reply,
+        info.question_end,
+        [answers, authority, additional],
+        |record| {
+            if record.section == 3 && record.rtype == TYPE_OPT {
                 rcode |= u16::from(record.ttl.to_be_bytes()[0]) << 4;
             }
-            at = record.end;
-        }
+        },
+    );
+    // A truncated reply may be cut anywhere; it is retried over TCP or handed back as
+    // truncated, so its records do not matter.
+    if walked.is_err() && !truncated {
+        return ReplyCheck::Malformed;
     }
     ReplyCheck::Match(ReplyInfo { rcode, truncated })
 }
@@ -169,13 +173,6 @@ pub(super) fn health_check_query(name: &[u8], recursion_desired: bool) -> Vec<u8
     query
 }
 
-/// Writes `id` into a message's header.
-pub(super) fn set_id(message: &mut [u8], id: u16) {
-    if let Some(header) = message.get_mut(..2) {
-        header.copy_from_slice(&id.to_be_bytes());
-    }
-}
-
 /// Cuts a matching reply down to its header and question with TC set, for a UDP client
 /// whose payload size it exceeds (the client retries over TCP).
 pub(super) fn truncate(reply: &mut Vec<u8>, info: &QueryInfo) {
@@ -185,73 +182,6 @@ pub(super) fn truncate(reply: &mut Vec<u8>, info: &QueryInfo) {
     }
     if let Some(counts) = reply.get_mut(6..HEADER_LEN) {
         counts.fill(0);
-    }
-}
-
-/// The fixed header.
-struct Header {
-    id: u16,
-    flags: u16,
-    /// QDCOUNT, ANCOUNT, NSCOUNT, ARCOUNT.
-    counts: [u16; 4],
-}
-
-impl Header {
-    fn read(message: &[u8]) -> Option<Self> {
-        let bytes = message.get(..HEADER_LEN)?;
-        let word = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
-        Some(Self {
-            id: word(0),
-            flags: word(2),
-            counts: [word(4), word(6), word(8), word(10)],
-        })
-    }
-
-    fn opcode(&self) -> u8 {
-        ((self.flags >> 11) & 0x0f) as u8
-    }
-}
-
-/// The fixed part of one resource record.
-struct Record {
-    rtype: u16,
-    class: u16,
-    ttl: u32,
-    /// Offset just past the record.
-    end: usize,
-}
-
-impl Record {
-    fn read(message: &[u8], at: usize) -> Option<Self> {
-        let at = skip_name(message, at)?;
-        let fixed = message.get(at..at + 10)?;
-        let rdlength = usize::from(u16::from_be_bytes([fixed[8], fixed[9]]));
-        let end = at + 10 + rdlength;
-        (end <= message.len()).then(|| Self {
-            rtype: u16::from_be_bytes([fixed[0], fixed[1]]),
-            class: u16::from_be_bytes([fixed[2], fixed[3]]),
-            ttl: u32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]),
-            end,
-        })
-    }
-}
-
-/// End of the question's name, which must be uncompressed (nothing precedes it to point
-/// at) and at most 255 bytes.
-fn first_name_end(message: &[u8]) -> Option<usize> {
-    let mut at = HEADER_LEN;
-    loop {
-        let len = usize::from(*message.get(at)?);
-        if len > 63 {
-            return None;
-        }
-        at += 1 + len;
-        if at - HEADER_LEN > 255 {
-            return None;
-        }
-        if len == 0 {
-            return Some(at);
-        }
     }
 }
 

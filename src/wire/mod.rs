@@ -11,8 +11,9 @@ mod parse;
 pub mod reply;
 mod write;
 
-pub(crate) use parse::skip_name;
+pub(crate) use parse::{Header, question_name_end, skip_name};
 pub use write::{QuestionAnswers, clamp_payload, write_answer, write_malformed, write_rcode};
+pub(crate) use write::{Rebuilt, query_for_name, reply_for_question};
 
 use crate::codes::class;
 use crate::name::MAX_NAME_LEN;

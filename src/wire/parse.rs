@@ -3,7 +3,7 @@
 
 use super::{
     Edns, FLAG_QR, HEADER_LEN, MAX_UDP_REPLY, Malformed, OPCODE_BITS, OPCODE_QUERY, Question,
-    Request, UDP_MIN_PAYLOAD,
+    RCODE_BITS, Request, UDP_MIN_PAYLOAD,
 };
 use crate::codes::{rcode, rtype};
 use crate::name::MAX_NAME_LEN;
@@ -13,15 +13,14 @@ impl<'a> Request<'a> {
     /// an opcode other than QUERY is NOTIMP; a broken question, a count that runs past the
     /// end, a compression pointer in the question or a second OPT record is FORMERR.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, Malformed> {
-        if bytes.len() < HEADER_LEN {
+        let Some(header) = Header::read(bytes) else {
             return Err(Malformed::Ignore);
-        }
-        let id = u16::from_be_bytes([bytes[0], bytes[1]]);
-        let flags = u16::from_be_bytes([bytes[2], bytes[3]]);
+        };
+        let (id, flags) = (header.id, header.flags);
         if flags & FLAG_QR != 0 {
             return Err(Malformed::Ignore);
         }
-        let opcode = ((flags & OPCODE_BITS) >> 11) as u8;
+        let opcode = header.opcode();
         let reply = |rcode| Malformed::Reply {
             id,
             opcode,
@@ -31,36 +30,16 @@ impl<'a> Request<'a> {
         if opcode != OPCODE_QUERY {
             return Err(reply(rcode::NOTIMP));
         }
-        let count = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]) as usize;
-        let (qdcount, ancount, nscount, arcount) = (count(4), count(6), count(8), count(10));
+        let [qdcount, ancount, nscount, arcount] = header.counts.map(usize::from);
         if qdcount != 1 {
             return Err(reply(rcode::FORMERR));
         }
         let formerr = || reply(rcode::FORMERR);
+        let mut at = question_name_end(bytes).ok_or_else(formerr)?;
         let mut lower = [0u8; MAX_NAME_LEN];
-        let mut at = HEADER_LEN;
-        loop {
-            let len = *bytes.get(at).ok_or_else(formerr)? as usize;
-            if len > 63 {
-                // A pointer (or a reserved label type) cannot start the first name.
-                return Err(formerr());
-            }
-            let end = at + 1 + len;
-            let name_len = end - HEADER_LEN;
-            if name_len > MAX_NAME_LEN || end > bytes.len() {
-                return Err(formerr());
-            }
-            lower[at - HEADER_LEN] = len as u8;
-            for (dst, src) in lower[at - HEADER_LEN + 1..name_len]
-                .iter_mut()
-                .zip(&bytes[at + 1..end])
-            {
-                *dst = src.to_ascii_lowercase();
-            }
-            at = end;
-            if len == 0 {
-                break;
-            }
+        // Length bytes (at most 63) are below 'A': lower-casing the whole name leaves them.
+        for (dst, src) in lower.iter_mut().zip(&bytes[HEADER_LEN..at]) {
+            *dst = src.to_ascii_lowercase();
         }
         let len = at - HEADER_LEN;
         let fixed = bytes.get(at..at + 4).ok_or_else(formerr)?;
@@ -137,6 +116,60 @@ impl<'a> Request<'a> {
     pub fn udp_limit(&self) -> usize {
         self.edns
             .map_or(UDP_MIN_PAYLOAD, |edns| edns.payload.min(MAX_UDP_REPLY)) as usize
+    }
+}
+
+/// The fixed header of a message, query or reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Header {
+    /// Message ID.
+    pub(crate) id: u16,
+    /// The flag word.
+    pub(crate) flags: u16,
+    /// QDCOUNT, ANCOUNT, NSCOUNT, ARCOUNT.
+    pub(crate) counts: [u16; 4],
+}
+
+impl Header {
+    /// The header of `message`; `None` when it is shorter than one.
+    pub(crate) fn read(message: &[u8]) -> Option<Self> {
+        let bytes = message.get(..HEADER_LEN)?;
+        let word = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
+        Some(Self {
+            id: word(0),
+            flags: word(2),
+            counts: [word(4), word(6), word(8), word(10)],
+        })
+    }
+
+    /// The opcode.
+    pub(crate) fn opcode(&self) -> u8 {
+        ((self.flags & OPCODE_BITS) >> 11) as u8
+    }
+
+    /// The rcode's low four bits (the OPT record holds the rest).
+    pub(crate) fn rcode(&self) -> u16 {
+        self.flags & RCODE_BITS
+    }
+}
+
+/// The end of the first question's name, which starts right after the header: uncompressed
+/// (nothing precedes it to point at), labels of at most 63 bytes, at most 255 bytes in all,
+/// within the message. `None` for anything else.
+pub(crate) fn question_name_end(message: &[u8]) -> Option<usize> {
+    let mut at = HEADER_LEN;
+    loop {
+        let len = usize::from(*message.get(at)?);
+        if len > 63 {
+            return None;
+        }
+        at += 1 + len;
+        if at - HEADER_LEN > MAX_NAME_LEN || at > message.len() {
+            return None;
+        }
+        if len == 0 {
+            return Some(at);
+        }
     }
 }
 

@@ -20,6 +20,10 @@ pub struct RecordAt {
     pub end: usize,
     /// TYPE.
     pub rtype: u16,
+    /// CLASS (an OPT record's: the sender's UDP payload size).
+    pub class: u16,
+    /// TTL (an OPT record's: the extended rcode, version and flags).
+    pub ttl: u32,
 }
 
 /// Why a message could not be walked.
@@ -45,21 +49,31 @@ pub fn records(message: &[u8]) -> Result<Vec<RecordAt>, BadReply> {
 
 /// Calls `f` with every record of the message, in order, after the question section: the
 /// walk of [`records`] without collecting them, for the paths that must not allocate.
-pub fn each_record(message: &[u8], mut f: impl FnMut(RecordAt)) -> Result<(), BadReply> {
-    let [questions, answers, authority, additional] = counts(message)?;
-    let mut at = HEADER_LEN;
-    for _ in 0..questions {
-        at = skip_name(message, at).ok_or(BadReply)? + 4;
-    }
-    if at > message.len() {
-        return Err(BadReply);
-    }
-    for (section, count) in [(1u8, answers), (2, authority), (3, additional)] {
+pub fn each_record(message: &[u8], f: impl FnMut(RecordAt)) -> Result<(), BadReply> {
+    let [_, answers, authority, additional] = counts(message)?;
+    each_record_after(
+        message,
+        question_end(message)?,
+        [answers, authority, additional],
+        f,
+    )
+}
+
+/// Calls `f` with every record of the message from offset `at` on (where the question
+/// section ends), `counts` of them in the answer, authority and additional sections: the
+/// walk of [`each_record`] for a caller that has read the header and question itself. A
+/// record that runs past the end is an error, after `f` has had the ones before it.
+pub(crate) fn each_record_after(
+    message: &[u8],
+    mut at: usize,
+    counts: [u16; 3],
+    mut f: impl FnMut(RecordAt),
+) -> Result<(), BadReply> {
+    for (section, count) in [1u8, 2, 3].into_iter().zip(counts) {
         for _ in 0..count {
             let start = at;
             let fixed = skip_name(message, at).ok_or(BadReply)?;
             let header = message.get(fixed..fixed + 10).ok_or(BadReply)?;
-            let rtype = u16::from_be_bytes([header[0], header[1]]);
             let rdlen = usize::from(u16::from_be_bytes([header[8], header[9]]));
             let end = fixed + 10 + rdlen;
             if end > message.len() {
@@ -70,7 +84,9 @@ pub fn each_record(message: &[u8], mut f: impl FnMut(RecordAt)) -> Result<(), Ba
                 start,
                 fixed,
                 end,
-                rtype,
+                rtype: u16::from_be_bytes([header[0], header[1]]),
+                class: u16::from_be_bytes([header[2], header[3]]),
+                ttl: u32::from_be_bytes([header[4], header[5], header[6], header[7]]),
             });
             at = end;
         }
@@ -79,7 +95,7 @@ pub fn each_record(message: &[u8], mut f: impl FnMut(RecordAt)) -> Result<(), Ba
 }
 
 /// Where the question section ends (the first record, or the end of the message).
-fn question_end(message: &[u8]) -> Result<usize, BadReply> {
+pub(crate) fn question_end(message: &[u8]) -> Result<usize, BadReply> {
     let [questions, ..] = counts(message)?;
     let mut at = HEADER_LEN;
     for _ in 0..questions {
@@ -100,7 +116,7 @@ pub fn rcode(message: &[u8]) -> Result<u16, BadReply> {
     let mut high = None;
     each_record(message, |record| {
         if high.is_none() && record.section == 3 && record.rtype == rtype::OPT {
-            high = Some(u16::from(message[record.fixed + 4]));
+            high = Some(u16::from(record.ttl.to_be_bytes()[0]));
         }
     })?;
     Ok(high.unwrap_or(0) << 4 | low)
@@ -153,8 +169,7 @@ pub fn min_ttl(message: &[u8]) -> Result<Option<u32>, BadReply> {
         if record.rtype == rtype::OPT {
             continue;
         }
-        let t = &message[record.fixed + 4..record.fixed + 8];
-        let mut ttl = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
+        let mut ttl = record.ttl;
         if record.rtype == rtype::SOA && record.section == 2 && record.end >= 4 {
             let m = &message[record.end - 4..record.end];
             ttl = ttl.min(u32::from_be_bytes([m[0], m[1], m[2], m[3]]));

@@ -224,3 +224,382 @@ fn loadbalance_shuffles_prepared_address_runs() {
         "no shuffle: prepared order"
     );
 }
+
+/// Bytes that look like nothing in particular, the same every run.
+fn garbage(len: usize, seed: &mut u64) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed as u8
+        })
+        .collect()
+}
+
+#[test]
+fn reads_the_header_and_the_question_name() {
+    let mut packet = header(0xbeef, 0x7901, [1, 2, 3, 4]);
+    packet.extend(question(WEB, 1));
+    let read = Header::read(&packet).unwrap();
+    assert_eq!(
+        (read.id, read.flags, read.counts),
+        (0xbeef, 0x7901, [1, 2, 3, 4])
+    );
+    assert_eq!((read.opcode(), read.rcode()), (15, 1));
+    assert_eq!(Header::read(&packet[..11]), None);
+    assert_eq!(question_name_end(&packet), Some(HEADER_LEN + WEB.len()));
+
+    // Cut inside the name, a pointer, a reserved label type: no name.
+    assert_eq!(question_name_end(&packet[..HEADER_LEN + 5]), None);
+    assert_eq!(
+        question_name_end(&packet[..HEADER_LEN + WEB.len() - 1]),
+        None
+    );
+    for first in [0xc0, 0x40, 0x80] {
+        let mut bent = packet.clone();
+        bent[HEADER_LEN] = first;
+        assert_eq!(question_name_end(&bent), None, "{first:#x}");
+    }
+    // 255 bytes is the longest name; 257 is too long.
+    let mut longest = header(1, 0, [1, 0, 0, 0]);
+    for _ in 0..4 {
+        longest.push(62);
+        longest.extend([b'a'; 62]);
+    }
+    longest.extend([1, b'b', 0]);
+    assert_eq!(question_name_end(&longest), Some(HEADER_LEN + 255));
+    let mut too_long = header(1, 0, [1, 0, 0, 0]);
+    for _ in 0..4 {
+        too_long.push(63);
+        too_long.extend([b'a'; 63]);
+    }
+    too_long.push(0);
+    assert_eq!(question_name_end(&too_long), None);
+}
+
+#[test]
+fn a_query_is_asked_again_for_another_name() {
+    // ID, flags with RD, CD and the Z bit, an OPT with payload 1232, DO and a cookie option.
+    let mut packet = header(0x4242, 0x0150, [1, 0, 0, 1]);
+    packet.extend(question(WEB, 28));
+    let opt = [
+        0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 12, 0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8,
+    ];
+    packet.extend(opt);
+    let other = b"\x03web\x03svc\x07cluster\x05local\x00";
+    let asked = query_for_name(&packet, other).unwrap();
+    let mut expected = header(0x4242, 0x0150, [1, 0, 0, 1]);
+    expected.extend(question(other, 28));
+    expected.extend(opt);
+    assert_eq!(asked, expected);
+    let request = Request::parse(&asked).unwrap();
+    assert_eq!(request.question.name(), other);
+    assert_eq!(request.edns.unwrap().payload, 1232);
+
+    // Without EDNS; a record in another section is left out.
+    let mut plain = header(7, 0x0100, [1, 1, 0, 0]);
+    plain.extend(question(WEB, 1));
+    plain.extend([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 10, 0, 0, 1]);
+    let mut expected = header(7, 0x0100, [1, 0, 0, 0]);
+    expected.extend(question(other, 1));
+    assert_eq!(query_for_name(&plain, other).unwrap(), expected);
+
+    // Not one readable question, or a record past the end: no query.
+    let mut two = plain.clone();
+    two[5] = 2;
+    assert_eq!(query_for_name(&two, other), None);
+    assert_eq!(query_for_name(&plain[..plain.len() - 1], other), None);
+    assert_eq!(
+        query_for_name(&plain[..HEADER_LEN + WEB.len() + 3], other),
+        None
+    );
+}
+
+#[test]
+fn records_after_the_question_are_walked_with_their_fields() {
+    let mut packet = header(1, 0x8180, [1, 1, 0, 1]);
+    packet.extend(question(WEB, 1));
+    packet.extend([0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 0, 0, 4, 10, 0, 0, 1]);
+    packet.extend([0, 0, 41, 0x04, 0xd0, 0x01, 0, 0x80, 0, 0, 0]);
+    let mut seen = Vec::new();
+    let end = HEADER_LEN + WEB.len() + 4;
+    reply::each_record_after(&packet, end, [1, 0, 1], |r| {
+        seen.push((r.section, r.rtype, r.class, r.ttl));
+    })
+    .unwrap();
+    assert_eq!(seen, [(1, 1, 1, 256), (3, 41, 1232, 0x0100_8000)]);
+    // Cut: the records before the cut, then the error.
+    seen.clear();
+    let cut = reply::each_record_after(&packet[..packet.len() - 1], end, [1, 0, 1], |r| {
+        seen.push((r.section, r.rtype, r.class, r.ttl));
+    });
+    assert_eq!((cut, seen.len()), (Err(reply::BadReply), 1));
+}
+
+#[test]
+fn garbage_reads_as_nothing_without_a_panic() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let name = b"\x01x\x00";
+    for len in 0..400 {
+        let mut bytes = garbage(len, &mut seed);
+        for qdcount in [None, Some(1u8)] {
+            if let (Some(count), true) = (qdcount, bytes.len() >= HEADER_LEN) {
+                bytes[4] = 0;
+                bytes[5] = count;
+            }
+            let _ = Header::read(&bytes);
+            let _ = question_name_end(&bytes);
+            let _ = query_for_name(&bytes, name);
+            let _ = Request::parse(&bytes);
+            for at in [0, HEADER_LEN, len / 2, len, len + 3] {
+                let _ = reply::each_record_after(&bytes, at, [3, 3, 3], |_| {});
+            }
+        }
+    }
+}
+
+mod reply_for_another_question {
+    use std::str::FromStr;
+
+    use hickory_proto::op::{Edns as HEdns, Message, MessageType, OpCode, Query};
+    use hickory_proto::rr::rdata::{A, CNAME, MX, NS, PTR, SOA, SRV, TXT};
+    use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+    use super::super::{HEADER_LEN, query_for_name, reply_for_question};
+    use super::garbage;
+
+    fn name(text: &str) -> Name {
+        Name::from_str(text).unwrap()
+    }
+
+    /// What autopath did before with hickory's codec: the reference the bytes are read
+    /// against.
+    fn decoded_reference(found: &[u8], query: &[u8], cname: bool) -> Message {
+        let original = Message::from_vec(query).unwrap();
+        let question = original.queries[0].clone();
+        let mut message = Message::from_vec(found).unwrap();
+        if cname
+            && let Some(first) = message.answers.first()
+            && first.name.to_lowercase() != question.name().to_lowercase()
+        {
+            let cname = Record::from_rdata(
+                question.name().clone(),
+                first.ttl,
+                RData::CNAME(CNAME(first.name.clone())),
+            );
+            message.answers.insert(0, cname);
+        }
+        message.queries = vec![question];
+        message
+    }
+
+    fn query(asked: &str) -> Vec<u8> {
+        let mut m = Message::new(0x3131, MessageType::Query, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.add_query(Query::query(name(asked), RecordType::A));
+        let mut edns = HEdns::new();
+        edns.set_max_payload(1232);
+        m.edns = Some(edns);
+        m.to_vec().unwrap()
+    }
+
+    fn reply(asked: &str, answers: Vec<Record>, authority: Vec<Record>, rcode: u16) -> Vec<u8> {
+        let mut m = Message::new(0x3131, MessageType::Response, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.metadata.response_code = hickory_proto::op::ResponseCode::from_low(rcode as u8);
+        m.add_query(Query::query(name(asked), RecordType::A));
+        for record in answers {
+            m.add_answer(record);
+        }
+        for record in authority {
+            m.add_authority(record);
+        }
+        let mut edns = HEdns::new();
+        edns.set_max_payload(1232);
+        m.edns = Some(edns);
+        m.to_vec().unwrap()
+    }
+
+    fn record(owner: &str, data: RData) -> Record {
+        Record::from_rdata(name(owner), 30, data)
+    }
+
+    #[test]
+    fn reads_as_the_hickory_rewrite_did() {
+        let client = "Web.Prod.svc.cluster.local.";
+        let found_name = "web.svc.cluster.local.";
+        let soa = RData::SOA(SOA::new(
+            name("ns.dns.cluster.local."),
+            name("hostmaster.cluster.local."),
+            7,
+            7200,
+            1800,
+            86400,
+            5,
+        ));
+        let cases: Vec<(Vec<Record>, Vec<Record>, u16)> = vec![
+            (
+                vec![
+                    record(found_name, RData::A(A::new(10, 0, 0, 1))),
+                    record(found_name, RData::A(A::new(10, 0, 0, 2))),
+                ],
+                vec![],
+                0,
+            ),
+            (
+                vec![
+                    record(found_name, RData::CNAME(CNAME(name("edge.example.net.")))),
+                    record("edge.example.net.", RData::A(A::new(192, 0, 2, 1))),
+                ],
+                vec![record(
+                    "example.net.",
+                    RData::NS(NS(name("ns1.example.net."))),
+                )],
+                0,
+            ),
+            (vec![], vec![record("cluster.local.", soa)], 0),
+            (
+                vec![
+                    record(
+                        found_name,
+                        RData::MX(MX::new(10, name("mail.svc.cluster.local."))),
+                    ),
+                    record(
+                        found_name,
+                        RData::SRV(SRV::new(0, 100, 80, name("web.svc.cluster.local."))),
+                    ),
+                    record(found_name, RData::PTR(PTR(name("WEB.svc.cluster.local.")))),
+                    record(found_name, RData::TXT(TXT::new(vec!["hi".to_owned()]))),
+                ],
+                vec![],
+                0,
+            ),
+            // The asked name answered itself, in another case: no CNAME.
+            (
+                vec![record(client, RData::A(A::new(10, 0, 0, 3)))],
+                vec![],
+                0,
+            ),
+        ];
+        let query = query(client);
+        for (case, (answers, authority, rcode)) in cases.into_iter().enumerate() {
+            let found = reply(found_name, answers, authority, rcode);
+            for cname in [false, true] {
+                let ours = reply_for_question(&found, &query, cname).unwrap();
+                let decoded = Message::from_vec(&ours).unwrap();
+                let reference = decoded_reference(&found, &query, cname);
+                assert_eq!(decoded.metadata, reference.metadata, "{case} {cname}");
+                assert_eq!(decoded.queries, reference.queries, "{case} {cname}");
+                assert_eq!(decoded.answers, reference.answers, "{case} {cname}");
+                assert_eq!(decoded.authorities, reference.authorities, "{case} {cname}");
+                assert_eq!(decoded.additionals, reference.additionals, "{case} {cname}");
+                assert_eq!(decoded.edns, reference.edns, "{case} {cname}");
+                // The client's question as asked, letter case included.
+                assert_eq!(
+                    &ours[HEADER_LEN..HEADER_LEN + 28],
+                    &query[HEADER_LEN..HEADER_LEN + 28]
+                );
+                // Compressed no worse than hickory's own writing.
+                let hickory = reference.to_vec().unwrap();
+                assert!(
+                    ours.len() <= hickory.len(),
+                    "{case} {cname}: {} > {}",
+                    ours.len(),
+                    hickory.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn broken_replies_are_none_and_nothing_panics() {
+        let query = query("web.prod.svc.cluster.local.");
+        let found = reply(
+            "web.svc.cluster.local.",
+            vec![
+                record(
+                    "web.svc.cluster.local.",
+                    RData::CNAME(CNAME(name("a.example."))),
+                ),
+                record("a.example.", RData::A(A::new(10, 0, 0, 1))),
+            ],
+            vec![],
+            0,
+        );
+        assert!(reply_for_question(&found, &query, true).is_some());
+        for len in 0..found.len() {
+            assert_eq!(
+                reply_for_question(&found[..len], &query, true),
+                None,
+                "{len}"
+            );
+        }
+        for at in HEADER_LEN..found.len() {
+            for byte in [0, 1, 5, 63, 64, 0xc0, 0xff] {
+                let mut bent = found.clone();
+                bent[at] = byte;
+                let _ = reply_for_question(&bent, &query, true);
+            }
+        }
+        // A pointer aimed forwards (or at itself) is not followed.
+        let mut forwards = found.clone();
+        let owner = forwards.iter().rposition(|&b| b == 0xc0).unwrap();
+        forwards[owner + 1] = owner as u8;
+        assert_eq!(reply_for_question(&forwards, &query, true), None);
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        for len in 0..300 {
+            let bytes = garbage(len, &mut seed);
+            let _ = reply_for_question(&bytes, &query, true);
+            let _ = reply_for_question(&found, &bytes, true);
+            let _ = query_for_name(&bytes, b"\x00");
+        }
+    }
+}
+
+#[test]
+fn a_record_that_does_not_read_leaves_the_rebuilt_message_as_it_was() {
+    // A reply: question web..., a CNAME to edge.example. (written whole), an A for it.
+    let mut found = header(5, 0x8180, [1, 2, 0, 0]);
+    found.extend(question(WEB, 1));
+    found.extend([0xc0, 12, 0, 5, 0, 1, 0, 0, 0, 60, 0, 14]);
+    let target = found.len();
+    found.extend(b"\x04edge\x07example\x00");
+    found.extend([
+        0xc0,
+        target as u8,
+        0,
+        1,
+        0,
+        1,
+        0,
+        0,
+        0,
+        60,
+        0,
+        4,
+        10,
+        0,
+        0,
+        1,
+    ]);
+    let records = reply::records(&found).unwrap();
+    let question = &found[HEADER_LEN..HEADER_LEN + WEB.len() + 4];
+
+    let mut whole = Rebuilt::new(&found, question, 1, 0).unwrap();
+    whole.copy_section(&found, &records, 1).unwrap();
+    let whole = whole.finish();
+    let decoded = hickory_proto::op::Message::from_vec(&whole).unwrap();
+    assert_eq!(decoded.answers.len(), 2);
+
+    // The A record's owner points forwards at itself: the section goes in not at all, and
+    // what follows is written (and compressed) as if it had never been tried.
+    let mut bent = found.clone();
+    let owner = bent.len() - 16;
+    bent[owner + 1] = owner as u8;
+    let bent_records = reply::records(&bent).unwrap();
+    let mut rebuilt = Rebuilt::new(&found, question, 1, 0).unwrap();
+    assert_eq!(rebuilt.copy_section(&bent, &bent_records, 1), None);
+    rebuilt.copy_section(&found, &records, 1).unwrap();
+    assert_eq!(rebuilt.finish(), whole);
+}

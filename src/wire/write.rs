@@ -467,6 +467,295 @@ pub fn write_rcode(request: &Request<'_>, rcode: u16, out: &mut Vec<u8>) {
     writer.header(request.id, request.flags, false, false, rcode);
 }
 
+/// The query `query` (one question) as it would have been asked for `name` (wire format,
+/// uncompressed): its header as it is (ID, flags), its question's type and class, and its
+/// OPT record byte for byte (EDNS options included). Any other record after the question (a
+/// query has none in practice) is left out: a compression pointer in it would point past a
+/// name of another length. `None` when `query` does not read.
+pub(crate) fn query_for_name(query: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+    let header = super::Header::read(query)?;
+    if header.counts[0] != 1 {
+        return None;
+    }
+    let name_end = super::question_name_end(query)?;
+    let fixed = query.get(name_end..name_end + 4)?;
+    let [_, answers, authority, additional] = header.counts;
+    let mut opt = None;
+    reply::each_record_after(
+        query,
+        name_end + 4,
+        [answers, authority, additional],
+        |record| {
+            if record.section == 3 && record.rtype == rtype::OPT && opt.is_none() {
+                opt = Some(record.start..record.end);
+            }
+        },
+    )
+    .ok()?;
+    let opt = opt.map_or(&[][..], |opt| &query[opt]);
+    let mut out = Vec::with_capacity(HEADER_LEN + name.len() + fixed.len() + opt.len());
+    out.extend_from_slice(&query[..4]);
+    out.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, u8::from(!opt.is_empty())]);
+    out.extend_from_slice(name);
+    out.extend_from_slice(fixed);
+    out.extend_from_slice(opt);
+    Some(out)
+}
+
+/// The names in the RDATA of `rtype`, for copying a record into another message: for each
+/// name in order, `(fixed, compressed)`, the bytes before it and whether it may be written
+/// with a pointer (RFC 3597 §4: only RFC 1035's types). What follows the last name (SOA's
+/// numbers) is copied as it is. `None`: no name, the RDATA is copied as it is.
+fn rdata_names(rtype: u16) -> Option<&'static [(usize, bool)]> {
+    Some(match rtype {
+        // NS, MD, MF, CNAME, MB, MG, MR, PTR; DNAME.
+        2..=5 | 7..=9 | 12 => &[(0, true)],
+        39 => &[(0, false)],
+        // MX; AFSDB, RT, KX.
+        15 => &[(2, true)],
+        18 | 21 | 36 => &[(2, false)],
+        // SOA (its serial and timers follow), MINFO; RP.
+        6 | 14 => &[(0, true), (0, true)],
+        17 => &[(0, false), (0, false)],
+        // PX; SRV.
+        26 => &[(2, false), (0, false)],
+        33 => &[(6, false)],
+        _ => return None,
+    })
+}
+
+/// Appends the name at `at` in `message` whole (its pointers followed, each only backwards)
+/// to `out`: the offset just past the name in `message`, or `None` for a name that does not
+/// read or is longer than 255 bytes (`out` is then cut back).
+fn append_name(message: &[u8], mut at: usize, out: &mut Vec<u8>) -> Option<usize> {
+    let start = out.len();
+    let mut end = None;
+    let mut limit = at;
+    let appended = loop {
+        let Some(&len) = message.get(at) else {
+            break None;
+        };
+        match len {
+            0 => {
+                out.push(0);
+                break (out.len() - start <= crate::name::MAX_NAME_LEN)
+                    .then(|| end.unwrap_or(at + 1));
+            }
+            1..=63 => {
+                let Some(label) = message.get(at..at + 1 + usize::from(len)) else {
+                    break None;
+                };
+                out.extend_from_slice(label);
+                at += label.len();
+                if out.len() - start > crate::name::MAX_NAME_LEN {
+                    break None;
+                }
+            }
+            0xc0..=0xff => {
+                let Some(&low) = message.get(at + 1) else {
+                    break None;
+                };
+                end.get_or_insert(at + 2);
+                let target = usize::from(u16::from_be_bytes([len & 0x3f, low]));
+                if target >= limit {
+                    break None;
+                }
+                limit = target;
+                at = target;
+            }
+            _ => break None,
+        }
+    };
+    if appended.is_none() {
+        out.truncate(start);
+    }
+    appended
+}
+
+/// A message written from the records of others (each found with [`reply::records`]): their
+/// names (RDATA names of the types that hold them too) written out and compressed again
+/// against this message, so that no pointer is left aimed into the message a record came
+/// from. Every read of another message is bounds-checked: `None` where one does not read.
+pub(crate) struct Rebuilt {
+    out: Vec<u8>,
+    names: Compression,
+    counts: [u16; 4],
+}
+
+impl Rebuilt {
+    /// A message with `header`'s ID and flags (its first four bytes) and the question
+    /// section `question` (of `questions` questions), whose names point nowhere but into
+    /// themselves (it starts where it stood).
+    pub(crate) fn new(
+        header: &[u8],
+        question: &[u8],
+        questions: u16,
+        capacity: usize,
+    ) -> Option<Self> {
+        let mut out = Vec::with_capacity(capacity);
+        out.extend_from_slice(header.get(..4)?);
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(question);
+        let mut names = Compression::new();
+        names.record(&out, HEADER_LEN);
+        Some(Self {
+            out,
+            names,
+            counts: [questions, 0, 0, 0],
+        })
+    }
+
+    /// The flag word.
+    pub(crate) fn flags(&self) -> u16 {
+        u16::from_be_bytes([self.out[2], self.out[3]])
+    }
+
+    /// Sets the flag word.
+    pub(crate) fn set_flags(&mut self, flags: u16) {
+        self.out[2..4].copy_from_slice(&flags.to_be_bytes());
+    }
+
+    /// Whether the name at `at` in `from` is the first question's (ASCII case aside).
+    pub(crate) fn is_question_name(&mut self, from: &[u8], at: usize) -> Option<bool> {
+        let start = self.out.len();
+        append_name(from, at, &mut self.out)?;
+        let question_end = super::question_name_end(&self.out[..start]);
+        let same = question_end
+            .is_some_and(|end| self.out[start..].eq_ignore_ascii_case(&self.out[HEADER_LEN..end]));
+        self.out.truncate(start);
+        Some(same)
+    }
+
+    /// Writes an answer: a CNAME from the first question's name to the name at `at` in
+    /// `from`, with `ttl`.
+    pub(crate) fn cname_to(&mut self, from: &[u8], at: usize, ttl: u32) -> Option<()> {
+        let out = &mut self.out;
+        // Nothing is recorded for compression before the name has been read whole.
+        let rdlen_at = out.len() + 10;
+        out.extend_from_slice(&(0xc000 | HEADER_LEN as u16).to_be_bytes());
+        out.extend_from_slice(&rtype::CNAME.to_be_bytes());
+        out.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
+        out.extend_from_slice(&ttl.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        let target = out.len();
+        if append_name(from, at, out).is_none() {
+            out.truncate(rdlen_at - 10);
+            return None;
+        }
+        self.names.compress(out, target);
+        let rdlen = (out.len() - target) as u16;
+        out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        self.counts[1] += 1;
+        Some(())
+    }
+
+    /// Copies `record` of `from` into `section` (1 answer, 2 authority, 3 additional);
+    /// nothing of it where it does not read.
+    pub(crate) fn copy(
+        &mut self,
+        from: &[u8],
+        record: &reply::RecordAt,
+        section: u8,
+    ) -> Option<()> {
+        let mark = self.mark();
+        if self.copy_record(from, record).is_none() {
+            self.back_to(mark);
+            return None;
+        }
+        self.counts[usize::from(section.clamp(1, 3))] += 1;
+        Some(())
+    }
+
+    /// Copies every record of `records` (of `from`) that is in `section` there, into
+    /// `section`: all of them, or none where one does not read.
+    pub(crate) fn copy_section(
+        &mut self,
+        from: &[u8],
+        records: &[reply::RecordAt],
+        section: u8,
+    ) -> Option<()> {
+        let mark = self.mark();
+        for record in records.iter().filter(|record| record.section == section) {
+            if self.copy(from, record, section).is_none() {
+                self.back_to(mark);
+                return None;
+            }
+        }
+        Some(())
+    }
+
+    /// Where the message stands, to go back to.
+    fn mark(&self) -> (usize, usize, [u16; 4]) {
+        (self.out.len(), self.names.len, self.counts)
+    }
+
+    /// Back to `mark`: what was written since, and the compression targets in it, gone.
+    fn back_to(&mut self, (len, names, counts): (usize, usize, [u16; 4])) {
+        self.out.truncate(len);
+        self.names.len = names;
+        self.counts = counts;
+    }
+
+    fn copy_record(&mut self, from: &[u8], record: &reply::RecordAt) -> Option<()> {
+        let out = &mut self.out;
+        let owner = out.len();
+        append_name(from, record.start, out)?;
+        self.names.compress(out, owner);
+        out.extend_from_slice(from.get(record.fixed..record.fixed + 8)?);
+        let rdlen_at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        let rdata = rdlen_at + 2;
+        let mut at = record.fixed + 10;
+        if let Some(layout) = rdata_names(record.rtype) {
+            for &(fixed, compressed) in layout {
+                out.extend_from_slice(from.get(at..at + fixed)?);
+                let name = out.len();
+                at = append_name(from, at + fixed, out)?;
+                if compressed {
+                    self.names.compress(out, name);
+                }
+            }
+        }
+        // The rest (all of it for a type without names) as it is; a name past the end of
+        // the RDATA is a broken record.
+        out.extend_from_slice(from.get(at..record.end)?);
+        let rdlen = u16::try_from(out.len() - rdata).ok()?;
+        out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+        Some(())
+    }
+
+    /// The message, its counts set.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        for (index, count) in self.counts.iter().enumerate() {
+            self.out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
+        }
+        self.out
+    }
+}
+
+/// The reply `found` (for one question) as the reply to the question of `query`: `found`'s
+/// header, `query`'s question as it was asked (letter case included), and when `cname` and
+/// the first answer's owner is another name, a CNAME from the question to it (with that
+/// record's TTL) ahead of `found`'s records, all of them copied ([`Rebuilt`]). `None` when
+/// either message does not read.
+pub(crate) fn reply_for_question(found: &[u8], query: &[u8], cname: bool) -> Option<Vec<u8>> {
+    let question_end = super::question_name_end(query)? + 4;
+    let question = query.get(HEADER_LEN..question_end)?;
+    let records = reply::records(found).ok()?;
+    let capacity = found.len() + 2 * question.len() + 16;
+    let mut rebuilt = Rebuilt::new(found, question, 1, capacity)?;
+    if cname
+        && let Some(first) = records.iter().find(|record| record.section == 1)
+        && !rebuilt.is_question_name(found, first.start)?
+    {
+        rebuilt.cname_to(found, first.start, first.ttl)?;
+    }
+    for record in &records {
+        rebuilt.copy(found, record, record.section)?;
+    }
+    Some(rebuilt.finish())
+}
+
 /// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].
 pub fn write_malformed(id: u16, flags: u16, rcode: u16, out: &mut Vec<u8>) {
     let mut writer = Writer::new(out, None);

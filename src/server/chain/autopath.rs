@@ -13,10 +13,6 @@
 //! and the client walks its search path itself. When the asked name exists, it is answered as
 //! if autopath were not there.
 
-use hickory_proto::op::Message;
-use hickory_proto::rr::rdata::CNAME;
-use hickory_proto::rr::{Name, RData, Record};
-
 use std::time::Instant;
 
 use super::chase::{Chased, Chaser};
@@ -40,10 +36,7 @@ pub(crate) struct AutopathRest {
 
 /// The query as it would have been asked for `name`: same ID, flags and EDNS.
 pub(crate) fn ask_as(packet: &[u8], name: &WireName) -> Option<Vec<u8>> {
-    let mut message = Message::from_vec(packet).ok()?;
-    let query = message.queries.first_mut()?;
-    query.set_name(Name::from_ascii(name.to_string()).ok()?);
-    message.to_vec().ok()
+    wire::query_for_name(packet, name.as_bytes())
 }
 
 /// Asks `name` through the steps of the chain after *autopath*, as the query `packet` would
@@ -79,22 +72,7 @@ pub(crate) fn local(
 /// The reply to the client from `found`, the reply for the `index`-th name: the client's
 /// question, and a CNAME from it to the name that answered ahead of the records.
 pub(crate) fn rewrite(found: &[u8], packet: &[u8], index: usize) -> Option<Vec<u8>> {
-    let original = Message::from_vec(packet).ok()?;
-    let question = original.queries.first()?.clone();
-    let mut message = Message::from_vec(found).ok()?;
-    if index > 0
-        && let Some(first) = message.answers.first()
-        && first.name.to_lowercase() != question.name().to_lowercase()
-    {
-        let cname = Record::from_rdata(
-            question.name().clone(),
-            first.ttl,
-            RData::CNAME(CNAME(first.name.clone())),
-        );
-        message.answers.insert(0, cname);
-    }
-    message.queries = vec![question];
-    message.to_vec().ok()
+    wire::reply_for_question(found, packet, index > 0)
 }
 
 /// Who a reply for the asked name itself is counted for.

@@ -4,14 +4,12 @@
 
 use std::sync::Arc;
 
-use hickory_proto::op::{Message, ResponseCode};
-
 use super::Revert;
 use crate::metrics::dns::Writer;
 use crate::name::WireName;
 use crate::plugin::Plugin;
 use crate::server::{Block, Pending};
-use crate::wire::{self, Request};
+use crate::wire::{self, Rebuilt, Request, reply};
 use crate::zone::{Answer, ServedZone};
 
 /// What asks a chase's targets: the whole server again (the handler), every block, *cache*
@@ -219,10 +217,78 @@ impl Chase {
     /// alone, NOERROR, as CoreDNS answers.
     pub(crate) fn merge(&self, last: Option<&[u8]>) -> Vec<u8> {
         let first = &self.replies[0];
-        let Ok(mut message) = Message::from_vec(first) else {
-            return first.clone();
-        };
-        for reply in &self.replies[1..] {
+        merged(first, &self.replies[1..], last, self.keep_rcode).unwrap_or_else(|| first.clone())
+    }
+}
+
+/// [`Chase::merge`] of the replies `first`, `middle` and `last`: `first`'s header, question,
+/// answers, authority and additional records, the answers of each of `middle` that reads,
+/// and those of `last` when it reads and is NOERROR or NXDOMAIN, which then also gives its
+/// TC bit (with `keep_rcode`), or its rcode, its TC bit (added) and, with no answer, its
+/// authority (without). `None` when `first` does not read.
+fn merged(
+    first: &[u8],
+    middle: &[Vec<u8>],
+    last: Option<&[u8]>,
+    keep_rcode: bool,
+) -> Option<Vec<u8>> {
+    let records = reply::records(first).ok()?;
+    let [questions, ..] = reply::counts(first).ok()?;
+    let question = first.get(wire::HEADER_LEN..reply::question_end(first).ok()?)?;
+    let capacity =
+        first.len() + middle.iter().map(Vec::len).sum::<usize>() + last.map_or(0, <[u8]>::len);
+    let mut merged = Rebuilt::new(first, question, questions, capacity)?;
+    merged.copy_section(first, &records, 1)?;
+    for reply in middle {
+        if let Ok(answers) = reply::records(reply) {
+            // A reply whose answers do not read adds none.
+            let _ = merged.copy_section(reply, &answers, 1);
+        }
+    }
+    // The last reply, when it reads, is NOERROR or NXDOMAIN, and its answers go in.
+    let last = last
+        .and_then(|last| {
+            let rcode = reply::rcode(last).ok()?;
+            let records = reply::records(last).ok()?;
+            Some((last, rcode, records))
+        })
+        .filter(|&(_, rcode, _)| rcode == wire::rcode::NOERROR || rcode == wire::rcode::NXDOMAIN)
+        .filter(|(last, _, records)| merged.copy_section(last, records, 1).is_some());
+    let mut authority = (first, &records[..]);
+    if let Some((last, rcode, last_records)) = &last {
+        let truncated = u16::from_be_bytes([last[2], last[3]]) & wire::FLAG_TC;
+        let mut flags = merged.flags();
+        if keep_rcode {
+            flags = flags & !wire::FLAG_TC | truncated;
+        } else {
+            flags = flags & !wire::RCODE_BITS | rcode | truncated;
+            if !last_records.iter().any(|record| record.section == 1) {
+                // The target's negative answer, with the SOA its zone gives.
+                authority = (last, last_records);
+            }
+        }
+        merged.set_flags(flags);
+    }
+    merged.copy_section(authority.0, authority.1, 2)?;
+    merged.copy_section(first, &records, 3)?;
+    Some(merged.finish())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::str::FromStr;
+
+    use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::rdata::{A, CNAME, SOA};
+    use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+    use super::merged;
+
+    /// What `Chase::merge` did before with hickory's codec: the reference.
+    fn reference(first: &[u8], middle: &[Vec<u8>], last: Option<&[u8]>, keep: bool) -> Message {
+        let mut message = Message::from_vec(first).unwrap();
+        for reply in middle {
             if let Ok(reply) = Message::from_vec(reply) {
                 message.answers.extend(reply.answers);
             }
@@ -230,13 +296,12 @@ impl Chase {
         if let Some(last) = last.and_then(|last| Message::from_vec(last).ok()) {
             let code = last.metadata.response_code;
             if matches!(code, ResponseCode::NoError | ResponseCode::NXDomain) {
-                if self.keep_rcode {
+                if keep {
                     message.answers.extend(last.answers);
                     message.metadata.truncation = last.metadata.truncation;
-                    return message.to_vec().unwrap_or_else(|_| first.clone());
+                    return message;
                 }
                 if last.answers.is_empty() {
-                    // The target's negative answer, with the SOA its zone gives.
                     message.authorities = last.authorities;
                 }
                 message.answers.extend(last.answers);
@@ -244,6 +309,105 @@ impl Chase {
                 message.metadata.truncation |= last.metadata.truncation;
             }
         }
-        message.to_vec().unwrap_or_else(|_| first.clone())
+        message
+    }
+
+    fn name(text: &str) -> Name {
+        Name::from_str(text).unwrap()
+    }
+
+    fn message(asked: &str, answers: &[(&str, RData)], soa: bool, rcode: u16, tc: bool) -> Vec<u8> {
+        let mut m = Message::new(9, MessageType::Response, OpCode::Query);
+        m.metadata.recursion_desired = true;
+        m.metadata.truncation = tc;
+        m.metadata.response_code = ResponseCode::from_low(rcode as u8);
+        m.add_query(Query::query(name(asked), RecordType::A));
+        for (owner, data) in answers {
+            m.add_answer(Record::from_rdata(name(owner), 60, data.clone()));
+        }
+        if soa {
+            let zone = name("example.net.");
+            m.add_authority(Record::from_rdata(
+                zone.clone(),
+                300,
+                RData::SOA(SOA::new(zone.clone(), zone, 1, 2, 3, 4, 30)),
+            ));
+        }
+        let mut edns = Edns::new();
+        edns.set_max_payload(1232);
+        m.edns = Some(edns);
+        m.to_vec().unwrap()
+    }
+
+    fn cname(to: &str) -> RData {
+        RData::CNAME(CNAME(name(to)))
+    }
+
+    #[test]
+    fn merges_as_the_hickory_merge_did() {
+        let first = message(
+            "Ext.Default.svc.cluster.local.",
+            &[("Ext.Default.svc.cluster.local.", cname("a.example.com."))],
+            false,
+            0,
+            false,
+        );
+        let middle = vec![
+            message(
+                "a.example.com.",
+                &[("a.example.com.", cname("b.example.net."))],
+                false,
+                0,
+                false,
+            ),
+            b"not a message".to_vec(),
+        ];
+        let answer = message(
+            "b.example.net.",
+            &[
+                ("b.example.net.", RData::A(A::new(192, 0, 2, 1))),
+                ("b.example.net.", RData::A(A::new(192, 0, 2, 2))),
+            ],
+            false,
+            0,
+            false,
+        );
+        let nxdomain = message("b.example.net.", &[], true, 3, false);
+        let truncated = message("b.example.net.", &[], false, 0, true);
+        let servfail = message("b.example.net.", &[], true, 2, false);
+        let lasts: [Option<&[u8]>; 6] = [
+            None,
+            Some(&answer),
+            Some(&nxdomain),
+            Some(&truncated),
+            Some(&servfail),
+            Some(b"garbage"),
+        ];
+        for (case, last) in lasts.into_iter().enumerate() {
+            for keep in [false, true] {
+                let ours = merged(&first, &middle, last, keep).unwrap();
+                let ours = Message::from_vec(&ours).unwrap();
+                let theirs = reference(&first, &middle, last, keep);
+                assert_eq!(ours.metadata, theirs.metadata, "{case} {keep}");
+                assert_eq!(ours.queries, theirs.queries, "{case} {keep}");
+                assert_eq!(ours.answers, theirs.answers, "{case} {keep}");
+                assert_eq!(ours.authorities, theirs.authorities, "{case} {keep}");
+                assert_eq!(ours.additionals, theirs.additionals, "{case} {keep}");
+                assert_eq!(ours.edns, theirs.edns, "{case} {keep}");
+            }
+        }
+        assert_eq!(merged(b"short", &middle, Some(&answer), false), None);
+        // Nothing read from a broken reply panics.
+        for len in 0..answer.len() {
+            for keep in [false, true] {
+                let _ = merged(
+                    &first,
+                    &[answer[..len].to_vec()],
+                    Some(&answer[..len]),
+                    keep,
+                );
+                let _ = merged(&first[..len.min(first.len())], &middle, Some(&answer), keep);
+            }
+        }
     }
 }
