@@ -138,6 +138,8 @@ impl Cluster {
         let mut options = xtask::cluster::Options::from_args(args)
             .unwrap_or_else(|error| panic!("cargo xtask cluster up {}: {error}", args.join(" ")));
         options.owner = Some(std::process::id());
+        // The shared cluster is never dropped: its temporary directory goes with the process.
+        options.remove_with_owner = true;
         let control = xtask::cluster::Cluster::new(dir.path()).unwrap();
         let started = Instant::now();
         let ports = match control.up(&peers, &options) {

@@ -220,6 +220,11 @@ pub struct Options {
     /// The API server's --feature-gates.
     #[arg(long, value_name = "GATE=BOOL,...")]
     pub feature_gates: Option<String>,
+    /// With `owner`: once the owner has exited and the cluster is down, its whole directory
+    /// goes too (logs, certificates, kubeconfig), not only etcd's data. The tests' clusters
+    /// live in temporary directories that nothing else would remove.
+    #[arg(skip)]
+    pub remove_with_owner: bool,
 }
 
 /// `Options` alone on a command line, for [`Options::from_args`].
@@ -447,7 +452,7 @@ impl Cluster {
         // Before anything starts: a cluster that fails to come up goes down with its owner
         // too.
         if let Some(owner) = options.owner {
-            self.watch_owner(owner)?;
+            self.watch_owner(owner, options.remove_with_owner)?;
         }
         for component in Component::ALL {
             self.start_component(component)?;
@@ -837,8 +842,9 @@ current-context: local
     }
 
     /// A detached process (a process group of its own, so a Ctrl-C or the end of the owner
-    /// is not its end) that waits for `owner` to exit, then does what [`Cluster::down`] does.
-    fn watch_owner(&self, owner: u32) -> Result<()> {
+    /// is not its end) that waits for `owner` to exit, then does what [`Cluster::down`] does,
+    /// and with `remove` removes the whole directory.
+    fn watch_owner(&self, owner: u32, remove: bool) -> Result<()> {
         let names: Vec<&str> = Component::ALL.iter().rev().map(|c| c.name()).collect();
         let child = Command::new("sh")
             .arg("-c")
@@ -846,6 +852,7 @@ current-context: local
             .arg("owner-watch")
             .arg(owner.to_string())
             .arg(&self.dir)
+            .arg(if remove { "remove" } else { "keep" })
             .args(&names)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -857,11 +864,12 @@ current-context: local
     }
 }
 
-/// The owner's watcher: `sh -c OWNER_WATCH owner-watch OWNER DIR COMPONENT...` (the
-/// components in the order they stop in) waits for OWNER to exit, then stops each as
-/// [`Cluster::down`] does (SIGTERM, up to 10 s, SIGKILL) and removes etcd's data.
-const OWNER_WATCH: &str = r#"owner=$1 dir=$2
-shift 2
+/// The owner's watcher: `sh -c OWNER_WATCH owner-watch OWNER DIR remove|keep COMPONENT...`
+/// (the components in the order they stop in) waits for OWNER to exit, then stops each as
+/// [`Cluster::down`] does (SIGTERM, up to 10 s, SIGKILL) and removes etcd's data, or with
+/// `remove` the whole of DIR.
+const OWNER_WATCH: &str = r#"owner=$1 dir=$2 remove=$3
+shift 3
 while kill -0 "$owner" 2>/dev/null; do sleep 1; done
 for name in "$@"; do
     pid=$(cat "$dir/pid/$name.pid" 2>/dev/null) || pid=
@@ -874,6 +882,7 @@ for name in "$@"; do
 done
 rm -f "$dir/pid/owner-watch.pid"
 rm -rf "$dir/etcd"
+if [ "$remove" = remove ]; then rm -rf "$dir"; fi
 "#;
 
 /// The audit policy: every request of a service account (clusterdns runs as one), at
@@ -1180,6 +1189,47 @@ async fn apiserver_ready(client: &kube::Client) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The owner's watcher, with no component running: once the owner exits, etcd's data
+    /// goes, and with `remove` the whole directory; without it the rest stays.
+    #[test]
+    fn the_owners_watcher_removes_what_it_is_told_to() {
+        let within = |what: &str, done: &dyn Fn() -> bool| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !done() {
+                assert!(std::time::Instant::now() < deadline, "{what}");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        };
+        for remove in [true, false] {
+            let parent = tempfile::tempdir().expect("a temporary directory");
+            let dir = parent.path().join("cluster");
+            let cluster = Cluster::new(&dir).expect("the cluster's directory");
+            for sub in ["pid", "etcd", "log"] {
+                std::fs::create_dir_all(dir.join(sub)).expect("a subdirectory");
+            }
+            let mut owner = Command::new("sleep").arg("0.3").spawn().expect("sleep");
+            cluster
+                .watch_owner(owner.id(), remove)
+                .expect("the watcher");
+            assert!(
+                dir.join("log").exists(),
+                "nothing goes while the owner lives"
+            );
+            owner.wait().expect("the owner's end");
+            within("etcd's data goes with the owner", &|| {
+                !dir.join("etcd").exists()
+            });
+            if remove {
+                within("the directory goes with the owner", &|| !dir.exists());
+            } else {
+                within("the watcher ends", &|| {
+                    !dir.join("pid/owner-watch.pid").exists()
+                });
+                assert!(dir.join("log").exists(), "without remove the logs stay");
+            }
+        }
+    }
 
     #[test]
     fn ports_file_round_trip() {
