@@ -115,7 +115,7 @@ fn fixture(services: usize) -> Fixture {
         handler,
         snapshot,
         cluster,
-        config: kconfig,
+        config: *kconfig,
         singles,
         mix,
     }

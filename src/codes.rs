@@ -49,6 +49,15 @@ pub mod rtype {
     pub const ANY: u16 = 255;
     /// CAA.
     pub const CAA: u16 = 257;
+
+    /// A type by its mnemonic (`A`, `PTR`, `ANY`, ...; upper case, as CoreDNS takes them).
+    pub fn by_name(text: &str) -> Option<u16> {
+        use std::str::FromStr;
+        match hickory_proto::rr::RecordType::from_str(text) {
+            Ok(hickory_proto::rr::RecordType::Unknown(_)) | Err(_) => None,
+            Ok(rtype) => Some(u16::from(rtype)),
+        }
+    }
 }
 
 /// Classes, by number.
@@ -65,6 +74,19 @@ pub mod class {
     pub const NONE: u16 = 254;
     /// ANY.
     pub const ANY: u16 = 255;
+
+    /// A class by its mnemonic (miekg/dns's `StringToClass`).
+    pub fn by_name(text: &str) -> Option<u16> {
+        Some(match text {
+            "IN" => IN,
+            "CS" => CS,
+            "CH" => CH,
+            "HS" => HS,
+            "NONE" => NONE,
+            "ANY" => ANY,
+            _ => return None,
+        })
+    }
 }
 
 /// Response codes, with the extended ones (over 15) carried partly in OPT.
@@ -107,6 +129,32 @@ pub mod rcode {
     pub const BADTRUNC: u16 = 22;
     /// Bad or missing server cookie (RFC 7873).
     pub const BADCOOKIE: u16 = 23;
+
+    /// An rcode by its name (miekg/dns's `StringToRcode`).
+    pub fn by_name(text: &str) -> Option<u16> {
+        Some(match text {
+            "NOERROR" => NOERROR,
+            "FORMERR" => FORMERR,
+            "SERVFAIL" => SERVFAIL,
+            "NXDOMAIN" => NXDOMAIN,
+            "NOTIMP" => NOTIMP,
+            "REFUSED" => REFUSED,
+            "YXDOMAIN" => YXDOMAIN,
+            "YXRRSET" => YXRRSET,
+            "NXRRSET" => NXRRSET,
+            "NOTAUTH" => NOTAUTH,
+            "NOTZONE" => NOTZONE,
+            "BADSIG" | "BADVERS" => BADVERS,
+            "BADKEY" => BADKEY,
+            "BADTIME" => BADTIME,
+            "BADMODE" => BADMODE,
+            "BADNAME" => BADNAME,
+            "BADALG" => BADALG,
+            "BADTRUNC" => BADTRUNC,
+            "BADCOOKIE" => BADCOOKIE,
+            _ => return None,
+        })
+    }
 }
 
 /// EDNS0 option codes (RFC 6891 §6.1.2).

@@ -4,11 +4,13 @@
 //! place in CoreDNS's `plugin.cfg`, its metric label) is expanded from it here, and
 //! `config`'s directive parsing (the per-block configuration of every plugin, the `apply`
 //! that reads each directive line, what `coredns_plugin_enabled` reports) from the same
-//! table there. Adding a plugin is one row here and its own files; ARCHITECTURE.md walks
-//! through it.
+//! table there, and the server's chain of steps (each step plugin's module, its variant of
+//! `Step`, how it is built, started, observed and asked) in `server::chain`. Adding a plugin
+//! is one row here and its own files; ARCHITECTURE.md walks through it.
 //!
-//! The table names each plugin's configuration type and parser module as `config` sees
-//! them; this module only reads the rows' first two columns, so it depends on nothing.
+//! The table names each plugin's configuration type and modules as `config` and the server
+//! see them; this module only reads the rows' first three columns, so it depends on
+//! nothing.
 
 /// The plugin table, handed to the macro `$then`: one row per plugin clusterdns implements,
 ///
@@ -17,11 +19,15 @@
 /// ```
 ///
 /// `Variant` names the plugin in [`Plugin`]; `"directive"` is its Corefile name; `role` is
-/// `handler` for a plugin CoreDNS puts in a block's chain of handlers (and so reports in
-/// `coredns_plugin_enabled`) and `setup` for one that only configures the server (*bind*,
-/// *health*, *ready*, *reload*, *multisocket*); `field` is
-/// both its parser module (`config::directives::field`, with a `parse(line, context)`) and
-/// its field in the block's configuration; `how` says what several directives of it in a
+/// `step` for a plugin that is a step of the block's chain on our side (its server module is
+/// `server::chain::field`, holding the type `Variant` with its lifecycle: how it is built,
+/// started and observed, and how it takes a query), `handler` for one CoreDNS puts in a
+/// block's chain of handlers that our server applies around the chain (*prometheus*,
+/// *errors*, *log*), and `setup` for one that only configures the server (*bind*, *health*,
+/// *ready*, *reload*, *multisocket*); CoreDNS reports the first two in
+/// `coredns_plugin_enabled`. `field` is its parser module (`config::directives::field`, with
+/// a `parse(line, context)`), its field in the block's configuration and, for a step, its
+/// server module; `how` says what several directives of it in a
 /// block mean: `once` (a second one is an error naming the first's line, in CoreDNS's words,
 /// as CoreDNS refuses it too: `plugin.ErrOnce`; the field is an `Option`), `single` (a second
 /// one is an error as well, though CoreDNS silently keeps one of them; an `Option`), `each`
@@ -32,27 +38,27 @@ macro_rules! registry {
         $then! {
             Multisocket "multisocket"  setup   multisocket  single MultisocketConfig;
             Reload      "reload"       setup   reload       single ReloadConfig;
-            Bufsize     "bufsize"      handler bufsize      single BufsizeConfig;
+            Bufsize     "bufsize"      step    bufsize      single BufsizeConfig;
             Bind        "bind"         setup   bind         merge  IpAddr;
             Ready       "ready"        setup   ready        once   ReadyConfig;
             Health      "health"       setup   health       single HealthConfig;
             Prometheus  "prometheus"   handler prometheus   once   PrometheusConfig;
             Errors      "errors"       handler errors       once   ErrorsConfig;
             Log         "log"          handler log          each   LogConfig;
-            Any         "any"          handler any          single AnyConfig;
-            Chaos       "chaos"        handler chaos        single ChaosConfig;
-            Loadbalance "loadbalance"  handler loadbalance  single LoadBalanceConfig;
-            Rewrite     "rewrite"      handler rewrite      each   RewriteRule;
-            Autopath    "autopath"     handler autopath     single AutopathConfig;
-            Cache       "cache"        handler cache        once   CacheConfig;
-            Template    "template"     handler template     each   TemplateConfig;
-            Transfer    "transfer"     handler transfer     each   TransferConfig;
-            Hosts       "hosts"        handler hosts        once   HostsConfig;
-            K8sExternal "k8s_external" handler k8s_external single K8sExternalConfig;
-            Kubernetes  "kubernetes"   handler kubernetes   once   KubernetesConfig;
-            File        "file"         handler file         each   FileConfig;
-            Loop        "loop"         handler loop_detect  once   LoopConfig;
-            Forward     "forward"      handler forward      each   ForwardConfig;
+            Any         "any"          step    any          single AnyConfig;
+            Chaos       "chaos"        step    chaos        single ChaosConfig;
+            Loadbalance "loadbalance"  step    loadbalance  single LoadBalanceConfig;
+            Rewrite     "rewrite"      step    rewrite      each   RewriteRule;
+            Autopath    "autopath"     step    autopath     single AutopathConfig;
+            Cache       "cache"        step    cache        once   CacheConfig;
+            Template    "template"     step    template     each   TemplateConfig;
+            Transfer    "transfer"     step    transfer     each   TransferConfig;
+            Hosts       "hosts"        step    hosts        once   HostsConfig;
+            K8sExternal "k8s_external" step    k8s_external single K8sExternalConfig;
+            Kubernetes  "kubernetes"   step    kubernetes   once   KubernetesConfig;
+            File        "file"         step    file         each   FileConfig;
+            Loop        "loop"         step    loop_detect  once   LoopConfig;
+            Forward     "forward"      step    forward      each   ForwardConfig;
         }
     };
 }
@@ -82,7 +88,8 @@ macro_rules! plugin_enum {
             }
 
             /// Whether CoreDNS makes it a handler in a block's chain (and reports it in
-            /// `coredns_plugin_enabled`), not only a part of the server's set-up.
+            /// `coredns_plugin_enabled`), not only a part of the server's set-up: a `step`
+            /// or a `handler` row.
             pub const fn is_handler(self) -> bool {
                 match self {
                     $(Self::$variant => plugin_enum!(@handler $role),)*
@@ -91,6 +98,7 @@ macro_rules! plugin_enum {
         }
     };
     (@handler handler) => { true };
+    (@handler step) => { true };
     (@handler setup) => { false };
 }
 registry!(plugin_enum);

@@ -122,8 +122,8 @@ fn only_the_plugin_registry_lists_the_plugins() {
                 && name.len() > 2
                 && name.starts_with('"')
                 && name.ends_with('"')
-                && (role == "handler" || role == "setup"))
-                .then(|| name.to_owned())
+                && matches!(role, "step" | "handler" | "setup"))
+            .then(|| name.to_owned())
         })
         .collect();
     assert!(
@@ -157,6 +157,261 @@ fn only_the_plugin_registry_lists_the_plugins() {
         }
     }
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+/// A step plugin is its registry row, its config file (`src/config/directives/FIELD.rs`),
+/// its server module (`src/server/chain/FIELD.rs`), their folders, a library module of its
+/// own (`src/FIELD/`: *cache*, *forward*) and its docs page: no other source file names it —
+/// its modules, its configuration type or field, its `Plugin` or `Step` variant — except
+/// where one plugin reads another's state or the server offers it to the tools, each listed
+/// here with its reason. A new answering plugin needs no line anywhere else, and a new
+/// coupling fails until it is listed. *kubernetes* is the product itself (the zone builder,
+/// the sources and the tools read its configuration): the layer table governs who uses it.
+#[test]
+fn a_step_plugin_is_named_only_in_its_own_files() {
+    /// (plugin field, file naming it, why).
+    const COUPLINGS: &[(&str, &str, &str)] = &[
+        (
+            "autopath",
+            "src/config/build.rs",
+            "`autopath @kubernetes` needs the block's kubernetes",
+        ),
+        (
+            "autopath",
+            "src/config/mod.rs",
+            "re-exports its option types",
+        ),
+        (
+            "autopath",
+            "src/server/chain.rs",
+            "the chain says where autopath's walk starts",
+        ),
+        (
+            "autopath",
+            "src/server/handler.rs",
+            "finishes a walk that went upstream",
+        ),
+        (
+            "autopath",
+            "src/server/mod.rs",
+            "a query sent upstream carries the rest of the walk",
+        ),
+        (
+            "autopath",
+            "src/server/why.rs",
+            "/debug/why explains a walk",
+        ),
+        ("cache", "src/config/mod.rs", "re-exports its option types"),
+        (
+            "cache",
+            "src/server/chain/forward.rs",
+            "forward looks up and stores where it goes upstream",
+        ),
+        (
+            "cache",
+            "src/server/handler.rs",
+            "a stale answer (serve_stale verify) is cache's",
+        ),
+        (
+            "cache",
+            "src/server/why.rs",
+            "/debug/why says what the cache holds",
+        ),
+        (
+            "forward",
+            "src/config/mod.rs",
+            "re-exports its option types",
+        ),
+        (
+            "forward",
+            "src/config/shorthand.rs",
+            "the shorthand Corefile's forward line",
+        ),
+        (
+            "forward",
+            "src/server/chain/autopath.rs",
+            "the walk's names go upstream through forward",
+        ),
+        (
+            "forward",
+            "src/server/handler.rs",
+            "finishes a query sent upstream",
+        ),
+        (
+            "forward",
+            "src/server/mod.rs",
+            "Block::forwarders, for the tools",
+        ),
+        (
+            "forward",
+            "src/server/why.rs",
+            "/debug/why names the upstreams",
+        ),
+        (
+            "k8s_external",
+            "src/config/build.rs",
+            "its options join the block's kubernetes",
+        ),
+        (
+            "k8s_external",
+            "src/config/directives/kubernetes.rs",
+            "its options join kubernetes's",
+        ),
+        (
+            "k8s_external",
+            "src/zone/external.rs",
+            "its names are built with the cluster zone",
+        ),
+        (
+            "loop_detect",
+            "src/server/chain/forward.rs",
+            "forward lets loop's own probe through",
+        ),
+        (
+            "rewrite",
+            "src/config/mod.rs",
+            "re-exports its option types",
+        ),
+        (
+            "rewrite",
+            "src/server/chain.rs",
+            "a query carries what rewrite turns back",
+        ),
+        (
+            "rewrite",
+            "src/server/chain/chase.rs",
+            "a chase carries what rewrite turns back",
+        ),
+        (
+            "rewrite",
+            "src/server/handler.rs",
+            "every reply is turned back on its way out",
+        ),
+        (
+            "rewrite",
+            "src/server/why.rs",
+            "/debug/why follows the rewritten question",
+        ),
+        (
+            "template",
+            "src/server/chain/chase.rs",
+            "a template's CNAME is chased",
+        ),
+        (
+            "transfer",
+            "src/config/mod.rs",
+            "re-exports its option types",
+        ),
+        (
+            "transfer",
+            "src/server/mod.rs",
+            "resolve-cost's one-plugin block refuses transfers",
+        ),
+        (
+            "transfer",
+            "src/server/why.rs",
+            "/debug/why explains a transfer",
+        ),
+    ];
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let registry = read(&manifest.join("src/plugin.rs"));
+    let steps: Vec<(String, String, String)> = registry
+        .lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [variant, _, "step", field, _, config, ..] => Some((
+                    (*variant).to_owned(),
+                    (*field).to_owned(),
+                    config.trim_end_matches(';').to_owned(),
+                )),
+                _ => None,
+            }
+        })
+        .collect();
+    assert!(
+        steps.len() >= 15,
+        "the registry's step rows were not found in src/plugin.rs: {steps:?}"
+    );
+    let crate_ = Crate::read(&manifest.join("src"));
+    let mut found: BTreeSet<(String, String)> = BTreeSet::new();
+    for (module, path, source) in &crate_.files {
+        if path == "src/plugin.rs" {
+            continue;
+        }
+        let named_modules: BTreeSet<ModPath> = paths(source)
+            .into_iter()
+            .filter_map(|(_, p)| crate_.resolve(module, &p))
+            .flatten()
+            .collect();
+        for (variant, field, config) in &steps {
+            if field == "kubernetes" {
+                continue; // the product itself: the layer table governs who reads it
+            }
+            let homes = [
+                format!("src/config/directives/{field}"),
+                format!("src/server/chain/{field}"),
+                format!("src/{field}"),
+            ];
+            if homes
+                .iter()
+                .any(|home| path == &format!("{home}.rs") || path.starts_with(&format!("{home}/")))
+            {
+                continue;
+            }
+            let module_named = named_modules.iter().any(|m| {
+                m.len() >= 3
+                    && ((m[0] == "server" && m[1] == "chain")
+                        || (m[0] == "config" && m[1] == "directives"))
+                    && m[2] == *field
+            });
+            let words = [
+                config.clone(),
+                format!("Plugin::{variant}"),
+                format!("Step::{variant}"),
+                format!("plugins.{field}"),
+                format!("chain::{field}"),
+                format!("directives::{field}"),
+            ];
+            let word_named = words.iter().any(|word| contains_word(source, word));
+            if module_named || word_named {
+                found.insert((field.clone(), path.clone()));
+            }
+        }
+    }
+    let allowed: BTreeSet<(String, String)> = COUPLINGS
+        .iter()
+        .map(|(field, path, _)| ((*field).to_owned(), (*path).to_owned()))
+        .collect();
+    let unlisted: Vec<String> = found
+        .difference(&allowed)
+        .map(|(field, path)| format!("{path} names the plugin {field}"))
+        .collect();
+    let stale: Vec<String> = allowed
+        .difference(&found)
+        .map(|(field, path)| format!("{path} no longer names {field}: take it off COUPLINGS"))
+        .collect();
+    assert!(
+        unlisted.is_empty() && stale.is_empty(),
+        "\n{}\n(a step plugin's server code belongs in src/server/chain/FIELD.rs, reached \
+         through its Lifecycle; a real coupling between plugins is listed in COUPLINGS)\n",
+        unlisted
+            .iter()
+            .chain(&stale)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Whether `source` has `word` not inside a longer identifier.
+fn contains_word(source: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    source.match_indices(word).any(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        let after = source[at + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
 }
 
 fn qualify(parent: &[String], child: &str) -> String {

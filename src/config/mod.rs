@@ -10,10 +10,8 @@
 //! their arguments on their own line and an optional `{ ... }` block of options, `#`
 //! comments, quoted strings, `{$ENV}` substitution, and `(snippet) { ... }` / `import`. The
 //! directives implemented are those of kubeadm's Corefile and those the distributions and
-//! their operators add: `any`, `autopath`, `bind`, `bufsize`, `cache`, `chaos`, `errors`,
-//! `file`, `forward`, `health`, `hosts`, `k8s_external`, `kubernetes`, `loadbalance`, `log`,
-//! `loop`, `multisocket`, `prometheus`, `ready`, `reload`, `rewrite`, `template` and `transfer`, each with
-//! CoreDNS's syntax, defaults and checks (the module of each directive lists where it
+//! their operators add — the rows of the plugin registry ([`crate::plugin::Plugin`]) — each
+//! with CoreDNS's syntax, defaults and checks (the module of each directive lists where it
 //! differs). Every other CoreDNS plugin is refused with [`Error::Unsupported`] and any other
 //! name with [`Error::UnknownDirective`].
 //!
@@ -53,33 +51,21 @@ use std::sync::Arc;
 use hickory_proto::rr::Name;
 
 pub use directives::Plugins;
-pub use directives::any::AnyConfig;
-pub use directives::autopath::{AutopathConfig, AutopathNamespace, AutopathSource};
-pub use directives::bufsize::BufsizeConfig;
-pub use directives::cache::{CacheClass, CacheConfig, Prefetch, ServeStale};
-pub use directives::chaos::ChaosConfig;
-pub use directives::errors::{Consolidate, ErrorsConfig, LogLevel};
-pub use directives::file::FileConfig;
-pub use directives::forward::{ForwardConfig, ForwardPolicy, Upstream, UpstreamTransport};
-pub use directives::health::HealthConfig;
-pub use directives::hosts::HostsConfig;
-pub use directives::k8s_external::K8sExternalConfig;
+// Every plugin's configuration type (its registry row's); below, the option types a few
+// plugins' configurations are made of.
+pub use directives::autopath::{AutopathNamespace, AutopathSource};
+pub use directives::cache::{CacheClass, Prefetch, ServeStale};
+pub use directives::errors::{Consolidate, LogLevel};
+pub use directives::forward::{ForwardPolicy, Upstream, UpstreamTransport};
 pub(crate) use directives::kubernetes::is_dns_label;
-pub use directives::kubernetes::{ApiConfig, KubernetesConfig, ListMode, PodMode, TlsFiles};
-pub use directives::loadbalance::LoadBalanceConfig;
-pub use directives::log::{LogClasses, LogConfig};
-pub use directives::loop_detect::LoopConfig;
-pub use directives::multisocket::MultisocketConfig;
-pub use directives::prometheus::{PrometheusConfig, SearchPathConfig};
-pub use directives::ready::ReadyConfig;
-pub use directives::reload::ReloadConfig;
+pub use directives::kubernetes::{ApiConfig, ListMode, PodMode, TlsFiles};
+pub use directives::log::LogClasses;
+pub use directives::prometheus::SearchPathConfig;
 pub use directives::rewrite::{
     AnswerRewrite, Edns0Action, Edns0Data, Edns0Option, Edns0Rule, NameMatcher, RewriteAction,
-    RewriteRule,
 };
-pub use directives::template::TemplateConfig;
-pub(crate) use directives::template::class_number;
-pub use directives::transfer::{TransferConfig, TransferPeer};
+pub use directives::transfer::TransferPeer;
+pub use directives::types::*;
 pub use env::Environment;
 pub use error::Error;
 pub(crate) use fs::{open_regular, read_regular, read_text_lossy};

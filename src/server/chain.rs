@@ -24,19 +24,8 @@
 //! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
 //! has (a step is an enum variant, matched in a loop over a handful of them).
 
-pub(crate) mod any;
-pub(crate) mod autopath;
-pub(crate) mod chaos;
 pub(crate) mod chase;
-pub(crate) mod file;
-pub(crate) mod forward;
-pub(crate) mod hosts;
-pub(crate) mod k8s_external;
-pub(crate) mod kubernetes;
-pub(crate) mod loop_detect;
-pub(crate) mod rewrite;
-pub(crate) mod template;
-pub(crate) mod transfer;
+pub(crate) mod lifecycle;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,29 +34,40 @@ use std::time::Instant;
 use hickory_proto::rr::Record;
 
 use self::chase::Chase;
-use self::forward::Forward;
-use self::kubernetes::Kubernetes;
-use self::loop_detect::LoopDetect;
+use self::lifecycle::{Build, Lifecycle, Serving, Start};
+use super::error::StartError;
 use super::{Block, Pending, Transport};
-use crate::cache::Cache;
+use crate::metrics::Collect;
 use crate::metrics::dns::Writer;
-use crate::plugin::Plugin;
-use crate::search_walk::SearchPath;
+use crate::plugin::{Plugin, registry};
 use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
 
 pub(crate) use self::rewrite::Revert;
 
-/// Declares [`Step`], one variant per answering plugin, named as the plugin's
-/// [`Plugin`] variant: the step's plugin is its name, with no second list to keep. Each
-/// variant says whether it serves every class (`any_class`) or only IN (`class_in`): a query
-/// of another class (CH, HS) that gets as far as a `class_in` step is refused, as the cluster
-/// zone has never answered one.
+/// Expands the registry's `step` rows ([`crate::plugin::registry!`]) into the chain: each
+/// step plugin's module (`server::chain::field`), its variant of [`Step`] holding its type
+/// (named as the plugin), and the dispatch of its [`Lifecycle`] — build, start, serving,
+/// collectors, answer — with no second list of plugins to keep.
 macro_rules! steps {
-    ($($(#[doc = $doc:literal])* $variant:ident $(($state:ty))? $class:ident;)*) => {
-        /// One step of a chain.
+    ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
+        steps!(@rows [] $($role $variant $field)*);
+    };
+    (@rows [$($done:tt)*] step $variant:ident $field:ident $($rest:tt)*) => {
+        steps!(@rows [$($done)* $variant $field] $($rest)*);
+    };
+    (@rows [$($done:tt)*] $role:ident $variant:ident $field:ident $($rest:tt)*) => {
+        steps!(@rows [$($done)*] $($rest)*);
+    };
+    (@rows [$($variant:ident $field:ident)*]) => {
+        $(pub(crate) mod $field;)*
+
+        /// One step of a chain: a step plugin of the block, in its variant.
         #[derive(Debug)]
         pub(crate) enum Step {
-            $($(#[doc = $doc])* $variant $(($state))?,)*
+            $(
+                #[doc = concat!("*", stringify!($field), "*.")]
+                $variant($field::$variant),
+            )*
         }
 
         impl Step {
@@ -75,76 +75,109 @@ macro_rules! steps {
             /// is the step's place in the chain.
             pub(crate) fn plugin(&self) -> Plugin {
                 match self {
-                    $(Self::$variant { .. } => Plugin::$variant,)*
+                    $(Self::$variant(_) => Plugin::$variant,)*
                 }
             }
 
             /// Whether the step serves class IN only.
+            #[inline]
             fn internet_only(&self) -> bool {
                 match self {
-                    $(Self::$variant { .. } => steps!(@in $class),)*
+                    $(Self::$variant(_) => <$field::$variant as Lifecycle>::INTERNET_ONLY,)*
                 }
             }
-        }
-    };
-    (@in any_class) => { false };
-    (@in class_in) => { true };
-}
 
-steps! {
-    /// *bufsize*: the EDNS payload size the upstream is offered is at most this, and so is a
-    /// UDP reply (the chain's [`PluginChain::limit`] and [`PluginChain::upstream_query`]; the
-    /// step itself does nothing).
-    Bufsize(u16) any_class;
-    /// *any*: RFC 8482's HINFO for ANY queries.
-    Any any_class;
-    /// *chaos*: `version.bind` and friends in class CH.
-    Chaos(chaos::Chaos) any_class;
-    /// *loadbalance*: the A, AAAA and MX records of the replies below it shuffled (by
-    /// whoever writes them: the chain's [`PluginChain::shuffles`]; the step itself does
-    /// nothing).
-    Loadbalance any_class;
-    /// *cache*: what *forward* brings back, looked up and stored where the query goes
-    /// upstream ([`forward`]; the step itself does nothing, as the cluster zone is never
-    /// cached).
-    Cache(Arc<Cache>) any_class;
-    /// *rewrite*: its rules, in file order.
-    Rewrite(rewrite::Rewrite) any_class;
-    /// *autopath*: the search walk.
-    Autopath(SearchPath) class_in;
-    /// *template*: its templates, in file order (each names its class).
-    Template(template::Templates) any_class;
-    /// *transfer*: AXFR and IXFR, refused unless a `transfer` allows them.
-    Transfer(transfer::Transfer) class_in;
-    /// *hosts*.
-    Hosts(Arc<hosts::Hosts>) class_in;
-    /// *k8s_external*: the external zones, from the *kubernetes* snapshot.
-    K8sExternal(k8s_external::K8sExternal) class_in;
-    /// *kubernetes*: the cluster zone.
-    Kubernetes(Box<Kubernetes>) class_in;
-    /// *file*: zones from zone files.
-    File(Arc<file::File>) class_in;
-    /// *loop*: the probe coming back, and SERVFAIL for forwarded names once it has.
-    Loop(LoopDetect) class_in;
-    /// *forward*.
-    Forward(Forward) class_in;
+            /// The step takes `q` ([`Lifecycle::answer`]).
+            #[inline]
+            fn answer(
+                &self,
+                chain: &PluginChain,
+                ctx: &Ctx<'_>,
+                index: usize,
+                q: &mut Query<'_>,
+                out: &mut Vec<u8>,
+            ) -> Flow {
+                match self {
+                    $(Self::$variant(step) => step.answer(chain, ctx, index, q, out),)*
+                }
+            }
+
+            /// Every step the block `at` describes has, in registry order.
+            pub(crate) fn build_all(at: &Build<'_>) -> Result<Vec<Self>, StartError> {
+                let mut steps = Vec::new();
+                $(
+                    if let Some(step) = <$field::$variant as Lifecycle>::build(at)? {
+                        steps.push(Self::$variant(step));
+                    }
+                )*
+                Ok(steps)
+            }
+
+            /// Starts what runs for the step ([`Lifecycle::start`]).
+            pub(crate) async fn start(&self, at: &Start<'_>) -> Result<(), StartError> {
+                match self {
+                    $(Self::$variant(step) => step.start(at).await,)*
+                }
+            }
+
+            /// A listener of the step's block is bound ([`Lifecycle::serving`]).
+            pub(crate) fn serving(&self, at: &Serving<'_>) {
+                match self {
+                    $(Self::$variant(step) => step.serving(at),)*
+                }
+            }
+
+            /// The step's metrics ([`Lifecycle::collectors`]).
+            pub(crate) fn collectors(&self, out: &mut Vec<Arc<dyn Collect>>) {
+                match self {
+                    $(Self::$variant(step) => step.collectors(out),)*
+                }
+            }
+
+            /// Every step plugin's process-wide metrics ([`Lifecycle::process_collectors`]).
+            pub(crate) fn process_collectors() -> Vec<Arc<dyn Collect>> {
+                let mut out = Vec::new();
+                $(<$field::$variant as Lifecycle>::process_collectors(&mut out);)*
+                out
+            }
+        }
+
+        $(
+            impl StepType for $field::$variant {
+                const PLUGIN: Plugin = Plugin::$variant;
+
+                #[inline]
+                fn of(step: &Step) -> Option<&Self> {
+                    match step {
+                        Step::$variant(it) => Some(it),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+            }
+        )*
+    };
+}
+registry!(steps);
+
+/// A step plugin's type, found in a chain by its plugin ([`PluginChain::get`]).
+pub(crate) trait StepType: Sized {
+    /// Its plugin.
+    const PLUGIN: Plugin;
+    /// It, when `step` is it.
+    fn of(step: &Step) -> Option<&Self>;
 }
 
 /// A block's steps, in CoreDNS's order.
 #[derive(Debug, Default)]
 pub(crate) struct PluginChain {
     steps: Vec<Step>,
+    /// Where each plugin's step is, by [`Plugin`] (as `usize`).
+    at: [Option<u8>; Plugin::ALL.len()],
     /// *bufsize*'s size, when the block has it.
     bufsize: Option<u16>,
-    /// Where *autopath* is (its walk runs the steps after it).
-    autopath: Option<usize>,
     /// Whether the block has *loadbalance*.
     shuffles: bool,
-    /// Where *kubernetes*, *cache*, *loop* and *forward* are.
-    kubernetes: Option<usize>,
-    cache: Option<usize>,
-    loop_detect: Option<usize>,
-    forward: Option<usize>,
 }
 
 /// What one step decides about a query: not its own (the next step has it), or where the
@@ -250,27 +283,26 @@ impl PluginChain {
     /// A chain of `steps`, put in CoreDNS's order (their plugins' places in `plugin.cfg`).
     pub(crate) fn new(mut steps: Vec<Step>) -> Self {
         steps.sort_by_key(|step| step.plugin().position());
-        let bufsize = steps.iter().find_map(|step| match step {
-            Step::Bufsize(size) => Some(*size),
-            _ => None,
-        });
-        let at = |plugin: Plugin| steps.iter().position(|step| step.plugin() == plugin);
-        let autopath = at(Plugin::Autopath);
-        let shuffles = at(Plugin::Loadbalance).is_some();
-        let kubernetes = at(Plugin::Kubernetes);
-        let cache = at(Plugin::Cache);
-        let loop_detect = at(Plugin::Loop);
-        let forward = at(Plugin::Forward);
-        Self {
-            steps,
-            bufsize,
-            autopath,
-            shuffles,
-            kubernetes,
-            cache,
-            loop_detect,
-            forward,
+        let mut at = [None; Plugin::ALL.len()];
+        for (index, step) in steps.iter().enumerate() {
+            at[step.plugin() as usize] = u8::try_from(index).ok();
         }
+        let mut chain = Self {
+            steps,
+            at,
+            bufsize: None,
+            shuffles: false,
+        };
+        chain.bufsize = chain.get::<bufsize::Bufsize>().map(bufsize::Bufsize::size);
+        chain.shuffles = chain.get::<loadbalance::Loadbalance>().is_some();
+        chain
+    }
+
+    /// The block's step of plugin `T`, if it has one.
+    #[inline]
+    pub(crate) fn get<T: StepType>(&self) -> Option<&T> {
+        let index = self.at[T::PLUGIN as usize]?;
+        T::of(self.steps.get(usize::from(index))?)
     }
 
     /// Whether the replies are shuffled (*loadbalance*).
@@ -281,38 +313,20 @@ impl PluginChain {
 
     /// The block's *kubernetes*, if any.
     #[inline]
-    pub(crate) fn kubernetes(&self) -> Option<&Kubernetes> {
-        match self.steps.get(self.kubernetes?)? {
-            Step::Kubernetes(kubernetes) => Some(kubernetes),
-            _ => None,
-        }
+    pub(crate) fn kubernetes(&self) -> Option<&kubernetes::Kubernetes> {
+        self.get()
     }
 
     /// The block's *cache*, if any.
     #[inline]
-    pub(crate) fn cache(&self) -> Option<&Arc<Cache>> {
-        match self.steps.get(self.cache?)? {
-            Step::Cache(cache) => Some(cache),
-            _ => None,
-        }
-    }
-
-    /// The block's *loop* probe, if any.
-    #[inline]
-    pub(crate) fn loop_detect(&self) -> Option<&LoopDetect> {
-        match self.steps.get(self.loop_detect?)? {
-            Step::Loop(probe) => Some(probe),
-            _ => None,
-        }
+    pub(crate) fn cache(&self) -> Option<&cache::Cache> {
+        self.get()
     }
 
     /// The block's *forward*s, if any.
     #[inline]
-    pub(crate) fn forward(&self) -> Option<&Forward> {
-        match self.steps.get(self.forward?)? {
-            Step::Forward(forward) => Some(forward),
-            _ => None,
-        }
+    pub(crate) fn forward(&self) -> Option<&forward::Forward> {
+        self.get()
     }
 
     /// The steps.
@@ -320,33 +334,9 @@ impl PluginChain {
         &self.steps
     }
 
-    /// The block's *hosts*, if any.
-    pub(crate) fn hosts(&self) -> Option<&Arc<hosts::Hosts>> {
-        self.steps.iter().find_map(|step| match step {
-            Step::Hosts(hosts) => Some(hosts),
-            _ => None,
-        })
-    }
-
-    /// The block's *file* plugin, if any.
-    pub(crate) fn file(&self) -> Option<&Arc<file::File>> {
-        self.steps.iter().find_map(|step| match step {
-            Step::File(file) => Some(file),
-            _ => None,
-        })
-    }
-
-    /// The block's *template* plugin, if any.
-    pub(crate) fn templates(&self) -> Option<&template::Templates> {
-        self.steps.iter().find_map(|step| match step {
-            Step::Template(templates) => Some(templates),
-            _ => None,
-        })
-    }
-
     /// The first step after *autopath* (where its walk asks each name).
     pub(crate) fn after_autopath(&self) -> usize {
-        self.autopath.map_or(0, |at| at + 1)
+        self.at[Plugin::Autopath as usize].map_or(0, |at| usize::from(at) + 1)
     }
 
     /// The largest reply `request` takes over `transport`: over UDP its EDNS payload (512
@@ -396,69 +386,11 @@ impl PluginChain {
             if !internet && step.internet_only() {
                 return End::Refused;
             }
-            let flow = match step {
-                Step::Bufsize(_) => Flow::Pass,
-                Step::Any => any::answer(q.request, q.limit, out),
-                Step::Chaos(chaos) => chaos.answer(q.request, q.limit, out),
-                Step::Loadbalance | Step::Cache(_) => Flow::Pass,
-                Step::Rewrite(rewrite) => self.rewrite(rewrite, ctx, index, q, out),
-                Step::Autopath(search) => autopath::respond(search, ctx, index, q, out),
-                Step::Template(templates) => templates.answer(ctx, q, out),
-                Step::Transfer(transfer) => transfer.answer(
-                    self.kubernetes(),
-                    q.request,
-                    ctx.client.ip(),
-                    ctx.transport,
-                    out,
-                ),
-                Step::Hosts(hosts) => hosts.answer(q.request, q.limit, out),
-                Step::K8sExternal(external) => external.answer(ctx, q, out),
-                Step::Kubernetes(kubernetes) => kubernetes.answer(ctx, q, out),
-                Step::File(file) => file.answer(ctx, q, out),
-                Step::Loop(probe) => loop_detect::answer(probe, self, ctx, q.request, out),
-                Step::Forward(forward) => forward.answer(self, ctx, q, out),
-            };
-            if let Flow::Done(end) = flow {
+            if let Flow::Done(end) = step.answer(self, ctx, index, q, out) {
                 return end;
             }
         }
         End::Refused
-    }
-
-    /// *rewrite*: when a rule matches, the rest of the chain runs on the rewritten query and
-    /// the reversal is kept in `q` for the client's reply. Passes on when no rule matched.
-    fn rewrite(
-        &self,
-        rewrite: &rewrite::Rewrite,
-        ctx: &Ctx<'_>,
-        index: usize,
-        q: &mut Query<'_>,
-        out: &mut Vec<u8>,
-    ) -> Flow {
-        let rewritten = match rewrite.apply(q.request, ctx.client, ctx.transport) {
-            None => return Flow::Pass,
-            Some(Ok(rewritten)) => rewritten,
-            Some(Err(message)) => {
-                if let Some(errors) = &ctx.block.errors {
-                    errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
-                }
-                wire::write_rcode(q.request, rcode::SERVFAIL, out);
-                return Flow::reply(Writer::Server);
-            }
-        };
-        let Ok(request) = Request::parse(&rewritten.packet) else {
-            wire::write_rcode(q.request, rcode::SERVFAIL, out);
-            return Flow::reply(Writer::Server);
-        };
-        let mut inner = Query {
-            packet: &rewritten.packet,
-            request: &request,
-            limit: q.limit,
-            revert: None,
-        };
-        let end = self.run(ctx, index + 1, &mut inner, out);
-        q.revert = Some(rewritten.revert);
-        Flow::Done(end)
     }
 
     /// `bytes` (a whole reply) as the client gets it: shuffled when the block has

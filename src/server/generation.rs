@@ -1,19 +1,18 @@
 //! A *generation*: one loaded configuration — its blocks and everything that runs for them
-//! (objects watchers, forwarders' health checks, loop probes, the HTTP routes and monitor)
+//! (what each step starts, the HTTP routes and monitor)
 //! under one cancellation token. The running server (`run.rs`) swaps generations on a
 //! reload; its listeners outlive them.
 
-use super::load::{LoadedBlock, StartError, load_with, server_label};
+use super::Block;
+use super::chain::lifecycle::{Serving, Start};
+use super::error::StartError;
+use super::load::{LoadedBlock, load_with, server_label};
 use super::observability::Observability;
-use super::{Block, local_ips};
 use crate::config::Config;
 use crate::http::{Monitor, ReadinessCheck, Route};
-use crate::metrics::Collect;
 use crate::metrics::process::EnabledPlugin;
 use crate::metrics::registry::Registration;
-use crate::source::api::{ApiWatch, WatchContext};
-use crate::source::file_watch;
-use crate::source::programming::SliceStamps;
+use crate::source::api::ApiWatch;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,31 +52,14 @@ impl Generation {
                     .push(Arc::clone(&loaded.block));
             }
             // A block's own metrics, when it has a *prometheus* to show them.
-            let exported = !loaded.block.metrics.is_empty();
-            let block_metrics = [
-                loaded
-                    .block
-                    .cache()
-                    .filter(|_| exported)
-                    .map(|cache| Arc::clone(cache) as Arc<dyn Collect>),
-                loaded
-                    .block
-                    .templates()
-                    .filter(|_| exported)
-                    .map(|templates| Arc::clone(templates.metrics()) as Arc<dyn Collect>),
-            ];
-            let sources = [
-                loaded
-                    .store_metrics
-                    .as_ref()
-                    .map(|store| Arc::clone(store) as Arc<dyn Collect>),
-                loaded
-                    .api_status
-                    .as_ref()
-                    .map(|status| Arc::clone(status) as Arc<dyn Collect>),
-            ];
-            for collector in block_metrics.into_iter().chain(sources).flatten() {
-                registrations.push(observability.registry.register(collector));
+            if !loaded.block.metrics.is_empty() {
+                let mut collectors = Vec::new();
+                for step in loaded.block.chain.steps() {
+                    step.collectors(&mut collectors);
+                }
+                for collector in collectors {
+                    registrations.push(observability.registry.register(collector));
+                }
             }
         }
         let mut http: Vec<(SocketAddr, Route)> = Vec::new();
@@ -135,55 +117,41 @@ impl Generation {
             .collect()
     }
 
-    /// Starts what runs for the blocks: forwarders' health checks, objects watchers, API
-    /// watches (connecting; a watch kept from the previous generation runs on), the
-    /// *errors* consolidation tick.
+    /// Starts what runs for the blocks: each step's own ([`Lifecycle::start`](super::chain::lifecycle::Lifecycle::start): forwarders'
+    /// health checks, objects watchers, API watches connecting — a watch kept from the
+    /// previous generation runs on), and the *errors* consolidation tick.
     pub(super) async fn start(&self) -> Result<(), StartError> {
         for loaded in &self.blocks {
             let block = &loaded.block;
-            for forwarder in block.forwarders() {
-                forwarder.start(self.token.clone());
-            }
             if block.errors().is_some() {
                 tokio::spawn(consolidate(Arc::clone(block), self.token.clone()));
             }
-            if let Some(hosts) = block.hosts() {
-                tokio::spawn(Arc::clone(hosts).watch(self.token.clone()));
-            }
-            if let Some(file) = block.file() {
-                file.watch(&self.token);
-            }
-            if let Some(watch) = block.kubernetes().and_then(|k8s| k8s.api()) {
-                let context = WatchContext {
-                    local_ips: local_ips(&loaded.addrs),
-                    tracker: SliceStamps::new(self.started, &loaded.triggers),
-                };
-                watch
-                    .start(context)
-                    .await
-                    .map_err(|error| StartError::Api {
-                        line: watch.config().line,
-                        error,
-                    })?;
-            } else if let Some(k8s) = block.kubernetes()
-                && let Some((mut publisher, unlisted)) = loaded
-                    .publisher
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take()
-            {
-                publisher.track(SliceStamps::new(self.started, &loaded.triggers));
-                file_watch::watch(
-                    k8s.config.objects.clone(),
-                    publisher,
-                    k8s.fingerprint,
-                    unlisted,
-                    self.token.clone(),
-                )
-                .map_err(StartError::Watch)?;
+            let at = Start {
+                block,
+                addrs: &loaded.addrs,
+                token: &self.token,
+                started: self.started,
+            };
+            for step in block.chain.steps() {
+                step.start(&at).await?;
             }
         }
         Ok(())
+    }
+
+    /// Tells each step of the blocks listening on `addr` (as configured) that its listener
+    /// is bound on `port` ([`Lifecycle::serving`](super::chain::lifecycle::Lifecycle::serving): *loop*'s probe).
+    pub(super) fn serving(&self, addr: SocketAddr, port: u16) {
+        for block in self.by_addr.get(&addr).into_iter().flatten() {
+            let at = Serving {
+                block,
+                addr: SocketAddr::new(addr.ip(), port),
+                token: &self.token,
+            };
+            for step in block.chain.steps() {
+                step.serving(&at);
+            }
+        }
     }
 
     /// What `/ready` asks: every *kubernetes* plugin has its zone.

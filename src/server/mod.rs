@@ -11,6 +11,7 @@
 
 mod chain;
 mod debug;
+mod error;
 mod generation;
 mod handler;
 mod listen;
@@ -30,12 +31,11 @@ use hickory_proto::rr::Record;
 
 pub use crate::wire::Transport;
 pub use chain::Local;
-pub use chain::file::FileLoadError;
 pub use chain::kubernetes::Kubernetes;
-pub use chain::loop_detect::LoopDetect;
+pub use error::StartError;
 pub use handler::Handler;
 pub use listen::{Listener, bind_all, local_ips};
-pub use load::{LoadedBlock, StartError, load, server_label};
+pub use load::{LoadedBlock, load, server_label};
 pub use observability::Observability;
 pub use reload::{Check, CorefileWatch, next_wait};
 pub use run::{Running, start};
@@ -105,98 +105,27 @@ pub struct Block {
     sockets: Option<Option<std::num::NonZeroUsize>>,
 }
 
-/// The plugins of a block other than *kubernetes*, built by the caller (they need sockets,
-/// a runtime or the listen addresses).
-#[derive(Debug, Default)]
-pub struct BuiltPlugins {
-    /// The *forward* directives, in file order.
-    pub forward: Vec<Arc<Forwarder>>,
-    /// The *cache* directive.
-    pub cache: Option<Arc<Cache>>,
-    /// The block's DNS metrics, one per zone (empty without *prometheus*).
-    pub metrics: Vec<Arc<ServerMetrics>>,
-    /// The *file* directives, their zones read (`None` without any).
-    pub(crate) file: Option<Arc<chain::file::File>>,
-}
-
 impl Block {
-    /// A block from its configuration, its *kubernetes* plugin and its other plugins.
-    pub fn new(
-        config: &ServerBlock,
-        kubernetes: Option<Kubernetes>,
-        plugins: BuiltPlugins,
-    ) -> Self {
-        let zones = wire_zones(&config.zones);
-        let server = load::server_label(config);
-        // Put in CoreDNS's order by `PluginChain::new`.
-        let mut steps = Vec::new();
-        if let Some(bufsize) = &config.plugins.bufsize {
-            steps.push(Step::Bufsize(bufsize.size));
-        }
-        if config.plugins.any.is_some() {
-            steps.push(Step::Any);
-        }
-        if let Some(chaos) = &config.plugins.chaos {
-            steps.push(Step::Chaos(chain::chaos::Chaos::new(chaos)));
-        }
-        if config.plugins.loadbalance.is_some() {
-            steps.push(Step::Loadbalance);
-        }
-        if let Some(cache) = plugins.cache {
-            steps.push(Step::Cache(cache));
-        }
-        if !config.plugins.rewrite.is_empty() {
-            steps.push(Step::Rewrite(chain::rewrite::Rewrite::new(
-                &config.plugins.rewrite,
-            )));
-        }
-        if let Some(autopath) = &config.plugins.autopath {
-            steps.push(Step::Autopath(search_path(autopath)));
-        }
-        if !config.plugins.template.is_empty() {
-            steps.push(Step::Template(chain::template::Templates::new(
-                &config.plugins.template,
-                &server,
-            )));
-        }
-        steps.push(Step::Transfer(chain::transfer::Transfer::new(
-            &config.plugins.transfer,
-            &zones,
-        )));
-        if let Some(hosts) = &config.plugins.hosts {
-            steps.push(Step::Hosts(Arc::new(chain::hosts::Hosts::load(hosts))));
-        }
-        if let Some(kubernetes) = kubernetes {
-            if let Some(external) = &kubernetes.config.external {
-                steps.push(Step::K8sExternal(chain::k8s_external::K8sExternal::new(
-                    external,
-                )));
-            }
-            steps.push(Step::Kubernetes(Box::new(kubernetes)));
-        }
-        if let Some(file) = plugins.file {
-            steps.push(Step::File(file));
-        }
-        if config.plugins.loop_detect.is_some() {
-            let zone = zones.first().cloned().unwrap_or_else(WireName::root);
-            steps.push(Step::Loop(LoopDetect::new(&zone)));
-        }
-        if !plugins.forward.is_empty() {
-            steps.push(Step::Forward(chain::forward::Forward::new(plugins.forward)));
-        }
-        Self {
-            zones,
-            chain: PluginChain::new(steps),
+    /// The block `at` describes: its steps built ([`chain::lifecycle::Lifecycle::build`]),
+    /// with its per-zone DNS metrics (empty without *prometheus*).
+    pub(crate) fn build(
+        at: &chain::lifecycle::Build<'_>,
+        metrics: Vec<Arc<ServerMetrics>>,
+    ) -> Result<Self, StartError> {
+        let config = at.config;
+        Ok(Self {
+            zones: at.zones.to_vec(),
+            chain: PluginChain::new(Step::build_all(at)?),
             logs: config.plugins.log.iter().map(QueryLog::new).collect(),
             errors: config.plugins.errors.as_ref().map(ErrorLog::new),
-            metrics: plugins.metrics,
+            metrics,
             search_path: config
                 .plugins
                 .prometheus
                 .as_ref()
                 .map(|p| p.search_path.clone()),
             sockets: config.plugins.multisocket.as_ref().map(|m| m.sockets),
-        }
+        })
     }
 
     /// The block's *kubernetes* plugin.
@@ -216,11 +145,6 @@ impl Block {
         self.chain.cache()
     }
 
-    /// The block's *loop* probe.
-    pub fn loop_detect(&self) -> Option<&LoopDetect> {
-        self.chain.loop_detect()
-    }
-
     /// The block's *errors* plugin.
     pub fn errors(&self) -> Option<&ErrorLog> {
         self.errors.as_ref()
@@ -229,21 +153,6 @@ impl Block {
     /// The zones of the block's keys.
     pub fn zones(&self) -> &[WireName] {
         &self.zones
-    }
-
-    /// The block's *hosts* plugin.
-    pub(crate) fn hosts(&self) -> Option<&Arc<chain::hosts::Hosts>> {
-        self.chain.hosts()
-    }
-
-    /// The block's *file* plugin.
-    pub(crate) fn file(&self) -> Option<&Arc<chain::file::File>> {
-        self.chain.file()
-    }
-
-    /// The block's *template* plugin (its metrics).
-    pub(crate) fn templates(&self) -> Option<&chain::template::Templates> {
-        self.chain.templates()
     }
 
     /// The directives of the block's chain, in the order a query meets them.
@@ -263,7 +172,7 @@ impl Block {
             zones,
             chain: PluginChain::new(vec![
                 Step::Transfer(chain::transfer::Transfer::new(&[], &[])),
-                Step::Kubernetes(Box::new(kubernetes)),
+                Step::Kubernetes(kubernetes),
             ]),
             logs: Vec::new(),
             errors: None,
@@ -272,26 +181,6 @@ impl Block {
             sockets: None,
         }
     }
-}
-
-/// *autopath*'s search path from its directive.
-fn search_path(config: &crate::config::AutopathConfig) -> crate::search_walk::SearchPath {
-    use crate::config::{AutopathNamespace, AutopathSource};
-    use crate::search_walk::{NamespaceFrom, Source};
-    let source = match config.source {
-        AutopathSource::Kubernetes(AutopathNamespace::Pod) => {
-            Source::Kubernetes(NamespaceFrom::Pod)
-        }
-        AutopathSource::Kubernetes(AutopathNamespace::Query) => {
-            Source::Kubernetes(NamespaceFrom::Query)
-        }
-        AutopathSource::File(_) => Source::Static,
-    };
-    crate::search_walk::SearchPath::new(
-        wire_zones(&config.zones),
-        source,
-        wire_zones(&config.search),
-    )
 }
 
 /// The address a listener of `block` binds, for each of its bind addresses.

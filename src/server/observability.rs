@@ -4,14 +4,13 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::forward::forward_metrics;
+use crate::metrics::Collect;
 use crate::metrics::dns::DnsMetrics;
 use crate::metrics::health::HealthMetrics;
 use crate::metrics::kubernetes::ProgrammingMetrics;
 use crate::metrics::process::{PluginEnabled, ProcessMetrics};
 use crate::metrics::registry::{Registration, Registry};
 use crate::metrics::reload::ReloadMetrics;
-use crate::metrics::{Collect, Exposition};
 use crate::search_tracker::live::Tracker as SearchPathTracker;
 
 /// The process's metrics: one registry for its whole life, so counters carry on across
@@ -37,18 +36,10 @@ pub struct Observability {
     _registrations: Vec<Registration>,
 }
 
-/// The forwarders' process-wide metrics, as a collector.
-struct ForwardCollector;
-
-impl Collect for ForwardCollector {
-    fn collect(&self, out: &mut Exposition) {
-        forward_metrics().collect(out);
-    }
-}
-
 impl Observability {
-    /// The registry with the process-wide collectors in it.
-    pub fn new() -> Self {
+    /// The registry with the process-wide collectors in it, and `plugins'` (the step plugins'
+    /// own, for the process's life).
+    pub fn new(plugins_collectors: Vec<Arc<dyn Collect>>) -> Self {
         let registry = Registry::new();
         let dns = Arc::new(DnsMetrics::new());
         let health = Arc::new(HealthMetrics::new());
@@ -56,7 +47,7 @@ impl Observability {
         let plugins = Arc::new(PluginEnabled::new());
         let programming = Arc::new(ProgrammingMetrics::new());
         let search_path = Arc::new(SearchPathTracker::new());
-        let registrations = vec![
+        let mut registrations = vec![
             registry.register(Arc::clone(&search_path) as Arc<dyn Collect>),
             registry.register(Arc::clone(&programming) as Arc<dyn Collect>),
             registry.register(Arc::clone(&dns) as Arc<dyn Collect>),
@@ -64,10 +55,13 @@ impl Observability {
             registry.register(Arc::clone(&health) as Arc<dyn Collect>),
             registry.register(Arc::clone(&reload) as Arc<dyn Collect>),
             registry.register(Arc::clone(&plugins) as Arc<dyn Collect>),
-            registry.register(Arc::new(ForwardCollector)),
-            registry.register(Arc::new(super::chain::hosts::HostsCollector)),
             registry.register(Arc::new(crate::limits::LimitsCollector)),
         ];
+        registrations.extend(
+            plugins_collectors
+                .into_iter()
+                .map(|collector| registry.register(collector)),
+        );
         Self {
             registry,
             dns,
@@ -79,11 +73,5 @@ impl Observability {
             started: SystemTime::now(),
             _registrations: registrations,
         }
-    }
-}
-
-impl Default for Observability {
-    fn default() -> Self {
-        Self::new()
     }
 }

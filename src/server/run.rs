@@ -3,7 +3,8 @@
 //! query; shut down through lameduck.
 //!
 //! A loaded configuration is a *generation* (`generation.rs`): its blocks and everything that
-//! runs for them (objects watchers, forwarders' health checks, loop probes) under one
+//! runs for them (what each step starts: objects watchers, forwarders' health checks, loop
+//! probes) under one
 //! cancellation token. Listeners outlive generations: a reload swaps the handler behind an unchanged address, so
 //! a query in flight finishes on the old blocks and the next one sees the new.
 
@@ -15,8 +16,8 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
+use super::error::StartError;
 use super::generation::Generation;
-use super::load::StartError;
 use super::observability::Observability;
 use super::{Block, Handler, bind_all, tcp, udp};
 use crate::config::Config;
@@ -52,7 +53,8 @@ pub struct Running {
 
 /// Loads, binds and starts serving `config`; objects files are watched for changes.
 pub async fn start(config: &Config) -> Result<Running, StartError> {
-    let observability = Arc::new(Observability::new());
+    // Each step plugin's process-wide metrics (*forward*'s, *hosts*') beside the server's.
+    let observability = Arc::new(Observability::new(super::chain::Step::process_collectors()));
     let generation = Generation::load(config, &observability, None)?;
     let lifecycle = Arc::new(Lifecycle::new());
     let lameduck = observability
@@ -211,19 +213,11 @@ impl Running {
         }
     }
 
-    /// Starts the *loop* plugin's probes of the generation.
+    /// Tells the generation's steps that their listeners are bound (*loop*'s probes).
     fn start_probes(&self) {
-        for (addr, blocks) in &self.generation.by_addr {
-            let Some(listener) = self.listeners.get(addr) else {
-                continue;
-            };
-            for block in blocks.iter().filter(|block| block.loop_detect().is_some()) {
-                // The family configured (a `0.0.0.0` bound as `[::]` is probed on 127.0.0.1).
-                tokio::spawn(super::chain::loop_detect::probe_for_loops(
-                    Arc::clone(block),
-                    SocketAddr::new(addr.ip(), listener.bound.port()),
-                    self.generation.token.clone(),
-                ));
+        for addr in self.generation.by_addr.keys() {
+            if let Some(listener) = self.listeners.get(addr) {
+                self.generation.serving(*addr, listener.bound.port());
             }
         }
     }

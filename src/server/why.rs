@@ -22,7 +22,8 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 use serde::Serialize;
 
-use super::chain::{End, Step};
+use super::chain::End;
+use super::chain::rewrite::Rewrite;
 use super::{Block, Pending, Transport};
 use crate::http::Page;
 use crate::metrics::dns::Writer;
@@ -275,10 +276,7 @@ fn writer_name(writer: Writer) -> String {
 /// The question *rewrite*'s rules make of `name` `qtype` in `block` (as for a query from
 /// loopback over UDP), when one matches and changes it: the step itself is asked.
 fn rewritten(block: &Block, name: &Name, qtype: RecordType) -> Option<(Name, RecordType)> {
-    let rewrite = block.chain.steps().iter().find_map(|step| match step {
-        Step::Rewrite(rewrite) => Some(rewrite),
-        _ => None,
-    })?;
+    let rewrite = block.chain.get::<Rewrite>()?;
     let packet = question(name, qtype)?;
     let request = Request::parse(&packet).ok()?;
     let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));

@@ -5,7 +5,8 @@
 //! server block add up. IPv6 link-local addresses of an interface are skipped: they cannot be
 //! bound without a scope, which an `IpAddr` does not carry.
 
-use std::net::IpAddr;
+/// Its configuration type, as the plugin registry names it: one address.
+pub use std::net::IpAddr;
 
 use super::{Context, arguments, invalid, no_block, unknown_property};
 use crate::config::error::Error;

@@ -7,30 +7,6 @@
 //! from it here. Every other CoreDNS plugin is accepted by the syntax and then refused with
 //! [`Error::Unsupported`].
 
-pub(crate) mod any;
-pub(crate) mod autopath;
-pub(crate) mod bind;
-pub(crate) mod bufsize;
-pub(crate) mod cache;
-pub(crate) mod chaos;
-pub(crate) mod errors;
-pub(crate) mod file;
-pub(crate) mod forward;
-pub(crate) mod health;
-pub(crate) mod hosts;
-pub(crate) mod k8s_external;
-pub(crate) mod kubernetes;
-pub(crate) mod loadbalance;
-pub(crate) mod log;
-pub(crate) mod loop_detect;
-pub(crate) mod multisocket;
-pub(crate) mod prometheus;
-pub(crate) mod ready;
-pub(crate) mod reload;
-pub(crate) mod rewrite;
-pub(crate) mod template;
-pub(crate) mod transfer;
-
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
@@ -44,12 +20,6 @@ use super::error::Error;
 use super::lexer::Token;
 use super::syntax::Line;
 use super::zone;
-use super::{
-    AnyConfig, AutopathConfig, BufsizeConfig, CacheConfig, ChaosConfig, ErrorsConfig, FileConfig,
-    ForwardConfig, HealthConfig, HostsConfig, K8sExternalConfig, KubernetesConfig,
-    LoadBalanceConfig, LogConfig, LoopConfig, MultisocketConfig, PrometheusConfig, ReadyConfig,
-    ReloadConfig, RewriteRule, TemplateConfig, TransferConfig,
-};
 use crate::plugin::{COREDNS_DIRECTIVES, Plugin, registry};
 
 /// Whether `name` is a CoreDNS plugin directive.
@@ -69,6 +39,13 @@ pub(crate) struct Context<'a> {
 /// that read each plugin's directive and refuse a second one of a plugin used once.
 macro_rules! plugin_configs {
     ($($variant:ident $name:literal $role:ident $field:ident $how:ident $config:ident;)*) => {
+        $(pub(crate) mod $field;)*
+
+        /// Each plugin's configuration type (`config` re-exports them).
+        pub(crate) mod types {
+            $(pub use super::$field::$config;)*
+        }
+
         /// The configuration of each plugin a server block has: one field per row of
         /// [`crate::plugin::registry!`], an `Option` for a plugin used once, a `Vec` for one
         /// used several times.
@@ -76,7 +53,7 @@ macro_rules! plugin_configs {
         pub struct Plugins {
             $(
                 #[doc = concat!("The *", $name, "* directive", plugin_configs!(@doc $how), ".")]
-                pub $field: plugin_configs!(@type $how $config),
+                pub $field: plugin_configs!(@type $how $field::$config),
             )*
         }
 
@@ -129,10 +106,10 @@ macro_rules! plugin_configs {
     (@once merge) => { false };
     (@coredns_once once) => { true };
     (@coredns_once $how:ident) => { false };
-    (@type once $config:ident) => { Option<$config> };
-    (@type single $config:ident) => { Option<$config> };
-    (@type each $config:ident) => { Vec<$config> };
-    (@type merge $config:ident) => { Vec<$config> };
+    (@type once $config:path) => { Option<$config> };
+    (@type single $config:path) => { Option<$config> };
+    (@type each $config:path) => { Vec<$config> };
+    (@type merge $config:path) => { Vec<$config> };
     (@doc once) => { "" };
     (@doc single) => { "" };
     (@doc each) => { "s, in file order" };

@@ -338,13 +338,13 @@ fn rule(args: &[&str]) -> Result<(bool, RewriteAction), Refusal> {
             };
             let (from_upper, to_upper) = (from.to_uppercase(), to.to_uppercase());
             if rule_type == "class" {
-                let number = super::template::class_number;
+                let number = crate::codes::class::by_name;
                 let from =
                     number(&from_upper).ok_or_else(|| format!("invalid class {from_upper:?}"))?;
                 let to = number(&to_upper).ok_or_else(|| format!("invalid class {to_upper:?}"))?;
                 RewriteAction::Class { from, to }
             } else {
-                let number = super::template::type_number;
+                let number = crate::codes::rtype::by_name;
                 let from =
                     number(&from_upper).ok_or_else(|| format!("invalid type {from_upper:?}"))?;
                 let to = number(&to_upper).ok_or_else(|| format!("invalid type {to_upper:?}"))?;

@@ -14,7 +14,7 @@
 use hickory_proto::rr::Name;
 
 use super::{Context, arguments, bad_value, invalid, no_block, number, unknown_property, zones};
-use crate::codes::{class, rcode};
+use crate::codes::{class, rcode, rtype};
 use crate::config::error::Error;
 use crate::config::syntax::Line;
 use crate::gotemplate::Template;
@@ -70,58 +70,10 @@ impl PartialEq for TemplateConfig {
     }
 }
 
-/// A class by its mnemonic (miekg/dns's `StringToClass`).
-pub(crate) fn class_number(text: &str) -> Option<u16> {
-    Some(match text {
-        "IN" => class::IN,
-        "CS" => class::CS,
-        "CH" => class::CH,
-        "HS" => class::HS,
-        "NONE" => class::NONE,
-        "ANY" => class::ANY,
-        _ => return None,
-    })
-}
-
-/// A type by its mnemonic (`A`, `PTR`, `ANY`, ...; upper case, as CoreDNS takes them).
-pub(crate) fn type_number(text: &str) -> Option<u16> {
-    use std::str::FromStr;
-    match hickory_proto::rr::RecordType::from_str(text) {
-        Ok(hickory_proto::rr::RecordType::Unknown(_)) | Err(_) => None,
-        Ok(rtype) => Some(u16::from(rtype)),
-    }
-}
-
-/// An rcode by its name (miekg/dns's `StringToRcode`).
-pub(crate) fn rcode_number(text: &str) -> Option<u16> {
-    Some(match text {
-        "NOERROR" => rcode::NOERROR,
-        "FORMERR" => rcode::FORMERR,
-        "SERVFAIL" => rcode::SERVFAIL,
-        "NXDOMAIN" => rcode::NXDOMAIN,
-        "NOTIMP" => rcode::NOTIMP,
-        "REFUSED" => rcode::REFUSED,
-        "YXDOMAIN" => rcode::YXDOMAIN,
-        "YXRRSET" => rcode::YXRRSET,
-        "NXRRSET" => rcode::NXRRSET,
-        "NOTAUTH" => rcode::NOTAUTH,
-        "NOTZONE" => rcode::NOTZONE,
-        "BADSIG" | "BADVERS" => rcode::BADVERS,
-        "BADKEY" => rcode::BADKEY,
-        "BADTIME" => rcode::BADTIME,
-        "BADMODE" => rcode::BADMODE,
-        "BADNAME" => rcode::BADNAME,
-        "BADALG" => rcode::BADALG,
-        "BADTRUNC" => rcode::BADTRUNC,
-        "BADCOOKIE" => rcode::BADCOOKIE,
-        _ => return None,
-    })
-}
-
 /// Parses one `template` line.
 pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<TemplateConfig, Error> {
     let args = arguments(DIRECTIVE, line, 2, None)?;
-    let class = class_number(&args[0].text).ok_or_else(|| {
+    let class = class::by_name(&args[0].text).ok_or_else(|| {
         bad_value(
             DIRECTIVE,
             line,
@@ -129,7 +81,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<TemplateConfig
             &format!("invalid query class {}", args[0].text),
         )
     })?;
-    let qtype = type_number(&args[1].text).ok_or_else(|| {
+    let qtype = rtype::by_name(&args[1].text).ok_or_else(|| {
         bad_value(
             DIRECTIVE,
             line,
@@ -204,7 +156,7 @@ pub(crate) fn parse(line: &Line, context: &Context<'_>) -> Result<TemplateConfig
                 let [arg] = arguments(DIRECTIVE, option, 1, Some(1))? else {
                     return Err(invalid(&option.name, DIRECTIVE, "rcode: missing argument"));
                 };
-                config.rcode = rcode_number(&arg.text).ok_or_else(|| {
+                config.rcode = rcode::by_name(&arg.text).ok_or_else(|| {
                     bad_value(
                         DIRECTIVE,
                         option,

@@ -4,7 +4,7 @@
 //!
 //! The walk asks each name through the rest of the block's chain — the steps after
 //! *autopath*: *template*, *hosts*, the cluster zone, then *cache* and *forward* — as far as
-//! it goes without an upstream ([`respond`], the chain's step); from the first name that goes
+//! it goes without an upstream ([`Autopath`]'s step); from the first name that goes
 //! upstream on, the rest of it is asynchronous ([`complete`], which the handler awaits). It
 //! moves on only on NXDOMAIN, whatever the type asked: the cluster zone
 //! answers a name the same way for every type (one name, one rcode), so A and AAAA for the
@@ -16,11 +16,14 @@
 use std::time::Instant;
 
 use super::chase::{Chased, Chaser};
-use super::{Ctx, End, Flow, Query, forward};
+use super::lifecycle::{Build, Lifecycle};
+use super::{Ctx, End, Flow, PluginChain, Query, forward};
 use crate::codes::rtype;
-use crate::name::WireName;
+use crate::config::{AutopathNamespace, AutopathSource};
+use crate::name::{WireName, wire_zones};
 use crate::plugin::Plugin;
-use crate::search_walk::SearchPath;
+use crate::search_walk::{NamespaceFrom, SearchPath, Source};
+use crate::server::error::StartError;
 use crate::wire::{self, Request, rcode, reply};
 
 /// The rest of a walk that reached a name outside the cluster zone.
@@ -84,19 +87,48 @@ pub(crate) fn plain_plugin(ctx: &Ctx<'_>) -> Plugin {
     }
 }
 
-/// *autopath*, the step at `index` of the chain: the walk for `q`, if autopath takes it;
-/// else the query passes on (autopath does not apply, or the asked name answers).
-pub(crate) fn respond(
-    search: &SearchPath,
-    ctx: &Ctx<'_>,
-    index: usize,
-    q: &Query<'_>,
-    out: &mut Vec<u8>,
-) -> Flow {
-    walk(search, ctx, index, q, out).unwrap_or(Flow::Pass)
+/// *autopath* of a block: its search path.
+#[derive(Debug)]
+pub(crate) struct Autopath(SearchPath);
+
+impl Lifecycle for Autopath {
+    const INTERNET_ONLY: bool = true;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(at.config.plugins.autopath.as_ref().map(|config| {
+            let source = match config.source {
+                AutopathSource::Kubernetes(AutopathNamespace::Pod) => {
+                    Source::Kubernetes(NamespaceFrom::Pod)
+                }
+                AutopathSource::Kubernetes(AutopathNamespace::Query) => {
+                    Source::Kubernetes(NamespaceFrom::Query)
+                }
+                AutopathSource::File(_) => Source::Static,
+            };
+            Self(SearchPath::new(
+                wire_zones(&config.zones),
+                source,
+                wire_zones(&config.search),
+            ))
+        }))
+    }
+
+    /// The walk for `q`, if autopath takes it; else the query passes on (autopath does not
+    /// apply, or the asked name answers).
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        walk(&self.0, ctx, index, q, out).unwrap_or(Flow::Pass)
+    }
 }
 
-/// The walk of [`respond`]; `None` where autopath does not apply.
+/// The walk of [`Autopath`]'s step at `index`; `None` where autopath does not apply.
 fn walk(
     search: &SearchPath,
     ctx: &Ctx<'_>,

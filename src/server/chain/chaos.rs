@@ -6,6 +6,9 @@ use crate::codes::{class, rtype};
 use crate::config::ChaosConfig;
 use crate::plugin::Plugin;
 use crate::wire::{self, Request, rcode};
+use super::lifecycle::{Build, Lifecycle};
+use super::{Ctx, PluginChain, Query};
+use crate::server::error::StartError;
 
 /// The plugin, its answers ready as TXT RDATA.
 #[derive(Debug)]
@@ -55,7 +58,7 @@ impl Chaos {
     /// Answers `request` into `out` if it is a CH TXT question for one of the plugin's
     /// names: `authors.bind` (the authors in a random order), `version.bind` and
     /// `version.server`, `hostname.bind` and `id.server`. TTL 0, not authoritative.
-    pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn respond(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
         let question = &request.question;
         if question.qclass != class::CH || question.qtype != rtype::TXT {
             return Flow::Pass;
@@ -85,6 +88,26 @@ impl Chaos {
     }
 }
 
+impl Lifecycle for Chaos {
+    const INTERNET_ONLY: bool = false;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(at.config.plugins.chaos.as_ref().map(Self::new))
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        _ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(q.request, q.limit, out)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -101,7 +124,7 @@ mod tests {
         let request = Request::parse(&packet).unwrap();
         let mut out = Vec::new();
         matches!(
-            chaos.answer(&request, 512, &mut out),
+            chaos.respond(&request, 512, &mut out),
             Flow::Done(crate::server::chain::End::Reply(_))
         )
         .then(|| Message::from_vec(&out).unwrap())

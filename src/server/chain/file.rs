@@ -21,6 +21,7 @@
 mod read;
 mod zone;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -32,11 +33,13 @@ use tokio_util::sync::CancellationToken;
 use self::read::{ZoneError, read_zone};
 use self::zone::{Outcome, Zone};
 use super::chase::Chase;
-use super::{Ctx, End, Flow, Query};
+use super::lifecycle::{Build, Lifecycle, Start};
+use super::{Ctx, End, Flow, PluginChain, Query};
 use crate::codes::rtype;
 use crate::config::FileConfig;
 use crate::name::{WireName, labels, suffix_offset};
 use crate::plugin::Plugin;
+use crate::server::error::StartError;
 use crate::wire::{self, rcode, reply};
 
 /// The *file* directives of one block, in file order.
@@ -75,16 +78,6 @@ struct Seen {
     error: Option<String>,
 }
 
-/// Why the zones of a block could not be read at start.
-#[derive(Debug, thiserror::Error)]
-#[error("file (line {line}): {error}")]
-pub struct FileLoadError {
-    /// Line of the *file* directive.
-    line: usize,
-    /// What is wrong with its zone file.
-    error: String,
-}
-
 /// The zone of `config`'s file for `origin`, and the file's modification time.
 fn load_zone(config: &FileConfig, origin: &Name) -> Result<(Zone, SystemTime), ZoneError> {
     let modified = std::fs::metadata(&config.path)
@@ -101,7 +94,7 @@ fn load_zone(config: &FileConfig, origin: &Name) -> Result<(Zone, SystemTime), Z
 
 impl File {
     /// The plugin for `configs`, every zone read.
-    pub(crate) fn load(configs: &[FileConfig]) -> Result<Self, FileLoadError> {
+    pub(crate) fn load(configs: &[FileConfig]) -> Result<Self, StartError> {
         let mut directives = Vec::with_capacity(configs.len());
         for config in configs {
             let mut zones = Vec::with_capacity(config.zones.len());
@@ -132,7 +125,8 @@ impl File {
                         );
                     }
                     Err(error) => {
-                        return Err(FileLoadError {
+                        return Err(StartError::Plugin {
+                            plugin: Plugin::File,
                             line: config.line,
                             error: error.to_string(),
                         });
@@ -181,7 +175,7 @@ impl File {
     }
 
     /// Answers `q` into `out`, or passes it on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn respond(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let request = q.request;
         let qname = request.question.name();
         for directive in &self.directives {
@@ -335,6 +329,35 @@ impl Directive {
             };
         }
         Ok(Some(serial))
+    }
+}
+
+impl Lifecycle for File {
+    const INTERNET_ONLY: bool = true;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        let configs = &at.config.plugins.file;
+        if configs.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self::load(configs)?))
+    }
+
+    fn start(&self, at: &Start<'_>) -> impl Future<Output = Result<(), StartError>> + Send {
+        self.watch(at.token);
+        std::future::ready(Ok(()))
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(ctx, q, out)
     }
 }
 

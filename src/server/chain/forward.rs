@@ -1,7 +1,7 @@
 //! *forward* on the request path, with the *cache* in front of it: all that a query for
 //! upstream meets, in one place (*loop*, which guards it, is [`super::loop_detect`]).
 //!
-//! The chain's step ([`Forward::answer`]) takes a name one of the block's `forward`s
+//! The chain's step ([`Forward::respond`]) takes a name one of the block's `forward`s
 //! matches: a cached answer goes back at once (fetched again in the background when it is
 //! due for `prefetch` or served stale), anything else goes upstream, packed as [`End::Forward`].
 //! The handler finishes it asynchronously with [`upstream`]: the `forward`s in file order
@@ -13,14 +13,18 @@
 //! cluster zone is never cached), so its step at its place in `plugin.cfg` only says the
 //! block has one; its lookups and stores are here, where the upstream is.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::lifecycle::{Build, Lifecycle, Start};
 use super::{Ctx, End, Flow, PluginChain, Query};
 use crate::cache::Hit;
 use crate::codes::rtype;
-use crate::forward::{Forwarded, Forwarder};
+use crate::forward::{Forwarded, Forwarder, forward_metrics};
+use crate::metrics::{Collect, Exposition};
 use crate::plugin::Plugin;
+use crate::server::error::StartError;
 use crate::server::{Block, Transport};
 use crate::wire::{self, Request, rcode};
 
@@ -48,7 +52,7 @@ impl Forward {
 
     /// The step: *cache* first, a cached answer now, else the name goes upstream. Passes
     /// on when no `forward` takes the name.
-    pub(crate) fn answer(
+    pub(crate) fn respond(
         &self,
         chain: &PluginChain,
         ctx: &Ctx<'_>,
@@ -64,7 +68,7 @@ impl Forward {
         // A query for upstream that is this server's own forward coming back: a loop. (Not
         // the *loop* plugin's probe, which must come back for the plugin to see it.)
         let probe = chain
-            .loop_detect()
+            .get::<super::loop_detect::Loop>()
             .is_some_and(|probe| qtype == rtype::HINFO && qname == probe.probe().as_bytes());
         let looping = || {
             !probe
@@ -105,7 +109,60 @@ impl Forward {
     }
 }
 
-/// What the upstreams made of a query [`Forward::answer`] sent on.
+impl Lifecycle for Forward {
+    const INTERNET_ONLY: bool = true;
+
+    /// Each `forward` directive's upstreams; what is odd about them is logged.
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        let forwarders: Vec<Arc<Forwarder>> = at
+            .config
+            .plugins
+            .forward
+            .iter()
+            .map(|config| Arc::new(Forwarder::new(config, at.addrs)))
+            .collect();
+        for warning in forwarders.iter().flat_map(|f| f.warnings()) {
+            tracing::error!("{warning}");
+        }
+        Ok((!forwarders.is_empty()).then(|| Self::new(forwarders)))
+    }
+
+    /// The upstreams' health checks.
+    fn start(&self, at: &Start<'_>) -> impl Future<Output = Result<(), StartError>> + Send {
+        for forwarder in &self.forwarders {
+            forwarder.start(at.token.clone());
+        }
+        std::future::ready(Ok(()))
+    }
+
+    /// `coredns_forward_*` and `coredns_proxy_*`, for every `forward` of the process.
+    fn process_collectors(out: &mut Vec<Arc<dyn Collect>>) {
+        out.push(Arc::new(ForwardCollector));
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(chain, ctx, q, out)
+    }
+}
+
+/// The forwarders' process-wide metrics, as a collector.
+struct ForwardCollector;
+
+impl Collect for ForwardCollector {
+    fn collect(&self, out: &mut Exposition) {
+        forward_metrics().collect(out);
+    }
+}
+
+/// What the upstreams made of a query [`Forward::respond`] sent on.
 pub(crate) enum Upstream {
     /// The answer, whole (stored in the cache when it covers the name).
     Reply(Vec<u8>),

@@ -18,6 +18,7 @@
 //! `coredns_hosts_reload_timestamp_seconds`, set each time the file is read.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -26,7 +27,10 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 
-use super::Flow;
+use super::lifecycle::{Build, Lifecycle, Start};
+use super::{Ctx, Flow, PluginChain, Query};
+use crate::server::Block;
+use crate::server::error::StartError;
 use crate::codes::{class, rtype};
 use crate::config::HostsConfig;
 use crate::metrics::{Collect, Exposition, MetricType};
@@ -154,10 +158,10 @@ impl Entries {
 /// The plugin of one block.
 #[derive(Debug)]
 pub(crate) struct Hosts {
-    config: HostsConfig,
+    config: Box<HostsConfig>,
     zones: Vec<WireName>,
     fallthrough: Option<Vec<WireName>>,
-    inline: Entries,
+    inline: Box<Entries>,
     /// The file's entries, replaced whole when it changes.
     file: ArcSwap<Entries>,
     /// What the file looked like when last read.
@@ -177,9 +181,13 @@ impl Hosts {
     /// The plugin for `config`, the file read (a missing one is a warning).
     pub(crate) fn load(config: &HostsConfig) -> Self {
         let zones = wire_zones(&config.zones);
-        let inline = Entries::parse(&config.inline.join("\n"), &zones, !config.no_reverse);
+        let inline = Box::new(Entries::parse(
+            &config.inline.join("\n"),
+            &zones,
+            !config.no_reverse,
+        ));
         let hosts = Self {
-            config: config.clone(),
+            config: Box::new(config.clone()),
             fallthrough: config.fallthrough.as_ref().map(|zones| wire_zones(zones)),
             zones,
             inline,
@@ -244,23 +252,6 @@ impl Hosts {
         Ok(true)
     }
 
-    /// Reads the file every `reload` period until `shutdown` (not at all with `reload 0`).
-    pub(crate) async fn watch(self: Arc<Self>, shutdown: CancellationToken) {
-        let period = self.config.reload;
-        if period.is_zero() {
-            return;
-        }
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = shutdown.cancelled() => return,
-            }
-            self.reload();
-        }
-    }
-
     /// One reload check: a changed file is read; a failure is logged once, and the entries
     /// last read stay.
     pub(crate) fn reload(&self) {
@@ -287,7 +278,7 @@ impl Hosts {
     }
 
     /// Answers `request` into `out`, or passes it on.
-    pub(crate) fn answer(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn respond(&self, request: &Request<'_>, limit: usize, out: &mut Vec<u8>) -> Flow {
         let question = &request.question;
         let qname = question.name();
         let qtype = question.qtype;
@@ -300,7 +291,7 @@ impl Hosts {
             return Flow::Pass;
         }
         let file = self.file.load();
-        let inline = &self.inline;
+        let inline: &Entries = &self.inline;
         let ttl = self.config.ttl;
         let authoritative = true;
         match qtype {
@@ -416,6 +407,54 @@ impl Collect for HostsCollector {
                 &[],
                 at.as_secs_f64(),
             );
+        }
+    }
+}
+
+impl Lifecycle for Hosts {
+    const INTERNET_ONLY: bool = true;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(at.config.plugins.hosts.as_ref().map(Self::load))
+    }
+
+    /// Reads the file again every `reload` period (not at all with `reload 0`).
+    fn start(&self, at: &Start<'_>) -> impl Future<Output = Result<(), StartError>> + Send {
+        let period = self.config.reload;
+        if !period.is_zero() {
+            tokio::spawn(watch(Arc::clone(at.block), period, at.token.clone()));
+        }
+        std::future::ready(Ok(()))
+    }
+
+    fn process_collectors(out: &mut Vec<Arc<dyn Collect>>) {
+        out.push(Arc::new(HostsCollector));
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        _ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(q.request, q.limit, out)
+    }
+}
+
+/// Checks `block`'s hosts file every `period` until `shutdown`.
+async fn watch(block: Arc<Block>, period: Duration, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = shutdown.cancelled() => return,
+        }
+        if let Some(hosts) = block.chain.get::<Hosts>() {
+            hosts.reload();
         }
     }
 }

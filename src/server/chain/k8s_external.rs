@@ -18,6 +18,9 @@ use crate::name::wire_zones;
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode};
 use crate::zone::Rcode;
+use super::lifecycle::{Build, Lifecycle};
+use super::PluginChain;
+use crate::server::error::StartError;
 
 /// The plugin's options the request path needs.
 #[derive(Debug)]
@@ -40,7 +43,7 @@ impl K8sExternal {
     }
 
     /// The answer for `q`, or `q` passed on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn respond(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let block = ctx.block;
         let request = q.request;
         let qname = request.question.name();
@@ -73,5 +76,32 @@ impl K8sExternal {
         }
         wire::write_answer(request, &answer, zone, q.limit, block.chain.shuffles(), out);
         Flow::reply(Plugin::K8sExternal)
+    }
+}
+
+impl Lifecycle for K8sExternal {
+    const INTERNET_ONLY: bool = true;
+
+    /// Built with the block's *kubernetes*, whose snapshot holds the external zones' names.
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(at
+            .config
+            .plugins
+            .kubernetes
+            .as_ref()
+            .and_then(|kubernetes| kubernetes.external.as_ref())
+            .map(Self::new))
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(ctx, q, out)
     }
 }

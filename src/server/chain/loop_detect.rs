@@ -6,9 +6,9 @@
 //! detected loop is reported once, with what to do about it, and the block stops forwarding
 //! (SERVFAIL for names it would forward) while the cluster zone keeps being answered.
 //!
-//! All of the plugin is here: its state ([`LoopDetect`]), its step ([`answer`]: the probe
-//! coming back is counted; once there is a loop, a name a `forward` would take is SERVFAIL)
-//! and its start-up work ([`probe_for_loops`], spawned for each listener of the block).
+//! All of the plugin is here: its state ([`Loop`]), its step ([`respond`]: the probe coming
+//! back is counted; once there is a loop, a name a `forward` would take is SERVFAIL) and its
+//! start-up work ([`probe_for_loops`], for each listener of the block once bound).
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Ctx, Flow, PluginChain};
+use super::lifecycle::{Build, Lifecycle, Serving};
+use super::{Ctx, Flow, PluginChain, Query};
 use crate::codes::rtype;
 use crate::name::WireName;
 use crate::plugin::Plugin;
 use crate::server::Block;
+use crate::server::error::StartError;
 use crate::wire::{self, Request, rcode};
 
 /// How many times the probe may be seen before it is a loop (CoreDNS: more than two).
@@ -29,16 +31,16 @@ const LOOP_THRESHOLD: u32 = 2;
 
 /// One block's loop probe.
 #[derive(Debug)]
-pub struct LoopDetect {
+pub(crate) struct Loop {
     probe: WireName,
     seen: AtomicU32,
     answered: AtomicBool,
     looping: AtomicBool,
 }
 
-impl LoopDetect {
+impl Loop {
     /// A probe under `zone`, with two random labels.
-    pub fn new(zone: &WireName) -> Self {
+    pub(crate) fn new(zone: &WireName) -> Self {
         let probe = zone
             .prepend_all([
                 fastrand::u64(..).to_string().as_str(),
@@ -54,13 +56,13 @@ impl LoopDetect {
     }
 
     /// The probe name (lower-case wire format), asked with type HINFO.
-    pub fn probe(&self) -> &WireName {
+    pub(crate) fn probe(&self) -> &WireName {
         &self.probe
     }
 
     /// Called for every query the block sees; `true` when this query is what reveals a loop
     /// (so it is reported exactly once).
-    pub fn observe(&self, qname: &[u8], qtype: u16) -> bool {
+    pub(crate) fn observe(&self, qname: &[u8], qtype: u16) -> bool {
         if qtype != rtype::HINFO
             || qname != self.probe.as_bytes()
             || self.answered.load(Ordering::Relaxed)
@@ -72,17 +74,17 @@ impl LoopDetect {
     }
 
     /// The probe came back answered: no loop, stop probing.
-    pub fn answered(&self) {
+    pub(crate) fn answered(&self) {
         self.answered.store(true, Ordering::Relaxed);
     }
 
     /// Whether probing is still going.
-    pub fn probing(&self) -> bool {
+    pub(crate) fn probing(&self) -> bool {
         !self.answered.load(Ordering::Relaxed) && !self.looping.load(Ordering::Relaxed)
     }
 
     /// Whether a loop was found.
-    pub fn looping(&self) -> bool {
+    pub(crate) fn looping(&self) -> bool {
         self.looping.load(Ordering::Relaxed)
     }
 }
@@ -90,8 +92,8 @@ impl LoopDetect {
 /// *loop*'s step: its probe coming back is counted (a third sighting is a loop, reported
 /// once); once there is a loop, a name a `forward` would take is SERVFAIL. Anything else
 /// passes on.
-pub(crate) fn answer(
-    probe: &LoopDetect,
+fn respond(
+    probe: &Loop,
     chain: &PluginChain,
     ctx: &Ctx<'_>,
     request: &Request<'_>,
@@ -122,15 +124,45 @@ pub(crate) fn answer(
     Flow::Pass
 }
 
-/// The *loop* plugin's probe: ask this server `HINFO <random>.<random>.<zone>` until some
-/// answer comes back (then there is no loop) or the handler sees the probe come round three
-/// times, for at most 30 s (CoreDNS's schedule).
-pub(crate) async fn probe_for_loops(
-    block: Arc<Block>,
-    listener: SocketAddr,
-    shutdown: CancellationToken,
-) {
-    let Some(probe) = block.loop_detect() else {
+impl Lifecycle for Loop {
+    const INTERNET_ONLY: bool = true;
+
+    /// A probe under the block's first zone.
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(at.config.plugins.loop_detect.as_ref().map(|_| {
+            let zone = at.zones.first().cloned().unwrap_or_else(WireName::root);
+            Self::new(&zone)
+        }))
+    }
+
+    /// Probes the listener (its family as configured: a `0.0.0.0` bound as `[::]` is probed
+    /// on 127.0.0.1).
+    fn serving(&self, at: &Serving<'_>) {
+        tokio::spawn(probe_for_loops(
+            Arc::clone(at.block),
+            at.addr,
+            at.token.clone(),
+        ));
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        respond(self, chain, ctx, q.request, out)
+    }
+}
+
+/// The *loop* plugin's probe: ask this server `HINFO <random>.<random>.<zone>` on
+/// `listener` until some answer comes back (then there is no loop) or the handler sees the
+/// probe come round three times, for at most 30 s (CoreDNS's schedule).
+async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: CancellationToken) {
+    let Some(probe) = block.chain.get::<Loop>() else {
         return;
     };
     let target = match listener.ip() {
@@ -180,7 +212,7 @@ mod tests {
     #[test]
     fn the_third_sighting_is_a_loop_reported_once() {
         let zone = WireName::root();
-        let detect = LoopDetect::new(&zone);
+        let detect = Loop::new(&zone);
         let probe = detect.probe().as_bytes().to_vec();
         assert_eq!(detect.probe().label_count(), 2);
         assert!(
@@ -200,7 +232,7 @@ mod tests {
 
     #[test]
     fn an_answered_probe_ends_probing() {
-        let detect = LoopDetect::new(
+        let detect = Loop::new(
             &WireName::from_dotted("cluster.local.").unwrap_or_else(|_| WireName::root()),
         );
         detect.answered();

@@ -20,16 +20,21 @@ mod cname;
 mod edns0;
 
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use hickory_proto::op::{Message, Query};
 use hickory_proto::rr::{Name, RData, Record};
 
 use self::cname::CnameTarget;
 use self::edns0::{Asked, Opt};
+use super::lifecycle::{Build, Lifecycle};
+use super::{Ctx, Flow, PluginChain};
 use crate::codes::rtype;
 use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
+use crate::metrics::dns::Writer;
 use crate::name::WireName;
-use crate::wire::{HEADER_LEN, Request, Transport, reply};
+use crate::server::error::StartError;
+use crate::wire::{self, HEADER_LEN, Request, Transport, rcode, reply};
 
 /// The *rewrite* rules of one block.
 #[derive(Debug)]
@@ -138,6 +143,51 @@ fn matches(matcher: &NameMatcher, name: &str) -> bool {
         NameMatcher::Suffix(suffix) => name.ends_with(suffix.as_str()),
         NameMatcher::Substring(part) => name.contains(part.as_str()),
         NameMatcher::Regex(pattern) => pattern.is_match(name),
+    }
+}
+
+impl Lifecycle for Rewrite {
+    const INTERNET_ONLY: bool = false;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        let rules = &at.config.plugins.rewrite;
+        Ok((!rules.is_empty()).then(|| Self::new(rules)))
+    }
+
+    /// When a rule matches, the rest of the chain runs on the rewritten query and the
+    /// reversal is kept in `q` for the client's reply. Passes on when no rule matched.
+    fn answer(
+        &self,
+        chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        index: usize,
+        q: &mut super::Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let rewritten = match self.apply(q.request, ctx.client, ctx.transport) {
+            None => return Flow::Pass,
+            Some(Ok(rewritten)) => rewritten,
+            Some(Err(message)) => {
+                if let Some(errors) = &ctx.block.errors {
+                    errors.report(q.request, rcode::SERVFAIL, &message, Instant::now());
+                }
+                wire::write_rcode(q.request, rcode::SERVFAIL, out);
+                return Flow::reply(Writer::Server);
+            }
+        };
+        let Ok(request) = Request::parse(&rewritten.packet) else {
+            wire::write_rcode(q.request, rcode::SERVFAIL, out);
+            return Flow::reply(Writer::Server);
+        };
+        let mut inner = super::Query {
+            packet: &rewritten.packet,
+            request: &request,
+            limit: q.limit,
+            revert: None,
+        };
+        let end = chain.run(ctx, index + 1, &mut inner, out);
+        q.revert = Some(rewritten.revert);
+        Flow::Done(end)
     }
 }
 

@@ -27,11 +27,14 @@ use super::chase::Chase;
 use super::{Ctx, End, Flow, Query};
 use crate::codes::{class, option, rtype as wire_type};
 use crate::config::TemplateConfig;
-use crate::gotemplate::{Data, Template};
+use crate::gotemplate::{self, Data};
 use crate::metrics::{Collect, Exposition, MetricType};
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
 use crate::wire::{self, rcode, reply};
+use super::lifecycle::{Build, Lifecycle};
+use super::PluginChain;
+use crate::server::error::StartError;
 
 /// One template, its zones ready.
 #[derive(Debug)]
@@ -44,7 +47,7 @@ struct One {
 
 /// The *template* directives of one block.
 #[derive(Debug)]
-pub(crate) struct Templates {
+pub(crate) struct Template {
     /// Every template's zones.
     zones: Vec<WireName>,
     templates: Vec<One>,
@@ -86,7 +89,7 @@ fn dotted(qname: &[u8]) -> String {
     out
 }
 
-impl Templates {
+impl Template {
     /// The templates of a block whose `server` label is as given.
     pub(crate) fn new(configs: &[TemplateConfig], server: &str) -> Self {
         let templates: Vec<One> = configs
@@ -118,12 +121,13 @@ impl Templates {
     }
 
     /// The plugin's metrics.
+    #[cfg(test)]
     pub(crate) fn metrics(&self) -> &Arc<TemplateMetrics> {
         &self.metrics
     }
 
     /// Answers `q` into `out`, or passes it on.
-    pub(crate) fn answer(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
+    pub(crate) fn respond(&self, ctx: &Ctx<'_>, q: &Query<'_>, out: &mut Vec<u8>) -> Flow {
         let request = q.request;
         let qname = request.question.name();
         if !self
@@ -246,7 +250,7 @@ impl Templates {
         if request.edns.is_some() {
             message.edns = Some(Edns::new());
         }
-        let sections: [(&str, &[Template]); 3] = [
+        let sections: [(&str, &[gotemplate::Template]); 3] = [
             ("answer", &config.answer),
             ("additional", &config.additional),
             ("authority", &config.authority),
@@ -353,7 +357,7 @@ pub(crate) fn parse_rr(text: &str) -> Result<Record, String> {
             continue;
         }
         if class.is_none()
-            && let Some(number) = crate::config::class_number(&upper)
+            && let Some(number) = crate::codes::class::by_name(&upper)
         {
             class = Some(number);
             continue;
@@ -435,7 +439,7 @@ impl TemplateMetrics {
         }
     }
 
-    fn failed(&self, failure: Failure, data: &Data<'_>, section: &str, template: &Template) {
+    fn failed(&self, failure: Failure, data: &Data<'_>, section: &str, template: &gotemplate::Template) {
         let counts = match failure {
             Failure::Template => &self.template_failures,
             Failure::Rr => &self.rr_failures,
@@ -518,6 +522,31 @@ impl Collect for TemplateMetrics {
                 );
             }
         }
+    }
+}
+
+impl Lifecycle for Template {
+    const INTERNET_ONLY: bool = false;
+
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        let configs = &at.config.plugins.template;
+        Ok((!configs.is_empty()).then(|| Self::new(configs, at.server)))
+    }
+
+    fn collectors(&self, out: &mut Vec<Arc<dyn Collect>>) {
+        out.push(Arc::clone(&self.metrics) as Arc<dyn Collect>);
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        _chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(ctx, q, out)
     }
 }
 

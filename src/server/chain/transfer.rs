@@ -13,6 +13,9 @@ use crate::plugin::Plugin;
 use crate::server::Transport;
 use crate::wire::{self, Request, rcode};
 use crate::zone::zonefile;
+use super::lifecycle::{Build, Lifecycle};
+use super::{Ctx, PluginChain, Query};
+use crate::server::error::StartError;
 
 /// *transfer*: the block's `transfer` directives (none refuses every transfer).
 #[derive(Debug)]
@@ -47,7 +50,7 @@ impl Transfer {
 
     /// The step: an AXFR or IXFR query is answered with the zone's records (or refused);
     /// any other passes on.
-    pub(crate) fn answer(
+    pub(crate) fn respond(
         &self,
         kubernetes: Option<&Kubernetes>,
         request: &Request<'_>,
@@ -112,6 +115,33 @@ impl Transfer {
 /// RFC 1982 serial number arithmetic: whether `a` is older than `b`.
 fn serial_lt(a: u32, b: u32) -> bool {
     a != b && b.wrapping_sub(a) < 0x8000_0000
+}
+
+impl Lifecycle for Transfer {
+    const INTERNET_ONLY: bool = true;
+
+    /// Every block has the step: without a `transfer` directive it refuses every transfer.
+    fn build(at: &Build<'_>) -> Result<Option<Self>, StartError> {
+        Ok(Some(Self::new(&at.config.plugins.transfer, at.zones)))
+    }
+
+    #[inline]
+    fn answer(
+        &self,
+        chain: &PluginChain,
+        ctx: &Ctx<'_>,
+        _index: usize,
+        q: &mut Query<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        self.respond(
+            chain.kubernetes(),
+            q.request,
+            ctx.client.ip(),
+            ctx.transport,
+            out,
+        )
+    }
 }
 
 #[cfg(test)]

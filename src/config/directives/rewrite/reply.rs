@@ -73,7 +73,7 @@ pub(super) fn ttl_rule(args: &[&str]) -> Result<RewriteAction, String> {
 fn rcode_value(text: &str) -> Option<u16> {
     match text.parse::<u32>() {
         Ok(n) if n <= 23 => Some(n as u16),
-        _ => super::super::template::rcode_number(&text.to_uppercase()),
+        _ => crate::codes::rcode::by_name(&text.to_uppercase()),
     }
 }
 

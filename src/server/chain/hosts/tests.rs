@@ -51,7 +51,7 @@ fn ask(hosts: &Hosts, name: &str, qtype: RecordType) -> Option<(String, bool, Ve
     let packet = query(name, qtype);
     let request = Request::parse(&packet).unwrap();
     let mut out = Vec::new();
-    match hosts.answer(&request, 1232, &mut out) {
+    match hosts.respond(&request, 1232, &mut out) {
         Flow::Pass => None,
         Flow::Done(End::Reply(_)) => {
             let reply = Message::from_vec(&out).unwrap();
@@ -383,7 +383,7 @@ fn large_answers_are_truncated() {
     for (limit, truncated, count) in [(512, true, 0), (1232, false, 40)] {
         let mut out = Vec::new();
         assert!(matches!(
-            hosts.answer(&request, limit, &mut out),
+            hosts.respond(&request, limit, &mut out),
             Flow::Done(End::Reply(_))
         ));
         let reply = Message::from_vec(&out).unwrap();

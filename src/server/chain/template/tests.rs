@@ -122,7 +122,7 @@ fn answers_as_coredns() {
         lines(&invalid.authorities),
         ["invalid. 60 IN SOA ns.invalid. hostmaster.invalid. 1 60 60 60 60"]
     );
-    let metrics = block.templates().unwrap().metrics();
+    let metrics = block.chain.get::<crate::server::chain::template::Template>().unwrap().metrics();
     assert_eq!(metrics.matches("example.", "IN", "A"), 4);
     assert_eq!(metrics.matches("invalid.", "IN", "MX"), 1);
     let mut exposition = Exposition::new();
