@@ -358,11 +358,6 @@ fn forwarded(
     qtype: RecordType,
     why: &mut Why,
 ) {
-    let forwarders = block.forwarders();
-    let index = pending.forwarder;
-    let Some(forwarder) = forwarders.get(index) else {
-        return;
-    };
     if let Some(walk) = &pending.autopath {
         why.plugin = Plugin::Autopath.name().to_owned();
         let next = walk
@@ -377,6 +372,11 @@ fn forwarded(
         ));
         return;
     }
+    let forwarders = block.forwarders();
+    let index = pending.forwarder;
+    let Some(forwarder) = forwarders.get(index) else {
+        return;
+    };
     let upstreams: Vec<String> = forwarder
         .health()
         .into_iter()

@@ -218,6 +218,46 @@ fn why_asks_the_chain_fallthrough_and_hosts_in_the_cluster_zone() {
     );
 }
 
+/// *autopath*'s walk that goes on beyond the block — upstream, or (with no *forward*) to an
+/// ExternalName's target asked through the server again — is explained as the walk.
+#[test]
+fn why_explains_an_autopath_walk_that_goes_on() {
+    let search = tempfile::tempdir().unwrap();
+    let conf = search.path().join("search.conf");
+    std::fs::write(
+        &conf,
+        "search other.svc.cluster.local svc.cluster.local cluster.local\n",
+    )
+    .unwrap();
+    let block = |objects: &str, forward: &str| {
+        TempCorefile::new(&format!(
+            ".:53 {{\n    autopath {}\n    kubernetes cluster.local {{\n        objects \"{}\"\n    }}\n{forward}}}\n",
+            conf.display(),
+            fixture(objects).display()
+        ))
+    };
+    assert_eq!(
+        why_in(
+            &block("shop.json", "    forward . 10.255.255.53\n"),
+            "example.com.other.svc.cluster.local",
+            "A"
+        ),
+        ";; WHY SECTION:\n;; autopath (zone .)\n\
+         ;; autopath: the client's search path is walked here, name 4 of it (example.com.) \
+         goes upstream"
+    );
+    assert_eq!(
+        why_in(
+            &block("rules.json", ""),
+            "ext.rules.other.svc.cluster.local",
+            "A"
+        ),
+        ";; WHY SECTION:\n;; autopath (zone .)\n\
+         ;; autopath: the client's search path is walked here, name 2 of it \
+         (ext.rules.svc.cluster.local.) goes upstream"
+    );
+}
+
 #[test]
 fn debug_why_on_the_running_server() {
     let upstream = NamesUpstream::start("127.0.0.1:0".parse().unwrap(), &["example.com"]);
