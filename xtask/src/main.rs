@@ -5,6 +5,7 @@
 //!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
 //!   cargo xtask operations [--binary PATH] [--coredns PATH] [--rate N] [--seconds N]
 //!   cargo xtask load --objects FILE (--cluster DIR | --kubeconfig FILE) [--concurrency N] [--wait]
+//!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -128,6 +129,14 @@ enum Task {
         #[arg(long)]
         wait: bool,
     },
+    /// Writes the krew manifest of a release to stdout: deploy/krew/clusterdns.yaml with its
+    /// @...@ placeholders filled from the release's archives, clusterdns-VERSION-OS-ARCH.tar.gz
+    /// in DIR, each with the binary `clusterdns` at its top (deploy/krew/README.md). What krew
+    /// would refuse is one line on stderr and status 1.
+    KrewManifest {
+        #[command(flatten)]
+        release: xtask::krew::Release,
+    },
     /// Writes a control plane's Namespaces, Services, EndpointSlices and Pods as one kubectl
     /// `List` in JSON, page by page (`kubectl get ... -A -o json` holds every object at once:
     /// 12.9 GB for 150,000 pods); prints `namespaces services endpointslices pods`.
@@ -212,6 +221,14 @@ fn cluster(action: ClusterAction) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Task::Cluster { action } => cluster(action),
+        Task::KrewManifest { release } => {
+            let status = xtask::krew::run(
+                &release,
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr().lock(),
+            );
+            std::process::exit(status)
+        }
         Task::Image {
             binary,
             out,
