@@ -1,7 +1,7 @@
 //! clusterdns's own tools around the product, never part of it: the container image built
 //! without a registry ([`image`], [`images`]), a local control plane without containers
 //! ([`cluster`]), real Kubernetes nodes on this machine for the tests ([`nodes`], on
-//! [`netns`] and [`kube`]), the dnsperf bench against knotd with its results as JSON
+//! [`netns`] and [`kube`]), the benches against knotd and unbound with their results as JSON
 //! and bench/README.md's tables from them ([`bench`]), and a release's krew manifest
 //! ([`krew`]). `cargo xtask` runs them from the command line (src/main.rs); the tests in
 //! tests/ use this library.

@@ -7,6 +7,7 @@
 //!   cargo xtask load --objects FILE (--cluster DIR | --kubeconfig FILE) [--concurrency N] [--wait]
 //!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
 //!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
+//!   cargo xtask bench cache [--names N] [--duration S] ...
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -167,6 +168,12 @@ enum Bench {
     /// 10000", DURATION=15, ...). Needs dnsperf, knotd and dig (apt-get install dnsperf knot
     /// bind9-dnsutils); builds the release binaries.
     Dnsperf(xtask::bench::dnsperf::Options),
+    /// The cache path: names forwarded to an authoritative upstream on loopback (knotd) and
+    /// answered from the cache, clusterdns (forward, cache 3600, loadbalance) against unbound
+    /// (one thread, forward-zone "."), servers pinned to CPU 0, dnsperf and the upstream to
+    /// CPU 1. Every knob is a flag or the environment variable in capitals (NAMES=5000,
+    /// DURATION=15, ...). Needs dnsperf, knotd, unbound and dig; builds the release binaries.
+    Cache(xtask::bench::cache::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -256,6 +263,7 @@ fn main() -> Result<()> {
         Task::Cluster { action } => cluster(action),
         Task::Bench { bench } => match bench {
             Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
+            Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

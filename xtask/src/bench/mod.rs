@@ -2,6 +2,7 @@
 //! from their results.
 //!
 //! - [`dnsperf`]: clusterdns against knotd serving the same zone, dnsperf loading each in turn;
+//! - [`cache`]: cached forwarded names, clusterdns against unbound;
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -9,6 +10,7 @@
 //! processes pinned to a CPU, a process's CPU time and memory from /proc, dig to wait for a
 //! server and to compare two servers' answers, dnsperf's output, knotd's configuration.
 
+pub mod cache;
 pub mod dnsperf;
 pub mod table;
 
