@@ -186,7 +186,7 @@ impl Options {
         let names = knob(self.names, "NAMES", 5000)?;
         if names == 0 || names > MAX_NAMES {
             bail!(
-                "NAMES={names}: from 1 to {MAX_NAMES} (250 addresses in each /24 of 198.18.0.0/16)"
+                "{names} names (NAMES, --names): from 1 to {MAX_NAMES} (250 addresses in each /24 of 198.18.0.0/16)"
             );
         }
         let ports = [
@@ -724,7 +724,7 @@ mod tests {
         };
         assert_eq!(
             options.inputs().unwrap_err().to_string(),
-            "NAMES=64001: from 1 to 64000 (250 addresses in each /24 of 198.18.0.0/16)"
+            "64001 names (NAMES, --names): from 1 to 64000 (250 addresses in each /24 of 198.18.0.0/16)"
         );
     }
 
