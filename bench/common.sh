@@ -206,7 +206,8 @@ knot_conf() {
 }
 
 # The status and the sorted answer RRset of one question to 127.0.0.1:$1, on one line, for
-# comparing two servers' answers (bench/dnsperf.sh, bench/vs-coredns.sh).
+# comparing two servers' answers (bench/vs-coredns.sh; `cargo xtask bench dnsperf` has its own,
+# xtask/src/bench/mod.rs).
 ask() {
     local port=$1 name=$2 type=$3 reply status
     reply=$(dig @127.0.0.1 -p "$port" +norec +time=2 +tries=1 +noall +comments +answer "$name" "$type" 2>&1) || true

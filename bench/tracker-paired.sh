@@ -3,8 +3,8 @@
 # one with the tracker on and one with it off, both pinned to one CPU; dnsperf loads them in
 # turn, ROUNDS rounds of DURATION seconds each, the order swapped every round. Each round
 # gives one ratio of queries per CPU-second, on / off, from two runs seconds apart: the
-# drifts of a shared machine, which move whole runs of `SEARCH_PATH=on|off bench/dnsperf.sh`
-# by more than the tracker costs, fall on both halves of a pair.
+# drifts of a shared machine, which move whole runs of `SEARCH_PATH=on|off cargo xtask bench
+# dnsperf` by more than the tracker costs, fall on both halves of a pair.
 #
 #   bench/tracker-paired.sh                        # 10,000 Services, 16 rounds of 5 s
 #   SERVICES=100 ROUNDS=20 bench/tracker-paired.sh
@@ -53,7 +53,7 @@ if [[ -n "${AGAINST:-}" ]]; then
     log "this build (on) against $AGAINST (off), the tracker on in both"
 fi
 for mode in on off; do
-    # The Corefile bench/dnsperf.sh runs with SEARCH_PATH=on|off.
+    # The Corefile `cargo xtask bench dnsperf` runs with SEARCH_PATH=on|off.
     search_path_corefile "${port[$mode]}" "${tracker[$mode]}" "$objects" >"$work/Corefile.$mode"
     taskset -c "$SERVER_CPU" "${binary[$mode]}" serve --corefile "$work/Corefile.$mode" \
         >"$work/clusterdns.$mode.log" 2>&1 &

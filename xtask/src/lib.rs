@@ -1,12 +1,16 @@
 //! clusterdns's own tools around the product, never part of it: the container image built
 //! without a registry ([`image`], [`images`]), a local control plane without containers
-//! ([`cluster`]), and real Kubernetes nodes on this machine for the tests ([`nodes`], on
-//! [`netns`] and [`kube`]). `cargo xtask` runs them from the command line (src/main.rs); the
-//! tests in tests/ use this library.
+//! ([`cluster`]), real Kubernetes nodes on this machine for the tests ([`nodes`], on
+//! [`netns`] and [`kube`]), the benches against knotd and unbound with their results as JSON
+//! and bench/README.md's tables from them ([`bench`]), and a release's krew manifest
+//! ([`krew`]). `cargo xtask` runs them from the command line (src/main.rs); the tests in
+//! tests/ use this library.
 
+pub mod bench;
 pub mod cluster;
 pub mod image;
 pub mod images;
+pub mod krew;
 pub mod kube;
 pub mod load;
 pub mod netns;

@@ -5,6 +5,10 @@
 //!   cargo xtask nodes [--dir DIR] [--binary PATH] [--no-dns] [--cluster DIR]
 //!   cargo xtask operations [--binary PATH] [--coredns PATH] [--rate N] [--seconds N]
 //!   cargo xtask load --objects FILE (--cluster DIR | --kubeconfig FILE) [--concurrency N] [--wait]
+//!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
+//!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
+//!   cargo xtask bench cache [--names N] [--duration S] ...
+//!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -128,6 +132,20 @@ enum Task {
         #[arg(long)]
         wait: bool,
     },
+    /// The benches against real peers (bench/README.md), each writing a Markdown report and
+    /// its results as JSON into bench/out, and the README's tables from that JSON.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+    /// Writes the krew manifest of a release to stdout: deploy/krew/clusterdns.yaml with its
+    /// @...@ placeholders filled from the release's archives, clusterdns-VERSION-OS-ARCH.tar.gz
+    /// in DIR, each with the binary `clusterdns` at its top (deploy/krew/README.md). What krew
+    /// would refuse is one line on stderr and status 1.
+    KrewManifest {
+        #[command(flatten)]
+        release: xtask::krew::Release,
+    },
     /// Writes a control plane's Namespaces, Services, EndpointSlices and Pods as one kubectl
     /// `List` in JSON, page by page (`kubectl get ... -A -o json` holds every object at once:
     /// 12.9 GB for 150,000 pods); prints `namespaces services endpointslices pods`.
@@ -138,6 +156,37 @@ enum Task {
         /// The file to write.
         #[arg(long)]
         out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// dnsperf against clusterdns and against knotd serving the same zone, for each size of
+    /// gencluster's synthetic cluster: servers pinned to CPU 0, dnsperf to CPU 1; qps,
+    /// queries per server CPU-second, p50/p99 saturated and at a fixed rate, RSS, and the
+    /// ratios. Every knob is a flag or the environment variable in capitals (SIZES="100
+    /// 10000", DURATION=15, ...). Needs dnsperf, knotd and dig (apt-get install dnsperf knot
+    /// bind9-dnsutils); builds the release binaries.
+    Dnsperf(xtask::bench::dnsperf::Options),
+    /// The cache path: names forwarded to an authoritative upstream on loopback (knotd) and
+    /// answered from the cache, clusterdns (forward, cache 3600, loadbalance) against unbound
+    /// (one thread, forward-zone "."), servers pinned to CPU 0, dnsperf and the upstream to
+    /// CPU 1. Every knob is a flag or the environment variable in capitals (NAMES=5000,
+    /// DURATION=15, ...). Needs dnsperf, knotd, unbound and dig; builds the release binaries.
+    Cache(xtask::bench::cache::Options),
+    /// Renders bench/README.md's table of each bench from the JSON the bench wrote
+    /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
+    /// `<!-- bench:NAME end -->`.
+    Table {
+        /// The results, one JSON document per run.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The Markdown file whose tables are replaced (default: bench/README.md).
+        #[arg(long)]
+        readme: Option<PathBuf>,
+        /// Print the tables, with their markers, instead.
+        #[arg(long)]
+        print: bool,
     },
 }
 
@@ -212,6 +261,23 @@ fn cluster(action: ClusterAction) -> Result<()> {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Task::Cluster { action } => cluster(action),
+        Task::Bench { bench } => match bench {
+            Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
+            Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
+            Bench::Table {
+                files,
+                readme,
+                print,
+            } => xtask::bench::table::run(&files, readme.as_deref(), print),
+        },
+        Task::KrewManifest { release } => {
+            let status = xtask::krew::run(
+                &release,
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr().lock(),
+            );
+            std::process::exit(status)
+        }
         Task::Image {
             binary,
             out,

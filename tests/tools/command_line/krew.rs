@@ -1,5 +1,6 @@
-//! deploy/krew/: the plugin manifest has what krew requires of one, and fill.sh makes a
-//! release's manifest from its archives (their URI and sha256 in each platform).
+//! deploy/krew/: the plugin manifest has what krew requires of one, and `cargo xtask
+//! krew-manifest` (xtask/src/krew.rs) makes a release's manifest from its archives (their URI
+//! and sha256 in each platform).
 
 use std::path::Path;
 use std::process::Command;
@@ -8,7 +9,6 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::run_with;
-use crate::common::root;
 
 fn parse(text: &str) -> Value {
     serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("not YAML: {e}\n{text}"))
@@ -114,15 +114,27 @@ fn archive(dir: &Path, version: &str, arch: &str, member: &str) {
     assert_eq!(tar.code, 0, "{}", tar.stderr);
 }
 
+/// `cargo xtask krew-manifest` with these flags: the same code as the command, its output
+/// and status.
 fn fill(archives: &Path, version: &str) -> super::Ran {
-    run_with(
-        Command::new(root().join("deploy/krew/fill.sh"))
-            .args(["--version", version])
-            .args(["--url", "https://releases.example/clusterdns/v0.3.1/"])
-            .args(["--homepage", "https://example.org/clusterdns"])
-            .arg("--archives")
-            .arg(archives),
-    )
+    let release = xtask::krew::Release::from_args(&[
+        "--version",
+        version,
+        "--url",
+        "https://releases.example/clusterdns/v0.3.1/",
+        "--homepage",
+        "https://example.org/clusterdns",
+        "--archives",
+        archives.to_str().unwrap(),
+    ])
+    .unwrap();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let code = xtask::krew::run(&release, &mut stdout, &mut stderr);
+    super::Ran {
+        code,
+        stdout: String::from_utf8(stdout).unwrap(),
+        stderr: String::from_utf8(stderr).unwrap(),
+    }
 }
 
 #[test]
@@ -170,7 +182,7 @@ fn fill_refuses_what_krew_would_not_install() {
     let missing = dir.path().join("clusterdns-v0.3.1-linux-arm64.tar.gz");
     assert!(
         ran.stderr.contains(&format!(
-            "{}: no archive for linux/arm64",
+            "krew-manifest: {}: no archive for linux/arm64",
             missing.display()
         )),
         "{}",
