@@ -5,7 +5,7 @@
 //! reverse zones is refused as CoreDNS refuses it. Options that CoreDNS accepts more than once
 //! behave as there: `namespaces` (and our `objects`) add up, the others keep the last value.
 
-use crate::config::K8sExternalConfig;
+use super::k8s_external::K8sExternalConfig;
 use hickory_proto::rr::Name;
 
 use std::path::{Path, PathBuf};

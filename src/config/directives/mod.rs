@@ -43,7 +43,7 @@ macro_rules! plugin_configs {
 
         /// Each plugin's configuration type (`config` re-exports them).
         pub(crate) mod types {
-            $(pub use super::$field::$config;)*
+            $(pub use crate::config::directives::$field::$config;)*
         }
 
         /// The configuration of each plugin a server block has: one field per row of
