@@ -24,6 +24,7 @@
 //! lookup and a copy, synchronous and without allocation; a block pays only for the steps it
 //! has (a step is an enum variant, matched in a loop over a handful of them).
 
+pub(crate) mod block;
 pub(crate) mod chase;
 pub(crate) mod lifecycle;
 
@@ -33,10 +34,11 @@ use std::time::Instant;
 
 use hickory_proto::rr::Record;
 
+use self::block::{Block, Pending};
 use self::chase::Chase;
 use self::lifecycle::{Build, Lifecycle, Serving, Start};
+use super::Transport;
 use super::error::StartError;
-use super::{Block, Pending, Transport};
 use crate::metrics::Collect;
 use crate::metrics::dns::Writer;
 use crate::plugin::{Plugin, registry};

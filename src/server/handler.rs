@@ -21,7 +21,7 @@ use super::chain::autopath;
 use super::chain::chase::{Chase, Chased, Chaser};
 use super::chain::forward::{self, Upstream};
 use super::chain::{Ctx, End, Query, Revert, fit};
-use super::{Block, Outcome, Pending, Transport};
+use super::{Block, Pending, Transport};
 use crate::metrics::dns::{Family, Observation, Proto, ServerMetrics, Writer};
 use crate::name::suffix_offset;
 use crate::plugin::Plugin;
@@ -637,4 +637,17 @@ fn observation(
         duration,
         dnssec_ok: request.edns.is_some_and(|edns| edns.dnssec_ok),
     }
+}
+
+/// What to send back for one message.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The reply is in the output buffer.
+    Reply,
+    /// Send nothing.
+    Drop,
+    /// A zone transfer: these records, in order, over as many messages as needed.
+    Transfer(Vec<Record>),
+    /// The query goes upstream: finish it with [`Handler::complete`].
+    Forward(Box<Pending>),
 }

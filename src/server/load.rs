@@ -3,14 +3,14 @@
 //! files or an API watch, forwarders, caches, *hosts*, *file* zones, templates), and the
 //! errors that stop a start.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use super::Block;
 use super::chain::lifecycle::Build;
 use super::error::StartError;
 use super::observability::Observability;
-use super::{Block, block_addresses};
-use crate::config::Config;
+use crate::config::{Config, ServerBlock};
 use crate::name::wire_zones;
 use crate::source::api::ApiWatch;
 
@@ -79,5 +79,19 @@ pub fn server_label(block: &crate::config::ServerBlock) -> String {
         None => format!("dns://:{}", block.port),
         Some(std::net::IpAddr::V6(v6)) => format!("dns://[{v6}]:{}", block.port),
         Some(ip) => format!("dns://{ip}:{}", block.port),
+    }
+}
+
+/// The address a listener of `block` binds, for each of its bind addresses.
+pub fn block_addresses(block: &ServerBlock) -> Vec<SocketAddr> {
+    if block.plugins.bind.is_empty() {
+        vec![SocketAddr::new(IpAddr::from([0, 0, 0, 0]), block.port)]
+    } else {
+        block
+            .plugins
+            .bind
+            .iter()
+            .map(|&ip| SocketAddr::new(ip, block.port))
+            .collect()
     }
 }

@@ -7,7 +7,7 @@
 use hickory_proto::op::Message;
 use hickory_proto::rr::{Name, RData};
 
-use super::{substitute, text_of};
+use super::names::{substitute, text_of};
 use crate::config::NameMatcher;
 use crate::name::WireName;
 
