@@ -36,7 +36,7 @@ use hickory_proto::rr::Record;
 
 use self::block::{Block, Pending};
 use self::chase::Chase;
-use self::lifecycle::{Build, Lifecycle, Serving, Start};
+use self::lifecycle::{Build, Lifecycle, Readiness, Serving, Start};
 use super::Transport;
 use super::error::StartError;
 use crate::metrics::Collect;
@@ -126,6 +126,13 @@ macro_rules! steps {
             pub(crate) fn serving(&self, at: &Serving<'_>) {
                 match self {
                     $(Self::$variant(step) => step.serving(at),)*
+                }
+            }
+
+            /// What `/ready` asks of the step, if it can be unready ([`Lifecycle::readiness`]).
+            pub(crate) fn readiness(&self) -> Option<Arc<dyn Readiness>> {
+                match self {
+                    $(Self::$variant(step) => step.readiness(),)*
                 }
             }
 

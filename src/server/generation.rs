@@ -4,7 +4,7 @@
 //! reload; its listeners outlive them.
 
 use super::Block;
-use super::chain::lifecycle::{Serving, Start};
+use super::chain::lifecycle::{Readiness, Serving, Start};
 use super::error::StartError;
 use super::load::{LoadedBlock, load_with, server_label};
 use super::observability::Observability;
@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::http::{Monitor, ReadinessCheck, Route};
 use crate::metrics::process::EnabledPlugin;
 use crate::metrics::registry::Registration;
-use crate::source::api::ApiWatch;
+use crate::plugin::Plugin;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,8 +40,13 @@ impl Generation {
         observability: &Observability,
         previous: Option<&Generation>,
     ) -> Result<Self, StartError> {
-        let watches = previous.map(Generation::api_watches).unwrap_or_default();
-        let blocks = load_with(config, Some(observability), &watches)?;
+        let previous: Vec<Arc<Block>> = previous
+            .map(|generation| {
+                let blocks = generation.blocks.iter();
+                blocks.map(|loaded| Arc::clone(&loaded.block)).collect()
+            })
+            .unwrap_or_default();
+        let blocks = load_with(config, Some(observability), &previous)?;
         let mut by_addr: BTreeMap<SocketAddr, Vec<Arc<Block>>> = BTreeMap::new();
         let mut registrations = Vec::new();
         for loaded in &blocks {
@@ -109,11 +114,13 @@ impl Generation {
         })
     }
 
-    /// The API watches of the blocks.
-    pub(super) fn api_watches(&self) -> Vec<Arc<ApiWatch>> {
+    /// The steps of the blocks that can be unready, with their plugins
+    /// ([`Lifecycle::readiness`](super::chain::lifecycle::Lifecycle::readiness)).
+    fn readiness_of(&self) -> Vec<(Plugin, Arc<dyn Readiness>)> {
         self.blocks
             .iter()
-            .filter_map(|loaded| loaded.block.kubernetes()?.api().cloned())
+            .flat_map(|loaded| loaded.block.chain.steps())
+            .filter_map(|step| Some((step.plugin(), step.readiness()?)))
             .collect()
     }
 
@@ -154,48 +161,41 @@ impl Generation {
         }
     }
 
-    /// What `/ready` asks: every *kubernetes* plugin has its zone.
+    /// What `/ready` asks: every step that can be unready is ready; else the plugins that
+    /// are not.
     pub(super) fn readiness(&self) -> ReadinessCheck {
-        let watches = self.api_watches();
+        let steps = self.readiness_of();
         Arc::new(move || {
-            // Static objects are loaded before the server starts; an API watch is ready once
-            // synced (or serving its snapshot file).
-            if watches.iter().all(|watch| watch.status.is_ready()) {
+            let mut waiting: Vec<String> = Vec::new();
+            for (plugin, step) in &steps {
+                let name = plugin.name();
+                if !step.is_ready() && !waiting.iter().any(|w| w == name) {
+                    waiting.push(name.to_owned());
+                }
+            }
+            if waiting.is_empty() {
                 Ok(())
             } else {
-                Err(vec!["kubernetes".to_owned()])
+                Err(waiting)
             }
         })
     }
 
-    /// What `/ready` says beside its verdict: how the API watches are doing.
+    /// What `/ready` says beside its verdict: each step's notes (how the API watches are
+    /// doing).
     pub(super) fn readiness_notes(&self) -> crate::http::ReadinessNotes {
-        let watches = self.api_watches();
+        let steps = self.readiness_of();
         Arc::new(move || {
             let now = SystemTime::now();
-            watches
-                .iter()
-                .flat_map(|watch| watch.status.notes(now))
-                .collect()
+            steps.iter().flat_map(|(_, step)| step.notes(now)).collect()
         })
     }
 
-    /// Waits (up to each block's `startup_timeout`) for API watches that have nothing to
-    /// serve yet to sync, as CoreDNS holds its server back; then serves regardless.
+    /// Waits for each step that is not ready yet, for as long as it lets the start wait
+    /// ([`Readiness::wait`]); then serves regardless.
     pub(super) async fn wait_for_sync(&self) {
-        for watch in self.api_watches() {
-            if watch.status.is_ready() {
-                continue;
-            }
-            let timeout = watch.config().startup_timeout;
-            tracing::info!("waiting for Kubernetes API before starting server");
-            if !watch.status.wait_synced(timeout).await {
-                tracing::warn!(
-                    "starting server with unsynced Kubernetes API (startup_timeout {} s): \
-                     names not known yet are answered SERVFAIL until it syncs",
-                    timeout.as_secs_f64()
-                );
-            }
+        for (_, step) in self.readiness_of() {
+            step.wait().await;
         }
     }
 }

@@ -12,7 +12,6 @@ use super::error::StartError;
 use super::observability::Observability;
 use crate::config::{Config, ServerBlock};
 use crate::name::wire_zones;
-use crate::source::api::ApiWatch;
 
 /// A server block ready to serve, and the addresses it listens on.
 #[derive(Debug)]
@@ -30,12 +29,12 @@ pub fn load(config: &Config) -> Result<Vec<LoadedBlock>, StartError> {
     load_with(config, None, &[])
 }
 
-/// `previous`: the API watches of the running configuration, kept by the blocks that
-/// watch the same way, and serving the others until they have synced.
+/// `previous`: the blocks of the running configuration, whose steps the new ones may take
+/// over ([`Build::previous`]).
 pub(super) fn load_with(
     config: &Config,
     metrics: Option<&Observability>,
-    previous: &[Arc<ApiWatch>],
+    previous: &[Arc<Block>],
 ) -> Result<Vec<LoadedBlock>, StartError> {
     let mut blocks = Vec::with_capacity(config.servers.len());
     for server_block in &config.servers {

@@ -2,11 +2,13 @@
 //! the objects files, or kept by the API watch): its state, how it is built and started (the
 //! objects files read and watched, or the API watch connected), its metrics, and its step.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use super::chase::Chase;
-use super::lifecycle::{Build, Lifecycle, Start};
+use super::lifecycle::{Build, Lifecycle, Readiness, Start};
 use super::{Ctx, End, Flow, PluginChain, Query};
 use crate::config::KubernetesConfig;
 use crate::metrics::Collect;
@@ -136,11 +138,18 @@ impl Lifecycle for Kubernetes {
                 return Err(StartError::NoObjects { line: k8s.line });
             };
             let mut triggers = Vec::new();
-            let watch = match at.previous.iter().find(|watch| watch.serves(k8s)) {
+            // The running configuration's API watches: kept by a block that watches the same
+            // way, and serving the others until they have synced.
+            let previous: Vec<&Arc<ApiWatch>> = at
+                .previous
+                .iter()
+                .filter_map(|block| block.chain.kubernetes()?.api())
+                .collect();
+            let watch = match previous.iter().find(|watch| watch.serves(k8s)) {
                 Some(watch) => Arc::clone(watch),
                 None => {
                     let (watch, restored) =
-                        new_api_watch(k8s, &local_ips(at.addrs), at.previous, observability);
+                        new_api_watch(k8s, &local_ips(at.addrs), &previous, observability);
                     triggers = restored;
                     Arc::new(watch)
                 }
@@ -247,6 +256,14 @@ impl Lifecycle for Kubernetes {
         Ok(())
     }
 
+    /// An API watch is ready once synced (or serving its snapshot file); objects files are
+    /// read before the server starts.
+    fn readiness(&self) -> Option<Arc<dyn Readiness>> {
+        self.api
+            .as_ref()
+            .map(|watch| Arc::clone(watch) as Arc<dyn Readiness>)
+    }
+
     fn collectors(&self, out: &mut Vec<Arc<dyn Collect>>) {
         if let Some(watch) = &self.api {
             out.push(Arc::clone(&watch.metrics) as Arc<dyn Collect>);
@@ -270,13 +287,42 @@ impl Lifecycle for Kubernetes {
     }
 }
 
+impl Readiness for ApiWatch {
+    fn is_ready(&self) -> bool {
+        self.status.is_ready()
+    }
+
+    fn notes(&self, now: SystemTime) -> Vec<String> {
+        self.status.notes(now)
+    }
+
+    /// Waits up to the block's `startup_timeout` for the sync, as CoreDNS holds its server
+    /// back; then serves regardless.
+    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            if self.status.is_ready() {
+                return;
+            }
+            let timeout = self.config().startup_timeout;
+            tracing::info!("waiting for Kubernetes API before starting server");
+            if !self.status.wait_synced(timeout).await {
+                tracing::warn!(
+                    "starting server with unsynced Kubernetes API (startup_timeout {} s): \
+                     names not known yet are answered SERVFAIL until it syncs",
+                    timeout.as_secs_f64()
+                );
+            }
+        })
+    }
+}
+
 /// A new API watch for `k8s`, not started, and the change stamps of what it serves until it
 /// syncs: the zone of a watch it replaces (a reloaded Corefile changed the block), else the
 /// `snapshot` file, else an empty zone — where every NXDOMAIN is a SERVFAIL until the sync.
 fn new_api_watch(
     k8s: &KubernetesConfig,
     local_ips: &[std::net::IpAddr],
-    previous: &[Arc<ApiWatch>],
+    previous: &[&Arc<ApiWatch>],
     observability: &Observability,
 ) -> (ApiWatch, Vec<SliceTrigger>) {
     let zone = k8s

@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -19,7 +20,6 @@ use crate::name::WireName;
 use crate::server::Block;
 use crate::server::error::StartError;
 use crate::server::observability::Observability;
-use crate::source::api::ApiWatch;
 
 /// What a block's steps are built from.
 pub(crate) struct Build<'b> {
@@ -36,8 +36,9 @@ pub(crate) struct Build<'b> {
     pub(crate) observability: Option<&'b Observability>,
     /// Whether the block exports its metrics (it has *prometheus*, and the server runs).
     pub(crate) measured: bool,
-    /// The API watches of the running configuration, kept by blocks that watch the same way.
-    pub(crate) previous: &'b [Arc<ApiWatch>],
+    /// The blocks of the running configuration, whose steps a new step may take over (an
+    /// API watch kept by a block that watches the same way); empty at the first start.
+    pub(crate) previous: &'b [Arc<Block>],
 }
 
 /// What a generation's start gives a block's steps.
@@ -79,6 +80,12 @@ pub(crate) trait Lifecycle: Sized {
     /// Called for each of its block's listeners once bound.
     fn serving(&self, _at: &Serving<'_>) {}
 
+    /// What `/ready` and the start-up wait ask of it, when it can be unready (CoreDNS's
+    /// plugins that implement `ready.Readiness`); `None` for a step always ready.
+    fn readiness(&self) -> Option<Arc<dyn Readiness>> {
+        None
+    }
+
     /// Its metrics, registered while its generation lasts when the block exports metrics.
     fn collectors(&self, _out: &mut Vec<Arc<dyn Collect>>) {}
 
@@ -95,4 +102,18 @@ pub(crate) trait Lifecycle: Sized {
         q: &mut Query<'_>,
         out: &mut Vec<u8>,
     ) -> Flow;
+}
+
+/// A step's readiness: what `/ready` reports for it, and what the server waits for before it
+/// serves (CoreDNS holds its server back until *kubernetes* has synced).
+pub(crate) trait Readiness: Send + Sync {
+    /// Whether it is ready.
+    fn is_ready(&self) -> bool;
+
+    /// What `/ready` says about it beside the verdict.
+    fn notes(&self, now: SystemTime) -> Vec<String>;
+
+    /// Waits until it is ready, or for as long as its configuration lets the server's start
+    /// wait (saying so in the log either way).
+    fn wait(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 }
