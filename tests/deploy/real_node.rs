@@ -100,11 +100,13 @@ impl RealCluster {
         xtask::images::coredns(&plane.peers.join("coredns"))
             .and_then(|image| image.write(&coredns))
             .map_err(|e| format!("CoreDNS's image: {e:#}"))?;
-        let nodes = Nodes::up(
-            &plane,
-            &Options::two(&dir.path().join("nodes"), vec![image, coredns]),
-        )
-        .map_err(|e| format!("{e:#}"))?;
+        // The janitor deletes the whole directory once the tests have ended: the shared
+        // cluster is a static, never dropped, so `dir`'s own drop never runs.
+        let options = Options {
+            remove_at_exit: Some(dir.path().to_path_buf()),
+            ..Options::two(&dir.path().join("nodes"), vec![image, coredns])
+        };
+        let nodes = Nodes::up(&plane, &options).map_err(|e| format!("{e:#}"))?;
         let socket = xtask::netns::in_netns(&nodes.upstream.net(), || {
             UdpSocket::bind(SocketAddr::from((UPSTREAM, 53)))
         })

@@ -72,6 +72,9 @@ pub struct Options {
     pub nodes: Vec<(String, ProxyMode)>,
     /// Image archives imported on every node, beside the pause and client images.
     pub images: Vec<PathBuf>,
+    /// A directory the janitor deletes whole once this process has ended (a test's
+    /// temporary directory holding `dir`); without it, `dir`'s configurations and logs stay.
+    pub remove_at_exit: Option<PathBuf>,
 }
 
 impl Options {
@@ -85,6 +88,7 @@ impl Options {
                 ("node-2".into(), ProxyMode::Nftables),
             ],
             images,
+            remove_at_exit: None,
         }
     }
 }
@@ -298,7 +302,7 @@ impl Nodes {
         let dir = options.dir.clone();
         std::fs::create_dir_all(&dir)?;
         let kubectl = plane.kubectl();
-        janitor(&dir, &options.nodes)?;
+        janitor(&dir, &options.nodes, options.remove_at_exit.as_deref())?;
 
         // The images every node gets: the sandbox and the client.
         let work = dir.join("images");
@@ -1019,8 +1023,8 @@ fn serial() -> String {
 /// A process that waits for this one to end, then removes the nodes' cgroups, puts back the
 /// sysctls the kubelet changes (their values now), and deletes what is large in `dir` — the
 /// nodes' image stores and the image archives (`images/`) — keeping the configurations and
-/// the logs.
-fn janitor(dir: &Path, nodes: &[(String, ProxyMode)]) -> Result<()> {
+/// the logs — or all of `remove`, when given.
+fn janitor(dir: &Path, nodes: &[(String, ProxyMode)], remove: Option<&Path>) -> Result<()> {
     let mut restore = Vec::new();
     for key in [
         "vm.overcommit_memory",
@@ -1035,7 +1039,7 @@ fn janitor(dir: &Path, nodes: &[(String, ProxyMode)]) -> Result<()> {
         .iter()
         .map(|(name, _)| format!("/sys/fs/cgroup/*{}", cgroup_root(name)))
         .collect();
-    let script = format!(
+    let mut script = format!(
         "while kill -0 {owner} 2>/dev/null; do sleep 1; done\n\
          for i in $(seq 30); do\n\
          \tfind {cgroups} -depth -type d -exec rmdir {{}} + 2>/dev/null\n\
@@ -1054,6 +1058,9 @@ fn janitor(dir: &Path, nodes: &[(String, ProxyMode)]) -> Result<()> {
             .join(" "),
         dir = dir.display(),
     );
+    if let Some(remove) = remove {
+        script.push_str(&format!("rm -rf '{}'\n", remove.display()));
+    }
     std::fs::write(dir.join("janitor.sh"), &script)?;
     Command::new("setsid")
         .args(["sh", "-c", &script])
