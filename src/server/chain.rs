@@ -42,7 +42,7 @@ use super::error::StartError;
 use crate::metrics::Collect;
 use crate::metrics::dns::Writer;
 use crate::plugin::{Plugin, registry};
-use crate::wire::{self, MAX_UDP_REPLY, Request, UDP_MIN_PAYLOAD, rcode, reply};
+use crate::wire::{self, MAX_UDP_REPLY, OwnedRequest, Request, UDP_MIN_PAYLOAD, rcode, reply};
 
 pub(crate) use self::rewrite::Revert;
 
@@ -245,8 +245,8 @@ pub(crate) struct Ctx<'c> {
     pub(crate) transport: Transport,
     /// When the query arrived.
     pub(crate) started: Instant,
-    /// The message as received.
-    pub(crate) received: &'c [u8],
+    /// The message as received, parsed.
+    pub(crate) request: &'c Request<'c>,
     /// The server's own lookup of a CNAME's target for the client (a chase), not a query
     /// the client sent: counted and logged as CoreDNS does its `Upstream.Lookup`, but no
     /// step of the client's search-path walk.
@@ -430,14 +430,22 @@ impl PluginChain {
         asked
     }
 
-    /// `q` packed for the upstream, from `forwarder` on.
+    /// `q` packed for the upstream, from `forwarder` on: the client's query and the one
+    /// asked upstream, each with its parse.
     pub(crate) fn pending(&self, ctx: &Ctx<'_>, q: &Query<'_>, forwarder: usize) -> Box<Pending> {
-        let same = std::ptr::eq(q.packet, ctx.received) && self.bufsize.is_none();
+        let same = std::ptr::eq(q.packet, ctx.request.bytes) && self.bufsize.is_none();
+        let asked = (!same).then(|| {
+            let mut asked = OwnedRequest::new(q.request);
+            if let Some(size) = self.bufsize {
+                asked.clamp_payload(size);
+            }
+            asked
+        });
         Box::new(Pending {
             block: Arc::clone(ctx.block),
             zone: ctx.zone,
-            packet: ctx.received.to_vec(),
-            asked: (!same).then(|| self.upstream_query(q)),
+            query: OwnedRequest::new(ctx.request),
+            asked,
             client: ctx.client,
             transport: ctx.transport,
             started: ctx.started,
@@ -490,7 +498,7 @@ impl Block {
             client: SocketAddr::from(([127, 0, 0, 1], 0)),
             transport: Transport::Tcp,
             started: Instant::now(),
-            received: packet,
+            request: &request,
             chased: false,
             dry,
         };

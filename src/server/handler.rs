@@ -27,7 +27,7 @@ use crate::name::suffix_offset;
 use crate::plugin::Plugin;
 use crate::querylog::Entry;
 use crate::search_tracker::live::Watch;
-use crate::wire::{self, Malformed, Request, rcode, reply};
+use crate::wire::{self, Malformed, OwnedRequest, Request, rcode, reply};
 
 /// Answers messages for the blocks that share one listener.
 #[derive(Debug)]
@@ -170,7 +170,7 @@ impl Handler {
             client,
             transport,
             started,
-            received: packet,
+            request,
             chased,
             dry: false,
         };
@@ -212,16 +212,14 @@ impl Handler {
         let Some(mut chase) = pending.chase.take() else {
             return self.complete_plain(pending, out).await;
         };
-        let Ok(request) = Request::parse(&pending.packet) else {
-            return;
-        };
+        let request = pending.query.request();
         let ctx = Ctx {
             block: &pending.block,
             zone: pending.zone,
             client: pending.client,
             transport: pending.transport,
             started: pending.started,
-            received: &pending.packet,
+            request: &request,
             chased: pending.chased,
             dry: false,
         };
@@ -259,7 +257,7 @@ impl Handler {
             return bytes;
         };
         let chase = Chase::retarget(ctx.block, ctx.zone, request, retarget, bytes, plugin);
-        match self.chase_step(chase, ctx.received, ctx.client, ctx.transport) {
+        match self.chase_step(chase, ctx.request.bytes, ctx.client, ctx.transport) {
             Chased::Done(merged) => merged,
             Chased::Upstream(chase) => self.chase_complete(chase).await,
         }
@@ -270,7 +268,7 @@ impl Handler {
         let Pending {
             block,
             zone,
-            packet,
+            query,
             asked,
             client,
             transport,
@@ -281,24 +279,22 @@ impl Handler {
             chase: _,
             revert,
         } = *pending;
-        let Ok(request) = Request::parse(&packet) else {
-            return;
-        };
+        let request = query.request();
         let ctx = Ctx {
             block: &block,
             zone,
             client,
             transport,
             started,
-            received: &packet,
+            request: &request,
             chased,
             dry: false,
         };
         // The query as the chain sent it on (rewritten, its payload lowered by *bufsize*).
-        let asked = asked.as_deref().unwrap_or(&packet);
-        let Ok(asked_request) = Request::parse(asked) else {
-            return;
-        };
+        let asked_request = asked
+            .as_ref()
+            .map_or_else(|| request.clone(), OwnedRequest::request);
+        let asked = asked_request.bytes;
         let revert = revert.as_deref();
         if let Some(rest) = autopath {
             match autopath::complete(self, &ctx, &request, asked, *rest).await {
@@ -398,7 +394,7 @@ impl Handler {
                     client,
                     transport,
                     started,
-                    received: packet,
+                    request,
                     chased: false,
                     dry: false,
                 };
@@ -411,7 +407,7 @@ impl Handler {
                 Outcome::Forward(Box::new(Pending {
                     block,
                     zone,
-                    packet: packet.to_vec(),
+                    query: OwnedRequest::new(request),
                     asked: None,
                     client,
                     transport,

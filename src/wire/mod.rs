@@ -7,10 +7,12 @@
 //! holds the header's constants and the parsed query's types; `parse.rs` reads a query,
 //! `write.rs` writes the reply, [`reply`] rewrites a whole reply.
 
+mod owned;
 mod parse;
 pub mod reply;
 mod write;
 
+pub use owned::OwnedRequest;
 pub(crate) use parse::{Header, question_name_end, skip_name};
 pub use write::{QuestionAnswers, clamp_payload, write_answer, write_malformed, write_rcode};
 pub(crate) use write::{Rebuilt, query_for_name, reply_for_question};

@@ -14,7 +14,7 @@ use crate::metrics::dns::ServerMetrics;
 use crate::name::{WireName, wire_zones};
 use crate::querylog::{ErrorLog, QueryLog};
 use crate::server::error::StartError;
-use crate::wire::Transport;
+use crate::wire::{OwnedRequest, Transport};
 
 /// A query waiting for an upstream.
 #[derive(Debug)]
@@ -22,11 +22,11 @@ pub struct Pending {
     pub(in crate::server) block: Arc<Block>,
     /// Index of the block zone the name fell in.
     pub(in crate::server) zone: usize,
-    /// The query as received.
-    pub(in crate::server) packet: Vec<u8>,
-    /// The query as the chain sends it upstream, when that is not `packet` (*rewrite*
-    /// changed it, *bufsize* lowered its payload).
-    pub(in crate::server) asked: Option<Vec<u8>>,
+    /// The query as received, with its parse.
+    pub(in crate::server) query: OwnedRequest,
+    /// The query as the chain sends it upstream, when that is not `query` (*rewrite*
+    /// changed it, *bufsize* lowered its payload), with its parse.
+    pub(in crate::server) asked: Option<OwnedRequest>,
     pub(in crate::server) client: SocketAddr,
     pub(in crate::server) transport: Transport,
     pub(in crate::server) started: Instant,

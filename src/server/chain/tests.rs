@@ -137,7 +137,7 @@ fn bufsize() {
             client: ([127, 0, 0, 1], 5353).into(),
             transport: Transport::Udp,
             started: Instant::now(),
-            received: &packet,
+            request: &request,
             chased: false,
             dry: false,
         };
@@ -146,12 +146,18 @@ fn bufsize() {
         let End::Forward(pending) = block.chain.run(&ctx, 0, &mut q, &mut out) else {
             panic!("{line}: not upstream");
         };
-        let asked = pending.asked.as_deref().unwrap_or(&pending.packet);
-        let sent = Request::parse(asked).unwrap().edns.unwrap().payload;
+        let asked = pending.asked.as_ref().unwrap_or(&pending.query);
+        let sent = Request::parse(asked.bytes()).unwrap().edns.unwrap().payload;
+        let carried = asked.request().edns.unwrap().payload;
+        assert_eq!(
+            carried, sent,
+            "{line} {payload}: the parse carried is the message's"
+        );
         // A payload under 512 reads as 512 (RFC 6891).
         assert_eq!(sent, (*upstream).max(512), "{line} {payload}");
         assert_eq!(
-            pending.packet, packet,
+            pending.query.bytes(),
+            packet,
             "the client's query is kept as received"
         );
     }
@@ -302,8 +308,11 @@ fn rewritten_queries_go_upstream_rewritten() {
     ) else {
         panic!("not forwarded");
     };
-    assert_eq!(pending.packet, packet);
-    let asked = Message::from_vec(pending.asked.as_deref().unwrap()).unwrap();
+    assert_eq!(pending.query.bytes(), packet);
+    let asked = pending.asked.as_ref().unwrap();
+    let carried = asked.request();
+    assert_eq!(carried.question.name(), b"\x02db\x07example\x03net\x00");
+    let asked = Message::from_vec(asked.bytes()).unwrap();
     assert_eq!(asked.queries[0].name().to_ascii(), "db.example.net.");
     assert_eq!(asked.metadata.id, 42);
     assert!(asked.edns.is_some(), "the client's OPT goes along");
