@@ -7,7 +7,7 @@
 use hickory_proto::op::Message;
 use hickory_proto::rr::{Name, RData};
 
-use super::names::{substitute, text_of};
+use super::names::{rename, text_of};
 use crate::config::NameMatcher;
 use crate::name::WireName;
 
@@ -22,22 +22,7 @@ impl CnameTarget {
     /// The new target of a CNAME to `target` (lower case, with its final dot), if the rule
     /// takes it (CoreDNS's `getFromAndToTarget`).
     fn new_target(&self, target: &str) -> Option<String> {
-        let to = self.replacement.as_str();
-        match &self.matcher {
-            NameMatcher::Exact(from) => (target == from).then(|| to.to_owned()),
-            NameMatcher::Prefix(from) => target
-                .strip_prefix(from.as_str())
-                .map(|rest| format!("{to}{rest}")),
-            NameMatcher::Suffix(from) => target
-                .strip_suffix(from.as_str())
-                .map(|before| format!("{before}{to}")),
-            NameMatcher::Substring(from) => target
-                .contains(from.as_str())
-                .then(|| target.replace(from.as_str(), to)),
-            NameMatcher::Regex(pattern) => pattern
-                .captures(target)
-                .map(|captures| substitute(to, &captures)),
-        }
+        rename(&self.matcher, &self.replacement, target)
     }
 
     /// `reply` with its answer cut after the first CNAME the rule takes, that CNAME's target
