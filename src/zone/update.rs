@@ -30,7 +30,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use self::owned::Owned;
+use self::owned::{Names, Owned};
 use super::build::{self, BuildContext, Scope, Tree};
 use super::external;
 use super::multicluster;
@@ -378,9 +378,6 @@ impl Incremental {
         }
     }
 }
-
-/// A set of lower-case wire names.
-type Names = HashSet<Box<[u8]>>;
 
 /// The nodes of an update's parts.
 struct Part {
