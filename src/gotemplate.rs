@@ -11,10 +11,13 @@
 //! a SERVFAIL at query time. Errors at execution (an index out of range, a `parseInt` that
 //! fails) are errors of the query, as in CoreDNS.
 
+mod ast;
 mod eval;
 mod lex;
 mod parse;
 
+use self::ast::Node;
+pub use self::eval::Data;
 use self::parse::Parser;
 
 /// A compiled template.
@@ -22,96 +25,6 @@ use self::parse::Parser;
 pub struct Template {
     source: String,
     nodes: Vec<Node>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Node {
-    Text(String),
-    Action(Pipeline),
-}
-
-/// Commands joined by `|`: each one's value is the last argument of the next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pipeline(Vec<Command>);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Command {
-    /// One operand.
-    Operand(Operand),
-    /// A function and its arguments.
-    Call(Func, Vec<Operand>),
-    /// `.Meta NAME`: the metadata plugin's value (always empty: clusterdns has no
-    /// *metadata*).
-    Meta(Vec<Operand>),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Operand {
-    /// `.`, or `.A.B`: the fields of the data.
-    Field(Vec<String>),
-    Str(String),
-    Int(i64),
-    Bool(bool),
-    /// `( pipeline )`, optionally followed by fields.
-    Sub(Box<Pipeline>, Vec<String>),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Func {
-    Index,
-    ParseInt,
-    Print,
-    Printf,
-    Println,
-    Len,
-}
-
-impl Func {
-    fn named(name: &str) -> Option<Self> {
-        Some(match name {
-            "index" => Self::Index,
-            "parseInt" => Self::ParseInt,
-            "print" => Self::Print,
-            "printf" => Self::Printf,
-            "println" => Self::Println,
-            "len" => Self::Len,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Index => "index",
-            Self::ParseInt => "parseInt",
-            Self::Print => "print",
-            Self::Printf => "printf",
-            Self::Println => "println",
-            Self::Len => "len",
-        }
-    }
-}
-
-/// What a template is executed with: CoreDNS's `templateData`.
-#[derive(Debug, Clone, Default)]
-pub struct Data<'d> {
-    /// `.Zone`: the template's zone that matched.
-    pub zone: &'d str,
-    /// `.Name`: the query name, lower case, with its final dot.
-    pub name: &'d str,
-    /// `.Regex`: the regular expression that matched.
-    pub regex: &'d str,
-    /// `.Match`: the whole match and the groups.
-    pub matches: &'d [String],
-    /// `.Group`: the groups by number (`"0"`, `"1"`, ...) and by name.
-    pub groups: &'d [(String, String)],
-    /// `.Class`: `IN`, `CH`, ...
-    pub class: &'d str,
-    /// `.Type`: `A`, `PTR`, ...
-    pub qtype: &'d str,
-    /// `.Remote`: the client's address.
-    pub remote: &'d str,
-    /// `.Question.Qtype` and `.Question.Qclass`, as numbers.
-    pub question: (u16, u16),
 }
 
 /// A template that does not compile; the message is what Go's `text/template` parser says.

@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 
 use hickory_proto::rr::Name;
 
+use super::blocks::{Config, ServerBlock};
 use super::directives::{self, Context, Directives, Endpoint};
 use super::env::Environment;
 use super::error::Error;
 use super::syntax::ServerBlockAst;
 use super::zone;
-use super::{Config, ServerBlock};
 use crate::plugin::Plugin;
 
 /// Builds the configuration from parsed server blocks.

@@ -15,6 +15,9 @@
 //! differs). Every other CoreDNS plugin is refused with [`Error::Unsupported`] and any other
 //! name with [`Error::UnknownDirective`].
 //!
+//! The entry points are in `corefile.rs`, what they return ([`Config`], [`ServerBlock`]) in
+//! `blocks.rs`, each directive's parser in `directives/`.
+//!
 //! ```
 //! use clusterdns::config::parse_corefile;
 //! use std::path::Path;
@@ -28,7 +31,9 @@
 //! # Ok::<(), clusterdns::config::Error>(())
 //! ```
 
+mod blocks;
 mod build;
+mod corefile;
 mod directives;
 mod duration;
 mod env;
@@ -45,11 +50,8 @@ mod test_support;
 mod tls;
 mod zone;
 
-use std::path::Path;
-use std::sync::Arc;
-
-use hickory_proto::rr::Name;
-
+pub use blocks::{Config, ServerBlock};
+pub use corefile::{parse_corefile, parse_corefile_in, read_corefile, read_corefile_in};
 pub use directives::Plugins;
 // Every plugin's configuration type (its registry row's); below, the option types a few
 // plugins' configurations are made of.
@@ -80,58 +82,6 @@ pub use shorthand::{
 pub(crate) use stream::MAX_FILE_BYTES;
 pub use tls::{ClientIdentity, ForwardTls, TlsError};
 pub use zone::{CidrError, ZoneNameError, parse_cidr, parse_cluster_zone};
-
-/// Reads and parses the Corefile at `path` (files it imports are relative to its directory).
-pub fn read_corefile(path: &Path) -> Result<Config, Error> {
-    read_corefile_in(path, &Environment::system())
-}
-
-/// [`read_corefile`] with the environment variables, interfaces and fixed files of `env`.
-pub fn read_corefile_in(path: &Path, env: &Environment) -> Result<Config, Error> {
-    let text = stream::read_text(path).map_err(|source| Error::Read {
-        file: path.to_owned(),
-        line: 0,
-        error: source,
-    })?;
-    parse_corefile_in(&text, path, env)
-}
-
-/// Parses Corefile `text`; `file` names it in error messages and is the base directory of
-/// relative `import`s and `objects` files. Environment variables and interfaces are the
-/// process's and the machine's.
-pub fn parse_corefile(text: &str, file: &Path) -> Result<Config, Error> {
-    parse_corefile_in(text, file, &Environment::system())
-}
-
-/// [`parse_corefile`] with the environment variables and interfaces of `env`.
-pub fn parse_corefile_in(text: &str, file: &Path, env: &Environment) -> Result<Config, Error> {
-    let shared: Arc<Path> = Arc::from(file);
-    let tokens = lexer::lex(text, &shared, env)?;
-    let mut stream = stream::Stream::new(tokens, file, env);
-    let blocks = syntax::parse(&mut stream)?;
-    build::build(&blocks, file, env)
-}
-
-/// A whole Corefile: its server blocks, in file order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
-    /// One entry per server block (a block with several keys on different ports is split).
-    pub servers: Vec<ServerBlock>,
-}
-
-/// One server block: `ZONES:PORT { directives }`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerBlock {
-    /// The zones of the block's keys, lower-case and fully qualified (`.` for the root).
-    pub zones: Vec<Name>,
-    /// The port of the block's keys (53 when not given).
-    pub port: u16,
-    /// The configuration of each plugin the block has (`bind`'s addresses empty means every
-    /// address).
-    pub plugins: Plugins,
-    /// Line of the block's first key, for messages.
-    pub line: usize,
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

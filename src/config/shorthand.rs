@@ -21,12 +21,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::blocks::Config;
+use super::corefile::parse_corefile_in;
 use super::directives::forward::MAX_UPSTREAMS;
 use super::env::Environment;
 use super::error::Error;
 use super::lexer;
 use super::resolv_conf::read_resolv_conf_in;
-use super::{Config, parse_corefile_in};
 
 /// The name the shorthand Corefile has in error messages. It has no directory, so relative
 /// `objects` paths stay relative to the working directory, as given on the command line.

@@ -2,8 +2,10 @@
 //! errors, the errors no one directive owns, kubeadm's Corefile, garbage. Each directive's
 //! own tests are beside its parser in `directives/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use hickory_proto::rr::Name;
 
 use super::*;
 

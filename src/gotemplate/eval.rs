@@ -1,8 +1,31 @@
 //! Execution: a pipeline's value over the query's data, and Go's `fmt` printing of it.
 
-use super::{Command, Data, Func, Operand, Pipeline};
+use super::ast::{Command, Func, Operand, Pipeline};
 
 use std::fmt::Write as _;
+
+/// What a template is executed with: CoreDNS's `templateData`.
+#[derive(Debug, Clone, Default)]
+pub struct Data<'d> {
+    /// `.Zone`: the template's zone that matched.
+    pub zone: &'d str,
+    /// `.Name`: the query name, lower case, with its final dot.
+    pub name: &'d str,
+    /// `.Regex`: the regular expression that matched.
+    pub regex: &'d str,
+    /// `.Match`: the whole match and the groups.
+    pub matches: &'d [String],
+    /// `.Group`: the groups by number (`"0"`, `"1"`, ...) and by name.
+    pub groups: &'d [(String, String)],
+    /// `.Class`: `IN`, `CH`, ...
+    pub class: &'d str,
+    /// `.Type`: `A`, `PTR`, ...
+    pub qtype: &'d str,
+    /// `.Remote`: the client's address.
+    pub remote: &'d str,
+    /// `.Question.Qtype` and `.Question.Qclass`, as numbers.
+    pub question: (u16, u16),
+}
 
 /// A value while executing.
 #[derive(Debug, Clone)]

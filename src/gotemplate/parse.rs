@@ -1,8 +1,8 @@
 //! The parser: an action's tokens into a pipeline of commands, with the fields and
 //! functions it uses checked against what the *template* plugin gives.
 
+use super::ast::{Command, Func, Operand, Pipeline};
 use super::lex::Token;
-use super::{Command, Func, Operand, Pipeline};
 
 /// The data's fields a template may name (`.Meta` is a method).
 pub(super) const FIELDS: &[&str] = &[

@@ -63,15 +63,8 @@ use self::reflector::Params;
 pub use self::snapshot_file::{changes_path, read_snapshot, write_snapshot};
 use self::state::{Change, WatchState};
 pub use self::status::ApiStatus;
+pub(crate) use self::task::Inquiry;
 use self::task::WatchTask;
-
-/// The kind a request path reads: its last segment is the kind's plural
-/// (`/api/v1/services`, `/api/v1/namespaces/shop/services`,
-/// `/apis/discovery.k8s.io/v1/endpointslices`).
-fn kind_of_path(path: &str) -> Option<Kind> {
-    let plural = path.rsplit('/').next()?;
-    Kind::ALL.into_iter().find(|kind| kind.plural() == plural)
-}
 
 /// The kinds `config` needs watched: pods only for `pods verified` (`endpoint_pod_names`
 /// reads the slices' targetRefs, not the pods), ServiceImports only for `multicluster`.
@@ -101,10 +94,6 @@ pub struct ApiWatch {
     /// Questions for the watch task, once it runs.
     inquiries: Mutex<Option<mpsc::Sender<Inquiry>>>,
 }
-
-/// A question about the watched objects, run by the watch task on them and whether
-/// they are a whole state (every resource listed, none being re-listed).
-pub(crate) type Inquiry = Box<dyn FnOnce(&Cluster, bool) + Send>;
 
 /// Questions waiting for the watch task at most; more are turned away.
 const INQUIRIES: usize = 8;

@@ -2,8 +2,8 @@
 //! record and an IXFR's SOA, every name and count bounds-checked.
 
 use super::{
-    Edns, FLAG_QR, HEADER_LEN, MAX_UDP_REPLY, Malformed, OPCODE_BITS, OPCODE_QUERY, Question,
-    RCODE_BITS, Request, UDP_MIN_PAYLOAD,
+    Edns, FLAG_QR, HEADER_LEN, Header, MAX_UDP_REPLY, Malformed, OPCODE_QUERY, Question, Request,
+    UDP_MIN_PAYLOAD,
 };
 use crate::codes::{rcode, rtype};
 use crate::name::MAX_NAME_LEN;
@@ -116,40 +116,6 @@ impl<'a> Request<'a> {
     pub fn udp_limit(&self) -> usize {
         self.edns
             .map_or(UDP_MIN_PAYLOAD, |edns| edns.payload.min(MAX_UDP_REPLY)) as usize
-    }
-}
-
-/// The fixed header of a message, query or reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Header {
-    /// Message ID.
-    pub(crate) id: u16,
-    /// The flag word.
-    pub(crate) flags: u16,
-    /// QDCOUNT, ANCOUNT, NSCOUNT, ARCOUNT.
-    pub(crate) counts: [u16; 4],
-}
-
-impl Header {
-    /// The header of `message`; `None` when it is shorter than one.
-    pub(crate) fn read(message: &[u8]) -> Option<Self> {
-        let bytes = message.get(..HEADER_LEN)?;
-        let word = |at: usize| u16::from_be_bytes([bytes[at], bytes[at + 1]]);
-        Some(Self {
-            id: word(0),
-            flags: word(2),
-            counts: [word(4), word(6), word(8), word(10)],
-        })
-    }
-
-    /// The opcode.
-    pub(crate) fn opcode(&self) -> u8 {
-        ((self.flags & OPCODE_BITS) >> 11) as u8
-    }
-
-    /// The rcode's low four bits (the OPT record holds the rest).
-    pub(crate) fn rcode(&self) -> u16 {
-        self.flags & RCODE_BITS
     }
 }
 

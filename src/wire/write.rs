@@ -3,10 +3,10 @@
 
 use smallvec::SmallVec;
 
+use super::header::FLAG_AA;
 use super::parse::{MAX_POINTERS, skip_name};
 use super::{
-    Edns, FLAG_AA, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, OPCODE_BITS, RCODE_BITS,
-    Request, reply,
+    Edns, FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, OPCODE_BITS, RCODE_BITS, Request, reply,
 };
 use crate::codes::{rcode, rtype};
 use crate::zone::rrset::expand_name;

@@ -6,7 +6,8 @@
 //! from lower-case wire name to `Node`, each node holding its RRsets already in wire
 //! format. [`Snapshot::lookup`] is then one hash lookup for every name that exists and for
 //! every miss; only pod names under `pods insecure` (an infinite set) and the CNAME chase
-//! of ExternalName services are computed per query.
+//! of ExternalName services are computed per query. The snapshot is `snapshot.rs`, the
+//! lookup `lookup.rs`, what it answers `answer.rs`, the served zones and their SOA `soa.rs`.
 //!
 //! A block with *k8s_external* also has its external zones in the snapshot
 //! ([`Snapshot::external`], built and updated with the cluster zone from the same objects;
@@ -21,21 +22,19 @@ mod build;
 mod dashed;
 mod external;
 mod lookup;
+mod map;
 mod multicluster;
 mod names;
 mod node;
 mod records;
 pub mod rrset;
 mod shards;
+mod snapshot;
 mod soa;
 mod update;
 pub mod why;
 mod writer;
 pub mod zonefile;
-
-use std::collections::HashMap;
-use std::collections::HashSet;
-use std::net::IpAddr;
 
 pub use answer::{Answer, InlineRecord, Owner, Rcode, Run, RunData};
 pub use build::{BuildContext, DNS_SCHEMA_VERSION, build};
@@ -43,33 +42,10 @@ pub(crate) use dashed::Dashed;
 pub use dashed::{dashed_ip, ip_from_dashed};
 pub use external::External;
 pub use records::{trim, trim_cluster};
-use shards::Sharded;
+pub use snapshot::Snapshot;
 pub(crate) use soa::CLUSTER_SOA_PREFIXES;
 pub use soa::{ServedZone, Soa};
 pub use update::{Applied, Change, Incremental};
-
-use crate::config::PodMode;
-
-type Map<K, V> = HashMap<K, V, ahash::RandomState>;
-
-/// An immutable view of the cluster zone, swapped in whole. Built whole at the first sync,
-/// and then (by [`Incremental`]) as the previous snapshot with the names a change touched
-/// rebuilt: the two share every shard of the index that the change did not touch.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    zones: Vec<ServedZone>,
-    names: names::Names,
-    /// Lower-case namespace labels whose `<ip>.<ns>.pod.<zone>` names `pods insecure` answers.
-    pod_namespaces: std::sync::Arc<HashSet<Box<[u8]>, ahash::RandomState>>,
-    pods: PodMode,
-    /// `pods verified`: each client pod address and its namespace (`None` when pods of two
-    /// namespaces claim the address), for *autopath*.
-    clients: Sharded<(IpAddr, Option<std::sync::Arc<str>>)>,
-    ttl: u32,
-    serial: u32,
-    /// *k8s_external*'s zones, when the block has the plugin.
-    external: Option<External>,
-}
 
 #[cfg(test)]
 mod tests;

@@ -36,10 +36,11 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use smallvec::SmallVec;
 
+use super::map::Map;
 use super::node::Node;
 use super::rrset::{self, RrSetBuilder};
 use super::shards::{Keyed, Sharded};
-use super::{Dashed, InlineRecord, Map, RunData};
+use super::{Dashed, InlineRecord, RunData};
 use crate::codes::rtype;
 
 /// The rest of a PTR target or of an endpoint's name after its first label, lower-case

@@ -9,7 +9,7 @@ use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 
 use super::*;
-use crate::config::KubernetesConfig;
+use crate::config::{KubernetesConfig, PodMode};
 use crate::source::read_objects;
 use crate::wire::{Request, write_answer};
 use crate::zone::zonefile::record_line;

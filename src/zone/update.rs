@@ -30,14 +30,15 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
 
-use self::owned::Owned;
+use self::owned::{Names, Owned};
 use super::build::{self, BuildContext, Scope, Tree};
 use super::external;
+use super::map::Map;
 use super::multicluster;
 use super::node::Node;
 use super::records::{self, Filter, View};
 use super::writer::NameWriter;
-use super::{Map, ServedZone, Snapshot};
+use super::{ServedZone, Snapshot};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::serviceimport::LABEL_MCS_SERVICE_NAME;
 use crate::model::{Cluster, EndpointSlice, Kind, Object, ObjectKey, ObjectRef};
@@ -378,9 +379,6 @@ impl Incremental {
         }
     }
 }
-
-/// A set of lower-case wire names.
-type Names = HashSet<Box<[u8]>>;
 
 /// The nodes of an update's parts.
 struct Part {

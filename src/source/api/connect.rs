@@ -11,6 +11,15 @@ use kube::Client;
 
 use super::status::ApiStatus;
 use crate::config::ApiConfig;
+use crate::model::Kind;
+
+/// The kind a request path reads: its last segment is the kind's plural
+/// (`/api/v1/services`, `/api/v1/namespaces/shop/services`,
+/// `/apis/discovery.k8s.io/v1/endpointslices`).
+pub(super) fn kind_of_path(path: &str) -> Option<Kind> {
+    let plural = path.rsplit('/').next()?;
+    Kind::ALL.into_iter().find(|kind| kind.plural() == plural)
+}
 
 /// How long connecting to the API server may take before the attempt counts as failed.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -193,7 +202,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let resource = super::kind_of_path(request.uri().path());
+        let resource = kind_of_path(request.uri().path());
         let streaming = request
             .uri()
             .query()

@@ -6,13 +6,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::Inquiry;
 use super::snapshot_file::{append_changes, change_lines, lengths, write_snapshot};
 use super::state::{Change, WatchState};
 use super::status::ApiStatus;
+use crate::model::Cluster;
 use crate::source::publish::Unwritten;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// A question about the watched objects, run by the watch task on them and whether
+/// they are a whole state (every resource listed, none being re-listed).
+pub(crate) type Inquiry = Box<dyn FnOnce(&Cluster, bool) + Send>;
 
 /// The most changes taken into one publication beyond the first.
 pub(super) const MAX_BATCH: usize = 4096;

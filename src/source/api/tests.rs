@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use super::connect::kind_of_path;
 use super::feed::display_key;
 use super::*;
 use crate::metrics::{Collect, Exposition};

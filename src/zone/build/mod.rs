@@ -14,11 +14,12 @@ mod tree;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
+use super::map::Map;
 use super::multicluster::{self, ImportView};
 use super::records::{Filter, View};
 use super::shards::Sharded;
 use super::writer::NameWriter;
-use super::{Map, ServedZone, Snapshot, Soa};
+use super::{ServedZone, Snapshot, Soa};
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Cluster, Pod, Service};
 use crate::name::WireName;

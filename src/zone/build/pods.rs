@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::config::{KubernetesConfig, PodMode};
 use crate::model::{Pod, PodPhase};
 use crate::name::WireName;
-use crate::zone::Map;
+use crate::zone::map::Map;
 use crate::zone::records::{Exposed, Filter, View};
 use crate::zone::rrset;
 use crate::zone::writer::NameWriter;

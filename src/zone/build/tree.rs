@@ -4,10 +4,11 @@
 use std::collections::HashSet;
 
 use crate::name::parent;
+use crate::zone::ServedZone;
+use crate::zone::map::Map;
 use crate::zone::names::Names;
 use crate::zone::node::Node;
 use crate::zone::writer::zone_origin;
-use crate::zone::{Map, ServedZone};
 
 /// The shape of the zone's name tree that an update needs to add and remove empty
 /// non-terminals as a full build would: for every name with names directly below it, how

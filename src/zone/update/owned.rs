@@ -9,15 +9,17 @@
 //! Deployment scaling up and down changes the same few Services again and again, and each
 //! of those updates then builds its Services once, not twice.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::Names;
 use crate::model::{Cluster, ObjectKey};
 use crate::name::suffix_offset;
 use crate::zone::ServedZone;
 use crate::zone::build::pod_label;
 use crate::zone::names::ReverseName;
 use crate::zone::node::Node;
+
+/// A set of lower-case wire names.
+pub(super) type Names = HashSet<Box<[u8]>>;
 
 /// At most this many names are held for all Services together (a few hundred kilobytes);
 /// beyond, what is held is dropped and learnt again.

@@ -1,6 +1,6 @@
 //! Tests of the *kubernetes* directive, in whole Corefiles.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::test_support::{Invalid, check_invalid_corefiles, env, names, parse};

@@ -2,7 +2,7 @@
 //! `newCNAMERule`): FROM and TO lower-cased, and for `exact` fully qualified; two arguments
 //! are an `exact` rule. A regular expression's `{N}` in TO are its groups.
 
-use super::{MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
+use super::rule::{MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
 
 /// Parses the arguments of a `cname` rule.
 pub(super) fn cname_rule(args: &[&str]) -> Result<RewriteAction, String> {

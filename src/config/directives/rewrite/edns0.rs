@@ -12,7 +12,7 @@
 //! `{server_ip}` and `{server_port}` (the address the query came in on) and metadata labels
 //! (`{plugin/label}`, which need the *metadata* plugin) are refused as not supported.
 
-use super::Refusal;
+use super::refusal::Refusal;
 
 /// One `edns0` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The `name` rule: its matcher and replacement, and the `answer name` / `answer value`
 //! rules that rewrite the reply back (CoreDNS's `newNameRule` and `parseAnswerRules`).
 
-use super::{AnswerRewrite, MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
+use super::rule::{AnswerRewrite, MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
 
 fn regex(pattern: &str) -> Result<regex::Regex, String> {
     if pattern.len() > MAX_REGEX_LEN {

@@ -1,7 +1,7 @@
 //! The `ttl` and `rcode` rules, which change the reply of the names they match
 //! (CoreDNS's `newTTLRule` and `newRCodeRule`), and the name matcher they share.
 
-use super::{MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
+use super::rule::{MAX_REGEX_LEN, NameMatcher, RewriteAction, normalize};
 
 /// A name matcher of a `ttl` or `rcode` rule (`what` names the rule in messages).
 fn matcher(match_type: &str, text: &str, what: &str) -> Result<NameMatcher, String> {
