@@ -16,6 +16,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libcap2-bin \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The workspace whole: src/, crates/ (the model and the kube-proxy toolbox, crates of the
+# binary's own) and xtask/ (a member); .dockerignore keeps target/ and .git out.
 COPY . .
 # Port 53 as a non-root user: the Deployment adds NET_BIND_SERVICE to the container's
 # capabilities, and this file capability makes the binary's process have it at exec (with

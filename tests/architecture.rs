@@ -2,6 +2,10 @@
 //! `crate::…` and `super::…` paths, re-exports followed to where the item lives) is checked
 //! against the table in `src/lib.rs`'s "Layers" section, and no two modules — top-level
 //! modules, or the files of one module — may import each other, directly or round a loop.
+//! A module that is a crate of its own (`crates/model`, `crates/kube-proxy`), re-exported by
+//! `src/lib.rs` under its module's name (`pub use clusterdns_model as model;`), is read from
+//! its `crates/*/src` as that module: its `crate::…` paths lead into it, and another crate's
+//! name (`clusterdns_model::…`) to that crate's module.
 //!
 //! The plugins are named in one place, the registry in `src/plugin.rs`: no other source file
 //! lists them.
@@ -13,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// A module path below the crate root: `["proxy", "plan"]`.
+/// A module path below the crate root: `["kube_proxy", "plan"]`.
 type ModPath = Vec<String>;
 
 /// One reference from a file to a module: where it is, for the failure message.
@@ -25,8 +29,9 @@ struct Site {
 
 #[test]
 fn imports_follow_the_layer_table_in_lib_rs() {
-    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
-    let table = Table::parse(&read(&crate_.root.join("lib.rs")));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crate_ = Crate::read(manifest);
+    let table = Table::parse(&read(&manifest.join("src/lib.rs")));
     let mut failures = Vec::new();
 
     let declared: BTreeSet<&str> = crate_
@@ -81,7 +86,7 @@ fn imports_follow_the_layer_table_in_lib_rs() {
 
 #[test]
 fn no_import_cycles_between_modules_or_the_files_of_one_module() {
-    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path());
+    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")));
     let mut failures = Vec::new();
 
     // The one recursion allowed: a block's chain holds its steps (`Step`, in the root), and
@@ -175,7 +180,7 @@ fn only_the_plugin_registry_lists_the_plugins() {
         directives.len() > 20,
         "the registry's rows were not found in src/plugin.rs: {directives:?}"
     );
-    let crate_ = Crate::read(&root);
+    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")));
     let mut failures = Vec::new();
     for (_, path, _) in &crate_.files {
         if path == "src/plugin.rs" {
@@ -365,7 +370,7 @@ fn a_step_plugin_is_named_only_in_its_own_files() {
     ];
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let steps = step_rows();
-    let crate_ = Crate::read(&manifest.join("src"));
+    let crate_ = Crate::read(manifest);
     let mut found: BTreeSet<(String, String)> = BTreeSet::new();
     for (module, path, source) in &crate_.files {
         if path == "src/plugin.rs" {
@@ -551,47 +556,61 @@ impl Table {
     }
 }
 
-/// Every non-test source file of the library, with the module paths it names.
+/// Every non-test source file of the library and of the crates it re-exports as its modules,
+/// with the module paths it names.
 struct Crate {
-    root: PathBuf,
+    /// The crates re-exported as modules: module name -> crate name (`model` ->
+    /// `clusterdns_model`).
+    members: BTreeMap<String, String>,
     /// Every module that has a file, test-only ones left out.
     modules: BTreeSet<ModPath>,
-    /// (module, file relative to the crate, source with comments, strings and test code
-    /// removed).
+    /// (module, file relative to the manifest's directory, source with comments, strings and
+    /// test code removed).
     files: Vec<(ModPath, String, String)>,
     /// `pub use` items: (module, name) -> where the name leads.
     reexports: BTreeMap<(ModPath, String), ModPath>,
 }
 
 impl Crate {
-    fn read(root: &Path) -> Self {
-        let mut found = Vec::new();
-        walk(root, &mut found);
-        found.sort();
+    /// The library in `manifest/src`, and each crate `src/lib.rs` re-exports as a module
+    /// (`pub use clusterdns_model as model;`) from the `crates/*` whose package it is.
+    fn read(manifest: &Path) -> Self {
+        let members = members(manifest);
+        let mut roots = vec![(manifest.join("src"), Vec::new())];
+        for (module, dir) in members.values() {
+            roots.push((dir.join("src"), vec![module.clone()]));
+        }
         let mut modules = BTreeSet::new();
         let mut files = Vec::new();
         let mut test_only = BTreeSet::new();
-        for path in found {
-            let relative = path.strip_prefix(root).unwrap();
-            let mut parts: Vec<String> = relative
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect();
-            let file = parts.pop().unwrap();
-            if parts.is_empty() && file == "main.rs" {
-                continue; // the binary: it uses the library from outside
+        for (root, prefix) in roots {
+            let mut found = Vec::new();
+            walk(&root, &mut found);
+            found.sort();
+            for path in found {
+                let relative = path.strip_prefix(&root).unwrap();
+                let mut parts: Vec<String> = relative
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                let file = parts.pop().unwrap();
+                if prefix.is_empty() && parts.is_empty() && file == "main.rs" {
+                    continue; // the binary: it uses the library from outside
+                }
+                let stem = file.trim_end_matches(".rs");
+                if stem != "mod" && stem != "lib" {
+                    parts.push(stem.to_string());
+                }
+                let parts = [prefix.clone(), parts].concat();
+                let (source, tests) = clean(&read(&path));
+                for name in tests {
+                    let mut module = parts.clone();
+                    module.push(name);
+                    test_only.insert(module);
+                }
+                let shown = path.strip_prefix(manifest).unwrap().display().to_string();
+                files.push((parts, shown, source));
             }
-            let stem = file.trim_end_matches(".rs");
-            if stem != "mod" && stem != "lib" {
-                parts.push(stem.to_string());
-            }
-            let (source, tests) = clean(&read(&path));
-            for name in tests {
-                let mut module = parts.clone();
-                module.push(name);
-                test_only.insert(module);
-            }
-            files.push((parts, format!("src/{}", relative.display()), source));
         }
         files.retain(|(module, _, _)| !test_only.iter().any(|t| module.starts_with(t)));
         for (module, _, _) in &files {
@@ -600,7 +619,10 @@ impl Crate {
             }
         }
         let mut crate_ = Crate {
-            root: root.to_path_buf(),
+            members: members
+                .into_iter()
+                .map(|(name, (module, _))| (module, name))
+                .collect(),
             modules,
             files,
             reexports: BTreeMap::new(),
@@ -631,7 +653,16 @@ impl Crate {
         let mut rest = path;
         match path.first()?.as_str() {
             "crate" | "$crate" => {
-                current = Vec::new();
+                // A member crate's root is its module; the library's is the top.
+                current = match module.first() {
+                    Some(top) if self.members.contains_key(top) => vec![top.clone()],
+                    _ => Vec::new(),
+                };
+                rest = &path[1..];
+            }
+            name if self.members.values().any(|crate_name| crate_name == name) => {
+                let (module, _) = self.members.iter().find(|(_, c)| *c == name)?;
+                current = vec![module.clone()];
                 rest = &path[1..];
             }
             "self" => {
@@ -721,6 +752,42 @@ impl Crate {
         }
         edges
     }
+}
+
+/// The crates `src/lib.rs` re-exports as its modules: crate name -> (module, the crate's
+/// directory under `crates/`, found by its package's name).
+fn members(manifest: &Path) -> BTreeMap<String, (String, PathBuf)> {
+    let lib = read(&manifest.join("src/lib.rs"));
+    let mut packages = BTreeMap::new();
+    for entry in fs::read_dir(manifest.join("crates")).into_iter().flatten() {
+        let dir = entry.unwrap().path();
+        let Ok(cargo_toml) = fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        let name = cargo_toml
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = "))
+            .map(|n| n.trim_matches('"').replace('-', "_"));
+        if let Some(name) = name {
+            packages.insert(name, dir);
+        }
+    }
+    let mut members = BTreeMap::new();
+    for line in lib.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let ["pub", "use", name, "as", module] = words.as_slice()
+            && let Some(module) = module.strip_suffix(';')
+            && let Some(dir) = packages.get(*name)
+        {
+            members.insert((*name).to_owned(), (module.to_owned(), dir.clone()));
+        }
+    }
+    assert!(
+        packages.keys().all(|name| members.contains_key(name)),
+        "every crate of crates/ is re-exported by src/lib.rs as a module \
+         (`pub use clusterdns_model as model;`): {packages:?}"
+    );
+    members
 }
 
 fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
@@ -918,7 +985,8 @@ fn alias(tokens: &[(usize, Token)], position: &mut usize) -> Option<String> {
 }
 
 /// Every path a cleaned source names that could lead into the crate: the paths of `use`
-/// statements, and every `crate::…`, `super::…`, `self::…` path elsewhere.
+/// statements, and every `crate::…`, `super::…`, `self::…` and `clusterdns_…::…` (a member
+/// crate's) path elsewhere.
 fn paths(source: &str) -> Vec<(usize, Vec<String>)> {
     let tokens = tokens(source);
     let mut found = Vec::new();
@@ -938,7 +1006,8 @@ fn paths(source: &str) -> Vec<(usize, Vec<String>)> {
             && tokens[index - 1].1 == Token::Word("in".into())
             && tokens[index - 2].1 == Token::Punct('(');
         let starts = !visibility
-            && matches!(token, Token::Word(w) if ["crate", "$crate", "super", "self"].contains(&w.as_str()));
+            && matches!(token, Token::Word(w) if ["crate", "$crate", "super", "self"].contains(&w.as_str())
+                || w.starts_with("clusterdns_"));
         let after_colons = index > 0 && tokens[index - 1].1 == Token::Colons;
         if starts && !after_colons && tokens.get(index + 1).map(|t| &t.1) == Some(&Token::Colons) {
             let mut path = Vec::new();
@@ -1133,6 +1202,7 @@ fn f<'a>(s: &'a str) { let s = "crate::server::B"; let r = r#"super::x"#; crate:
 mod tests { use crate::server::C; }
 #[cfg(test)]
 mod support;
+fn g(p: clusterdns_model::Protocol, q: std::clusterdns_x::Y) {}
 "##;
     let (cleaned, test_modules) = clean(source);
     assert_eq!(test_modules, ["support"]);
@@ -1145,6 +1215,7 @@ mod support;
         (2, "super::plan::X"),
         (2, "super::names::Y"),
         (5, "crate::wire::write"),
+        (11, "clusterdns_model::Protocol"),
     ];
     assert_eq!(found, expected.map(|(l, p)| (l, p.to_string())));
 }

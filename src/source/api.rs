@@ -49,11 +49,12 @@ use kube::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::mcs::ServiceImportResource;
 use super::programming::SliceStamps;
 use super::publish::Publisher;
 use crate::config::{KubernetesConfig, ListMode, PodMode};
 use crate::metrics::process::StoreMetrics;
-use crate::model::serviceimport::{ServiceImportObject, service_import};
+use crate::model::serviceimport::service_import;
 use crate::model::{Cluster, Kind, Object, convert};
 use crate::store::Store;
 
@@ -323,8 +324,8 @@ fn spawn_resource(
         Kind::Pod => {
             tokio::spawn(feed.run(client, |pod: core::Pod| convert::pod(&pod).map(Object::Pod)))
         }
-        Kind::ServiceImport => tokio::spawn(feed.run(client, |import: ServiceImportObject| {
-            service_import(&import).map(Object::ServiceImport)
+        Kind::ServiceImport => tokio::spawn(feed.run(client, |import: ServiceImportResource| {
+            service_import(&import.0).map(Object::ServiceImport)
         })),
     };
 }

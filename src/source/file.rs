@@ -387,3 +387,6 @@ mod reader;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod round_trip;

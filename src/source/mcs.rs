@@ -8,12 +8,22 @@
 //! block syncs and serves its other zones; the watcher keeps retrying with backoff, and a
 //! CRD installed later is listed on the next retry.
 
+use serde::Deserialize;
+
 use crate::model::serviceimport::ServiceImportObject;
 
+/// A ServiceImport as the watch reads it: the model's object, as kube-rs's `Resource`. The
+/// model is a crate of its own without kube-rs, and the orphan rule keeps this crate from
+/// implementing kube-rs's trait for the model's type, hence the wrapper.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub(super) struct ServiceImportResource(pub(super) ServiceImportObject);
+
 namespaced_resource!(
-    ServiceImportObject,
+    ServiceImportResource,
     "ServiceImport",
     "multicluster.x-k8s.io",
     "v1alpha1",
-    "serviceimports"
+    "serviceimports",
+    0.metadata
 );

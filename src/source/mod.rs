@@ -11,9 +11,13 @@
 //! - [`programming`]: DNS programming latency, from the slices' change stamps.
 
 /// `impl kube::Resource` for a namespaced type of our own that kube-rs lists and watches
-/// (one with a `metadata: ObjectMeta` field): its kind, group, version and plural.
+/// (one with a `metadata: ObjectMeta` field, or its path after the plural: `0.metadata`): its
+/// kind, group, version and plural.
 macro_rules! namespaced_resource {
     ($type:ty, $kind:literal, $group:literal, $version:literal, $plural:literal) => {
+        namespaced_resource!($type, $kind, $group, $version, $plural, metadata);
+    };
+    ($type:ty, $kind:literal, $group:literal, $version:literal, $plural:literal, $($meta:tt).+) => {
         impl kube::Resource for $type {
             type DynamicType = ();
             type Scope = k8s_openapi::NamespaceResourceScope;
@@ -35,13 +39,13 @@ macro_rules! namespaced_resource {
             }
 
             fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &self.metadata
+                &self.$($meta).+
             }
 
             fn meta_mut(
                 &mut self,
             ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                &mut self.metadata
+                &mut self.$($meta).+
             }
         }
     };

@@ -155,6 +155,43 @@ fn the_image_builds_the_binary_the_layout_was_made_for() {
     assert!(read("build.rs").contains("link/hot-text.ld"));
 }
 
+/// The build stage has the whole workspace to build from: the binary's own crates by path
+/// (crates/model, crates/kube-proxy) and every other member, without which cargo reads no
+/// workspace. The Dockerfile copies the build context whole, and .dockerignore keeps none of
+/// them out.
+#[test]
+fn the_build_stage_gets_every_crate_of_the_workspace() {
+    let dockerfile = read("Dockerfile");
+    assert!(
+        dockerfile.lines().any(|line| line.trim() == "COPY . ."),
+        "the build stage copies the build context whole"
+    );
+    let cargo = read("Cargo.toml");
+    let members: Vec<&str> = cargo
+        .lines()
+        .find_map(|line| line.strip_prefix("members = "))
+        .expect("Cargo.toml lists the workspace's members")
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    assert!(members.contains(&"crates/model"), "{members:?}");
+    let ignored: Vec<String> = read(".dockerignore")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| line.trim_matches('/').to_owned())
+        .collect();
+    for member in members.iter().filter(|member| **member != ".") {
+        assert!(
+            !ignored
+                .iter()
+                .any(|pattern| member == pattern || member.starts_with(&format!("{pattern}/"))),
+            ".dockerignore keeps the workspace's {member} out of the build context"
+        );
+    }
+}
+
 /// The image `cargo xtask image` builds here, without a registry (xtask/src/images.rs), is the
 /// one the Dockerfile describes: its last stage's user, entrypoint, args and ports, the binary
 /// where the entrypoint runs it, without its debug sections, carrying

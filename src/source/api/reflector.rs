@@ -21,8 +21,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::protobuf::{self, INITIAL_EVENTS_END, MEDIA_TYPE, ProtoError, Status};
-use crate::model::serviceimport::ServiceImportObject;
 use crate::source::decode::{PodObject, SliceObject};
+use crate::source::mcs::ServiceImportResource;
 
 /// What is asked for: protobuf, else JSON.
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
@@ -80,7 +80,7 @@ impl Watched for core::Pod {
     const PROTOBUF: Option<Decoder<Self>> = Some(protobuf::pod);
 }
 
-impl Watched for ServiceImportObject {
+impl Watched for ServiceImportResource {
     type Json = Self;
     fn from_json(json: Self) -> Self {
         json
