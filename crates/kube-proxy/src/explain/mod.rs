@@ -25,6 +25,7 @@
 //!   the Service out, or is not clusterdns).
 
 mod facts;
+mod finding;
 mod rules;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +43,7 @@ pub use facts::{
     Fix, NamedPort, PodFacts, PodPorts, PortFacts, PortValue, ProxyFacts, Resolved, RuleFacts,
     ServiceFacts, Share, SliceFacts,
 };
+pub use finding::Finding;
 use rules::rules_for_port;
 
 /// What to explain, and the evidence beyond the objects.
@@ -100,34 +102,6 @@ pub struct DnsAnswer {
     pub rcode: String,
     /// The CNAME the name answers with (an ExternalName's target), if any.
     pub cname: Option<String>,
-}
-
-/// One disagreement.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Its kind (see the module documentation).
-    pub kind: &'static str,
-    /// What is wrong, in a sentence.
-    pub message: String,
-    /// What to change to mend it: the field and its value, or where to look.
-    pub fix: String,
-    /// The change in an object that mends it, when there is one to make.
-    pub change: Option<Fix>,
-    /// The command that shows what to look at, when there is one.
-    pub command: Option<String>,
-}
-
-impl Finding {
-    /// A finding whose fix is outside the objects (a controller or kube-proxy to check).
-    pub(crate) fn new(kind: &'static str, message: String, fix: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message,
-            fix: fix.into(),
-            change: None,
-            command: None,
-        }
-    }
 }
 
 /// The fix of a DNS answer that differs from the objects it was built from.

@@ -47,7 +47,7 @@ use ipnet::IpNet;
 use super::names::NameScheme;
 use super::plan::Plan;
 use service_port::service_port;
-use table::{BaseSpec, Builder, Element, NftRule, SetDecl, anonymous};
+use table::{BaseSpec, Builder, Element, MARK, NftRule, SetDecl, anonymous, mark_rule};
 
 /// Options of the nftables rendering beyond the plan.
 #[derive(Debug, Clone, Default)]
@@ -70,9 +70,6 @@ pub enum NftLayout {
     #[default]
     DnatMaps,
 }
-
-/// kube-proxy's masquerade mark.
-const MARK: u32 = 0x4000;
 
 /// Builds kube-proxy's table for `plan`.
 fn build(plan: &Plan, names: NameScheme, options: &NftOptions, layout: NftLayout) -> Builder {
@@ -203,24 +200,6 @@ fn hairpin_masquerading(b: &mut Builder) {
             "ct status dnat {ip} saddr . {ip} daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random"
         )),
     );
-}
-
-/// The masquerade mark as a rule's action: kube-proxy 1.36 sets it inline, before it through
-/// `mark-for-masquerade`.
-fn mark_rule(b: &Builder, test: &str) -> NftRule {
-    let test = if test.is_empty() {
-        String::new()
-    } else {
-        format!("{test} ")
-    };
-    if b.dnat_maps {
-        NftRule {
-            list: format!("{test}meta mark set meta mark | {MARK:#010x}"),
-            input: format!("{test}mark set mark or {MARK:#x}"),
-        }
-    } else {
-        NftRule::same(format!("{test}jump mark-for-masquerade"))
-    }
 }
 
 /// A set or map kube-proxy declares, without elements yet.

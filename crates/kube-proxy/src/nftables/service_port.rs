@@ -5,8 +5,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::mark_rule;
-use super::table::{Builder, Element, NftRule, SetDecl, anonymous};
+use super::table::{Builder, Element, NftRule, SetDecl, anonymous, mark_rule};
 use crate::names::NameScheme;
 use crate::plan::{PortPlan, ProxyEndpoint, join_host_port};
 

@@ -349,6 +349,27 @@ impl Builder {
     }
 }
 
+/// kube-proxy's masquerade mark.
+pub(super) const MARK: u32 = 0x4000;
+
+/// The masquerade mark as a rule's action: kube-proxy 1.36 sets it inline, before it through
+/// `mark-for-masquerade`.
+pub(super) fn mark_rule(b: &Builder, test: &str) -> NftRule {
+    let test = if test.is_empty() {
+        String::new()
+    } else {
+        format!("{test} ")
+    };
+    if b.dnat_maps {
+        NftRule {
+            list: format!("{test}meta mark set meta mark | {MARK:#010x}"),
+            input: format!("{test}mark set mark or {MARK:#x}"),
+        }
+    } else {
+        NftRule::same(format!("{test}jump mark-for-masquerade"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::cascade::cascade;
 use crate::ruleset::parse;
+use clusterdns_model::Protocol;
 
 fn options(to: &str) -> TraceOptions {
     let to: std::net::SocketAddr = to.parse().expect("test address");
