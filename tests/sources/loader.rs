@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use clusterdns::model::endpoints::compute_slices;
+use clusterdns::model::compute_slices;
 use clusterdns::model::{
     AddressType, Cluster, Endpoint, EndpointPort, EndpointSlice, Labels, ObjectKey,
 };

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::plan::{IpFamily, PlanOptions, PortPlan, Skipped, service_plans, skipped};
-use clusterdns_model::endpoints::compute_slices;
+use clusterdns_model::compute_slices;
 use clusterdns_model::{Cluster, EndpointSlice, ObjectKey, Service, ServiceType, TrafficPolicy};
 
 /// Where the EndpointSlices come from.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::serviceimport;
-use super::{EndpointSlice, Labels, ObjectKey, Pod, Service, ServiceImport};
+use super::{EndpointSlice, Labels, ObjectKey, Pod, Service, ServiceImport, reconcile_slices};
 
 /// A Namespace object (or one synthesized from the objects that live in it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,4 +305,15 @@ impl Cluster {
             .take_while(move |(key, _)| &*key.namespace == namespace)
             .map(|(_, pod)| pod)
     }
+}
+
+/// The controller's slices for every Service of `cluster` that has a selector (ExternalName
+/// excepted), computed from the cluster's pods, in Service order. The cluster's own
+/// EndpointSlices are not read.
+pub fn compute_slices(cluster: &Cluster) -> Vec<EndpointSlice> {
+    cluster
+        .services
+        .values()
+        .flat_map(|service| reconcile_slices(service, cluster.pods_in(&service.key.namespace)))
+        .collect()
 }

@@ -3,8 +3,8 @@
 use std::time::SystemTime;
 
 use super::{
-    AddressType, Addresses, Cluster, Empty, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol,
-    Rare, Service, ServicePort, ServiceType, TargetPort,
+    AddressType, Addresses, Empty, LABEL_SERVICE_NAME, Labels, ObjectKey, Pod, Protocol, Rare,
+    Service, ServicePort, ServiceType, TargetPort,
 };
 
 /// An EndpointSlice (`discovery.k8s.io/v1`).
@@ -272,17 +272,6 @@ pub fn reconcile_slices<'a>(
         }
     }
     slices
-}
-
-/// The controller's slices for every Service of `cluster` that has a selector (ExternalName
-/// excepted), computed from the cluster's pods, in Service order. The cluster's own
-/// EndpointSlices are not read.
-pub fn compute_slices(cluster: &Cluster) -> Vec<EndpointSlice> {
-    cluster
-        .services
-        .values()
-        .flat_map(|service| reconcile_slices(service, cluster.pods_in(&service.key.namespace)))
-        .collect()
 }
 
 /// Every selector label is present on the pod with the same value (`labels.SelectorFromSet`).

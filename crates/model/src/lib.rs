@@ -20,10 +20,9 @@ mod rare;
 mod service;
 pub mod serviceimport;
 
-pub use cluster::{Cluster, Kind, Namespace, Object, ObjectRef};
+pub use cluster::{Cluster, Kind, Namespace, Object, ObjectRef, compute_slices};
 pub use endpoints::{
-    Endpoint, EndpointConditions, EndpointDetails, EndpointPort, EndpointSlice, compute_slices,
-    reconcile_slices,
+    Endpoint, EndpointConditions, EndpointDetails, EndpointPort, EndpointSlice, reconcile_slices,
 };
 pub use key::ObjectKey;
 pub use labels::{ANNOTATION_TRIGGER_TIME, Addresses, LABEL_SERVICE_NAME, Labels};

@@ -3,6 +3,7 @@
 use std::net::IpAddr;
 
 use super::*;
+use crate::{Cluster, compute_slices};
 use crate::{ContainerPort, PodDetails, PodPhase};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
