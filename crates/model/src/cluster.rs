@@ -1,19 +1,10 @@
-//! The objects of a cluster ([`Cluster`]), one object of any kind ([`Object`], [`Kind`],
-//! [`ObjectRef`]), and a Namespace.
+//! The objects of a cluster ([`Cluster`]), and one object of any kind ([`Object`], [`Kind`],
+//! [`ObjectRef`]).
 
 use std::collections::BTreeMap;
 
 use super::serviceimport;
-use super::{EndpointSlice, Labels, ObjectKey, Pod, Service, ServiceImport, reconcile_slices};
-
-/// A Namespace object (or one synthesized from the objects that live in it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Namespace {
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.labels`, matched by `namespace_labels`.
-    pub labels: Labels,
-}
+use super::{EndpointSlice, Namespace, ObjectKey, Pod, Service, ServiceImport, reconcile_slices};
 
 /// Every object the cluster zone and the proxy model are computed from.
 ///

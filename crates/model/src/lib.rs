@@ -15,17 +15,19 @@ pub mod endpoints;
 pub mod export;
 mod key;
 mod labels;
+mod namespace;
 mod pod;
 mod rare;
 mod service;
 pub mod serviceimport;
 
-pub use cluster::{Cluster, Kind, Namespace, Object, ObjectRef, compute_slices};
+pub use cluster::{Cluster, Kind, Object, ObjectRef, compute_slices};
 pub use endpoints::{
     Endpoint, EndpointConditions, EndpointDetails, EndpointPort, EndpointSlice, reconcile_slices,
 };
 pub use key::ObjectKey;
 pub use labels::{ANNOTATION_TRIGGER_TIME, Addresses, LABEL_SERVICE_NAME, Labels};
+pub use namespace::Namespace;
 pub use pod::{ContainerPort, Pod, PodDetails, PodPhase};
 pub use rare::{Empty, Rare};
 pub use service::{
