@@ -8,6 +8,7 @@
 //!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
 //!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
 //!   cargo xtask bench cache [--names N] [--duration S] ...
+//!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -174,6 +175,13 @@ enum Bench {
     /// CPU 1. Every knob is a flag or the environment variable in capitals (NAMES=5000,
     /// DURATION=15, ...). Needs dnsperf, knotd, unbound and dig; builds the release binaries.
     Cache(xtask::bench::cache::Options),
+    /// Memory and CPU of one clusterdns replica on kubeadm's Corefile (deploy/configmap.yaml)
+    /// with `objects` in place of the API watch, for each size (the fixture, gencluster's
+    /// clusters): peak RSS, RSS when ready, after an idle wait and after a dnsperf run, queries
+    /// per CPU-second, idle CPU; the server pinned to CPU 0, dnsperf to CPU 1. Every knob is a
+    /// flag or the environment variable in capitals (SIZES="fixture 100", DURATION=10,
+    /// IDLE=30, PORT=15363). Needs dnsperf; builds the release binaries.
+    Sizing(xtask::bench::sizing::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -264,6 +272,7 @@ fn main() -> Result<()> {
         Task::Bench { bench } => match bench {
             Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
             Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
+            Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,
