@@ -9,6 +9,7 @@
 //!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
 //!   cargo xtask bench cache [--names N] [--duration S] ...
 //!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
+//!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -182,6 +183,13 @@ enum Bench {
     /// flag or the environment variable in capitals (SIZES="fixture 100", DURATION=10,
     /// IDLE=30, PORT=15363). Needs dnsperf; builds the release binaries.
     Sizing(xtask::bench::sizing::Options),
+    /// The API watch under churn: the ignored test sources::live::churn_at_scale (release
+    /// build) for each scale of gencluster's cluster served by the API server stand-in: sync
+    /// time and RSS, programming latency idle and under CHURN_RATE EndpointSlice updates a
+    /// second, the server's CPU and RSS meanwhile, queries per CPU-second during the churn
+    /// against idle. Every knob is a flag or the environment variable in capitals
+    /// (SCALES="1000 10000", CHURN_RATE=100, PODS=insecure). Needs dnsperf.
+    Churn(xtask::bench::churn::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -273,6 +281,7 @@ fn main() -> Result<()> {
             Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
             Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
             Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
+            Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

@@ -4,15 +4,19 @@
 //! - [`dnsperf`]: clusterdns against knotd serving the same zone, dnsperf loading each in turn;
 //! - [`cache`]: cached forwarded names, clusterdns against unbound;
 //! - [`sizing`]: memory and CPU of one replica on kubeadm's Corefile, per cluster size;
+//! - [`churn`]: the API watch under EndpointSlice churn (an ignored test of tests/, run and
+//!   its lines parsed);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
 //! variable the shell scripts read, else the default), the release build, the servers as
 //! processes pinned to a CPU, a process's CPU time and memory from /proc, dig to wait for a
 //! server and to compare two servers' answers, /ready, dnsperf's output, knotd's configuration,
-//! kubeadm's Corefile on loopback.
+//! kubeadm's Corefile on loopback, an ignored test of tests/main.rs run alone and numbers read
+//! from the lines it prints.
 
 pub mod cache;
+pub mod churn;
 pub mod dnsperf;
 pub mod sizing;
 pub mod table;
@@ -266,6 +270,82 @@ pub fn build_release(
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What an ignored test of `cargo test --test main` printed (stdout and stderr, cargo's
+/// lines among them), and whether it passed.
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    pub passed: bool,
+    pub output: String,
+}
+
+impl TestRun {
+    /// The last `lines` lines of the output.
+    pub fn tail(&self, lines: usize) -> String {
+        let tail: Vec<&str> = self.output.lines().rev().take(lines).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        tail.join("\n")
+    }
+}
+
+/// Runs the ignored test `name` (its whole path in tests/main.rs) alone, `cargo test [--release]
+/// --test main NAME -- --ignored --exact --nocapture`, with `env` set; its output goes to
+/// `log_file` too. Fails if cargo cannot be run, or if the test passed without running (its
+/// name matched none).
+pub fn ignored_test(
+    name: &str,
+    release: bool,
+    env: &[(&str, &std::ffi::OsStr)],
+    log_file: &Path,
+) -> Result<TestRun> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let file =
+        File::create(log_file).with_context(|| format!("creating {}", log_file.display()))?;
+    let status = Command::new(&cargo)
+        .arg("test")
+        .args(if release { &["--release"][..] } else { &[][..] })
+        .args([
+            "--test",
+            "main",
+            name,
+            "--",
+            "--ignored",
+            "--exact",
+            "--nocapture",
+        ])
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .status()
+        .context("running cargo test")?;
+    let output = std::fs::read_to_string(log_file)
+        .with_context(|| format!("reading {}", log_file.display()))?;
+    let run = TestRun {
+        passed: status.success(),
+        output,
+    };
+    if run.passed && !ran_one_test(&run.output) {
+        bail!("no test named {name} ran:\n{}", run.tail(20));
+    }
+    Ok(run)
+}
+
+/// Whether libtest's output says it ran one test (`running 1 test`).
+pub fn ran_one_test(output: &str) -> bool {
+    output.lines().any(|line| line.trim() == "running 1 test")
+}
+
+/// The number right after the first `marker` in `text` (`1.5` in `sync 1.5 s`, after
+/// `sync `; an empty marker takes the number `text` begins with).
+pub fn number_after(text: &str, marker: &str) -> Option<f64> {
+    let (_, rest) = text.split_once(marker)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }
 
 /// Runs `command` with its stdout and stderr into `output`; fails, with the end of what it
@@ -975,6 +1055,24 @@ mod tests {
         for gone in [":53", "snapshot", ":9153", "resolv.conf"] {
             assert!(!corefile.contains(gone), "{gone}: {corefile}");
         }
+    }
+
+    #[test]
+    fn numbers_are_read_after_their_marker() {
+        let line = "sync 1.5 s; RSS peak during sync 130 MB, steady 89 MB";
+        assert_eq!(number_after(line, "sync "), Some(1.5));
+        assert_eq!(number_after(line, "during sync "), Some(130.0));
+        assert_eq!(number_after(line, "steady "), Some(89.0));
+        assert_eq!(number_after("42 updates", ""), Some(42.0));
+        assert_eq!(number_after(line, "nothing "), None);
+        assert_eq!(number_after(line, "RSS "), None);
+        assert!(ran_one_test("\nrunning 1 test\ntest a::b ... ok\n"));
+        assert!(!ran_one_test("\nrunning 0 tests\n"));
+        let run = TestRun {
+            passed: true,
+            output: "a\nb\nc\n".to_owned(),
+        };
+        assert_eq!(run.tail(2), "b\nc");
     }
 
     #[test]
