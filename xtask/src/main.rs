@@ -10,6 +10,7 @@
 //!   cargo xtask bench cache [--names N] [--duration S] ...
 //!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
 //!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
+//!   cargo xtask bench watch-memory [--services N]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -190,6 +191,11 @@ enum Bench {
     /// against idle. Every knob is a flag or the environment variable in capitals
     /// (SCALES="1000 10000", CHURN_RATE=100, PODS=insecure). Needs dnsperf.
     Churn(xtask::bench::churn::Options),
+    /// Memory of the API watch at scale: the ignored test sources::live::watch_memory_at_scale
+    /// (release build) with `pods disabled`, then `pods verified`, on gencluster's cluster
+    /// served by the API server stand-in: sync time, peak, steady and re-list RSS. SERVICES
+    /// (10000) is the flag --services too.
+    WatchMemory(xtask::bench::watch_memory::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -282,6 +288,7 @@ fn main() -> Result<()> {
             Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
             Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
             Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
+            Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

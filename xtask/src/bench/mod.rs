@@ -6,6 +6,7 @@
 //! - [`sizing`]: memory and CPU of one replica on kubeadm's Corefile, per cluster size;
 //! - [`churn`]: the API watch under EndpointSlice churn (an ignored test of tests/, run and
 //!   its lines parsed);
+//! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -20,6 +21,7 @@ pub mod churn;
 pub mod dnsperf;
 pub mod sizing;
 pub mod table;
+pub mod watch_memory;
 
 use std::fmt::Display;
 use std::fs::File;
