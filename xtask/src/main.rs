@@ -11,6 +11,7 @@
 //!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
 //!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
 //!   cargo xtask bench watch-memory [--services N]
+//!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -196,6 +197,13 @@ enum Bench {
     /// served by the API server stand-in: sync time, peak, steady and re-list RSS. SERVICES
     /// (10000) is the flag --services too.
     WatchMemory(xtask::bench::watch_memory::Options),
+    /// The differential check at scale: the ignored test
+    /// cluster::differential::differential_at_scale, clusterdns and the real CoreDNS
+    /// (bench/peers/build.sh) with kubeadm's Corefile on a local control plane, every answer
+    /// compared; prints its report and writes it with its figures as JSON; fails on a
+    /// difference docs/differences.md does not list. SERVICES (600), NAMESPACES (12), ROUNDS
+    /// (3), each a flag too.
+    Differential(xtask::bench::differential::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -289,6 +297,7 @@ fn main() -> Result<()> {
             Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
             Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
+            Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

@@ -7,6 +7,8 @@
 //! - [`churn`]: the API watch under EndpointSlice churn (an ignored test of tests/, run and
 //!   its lines parsed);
 //! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
+//! - [`differential`]: every answer of clusterdns against the real CoreDNS's, at scale (the
+//!   same way, its report parsed);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -18,6 +20,7 @@
 
 pub mod cache;
 pub mod churn;
+pub mod differential;
 pub mod dnsperf;
 pub mod sizing;
 pub mod table;
