@@ -6,8 +6,8 @@
 //! ([`compare`]). A difference must be one docs/differences.md lists ([`KNOWN`]); every other
 //! fails the test, grouped by kind with one example each.
 //!
-//! `bench/differential.sh` runs the same at a larger scale (the ignored test here) and writes
-//! the report to bench/out/.
+//! `cargo xtask bench differential` runs the same at a larger scale (the ignored test here),
+//! writes the report to bench/out/ and its figures as JSON beside it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -693,11 +693,11 @@ fn clusterdns_answers_as_coredns_does_but_where_documented() {
     }
 }
 
-/// `bench/differential.sh`: the check at `DIFF_SERVICES` Services (600) in
+/// `cargo xtask bench differential`: the check at `DIFF_SERVICES` Services (600) in
 /// `DIFF_NAMESPACES` (12), each corpus asked `DIFF_ROUNDS` times (3); the report to
 /// `DIFF_REPORT` (else stderr).
 #[test]
-#[ignore = "a benchmark-sized run: bench/differential.sh"]
+#[ignore = "a benchmark-sized run: `cargo xtask bench differential`"]
 fn differential_at_scale() {
     let Some(cluster) = Cluster::start(&["--nodes", "6"]) else {
         return;

@@ -422,13 +422,13 @@ fn serve_at_scale(api: &ApiServer, pods: &str) -> (TestServer, TempCorefile, Dur
     (server, corefile, started.elapsed())
 }
 
-/// Memory of the watch at scale: `bench/watch-memory.sh` runs it (release build) on a
+/// Memory of the watch at scale: `cargo xtask bench watch-memory` runs it (release build) on a
 /// cluster from `examples/gencluster`, named by `CLUSTERDNS_SCALE_FILE`; with
 /// `CLUSTERDNS_SCALE_PODS=verified` the pods are watched too. Prints the figures.
 /// Stand-in for now: 150,000 pods are loaded into the stand-in in a second; on the real
 /// control plane, kwok and the controllers take minutes for them (issue 23 measures there).
 #[test]
-#[ignore = "a measurement, run by bench/watch-memory.sh"]
+#[ignore = "a measurement, run by `cargo xtask bench watch-memory`"]
 fn watch_memory_at_scale() {
     let file = std::env::var("CLUSTERDNS_SCALE_FILE").expect("CLUSTERDNS_SCALE_FILE");
     let pods = std::env::var("CLUSTERDNS_SCALE_PODS").unwrap_or_else(|_| "disabled".into());
@@ -567,15 +567,15 @@ fn dnsperf(server: &TestServer, queries: &str, seconds: u32) -> Option<(f64, Dur
     Some((completed, cpu))
 }
 
-/// The watch under churn at scale: `bench/churn.sh` runs it (release build) on a cluster
-/// from `examples/gencluster` named by `CLUSTERDNS_SCALE_FILE` (dnsperf queries in
+/// The watch under churn at scale: `cargo xtask bench churn` runs it (release build) on a
+/// cluster from `examples/gencluster` named by `CLUSTERDNS_SCALE_FILE` (dnsperf queries in
 /// `CLUSTERDNS_SCALE_QUERIES`, churn rate in `CLUSTERDNS_CHURN_RATE`, slice updates per
 /// second). Prints sync time, RSS, programming latency idle and under churn, the server's CPU
 /// spent on the churn and its query capacity during it against idle.
 /// Stand-in for now: slices rewritten at an exact rate for the whole run, which the real
 /// controller does only as fast as it is driven (issue 23 measures there).
 #[test]
-#[ignore = "a measurement, run by bench/churn.sh"]
+#[ignore = "a measurement, run by `cargo xtask bench churn`"]
 fn churn_at_scale() {
     let file = std::env::var("CLUSTERDNS_SCALE_FILE").expect("CLUSTERDNS_SCALE_FILE");
     let queries = std::env::var("CLUSTERDNS_SCALE_QUERIES").ok();

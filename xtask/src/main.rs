@@ -8,6 +8,10 @@
 //!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
 //!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
 //!   cargo xtask bench cache [--names N] [--duration S] ...
+//!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
+//!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
+//!   cargo xtask bench watch-memory [--services N]
+//!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -174,6 +178,32 @@ enum Bench {
     /// CPU 1. Every knob is a flag or the environment variable in capitals (NAMES=5000,
     /// DURATION=15, ...). Needs dnsperf, knotd, unbound and dig; builds the release binaries.
     Cache(xtask::bench::cache::Options),
+    /// Memory and CPU of one clusterdns replica on kubeadm's Corefile (deploy/configmap.yaml)
+    /// with `objects` in place of the API watch, for each size (the fixture, gencluster's
+    /// clusters): peak RSS, RSS when ready, after an idle wait and after a dnsperf run, queries
+    /// per CPU-second, idle CPU; the server pinned to CPU 0, dnsperf to CPU 1. Every knob is a
+    /// flag or the environment variable in capitals (SIZES="fixture 100", DURATION=10,
+    /// IDLE=30, PORT=15363). Needs dnsperf; builds the release binaries.
+    Sizing(xtask::bench::sizing::Options),
+    /// The API watch under churn: the ignored test sources::live::churn_at_scale (release
+    /// build) for each scale of gencluster's cluster served by the API server stand-in: sync
+    /// time and RSS, programming latency idle and under CHURN_RATE EndpointSlice updates a
+    /// second, the server's CPU and RSS meanwhile, queries per CPU-second during the churn
+    /// against idle. Every knob is a flag or the environment variable in capitals
+    /// (SCALES="1000 10000", CHURN_RATE=100, PODS=insecure). Needs dnsperf.
+    Churn(xtask::bench::churn::Options),
+    /// Memory of the API watch at scale: the ignored test sources::live::watch_memory_at_scale
+    /// (release build) with `pods disabled`, then `pods verified`, on gencluster's cluster
+    /// served by the API server stand-in: sync time, peak, steady and re-list RSS. SERVICES
+    /// (10000) is the flag --services too.
+    WatchMemory(xtask::bench::watch_memory::Options),
+    /// The differential check at scale: the ignored test
+    /// cluster::differential::differential_at_scale, clusterdns and the real CoreDNS
+    /// (bench/peers/build.sh) with kubeadm's Corefile on a local control plane, every answer
+    /// compared; prints its report and writes it with its figures as JSON; fails on a
+    /// difference docs/differences.md does not list. SERVICES (600), NAMESPACES (12), ROUNDS
+    /// (3), each a flag too.
+    Differential(xtask::bench::differential::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -264,6 +294,10 @@ fn main() -> Result<()> {
         Task::Bench { bench } => match bench {
             Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
             Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
+            Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
+            Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
+            Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
+            Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

@@ -447,17 +447,24 @@ pub fn table(servers: &[&str], rows: &[(String, Vec<Outcome>)]) -> String {
 /// deploy/configmap.yaml's Corefile without the lines clusterdns adds to kubeadm's (its
 /// `snapshot`): what CoreDNS runs.
 pub fn kubeadm_corefile() -> Result<String> {
+    Ok(configmap_corefile()?
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("snapshot "))
+        .map(|line| format!("{line}\n"))
+        .collect())
+}
+
+/// deploy/configmap.yaml's Corefile as clusterdns's pod runs it (its `snapshot` line kept).
+pub fn configmap_corefile() -> Result<String> {
     let path = crate::root().join("deploy/configmap.yaml");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
     let (_, rest) = text
         .split_once("Corefile: |\n")
         .context("deploy/configmap.yaml has no Corefile")?;
-    let corefile: String = rest
+    Ok(rest
         .lines()
         .take_while(|line| line.is_empty() || line.starts_with("    "))
-        .filter(|line| !line.trim_start().starts_with("snapshot "))
         .map(|line| format!("{}\n", line.strip_prefix("    ").unwrap_or(line)))
-        .collect();
-    Ok(corefile)
+        .collect())
 }

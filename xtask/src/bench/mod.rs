@@ -3,16 +3,28 @@
 //!
 //! - [`dnsperf`]: clusterdns against knotd serving the same zone, dnsperf loading each in turn;
 //! - [`cache`]: cached forwarded names, clusterdns against unbound;
+//! - [`sizing`]: memory and CPU of one replica on kubeadm's Corefile, per cluster size;
+//! - [`churn`]: the API watch under EndpointSlice churn (an ignored test of tests/, run and
+//!   its lines parsed);
+//! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
+//! - [`differential`]: every answer of clusterdns against the real CoreDNS's, at scale (the
+//!   same way, its report parsed);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
 //! variable the shell scripts read, else the default), the release build, the servers as
 //! processes pinned to a CPU, a process's CPU time and memory from /proc, dig to wait for a
-//! server and to compare two servers' answers, dnsperf's output, knotd's configuration.
+//! server and to compare two servers' answers, /ready, dnsperf's output, knotd's configuration,
+//! kubeadm's Corefile on loopback, an ignored test of tests/main.rs run alone and numbers read
+//! from the lines it prints.
 
 pub mod cache;
+pub mod churn;
+pub mod differential;
 pub mod dnsperf;
+pub mod sizing;
 pub mod table;
+pub mod watch_memory;
 
 use std::fmt::Display;
 use std::fs::File;
@@ -265,6 +277,82 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// What an ignored test of `cargo test --test main` printed (stdout and stderr, cargo's
+/// lines among them), and whether it passed.
+#[derive(Debug, Clone)]
+pub struct TestRun {
+    pub passed: bool,
+    pub output: String,
+}
+
+impl TestRun {
+    /// The last `lines` lines of the output.
+    pub fn tail(&self, lines: usize) -> String {
+        let tail: Vec<&str> = self.output.lines().rev().take(lines).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        tail.join("\n")
+    }
+}
+
+/// Runs the ignored test `name` (its whole path in tests/main.rs) alone, `cargo test [--release]
+/// --test main NAME -- --ignored --exact --nocapture`, with `env` set; its output goes to
+/// `log_file` too. Fails if cargo cannot be run, or if the test passed without running (its
+/// name matched none).
+pub fn ignored_test(
+    name: &str,
+    release: bool,
+    env: &[(&str, &std::ffi::OsStr)],
+    log_file: &Path,
+) -> Result<TestRun> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let file =
+        File::create(log_file).with_context(|| format!("creating {}", log_file.display()))?;
+    let status = Command::new(&cargo)
+        .arg("test")
+        .args(if release { &["--release"][..] } else { &[][..] })
+        .args([
+            "--test",
+            "main",
+            name,
+            "--",
+            "--ignored",
+            "--exact",
+            "--nocapture",
+        ])
+        .envs(env.iter().copied())
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .status()
+        .context("running cargo test")?;
+    let output = std::fs::read_to_string(log_file)
+        .with_context(|| format!("reading {}", log_file.display()))?;
+    let run = TestRun {
+        passed: status.success(),
+        output,
+    };
+    if run.passed && !ran_one_test(&run.output) {
+        bail!("no test named {name} ran:\n{}", run.tail(20));
+    }
+    Ok(run)
+}
+
+/// Whether libtest's output says it ran one test (`running 1 test`).
+pub fn ran_one_test(output: &str) -> bool {
+    output.lines().any(|line| line.trim() == "running 1 test")
+}
+
+/// The number right after the first `marker` in `text` (`1.5` in `sync 1.5 s`, after
+/// `sync `; an empty marker takes the number `text` begins with).
+pub fn number_after(text: &str, marker: &str) -> Option<f64> {
+    let (_, rest) = text.split_once(marker)?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
 /// Runs `command` with its stdout and stderr into `output`; fails, with the end of what it
 /// printed, unless it succeeds.
 pub fn run_to_file(command: &mut Command, output: &Path) -> Result<()> {
@@ -362,9 +450,33 @@ impl Server {
 
     /// VmRSS, in kB.
     pub fn rss_kb(&self) -> Result<u64> {
+        self.status_kb("VmRSS")
+    }
+
+    /// A `NAME: N kB` figure of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile).
+    pub fn status_kb(&self, name: &str) -> Result<u64> {
         let path = format!("/proc/{}/status", self.pid());
         let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        status_kb(&status, "VmRSS").with_context(|| format!("{path}: no VmRSS"))
+        status_kb(&status, name).with_context(|| format!("{path}: no {name}"))
+    }
+
+    /// Waits until the server's /ready on 127.0.0.1:`port` says 200 (up to `limit`).
+    pub fn wait_http_ready(&mut self, port: u16, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.check_running()?;
+            if http_status(port, "/ready") == Some(200) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not become ready on port {port} within {} s",
+                    self.name,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Waits until the server answers zone's SOA (up to `limit`).
@@ -412,6 +524,70 @@ impl Drop for Server {
         }
         let _ = self.child.wait();
     }
+}
+
+/// The status code of `GET path` on 127.0.0.1:`port` (HTTP/1.0), none if it does not answer.
+pub fn http_status(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read as _, Write as _};
+    let timeout = Some(Duration::from_secs(2));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(timeout).ok()?;
+    stream.set_write_timeout(timeout).ok()?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    status_code(&String::from_utf8_lossy(&answer))
+}
+
+/// The status code of an HTTP response's status line (`HTTP/1.1 200 OK`).
+pub fn status_code(response: &str) -> Option<u16> {
+    let mut words = response.lines().next()?.split_whitespace();
+    words
+        .next()
+        .filter(|version| version.starts_with("HTTP/"))?;
+    words.next()?.parse().ok()
+}
+
+/// deploy/configmap.yaml's Corefile (kubeadm's) on loopback ports from `port`, as
+/// bench/common.sh's kubeadm_corefile makes it: [`on_loopback`].
+pub fn kubeadm_corefile(port: u16, objects: &Path) -> Result<String> {
+    Ok(on_loopback(
+        &crate::operations::configmap_corefile()?,
+        port,
+        objects,
+    ))
+}
+
+/// The ConfigMap's Corefile `corefile` on loopback: DNS on `port` (bound to 127.0.0.1),
+/// health, ready and prometheus on the next three, forward to the one after (closed: no
+/// traffic leaves the machine), and `objects OBJECTS` where the pod's Corefile has `snapshot`.
+pub fn on_loopback(corefile: &str, port: u16, objects: &Path) -> String {
+    let mut text = String::new();
+    for line in corefile.lines() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let changed = match words.as_slice() {
+            [".:53", "{"] => format!(".:{port} {{\n    bind 127.0.0.1"),
+            ["snapshot", ..] => format!("{indent}objects {}", objects.display()),
+            ["health", "{"] => format!("{indent}health 127.0.0.1:{} {{", port + 1),
+            ["ready"] => format!("{indent}ready 127.0.0.1:{}", port + 2),
+            ["prometheus", ":9153"] => format!("{indent}prometheus 127.0.0.1:{}", port + 3),
+            ["forward", ".", "/etc/resolv.conf", rest @ ..] => {
+                let mut line = format!("{indent}forward . 127.0.0.1:{}", port + 4);
+                for word in rest {
+                    line.push(' ');
+                    line.push_str(word);
+                }
+                line
+            }
+            _ => line.to_owned(),
+        };
+        text.push_str(&changed);
+        text.push('\n');
+    }
+    text
 }
 
 /// utime+stime of a process, in clock ticks, from its /proc/PID/stat: fields 14 and 15,
@@ -856,6 +1032,67 @@ pub fn p50_p99(latency: &Latency) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kubeadm_corefile_goes_on_loopback_ports() {
+        let corefile = on_loopback(
+            ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n    kubernetes cluster.local {\n       snapshot /var/lib/clusterdns/snapshot.json\n    }\n    prometheus :9153\n    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n}\n",
+            15363,
+            Path::new("/w/objects/objects.json"),
+        );
+        assert_eq!(
+            corefile,
+            ".:15363 {\n    bind 127.0.0.1\n    errors\n    health 127.0.0.1:15364 {\n       lameduck 5s\n    }\n    ready 127.0.0.1:15365\n    kubernetes cluster.local {\n       objects /w/objects/objects.json\n    }\n    prometheus 127.0.0.1:15366\n    forward . 127.0.0.1:15367 {\n       max_concurrent 1000\n    }\n}\n"
+        );
+        // The repository's own: every port moved, the snapshot replaced.
+        let corefile = kubeadm_corefile(15363, Path::new("/o.json")).unwrap();
+        for line in [
+            ".:15363 {",
+            "    bind 127.0.0.1",
+            "objects /o.json",
+            "health 127.0.0.1:15364 {",
+            "ready 127.0.0.1:15365",
+            "prometheus 127.0.0.1:15366",
+            "forward . 127.0.0.1:15367 {",
+        ] {
+            assert!(corefile.contains(line), "{line}: {corefile}");
+        }
+        for gone in [":53", "snapshot", ":9153", "resolv.conf"] {
+            assert!(!corefile.contains(gone), "{gone}: {corefile}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_after_their_marker() {
+        let line = "sync 1.5 s; RSS peak during sync 130 MB, steady 89 MB";
+        assert_eq!(number_after(line, "sync "), Some(1.5));
+        assert_eq!(number_after(line, "during sync "), Some(130.0));
+        assert_eq!(number_after(line, "steady "), Some(89.0));
+        assert_eq!(number_after("42 updates", ""), Some(42.0));
+        assert_eq!(number_after(line, "nothing "), None);
+        assert_eq!(number_after(line, "RSS "), None);
+        assert!(ran_one_test("\nrunning 1 test\ntest a::b ... ok\n"));
+        assert!(!ran_one_test("\nrunning 0 tests\n"));
+        let run = TestRun {
+            passed: true,
+            output: "a\nb\nc\n".to_owned(),
+        };
+        assert_eq!(run.tail(2), "b\nc");
+    }
+
+    #[test]
+    fn an_http_status_is_read_from_its_status_line() {
+        assert_eq!(
+            status_code("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nOK"),
+            Some(200)
+        );
+        assert_eq!(
+            status_code("HTTP/1.0 503 Service Unavailable\r\n"),
+            Some(503)
+        );
+        assert_eq!(status_code(""), None);
+        assert_eq!(status_code("SSH-2.0-OpenSSH\r\n"), None);
+    }
 
     #[test]
     fn thousands_are_separated() {
