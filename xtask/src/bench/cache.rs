@@ -19,9 +19,8 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Latency, Machine, Server, Work, build_release, clock_ticks, commit, dnsperf, dnsperf_counts,
-    first_line, fixed, knob, log, need_tools, p50_p99, percentiles_of, ratio, row, stamp_of,
-    thousands, write_json, write_knot_conf,
+    Latency, Machine, Server, commit, dnsperf, dnsperf_counts, first_line, fixed, knob, log,
+    p50_p99, percentiles_of, ratio, row, stamp_of, thousands, write_json, write_knot_conf,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -303,26 +302,22 @@ pub struct Written {
 /// the output directory, and prints the report.
 pub fn run(options: &Options) -> Result<Written> {
     let mut inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
-    need_tools(&["dnsperf", "knotd", "unbound", "dig", "taskset", "setpriv"])?;
-    let work = Work::new(KIND, keep)?;
-    let dir = work.path();
-    let clusterdns = options.clusterdns.clone().or_else(|| {
-        std::env::var_os("CLUSTERDNS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let binaries = build_release(
+    let super::Started {
+        work,
+        binaries,
+        hz,
+        out,
+        at: started,
+    } = super::start(
         KIND,
+        &["dnsperf", "knotd", "unbound", "dig", "taskset", "setpriv"],
+        options.keep,
+        options.out.as_deref(),
+        options.clusterdns.as_deref(),
         &inputs.profile,
-        clusterdns.as_deref(),
-        &dir.join("build.log"),
     )?;
+    let dir = work.path();
     inputs.clusterdns = binaries.clusterdns.display().to_string();
-    let hz = clock_ticks()?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let started = super::now();
 
     log(
         KIND,

@@ -23,10 +23,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Binaries, Latency, Machine, Numbers, Server, Transport, Work, ask, build_release, clock_ticks,
-    commit, distinct_questions, dnsperf, dnsperf_counts, first_line, fixed, knob, log, need_tools,
-    p50_p99, percentiles_of, ratio, row, run_to_file, split_zones, stamp_of, thousands, write_json,
-    write_knot_conf,
+    Binaries, Latency, Machine, Numbers, Server, Transport, ask, commit, distinct_questions,
+    dnsperf, dnsperf_counts, first_line, fixed, knob, log, p50_p99, percentiles_of, ratio, row,
+    run_to_file, split_zones, stamp_of, thousands, write_json, write_knot_conf,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -296,25 +295,21 @@ pub struct Written {
 /// the output directory, and prints the report.
 pub fn run(options: &Options) -> Result<Written> {
     let mut inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
-    need_tools(&["dnsperf", "knotd", "dig", "taskset", "setpriv"])?;
-    let work = Work::new(KIND, keep)?;
-    let clusterdns = options.clusterdns.clone().or_else(|| {
-        std::env::var_os("CLUSTERDNS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let binaries = build_release(
+    let super::Started {
+        work,
+        binaries,
+        hz,
+        out,
+        at: started,
+    } = super::start(
         KIND,
+        &["dnsperf", "knotd", "dig", "taskset", "setpriv"],
+        options.keep,
+        options.out.as_deref(),
+        options.clusterdns.as_deref(),
         &inputs.profile,
-        clusterdns.as_deref(),
-        &work.path().join("build.log"),
     )?;
     inputs.clusterdns = binaries.clusterdns.display().to_string();
-    let hz = clock_ticks()?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let started = super::now();
     let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
     let mut run = Run {
         bench: KIND.to_owned(),

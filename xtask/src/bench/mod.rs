@@ -205,6 +205,54 @@ pub struct Binaries {
     pub querymix: PathBuf,
 }
 
+/// What a bench that runs the release server has once it starts: the tools it needs checked,
+/// its work directory, the binaries built (`clusterdns` names an older build to measure
+/// instead, else `CLUSTERDNS` from the environment), the clock's ticks per second, the output
+/// directory made, and when it started.
+pub struct Started {
+    pub work: Work,
+    pub binaries: Binaries,
+    pub hz: f64,
+    pub out: PathBuf,
+    pub at: jiff::Timestamp,
+}
+
+/// The start every server bench shares ([`Started`]); `keep` (or `KEEP` in the environment)
+/// keeps the work directory, `out` (else [`out_dir`]) is where the results go.
+pub fn start(
+    bench: &'static str,
+    tools: &[&str],
+    keep: bool,
+    out: Option<&Path>,
+    clusterdns: Option<&Path>,
+    profile: &str,
+) -> Result<Started> {
+    let keep = keep || env_set("KEEP");
+    let out = out.map_or_else(out_dir, Path::to_path_buf);
+    need_tools(tools)?;
+    let work = Work::new(bench, keep)?;
+    let clusterdns = clusterdns.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os("CLUSTERDNS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let binaries = build_release(
+        bench,
+        profile,
+        clusterdns.as_deref(),
+        &work.path().join("build.log"),
+    )?;
+    let hz = clock_ticks()?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    Ok(Started {
+        work,
+        binaries,
+        hz,
+        out,
+        at: now(),
+    })
+}
+
 /// Builds the release binaries (as bench/common.sh's build_release): the examples gencluster
 /// and querymix with `--release`, the server with `--profile PROFILE` (release; `dist`,
 /// Cargo.toml's shipping profile) unless `clusterdns` names a binary (an older build kept for

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dnsperf::pods_made;
 use super::{
-    Machine, Server, Work, build_release, clock_ticks, commit, dnsperf, dnsperf_counts, first_line,
-    knob, kubeadm_corefile, log, need_tools, ratio, run_to_file, write_json,
+    Machine, Server, commit, dnsperf, dnsperf_counts, first_line, knob, kubeadm_corefile, log,
+    ratio, run_to_file, write_json,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -251,25 +251,21 @@ pub struct Written {
 /// size is measured, and writes the table and the JSON into the output directory.
 pub fn run(options: &Options) -> Result<Written> {
     let mut inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
-    need_tools(&["dnsperf", "taskset", "setpriv", "cargo"])?;
-    let work = Work::new(KIND, keep)?;
-    let clusterdns = options.clusterdns.clone().or_else(|| {
-        std::env::var_os("CLUSTERDNS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let binaries = build_release(
+    let super::Started {
+        work,
+        binaries,
+        hz,
+        out,
+        at: started,
+    } = super::start(
         KIND,
+        &["dnsperf", "taskset", "setpriv", "cargo"],
+        options.keep,
+        options.out.as_deref(),
+        options.clusterdns.as_deref(),
         &inputs.profile,
-        clusterdns.as_deref(),
-        &work.path().join("build.log"),
     )?;
     inputs.clusterdns = binaries.clusterdns.display().to_string();
-    let hz = clock_ticks()?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let started = super::now();
     let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
     let mut run = Run {
         bench: KIND.to_owned(),
