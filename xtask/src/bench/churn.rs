@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -317,15 +317,10 @@ pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
             ],
             &dir.join("test.txt"),
         )?;
-        for line in test.output.lines().filter(|line| reported(line)) {
-            println!("{line}");
-        }
-        if !test.passed {
-            bail!("{TEST} failed:\n{}", test.tail(50));
-        }
+        test.echo(TEST, reported)?;
         run.scales.push(parse(services, &test.output)?);
     }
-    let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = super::stamp(started);
     let json = out.join(format!("churn-{stamp}.json"));
     write_json(&json, &run)?;
     log(KIND, format!("results: {}", json.display()));

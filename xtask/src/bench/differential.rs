@@ -231,7 +231,7 @@ pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
     let work = Work::new(KIND, keep)?;
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let started = super::now();
-    let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = super::stamp(started);
     let markdown = out.join(format!("differential-{stamp}.md"));
     log(
         KIND,

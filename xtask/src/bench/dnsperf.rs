@@ -310,7 +310,7 @@ pub fn run(options: &Options) -> Result<Written> {
         &inputs.profile,
     )?;
     inputs.clusterdns = binaries.clusterdns.display().to_string();
-    let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = super::stamp(started);
     let mut run = Run {
         bench: KIND.to_owned(),
         started: started.to_string(),

@@ -334,6 +334,18 @@ pub struct TestRun {
 }
 
 impl TestRun {
+    /// Prints the lines of the output `reported` takes, as the scripts did; an error with the
+    /// output's tail when the test `name` failed.
+    pub fn echo(&self, name: &str, reported: impl Fn(&str) -> bool) -> Result<()> {
+        for line in self.output.lines().filter(|line| reported(line)) {
+            println!("{line}");
+        }
+        if !self.passed {
+            bail!("{name} failed:\n{}", self.tail(50));
+        }
+        Ok(())
+    }
+
     /// The last `lines` lines of the output.
     pub fn tail(&self, lines: usize) -> String {
         let tail: Vec<&str> = self.output.lines().rev().take(lines).collect();
@@ -1027,12 +1039,17 @@ pub fn fixed(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
-/// `started` (RFC 3339) as the reports' stamp, 20261207T101500Z.
+/// `at` as the reports' stamp in their file names, 20261207T101500Z.
+pub fn stamp(at: jiff::Timestamp) -> String {
+    at.strftime("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// `started` (RFC 3339) as the reports' stamp ([`stamp`]).
 pub fn stamp_of(started: &str) -> Result<String> {
     let at: jiff::Timestamp = started
         .parse()
         .with_context(|| format!("started: {started:?} is not an RFC 3339 time"))?;
-    Ok(at.strftime("%Y%m%dT%H%M%SZ").to_string())
+    Ok(stamp(at))
 }
 
 /// `n` with thousands separated by commas: 185,150.

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::churn::Pods;
@@ -194,15 +194,10 @@ pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
             ],
             &work.path().join(format!("test-{}.txt", pods.as_str())),
         )?;
-        for line in test.output.lines().filter(|line| reported(line)) {
-            println!("{line}");
-        }
-        if !test.passed {
-            bail!("{TEST} failed:\n{}", test.tail(50));
-        }
+        test.echo(TEST, reported)?;
         run.modes.push(parse(pods, &test.output)?);
     }
-    let stamp = started.strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = super::stamp(started);
     let json = out.join(format!("watch-memory-{stamp}.json"));
     write_json(&json, &run)?;
     log(KIND, format!("results: {}", json.display()));
