@@ -196,7 +196,28 @@ impl RealCluster {
                 Ok(ready == count)
             },
         )
-        .map_err(|e| format!("{e:#}\n{}", self.nodes.pods_report(namespace)))
+        .map_err(|e| format!("{e:#}\n{}", self.nodes.pods_report(namespace)))?;
+        self.wait_endpoints(namespace)
+    }
+
+    /// Waits until each Service of `namespace` with a selector has, in its EndpointSlices,
+    /// one ready endpoint per Ready pod it selects: the EndpointSlice controller writes them
+    /// after the pods turn Ready, and a test that reads the zone in between sees too few.
+    fn wait_endpoints(&self, namespace: &str) -> Result<(), String> {
+        let kubectl = self.kubectl();
+        let mut behind = Vec::new();
+        xtask::kube::wait_until(
+            &format!("the EndpointSlices of {namespace} to list every Ready pod"),
+            Duration::from_secs(60),
+            || {
+                let services = kubectl.get(&["services", "-n", namespace])?;
+                let pods = kubectl.get(&["pods", "-n", namespace])?;
+                let slices = kubectl.get(&["endpointslices", "-n", namespace])?;
+                behind = endpoints_behind(&services, &pods, &slices);
+                Ok(behind.is_empty())
+            },
+        )
+        .map_err(|e| format!("{e:#}: {}", behind.join("; ")))
     }
 
     /// Runs `script` with `sh -c` in pod `pod` of `namespace` (as `kubectl exec` would): its
@@ -336,4 +357,73 @@ fn missing() -> Option<String> {
         }
     }
     xtask::nodes::check_tools().err().map(|e| format!("{e:#}"))
+}
+
+/// Each Service of `services` (a `kubectl get -o json` list) with a selector whose
+/// EndpointSlices in `slices` do not hold exactly one ready endpoint for each Ready pod of
+/// `pods` it selects: "NAME: N ready endpoints for M Ready pods".
+fn endpoints_behind(services: &Value, pods: &Value, slices: &Value) -> Vec<String> {
+    let mut behind = Vec::new();
+    for service in items(services) {
+        let Some(selector) = service["spec"]["selector"].as_object() else {
+            continue;
+        };
+        let name = service["metadata"]["name"].as_str().unwrap_or_default();
+        let selected = items(pods)
+            .into_iter()
+            .filter(|pod| {
+                selector
+                    .iter()
+                    .all(|(key, value)| &pod["metadata"]["labels"][key] == value)
+            })
+            .filter(|pod| condition(pod, "Ready"))
+            .count();
+        let ready: usize = items(slices)
+            .into_iter()
+            .filter(|slice| slice["metadata"]["labels"]["kubernetes.io/service-name"] == name)
+            .flat_map(|slice| slice["endpoints"].as_array().cloned().unwrap_or_default())
+            .filter(|endpoint| endpoint["conditions"]["ready"] == true)
+            .count();
+        if ready != selected {
+            behind.push(format!(
+                "{name}: {ready} ready endpoints for {selected} Ready pods"
+            ));
+        }
+    }
+    behind
+}
+
+#[test]
+fn endpoints_behind_counts_ready_endpoints_against_ready_selected_pods() {
+    let services = serde_json::json!({"items": [
+        {"metadata": {"name": "db"}, "spec": {"selector": {"app": "db"}}},
+        {"metadata": {"name": "partner"}, "spec": {"type": "ExternalName"}},
+    ]});
+    let pod = |name: &str, app: &str, ready: &str| {
+        serde_json::json!({
+            "metadata": {"name": name, "labels": {"app": app}},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        })
+    };
+    let pods = serde_json::json!({"items": [
+        pod("db-0", "db", "True"),
+        pod("db-1", "db", "True"),
+        pod("db-2", "db", "False"),
+        pod("web-0", "web", "True"),
+    ]});
+    let slices = |ready: &[bool]| {
+        let endpoints: Vec<Value> = ready
+            .iter()
+            .map(|ready| serde_json::json!({"conditions": {"ready": ready}}))
+            .collect();
+        serde_json::json!({"items": [{
+            "metadata": {"labels": {"kubernetes.io/service-name": "db"}},
+            "endpoints": endpoints,
+        }]})
+    };
+    assert_eq!(
+        endpoints_behind(&services, &pods, &slices(&[true, false])),
+        ["db: 1 ready endpoints for 2 Ready pods"]
+    );
+    assert!(endpoints_behind(&services, &pods, &slices(&[true, true, false])).is_empty());
 }
