@@ -474,6 +474,7 @@ async fn serve_metrics(addr: SocketAddr, errors: Arc<SetupErrors>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

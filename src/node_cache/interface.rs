@@ -4,7 +4,7 @@
 //! `EnsureDummyDevice`: when the link exists its addresses are added again (one already
 //! there is fine); when it does not, it is made with them.
 //!
-//! Done with iproute2's `ip` (`ip link add NAME type dummy`, `ip addr add`, `ip link del`),
+//! Done with iproute2's `ip` (`ip link add NAME type dummy`, `ip addr replace`, `ip link del`),
 //! as the rules are done with the iptables and nft binaries: the same tool an operator uses
 //! to look at the result, present wherever iptables is, and no netlink message code of our
 //! own to keep. The link kind is `dummy` on every real node; the tests, on a kernel without
@@ -85,20 +85,12 @@ impl Interface {
         Ok(false)
     }
 
-    /// Adds every address; one already on the link is fine.
+    /// Adds every address (`ip addr replace`: one already on the link is kept as it is).
     fn add_addresses(&self) -> Result<(), Error> {
         for address in &self.addresses {
             let prefix = if address.is_ipv4() { 32 } else { 128 };
-            match ip(&[
-                "addr",
-                "add",
-                &format!("{address}/{prefix}"),
-                "dev",
-                &self.name,
-            ]) {
-                Err(error) if error.0.contains("File exists") => {}
-                other => other?,
-            }
+            let address = format!("{address}/{prefix}");
+            ip(&["addr", "replace", &address, "dev", &self.name])?;
         }
         Ok(())
     }

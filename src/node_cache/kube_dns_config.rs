@@ -134,6 +134,7 @@ fn is_dns1123_subdomain(text: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -279,6 +279,7 @@ pub fn nft_table(rules: &[Rule]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -30,6 +30,7 @@ pub fn cluster_ip(name: &str, lookup: impl Fn(&str) -> Option<String>) -> Result
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

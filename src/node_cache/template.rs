@@ -110,6 +110,7 @@ pub fn fill(template: &str, source: &str, pillars: &Pillars<'_>) -> Result<Strin
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
