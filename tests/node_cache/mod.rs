@@ -2,7 +2,7 @@
 //! clear errors and nothing left behind (`inputs`), and in network namespaces of their own
 //! (tests/common/netns.rs) the interface and node-cache's rules appearing, kept up and
 //! removed, and a client in another namespace resolving through the local addresses with
-//! no conntrack entry (`namespaces`).
+//! no conntrack entry, the kube-dns ConfigMap followed while it runs (`namespaces`).
 //!
 //! This kernel has no `dummy` link type: the namespace tests ask for a bridge with the
 //! command's hidden `--link-kind bridge`; the dummy path is what the failure test of

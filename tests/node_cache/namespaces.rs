@@ -429,3 +429,120 @@ fn node_cache_nftables_table_is_kept_up_and_removed() {
     assert!(!list().status.success(), "the nodelocaldns table is left");
     assert_eq!(link_addresses(&cluster.node, "nodelocaldns"), None);
 }
+
+/// A stub domain's nameserver in the node: `clusterdns serve` answering `www.example.test`
+/// from a hosts file on 10.96.0.12.
+fn stub_server(node: &Netns, files: &Files) -> TestServer {
+    node.ip(&["addr add 10.96.0.12/32 dev lo"]);
+    std::fs::write(files.path("hosts"), "192.0.2.7 www.example.test\n").unwrap();
+    let corefile = format!(
+        "example.test:53 {{\n    bind 10.96.0.12\n    hosts {} {{\n        ttl 60\n    }}\n}}\n",
+        files.path("hosts").display()
+    );
+    std::fs::write(files.path("stub.Corefile"), corefile).unwrap();
+    let path = files.path("stub.Corefile").display().to_string();
+    TestServer::start_with(node.command(binary(), &[]), &["serve", "--corefile", &path])
+}
+
+/// node-cache's own metric, read in the node with curl.
+fn setup_errors(node: &Netns, cache: &TestServer, errortype: &str) -> String {
+    let needle = "listening for node-cache metrics on http://";
+    cache.wait_log(needle, Duration::from_secs(10));
+    let log = cache.log();
+    let url = log
+        .lines()
+        .find_map(|line| line.split(needle).nth(1))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let url = format!("http://{url}");
+    let body = node.exec_ok("curl", &["-sf", &url]);
+    let series = format!("coredns_nodecache_setup_errors_total{{errortype=\"{errortype}\"}} ");
+    body.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .unwrap_or_else(|| panic!("no {series} in:\n{body}"))
+        .to_owned()
+}
+
+#[test]
+fn node_cache_follows_the_kube_dns_configmap() {
+    let test = "node_cache_follows_the_kube_dns_configmap";
+    if unavailable(test) {
+        return;
+    }
+    if let Some(problem) = netns::missing_tools(&["curl"]) {
+        netns::unavailable(test, &problem, Missing::SkipUnlessRequired);
+        return;
+    }
+    let cluster = Cluster::new();
+    let files = Files::new(&installed_template());
+    let _stub = stub_server(&cluster.node, &files);
+    let pidfile = files.path("node-cache.pid");
+    let pidfile_arg = pidfile.display().to_string();
+    let cache = cluster.node_cache(
+        &files,
+        &[
+            "-pidfile",
+            &pidfile_arg,
+            "-syncinterval",
+            "1",
+            "--link-kind",
+            "bridge",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pidfile).unwrap(),
+        format!("{}\n", cache.pid()),
+        "-pidfile"
+    );
+    // Not a stub domain yet: the root block's upstream (the node's resolv.conf, unreachable
+    // here) has no answer.
+    assert_eq!(
+        cluster.dig("169.254.20.10", 40401, false, "www.example.test"),
+        ""
+    );
+
+    // The ConfigMap gains a stub domain: the Corefile gets node-cache's block for it and the
+    // running cache answers from its nameserver.
+    std::fs::write(
+        files.path("kube-dns/stubDomains"),
+        r#"{"example.test": ["10.96.0.12"]}"#,
+    )
+    .unwrap();
+    cache.signal("USR1");
+    cache.wait_log("Updated Corefile", Duration::from_secs(10));
+    let written = std::fs::read_to_string(files.path("Corefile")).unwrap();
+    assert!(
+        written.ends_with(
+            "\nexample.test:53 {\n    errors\n    cache 30\n    bind 169.254.20.10 10.96.0.10\n    \
+             forward . 10.96.0.12\n}\n"
+        ),
+        "{written}"
+    );
+    assert_eq!(
+        cluster.dig("169.254.20.10", 40402, false, "www.example.test"),
+        "www.example.test. IN A 192.0.2.7\n"
+    );
+    assert_eq!(setup_errors(&cluster.node, &cache, "configmap"), "0");
+
+    // A bad change is counted and the running configuration stays.
+    std::fs::write(
+        files.path("kube-dns/stubDomains"),
+        r#"{"example.test": "10.96.0.12"}"#,
+    )
+    .unwrap();
+    cache.signal("USR1");
+    cache.wait_log(
+        "Invalid config, the running one stays",
+        Duration::from_secs(10),
+    );
+    assert_eq!(setup_errors(&cluster.node, &cache, "configmap"), "1");
+    assert_eq!(
+        cluster.dig("10.96.0.10", 40403, true, "www.example.test"),
+        "www.example.test. IN A 192.0.2.7\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(files.path("Corefile")).unwrap(),
+        written
+    );
+}
