@@ -1,6 +1,7 @@
 //! The link that holds the local addresses (kubernetes/dns `pkg/netif`): a `dummy` link named
 //! `-interfacename` with every `-localip` as a host address (/32, /128), left down as
-//! node-cache leaves it (the kernel's local routes for the addresses exist either way).
+//! node-cache leaves it when they are IPv4 (their local routes exist either way), set up when
+//! they are IPv6 (which needs it: `add_addresses`).
 //! `EnsureDummyDevice`: when the link exists its addresses are added again (one already
 //! there is fine); when it does not, it is made with them.
 //!
@@ -86,11 +87,21 @@ impl Interface {
     }
 
     /// Adds every address (`ip addr replace`: one already on the link is kept as it is).
+    /// IPv6 addresses are added without duplicate address detection and the link is set up:
+    /// on a link left down, as node-cache leaves it, an IPv6 address stays tentative (it
+    /// cannot be bound) and gets no local route, where an IPv4 address has both.
     fn add_addresses(&self) -> Result<(), Error> {
         for address in &self.addresses {
             let prefix = if address.is_ipv4() { 32 } else { 128 };
-            let address = format!("{address}/{prefix}");
-            ip(&["addr", "replace", &address, "dev", &self.name])?;
+            let with_prefix = format!("{address}/{prefix}");
+            let mut args = vec!["addr", "replace", &with_prefix, "dev", &self.name];
+            if address.is_ipv6() {
+                args.push("nodad");
+            }
+            ip(&args)?;
+        }
+        if self.addresses.iter().any(IpAddr::is_ipv6) {
+            ip(&["link", "set", &self.name, "up"])?;
         }
         Ok(())
     }

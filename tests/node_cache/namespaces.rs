@@ -546,3 +546,97 @@ fn node_cache_follows_the_kube_dns_configmap() {
         written
     );
 }
+
+/// node-cache's twelve rules for one IPv6 address, as `ip6tables-save` lists them.
+const NODE_CACHE_RULES_V6: &str = r#"
+raw -A PREROUTING -d fd00::a/128 -p udp -m udp --dport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A PREROUTING -d fd00::a/128 -p tcp -m tcp --dport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -s fd00::a/128 -p tcp -m tcp --sport 8080 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -d fd00::a/128 -p tcp -m tcp --dport 8080 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -d fd00::a/128 -p udp -m udp --dport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -d fd00::a/128 -p tcp -m tcp --dport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -s fd00::a/128 -p udp -m udp --sport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+raw -A OUTPUT -s fd00::a/128 -p tcp -m tcp --sport 53 -m comment --comment "NodeLocal DNS Cache: skip conntrack" -j NOTRACK
+filter -A INPUT -d fd00::a/128 -p udp -m udp --dport 53 -m comment --comment "NodeLocal DNS Cache: allow DNS traffic" -j ACCEPT
+filter -A INPUT -d fd00::a/128 -p tcp -m tcp --dport 53 -m comment --comment "NodeLocal DNS Cache: allow DNS traffic" -j ACCEPT
+filter -A OUTPUT -s fd00::a/128 -p udp -m udp --sport 53 -m comment --comment "NodeLocal DNS Cache: allow DNS traffic" -j ACCEPT
+filter -A OUTPUT -s fd00::a/128 -p tcp -m tcp --sport 53 -m comment --comment "NodeLocal DNS Cache: allow DNS traffic" -j ACCEPT
+"#;
+
+#[test]
+fn node_cache_ipv6_address_rules_and_answers() {
+    let test = "node_cache_ipv6_address_rules_and_answers";
+    if unavailable(test) {
+        return;
+    }
+    let node = Netns::new("node6").unwrap();
+    node.ip(&["addr add fd00::11/128 dev lo nodad"]);
+    let shop = fixture("shop.json").display().to_string();
+    let _kube_dns = TestServer::start_with(
+        node.command(binary(), &[]),
+        &["serve", "--objects", &shop, "--listen", "[fd00::11]:53"],
+    );
+    let files = Files::new(
+        "cluster.local:53 {\n    bind __PILLAR__LOCAL__DNS__\n    forward . __PILLAR__CLUSTER__DNS__ {\n            force_tcp\n    }\n    cache 30\n}\n",
+    );
+    let mut args = files.args("fd00::a");
+    args.extend(["--link-kind", "bridge"].map(str::to_owned));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut command = node.command(binary(), &[]);
+    command.env("KUBE_DNS_UPSTREAM_SERVICE_HOST", "fd00::11");
+    let mut cache = TestServer::start_with(command, &args);
+    cache.wait_log("node-cache rules in place", Duration::from_secs(30));
+
+    // The link is up (an IPv6 address needs it), so it has its link-local address too.
+    let addresses = link_addresses(&node, "nodelocaldns").expect("the interface");
+    let global: Vec<&String> = addresses
+        .iter()
+        .filter(|a| !a.starts_with("fe80:"))
+        .collect();
+    assert_eq!(global, ["fd00::a/128"]);
+    let save = node.exec_ok("ip6tables-save", &[]);
+    let mut table = "";
+    let mut rules = Vec::new();
+    for line in save.lines() {
+        if let Some(name) = line.strip_prefix('*') {
+            table = name;
+        } else if line.contains("NodeLocal DNS Cache") {
+            rules.push(format!("{table} {line}"));
+        }
+    }
+    let expected: Vec<&str> = NODE_CACHE_RULES_V6
+        .lines()
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rules, expected);
+    let answer = node.exec_ok(
+        "dig",
+        &[
+            "@fd00::a",
+            "+noall",
+            "+answer",
+            "+nottlid",
+            "+tries=1",
+            "+time=5",
+            "web.shop.svc.cluster.local",
+            "A",
+        ],
+    );
+    let answer: String = answer
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" ") + "\n")
+        .collect();
+    assert_eq!(answer, WEB_SHOP);
+
+    cache.terminate();
+    let status = cache
+        .wait_exit(Duration::from_secs(30))
+        .expect("node-cache exits");
+    assert!(status.success(), "{status}\n{}", cache.log());
+    assert_eq!(link_addresses(&node, "nodelocaldns"), None);
+    assert!(
+        !node
+            .exec_ok("ip6tables-save", &[])
+            .contains("NodeLocal DNS Cache")
+    );
+}
