@@ -58,7 +58,7 @@ fn unavailable(test: &str) -> bool {
     if netns::skip(test) {
         return true;
     }
-    if let Some(problem) = netns::missing_tools(&["dig", "iptables"]) {
+    if let Some(problem) = netns::missing_tools(&["dig", "iptables", "curl"]) {
         netns::unavailable(test, &problem, Missing::SkipUnlessRequired);
         return true;
     }
@@ -250,6 +250,15 @@ fn node_cache_interface_and_rules_appear_resolve_untracked_come_back_and_vanish(
             .replace("__PILLAR__UPSTREAM__SERVERS__", "/etc/resolv.conf")
     );
     assert!(written.contains("    forward . 10.96.0.11 {\n            force_tcp\n"));
+
+    // The Corefile's health listener on the local address, as the DaemonSet's liveness probe
+    // asks it (the -health-port rules cover it).
+    assert_eq!(
+        cluster
+            .node
+            .exec_ok("curl", &["-sf", "http://169.254.20.10:8080/health"]),
+        "OK"
+    );
 
     // The control: a query to kube-dns's stand-in, which no rule covers, is tracked.
     let control = conn(Proto::Udp, 40100, UPSTREAM_IP);
