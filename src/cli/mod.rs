@@ -345,13 +345,8 @@ pub fn main() -> ExitCode {
         .unwrap_or_else(|error| error.exit());
     // The server logs what it does; the tools print what they were asked, and only
     // warnings beside it.
-    init_logging(
-        if matches!(cli.command, Command::Serve(_) | Command::NodeCache(_)) {
-            "info"
-        } else {
-            "warn"
-        },
-    );
+    let serves = matches!(cli.command, Command::Serve(_) | Command::NodeCache(_));
+    init_logging(if serves { "info" } else { "warn" });
     let result = match cli.command {
         Command::Serve(args) => serve::run(&args),
         Command::Records(args) => records::run(&args),
