@@ -48,7 +48,8 @@
 //! server         cache, codes, config, forward, gotemplate, http, limits, metrics, model, name, plugin, querylog, search_tracker, search_walk, source, store, wire, zone
 //! kube_proxy     model
 //! resolver_sim   codes, config, model, name, search_tracker, search_walk, wire, zone
-//! cli            codes, config, kube_proxy, limits, model, name, resolver_sim, server, source, store, suggest, wire, zone
+//! node_cache     -
+//! cli            codes, config, kube_proxy, limits, model, name, node_cache, resolver_sim, server, source, store, suggest, wire, zone
 //! ```
 //!
 //! # Modules
@@ -78,6 +79,8 @@
 //! - [`search_tracker`]: the live search-path tracker (`/debug/search-path`) and the waste
 //!   classes it shares with `resolve-cost --log`.
 //! - [`wire`]: query parsing, answer writing, and whole-reply rewriting.
+//! - [`node_cache`]: NodeLocal DNSCache's node side: the interface, the NOTRACK rules and their
+//!   upkeep, the Corefile from node-cache's template.
 //! - [`resolver_sim`]: the kubelet's resolv.conf and the glibc/musl search walk over the zone.
 //! - [`cli`]: the command line.
 
@@ -91,6 +94,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod name;
+pub mod node_cache;
 pub mod plugin;
 pub mod querylog;
 pub mod resolver_sim;

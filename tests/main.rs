@@ -2,8 +2,8 @@
 //! tests, *forward*'s in plugins/forward.rs), `sources` (the API watch and the objects files),
 //! `server` (answers, protocol, transport, reliability, metrics), `zone` (the cluster zone's
 //! rules), `kube_proxy` (the toolbox, against the kernel too), `deploy` (manifests, image,
-//! real nodes), `cluster` (against the real control plane), `tools` (the commands), and
-//! `architecture`.
+//! real nodes), `node_cache` (NodeLocal DNSCache's node side, in namespaces), `cluster`
+//! (against the real control plane), `tools` (the commands), and `architecture`.
 
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
@@ -12,6 +12,7 @@ mod cluster;
 mod common;
 mod deploy;
 mod kube_proxy;
+mod node_cache;
 mod plugins;
 mod server;
 mod sources;

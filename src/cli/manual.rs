@@ -400,6 +400,37 @@ pub const MANUALS: &[Manual] = &[
         ],
     },
     Manual {
+        path: &["node-cache"],
+        examples: &[
+            Example {
+                line: "clusterdns node-cache --localip 169.254.20.10,10.96.0.10 --corefile \
+                       /etc/Corefile --upstreamsvc kube-dns-upstream",
+                says: "NodeLocal DNSCache's DaemonSet's arguments (single-dash as its manifest \
+                       writes them, `-localip ... -conf ...`, work too): the Corefile made from \
+                       /etc/coredns/Corefile.base, the interface, the rules, until SIGTERM.",
+                check: Check::Parses,
+            },
+            Example {
+                line: "clusterdns node-cache --localip 169.254.20.10 --setupinterface=false \
+                       --setupiptables=false --syncinterval 10",
+                says: "Only the cache and its Corefile: no interface, no rules.",
+                check: Check::Parses,
+            },
+        ],
+        exit: &[
+            (
+                0,
+                "stopped by SIGTERM or SIGINT; the interface and the rules removed unless \
+                 -skipteardown",
+            ),
+            (
+                2,
+                "a bad flag, template, kube-dns ConfigMap or Service environment, or a set-up \
+                 or start that failed (whatever it made is removed again), or a usage error",
+            ),
+        ],
+    },
+    Manual {
         path: &["resolv-conf"],
         examples: &[
             Example {

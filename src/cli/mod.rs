@@ -22,6 +22,7 @@ mod endpoints;
 mod explain;
 mod generate;
 pub mod manual;
+mod node_cache;
 mod output;
 mod proxy;
 mod query;
@@ -72,6 +73,9 @@ enum Command {
     /// One Service across pods, slices, kube-proxy, a node's rules and DNS, with the drift
     /// between them (exit 1 when there is any).
     Explain(explain::ExplainArgs),
+    /// NodeLocal DNSCache's node-cache: the cache on a link-local address of the node, its
+    /// interface and NOTRACK rules kept up, with node-cache's flags.
+    NodeCache(node_cache::NodeCacheArgs),
     /// Print the resolv.conf the kubelet writes for a pod.
     ResolvConf(resolv_conf::ResolvConfArgs),
     /// Show every query the stub resolver's search walk makes for a name, and what the fixes
@@ -333,7 +337,7 @@ pub fn main() -> ExitCode {
     if let Some(code) = complete::answer(&args) {
         return code;
     }
-    let args = dig_words(coredns_args(args));
+    let args = node_cache::go_flags(dig_words(coredns_args(args)));
     let plugin = run_as_plugin(args.first().map(OsString::as_os_str));
     let cli = command_for(plugin)
         .try_get_matches_from(args)
@@ -341,11 +345,8 @@ pub fn main() -> ExitCode {
         .unwrap_or_else(|error| error.exit());
     // The server logs what it does; the tools print what they were asked, and only
     // warnings beside it.
-    init_logging(if matches!(cli.command, Command::Serve(_)) {
-        "info"
-    } else {
-        "warn"
-    });
+    let serves = matches!(cli.command, Command::Serve(_) | Command::NodeCache(_));
+    init_logging(if serves { "info" } else { "warn" });
     let result = match cli.command {
         Command::Serve(args) => serve::run(&args),
         Command::Records(args) => records::run(&args),
@@ -353,6 +354,7 @@ pub fn main() -> ExitCode {
         Command::Endpoints(args) => endpoints::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::NodeCache(args) => node_cache::run(&args),
         Command::ResolvConf(args) => resolv_conf::run(&args),
         Command::ResolveCost(args) => resolve_cost::run(&args),
         Command::Completion(args) => generate::completion(&args, plugin),
