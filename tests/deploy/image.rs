@@ -312,3 +312,93 @@ fn the_image_built_here_is_the_one_the_dockerfile_describes() {
         }
     }
 }
+
+/// The node-cache image (xtask::images::node_cache, the node-local-dns DaemonSet's): `clusterdns
+/// node-cache` as its entrypoint, run as root, and the tools node-cache runs on the node
+/// working from the image's own files alone — each program run with the unpacked image as its
+/// root (`chroot`, in a network namespace of its own): iptables through the machine's
+/// alternative and both explicit backends, loading the extensions node-cache's rules use
+/// (`-m comment`, `-j NOTRACK`, `--dport`), `ip` making a link with an address, `nft` a table.
+#[test]
+fn the_node_cache_image_runs_its_tools_from_its_own_files() {
+    use xtask::image::{Content, Kind};
+    if !crate::common::netns::is_root() {
+        eprintln!("skipping the node-cache image's tools: chroot needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let image = xtask::images::node_cache(
+        std::path::Path::new(env!("CARGO_BIN_EXE_clusterdns")),
+        &work,
+    )
+    .unwrap();
+    assert_eq!(
+        image.config.user, "0:0",
+        "node-cache makes links and rules: root"
+    );
+    assert_eq!(
+        image.config.entrypoint,
+        ["/usr/local/bin/clusterdns", "node-cache"],
+        "the manifest's args are node-cache's"
+    );
+    let root = dir.path().join("root");
+    for (path, entry) in &image.entries {
+        let at = root.join(path);
+        match &entry.kind {
+            Kind::Dir => std::fs::create_dir_all(&at).unwrap(),
+            Kind::File(content) => {
+                match content {
+                    Content::Bytes(bytes) => std::fs::write(&at, bytes).unwrap(),
+                    Content::Host(host) => drop(std::fs::copy(host, &at).unwrap()),
+                }
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&at, std::fs::Permissions::from_mode(entry.mode)).unwrap();
+            }
+            Kind::Symlink(target) => std::os::unix::fs::symlink(target, &at).unwrap(),
+        }
+    }
+    let root = root.display().to_string();
+    // In a network namespace of its own, each command's program from the image.
+    let script = [
+        "/usr/local/bin/clusterdns --version",
+        "/usr/sbin/iptables -V",
+        "/usr/sbin/iptables-legacy -V",
+        "/usr/sbin/ip6tables-nft -V",
+        "/usr/sbin/iptables -w 5 -t raw -I PREROUTING -p udp -d 169.254.20.10 --dport 53 \
+         -m comment --comment 'NodeLocal DNS Cache: skip conntrack' -j NOTRACK",
+        "/usr/sbin/iptables -w 5 -t filter -I INPUT -p tcp -d 169.254.20.10 --dport 53 \
+         -m comment --comment 'NodeLocal DNS Cache: allow DNS traffic' -j ACCEPT",
+        "/usr/sbin/iptables-save",
+        "/usr/sbin/ip link add nodelocaldns type bridge",
+        "/usr/sbin/ip addr add 169.254.20.10/32 dev nodelocaldns",
+        "/usr/sbin/ip -o addr show dev nodelocaldns",
+        "/usr/sbin/nft add table ip nodelocaldns",
+        "/usr/sbin/nft list tables",
+    ]
+    .map(|command| format!("chroot {root} {command}"))
+    .join(" && ");
+    let out = Command::new("unshare")
+        .args(["--net", "--", "sh", "-ec", &script])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the image's tools: {said}");
+    for expect in [
+        "clusterdns ",
+        "iptables v",
+        "(legacy)",
+        "(nf_tables)",
+        "-A PREROUTING -d 169.254.20.10/32 -p udp -m udp --dport 53 -m comment --comment \"NodeLocal DNS Cache: skip conntrack\" -j NOTRACK",
+        "-A INPUT -d 169.254.20.10/32 -p tcp -m tcp --dport 53 -m comment --comment \"NodeLocal DNS Cache: allow DNS traffic\" -j ACCEPT",
+        "inet 169.254.20.10/32",
+        "table ip nodelocaldns",
+    ] {
+        assert!(said.contains(expect), "no {expect:?} in:\n{said}");
+    }
+}

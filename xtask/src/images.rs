@@ -6,6 +6,11 @@
 //!   libraries it links, user 65532, kubeadm's args (`-conf /etc/coredns/Corefile`);
 //! - [`coredns`]: CoreDNS's own image recipe (its Dockerfile on distroless
 //!   `static-debian12:nonroot`) around the coredns peer, for sizes measured the same way;
+//! - [`node_cache`]: NodeLocal DNSCache's node-cache image (`k8s-dns-node-cache`, on
+//!   `debian-iptables`) from a clusterdns binary: `clusterdns node-cache` as the entrypoint,
+//!   run as root, with the tools it runs on the node — iptables (both xtables multi binaries,
+//!   their commands and extensions), iproute2's `ip` and `nft` — and every library they load,
+//!   on the same base;
 //! - [`pause`]: the pod sandbox (xtask/programs/pause.c), which containerd's CRI names
 //!   `sandbox_image`, so that the kubelet never pulls one;
 //! - [`client`]: a pod that looks names up as applications do: busybox (`nslookup`, a shell,
@@ -31,6 +36,10 @@ pub const COREDNS: &str = "coredns/coredns:peer";
 pub const PAUSE: &str = "registry.k8s.io/pause:3.10";
 /// The name of the client image.
 pub const CLIENT: &str = "clusterdns-client:dev";
+/// The name of the node-cache image (the node-local-dns DaemonSet's).
+pub const NODE_CACHE: &str = "clusterdns-node-cache:dev";
+/// Where Debian's iptables keeps its extensions, which libxtables loads by name.
+const XTABLES: &str = "/usr/lib/x86_64-linux-gnu/xtables";
 
 /// CAP_NET_BIND_SERVICE in linux/capability.h.
 const CAP_NET_BIND_SERVICE: u32 = 10;
@@ -93,6 +102,90 @@ pub fn coredns(binary: &Path) -> Result<Image> {
             "security.capability".into(),
             file_capability(&[CAP_NET_BIND_SERVICE]),
         ));
+    Ok(image)
+}
+
+/// The node-cache image from a clusterdns `binary`: `clusterdns node-cache` with the tools its
+/// interface and rules are made with, taken from this machine (Debian's iptables, iproute2
+/// and nftables). `iptables`, `ip6tables` and their `-save`/`-restore` are the backend this
+/// machine's alternatives name (Debian 12's default: nft), as kube-proxy's `iptables` on the
+/// nodes is; `iptables-legacy`/`iptables-nft` and the ip6 ones name theirs explicitly.
+pub fn node_cache(binary: &Path, work: &Path) -> Result<Image> {
+    let stripped = strip_debug(binary, work)?;
+    let mut image = Image::new(
+        NODE_CACHE,
+        Config {
+            // node-cache makes links and writes rules: root, with the NET_ADMIN the
+            // DaemonSet adds.
+            user: "0:0".into(),
+            entrypoint: vec!["/usr/local/bin/clusterdns".into(), "node-cache".into()],
+            env: vec![PATH.into(), format!("SSL_CERT_FILE={CA_BUNDLE}")],
+            exposed_ports: ["53/udp", "53/tcp", "8080/tcp", "9253/tcp", "9353/tcp"]
+                .map(String::from)
+                .to_vec(),
+            working_dir: "/".into(),
+            ..Config::default()
+        },
+    );
+    distroless(&mut image)?;
+    image.program("/usr/local/bin/clusterdns", &stripped)?;
+    let sbin = Path::new("/usr/sbin");
+    for multi in ["xtables-nft-multi", "xtables-legacy-multi"] {
+        image
+            .program(&format!("/usr/sbin/{multi}"), &sbin.join(multi))
+            .with_context(|| format!("{multi} (install Debian's iptables)"))?;
+    }
+    for family in ["iptables", "ip6tables"] {
+        for suffix in ["", "-save", "-restore"] {
+            image.symlink(
+                &format!("/usr/sbin/{family}-nft{suffix}"),
+                "xtables-nft-multi",
+            );
+            image.symlink(
+                &format!("/usr/sbin/{family}-legacy{suffix}"),
+                "xtables-legacy-multi",
+            );
+            let command = format!("{family}{suffix}");
+            let chosen = std::fs::canonicalize(sbin.join(&command))
+                .with_context(|| format!("/usr/sbin/{command} (install Debian's iptables)"))?;
+            let chosen = chosen
+                .file_name()
+                .and_then(|name| name.to_str())
+                .with_context(|| format!("/usr/sbin/{command}: {}", chosen.display()))?;
+            ensure!(
+                chosen.starts_with("xtables-"),
+                "/usr/sbin/{command} is {chosen}, not an xtables multi binary"
+            );
+            // The command as its alternative resolves (iptables-nft -> xtables-nft-multi).
+            image.symlink(&format!("/usr/sbin/{command}"), chosen);
+        }
+    }
+    let mut extensions: Vec<PathBuf> = std::fs::read_dir(XTABLES)
+        .with_context(|| format!("{XTABLES} (install Debian's iptables)"))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    extensions.retain(|path| path.extension().is_some_and(|ext| ext == "so"));
+    extensions.sort();
+    ensure!(!extensions.is_empty(), "{XTABLES} holds no extensions");
+    for extension in &extensions {
+        let name = extension.file_name().unwrap().to_string_lossy();
+        image.program(&format!("{XTABLES}/{name}"), extension)?;
+    }
+    image
+        .program("/usr/bin/ip", &which("ip").context("iproute2's ip")?)
+        .context("ip (install Debian's iproute2)")?;
+    image.symlink("/usr/sbin/ip", "../bin/ip");
+    image
+        .program("/usr/sbin/nft", &sbin.join("nft"))
+        .context("nft (install Debian's nftables)")?;
+    // What iptables reads to name protocols and ethertypes (Debian's netbase, iptables).
+    for file in ["/etc/protocols", "/etc/ethertypes"] {
+        if Path::new(file).is_file() {
+            image.file(file, Content::Host(file.into()), 0o644);
+        }
+    }
+    // /run/xtables.lock is the DaemonSet's hostPath mount; the directory is the image's.
+    image.dir("/run", 0o755, 0);
     Ok(image)
 }
 
