@@ -988,7 +988,7 @@ fn command_lines(
     .args(["--secure-port", "0", "--leader-elect=false"])
     .args([
         "--controllers",
-        "endpointslice-controller,namespace-controller,deployment-controller,replicaset-controller,statefulset-controller,serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,root-ca-certificate-publisher-controller,service-cidr-controller,clusterrole-aggregation-controller",
+        "endpointslice-controller,namespace-controller,deployment-controller,replicaset-controller,statefulset-controller,daemonset-controller,serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,root-ca-certificate-publisher-controller,service-cidr-controller,clusterrole-aggregation-controller",
     ])
     .flag("--service-account-private-key-file", pki.join("sa.key"))
     .flag("--root-ca-file", pki.join("ca.crt"))
