@@ -30,6 +30,22 @@ RUN cargo build --release --locked --bin clusterdns \
     && strip --strip-debug /usr/local/bin/clusterdns \
     && setcap cap_net_bind_service=+ep /usr/local/bin/clusterdns
 
+# NodeLocal DNSCache's node-cache (deploy/nodelocaldns/, docs/kind.md), a separate target:
+#
+#   docker build --target node-cache -t clusterdns-node-cache:dev .
+#
+# `clusterdns node-cache` as root with what it runs on the node — iptables (both backends),
+# iproute2's `ip`, `nft` — from Debian 12's packages, as node-cache's debian-iptables base has
+# them. xtask::images::node_cache builds the same tools without a shell or apt, on the
+# distroless-like base of the image below. The default target stays the last stage.
+FROM debian:bookworm-slim AS node-cache
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends iptables iproute2 nftables \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /usr/local/bin/clusterdns /usr/local/bin/clusterdns
+EXPOSE 53/udp 53/tcp 8080/tcp 9253/tcp 9353/tcp
+ENTRYPOINT ["/usr/local/bin/clusterdns", "node-cache"]
+
 # Run: glibc and libgcc only, no shell, user nonroot (65532).
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /usr/local/bin/clusterdns /usr/local/bin/clusterdns

@@ -51,6 +51,10 @@ enum Task {
         /// peer bench/peers/build.sh builds), and both images' sizes side by side.
         #[arg(long)]
         coredns: Option<PathBuf>,
+        /// Also the node-cache image (clusterdns-node-cache:dev, for
+        /// deploy/nodelocaldns/nodelocaldns.yaml) from the same binary, as node-cache.tar.
+        #[arg(long)]
+        node_cache: bool,
     },
     /// A local Kubernetes control plane without containers, on loopback, from the peers
     /// bench/peers/build.sh builds (CLUSTERDNS_PEERS, else its cache): etcd, kube-apiserver,
@@ -316,6 +320,7 @@ fn main() -> Result<()> {
             binary,
             out,
             coredns,
+            node_cache,
         } => {
             let binary = binary.unwrap_or_else(|| root().join("target/release/clusterdns"));
             let out = out.unwrap_or_else(|| root().join("target/image"));
@@ -326,6 +331,14 @@ fn main() -> Result<()> {
                 image.reference.clone(),
                 image.write(&out.join("clusterdns.tar"))?,
             )];
+            if node_cache {
+                let image = images::node_cache(&binary, work.path())
+                    .with_context(|| format!("the node-cache image of {}", binary.display()))?;
+                written.push((
+                    image.reference.clone(),
+                    image.write(&out.join("node-cache.tar"))?,
+                ));
+            }
             if let Some(coredns) = coredns {
                 let image = images::coredns(&coredns)?;
                 written.push((
