@@ -7,7 +7,7 @@
 //! the resolv.conf their kubelet wrote and kube-proxy's DNAT to the `kube-dns` ClusterIP,
 //! with glibc (Debian's `getent`, and xtask/programs/lookup.c linked against glibc) and musl
 //! (lookup.c, static): `answers`. Names outside the cluster go to an upstream the test runs
-//! in a network namespace of its own (the nodes' resolv.conf names it).
+//! in a network namespace of its own (the nodes' resolv.conf names it), over UDP and TCP.
 //!
 //! The group shares one such cluster ([`RealCluster::shared`]), its tests one at a time. It
 //! needs root, the peers with the kubelet (bench/peers/build.sh) and Debian's containerd,
@@ -18,12 +18,13 @@
 mod answers;
 mod deploy;
 mod latency;
+mod node_cache;
 mod operations;
 mod payments;
 mod tracker;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -112,7 +113,14 @@ impl RealCluster {
         })
         .and_then(|bound| Ok(bound?))
         .map_err(|e| format!("the upstream's socket: {e:#}"))?;
-        let upstream = NamesUpstream::on(socket, EXTERNAL, &[], &[]);
+        // TCP too: a forwarder asks over TCP what it was asked over TCP (kube-dns, asked by
+        // NodeLocal DNSCache's `force_tcp`, chasing an ExternalName's target).
+        let listener = xtask::netns::in_netns(&nodes.upstream.net(), || {
+            TcpListener::bind(SocketAddr::from((UPSTREAM, 53)))
+        })
+        .and_then(|bound| Ok(bound?))
+        .map_err(|e| format!("the upstream's TCP listener: {e:#}"))?;
+        let upstream = NamesUpstream::on(socket, EXTERNAL, &[], &[]).with_tcp(listener);
         eprintln!(
             "real nodes: two nodes joined in {:.1} s",
             started.elapsed().as_secs_f64()
