@@ -234,7 +234,7 @@ fn coredns_on_the_same_nodes_gives_the_pods_the_same_answers() {
 
 /// Every lookup of the table from the client pod on each node, with glibc (lookup.c and
 /// Debian's getent) and musl: how many, and each that is not what `records` says.
-fn every_name_kind(real: &RealCluster) -> (usize, Vec<String>) {
+pub(super) fn every_name_kind(real: &RealCluster) -> (usize, Vec<String>) {
     let zone = Zone::live(real);
     let pods = real.get(&["pods", "-n", "shop"]);
     let pod_ip = |name: &str| -> IpAddr {
