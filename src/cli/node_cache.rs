@@ -381,12 +381,19 @@ async fn node_cache(
             }
         }
     }
-    running.shut_down().await;
-    if args.skipteardown {
+    // The rules and the interface go first, while the server still answers, as node-cache's
+    // teardown runs at SIGTERM before CoreDNS's servers stop: a query that reached the local
+    // address before the rules went is answered, and the ones after them go to kube-dns
+    // through kube-proxy. Stopping the server first would refuse every query sent to the
+    // local addresses in between.
+    let torn_down = if args.skipteardown {
         tracing::info!("-skipteardown: leaving the interface and the rules");
+        Ok(())
     } else {
-        tokio::task::block_in_place(|| networking.teardown())?;
-    }
+        tokio::task::block_in_place(|| networking.teardown())
+    };
+    running.shut_down().await;
+    torn_down?;
     Ok(ExitCode::SUCCESS)
 }
 
