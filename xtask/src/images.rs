@@ -168,7 +168,10 @@ pub fn node_cache(binary: &Path, work: &Path) -> Result<Image> {
     extensions.sort();
     ensure!(!extensions.is_empty(), "{XTABLES} holds no extensions");
     for extension in &extensions {
-        let name = extension.file_name().unwrap().to_string_lossy();
+        let name = extension
+            .file_name()
+            .with_context(|| format!("{}: no file name", extension.display()))?
+            .to_string_lossy();
         image.program(&format!("{XTABLES}/{name}"), extension)?;
     }
     image
