@@ -846,18 +846,21 @@ fn operations(
 fn report(written: &[(String, Written)]) {
     let mb = |bytes: u64| bytes as f64 / 1e6;
     eprintln!(
-        "{:<40} {:>12} {:>12}  archive",
+        "{:<44} {:>12} {:>12}  archive",
         "image", "layer MB", "gzip MB"
     );
     for (name, w) in written {
         eprintln!(
-            "{name:<40} {:>12.2} {:>12.2}  {}",
+            "{name:<44} {:>12.2} {:>12.2}  {}",
             mb(w.layer_bytes),
             mb(w.layer_gzip_bytes),
             w.archive.display()
         );
     }
-    if let [(_, ours), (_, theirs)] = written {
+    let coredns = written
+        .iter()
+        .find(|(name, _)| *name == xtask::image::normalize(images::COREDNS));
+    if let (Some((_, ours)), Some((_, theirs))) = (written.first(), coredns) {
         eprintln!(
             "clusterdns / coredns: {:.2} unpacked, {:.2} compressed",
             ours.layer_bytes as f64 / theirs.layer_bytes as f64,

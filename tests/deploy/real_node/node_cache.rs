@@ -581,8 +581,8 @@ fn lookups_through_rollouts(real: &RealCluster) {
 }
 
 /// The most lookups one client on the SIGKILLed node-cache's node may lose: 5 s of them at 50
-/// a second (measured: 73 for one TCP connection, 4 for one UDP socket, none for glibc and
-/// musl, the kubelet restarting the container in about 1.5 s).
+/// a second (measured in three runs: 34–73 for one TCP connection, 0–4 for one UDP socket,
+/// 0–1 for glibc, none for musl; the kubelet restarts the container in about 1.5 s).
 const SIGKILL_BOUND: u64 = 250;
 
 /// The DaemonSet and the manifest's other objects deleted; then on each node the link and
