@@ -52,7 +52,7 @@ enum Task {
         #[arg(long)]
         coredns: Option<PathBuf>,
         /// Also the node-cache image (clusterdns-node-cache:dev, for
-        /// deploy/nodelocaldns/nodelocaldns.yaml) from the same binary, as node-cache.tar.
+        /// deploy/nodelocaldns/node-local-dns.yaml) from the same binary, as node-cache.tar.
         #[arg(long)]
         node_cache: bool,
     },

@@ -1,8 +1,9 @@
-//! NodeLocal DNSCache on the real nodes (issue 50): Kubernetes's own nodelocaldns.yaml
-//! (deploy/nodelocaldns/nodelocaldns.yaml) with its three variables filled as its
-//! instructions say for the transparent set-up (`__PILLAR__DNS__SERVER__` 10.96.0.10,
-//! `__PILLAR__LOCAL__DNS__` 169.254.20.10, `__PILLAR__DNS__DOMAIN__` cluster.local) and its
-//! image `clusterdns-node-cache:dev` (xtask::images::node_cache), the DaemonSet on both nodes
+//! NodeLocal DNSCache on the real nodes (issue 50): the add-on's objects as
+//! deploy/nodelocaldns/node-local-dns.yaml declares them (node-cache's arguments as the add-on
+//! passes them), its three variables filled as its header says for the transparent set-up
+//! (`__PILLAR__DNS__SERVER__` 10.96.0.10, `__PILLAR__LOCAL__DNS__` 169.254.20.10,
+//! `__PILLAR__DNS__DOMAIN__` cluster.local), with the image `clusterdns-node-cache:dev`
+//! (xtask::images::node_cache), the DaemonSet on both nodes
 //! — kube-proxy in iptables mode on node-1, nftables on node-2 — beside clusterdns as kube-dns.
 //!
 //! One patch, this machine's and not the manifest's: the kernel has no `dummy` link type, so
@@ -33,10 +34,8 @@ use xtask::operations::{Tallies, under_load};
 
 use super::{RealCluster, items, sum};
 
-/// Kubernetes's manifest, unchanged but for the header saying where it is from.
-const MANIFEST: &str = include_str!("../../../deploy/nodelocaldns/nodelocaldns.yaml");
-/// The image the manifest names, which the test replaces.
-const UPSTREAM_IMAGE: &str = "registry.k8s.io/dns/k8s-dns-node-cache:1.26.4";
+/// The manifest of deploy/, a template.
+const MANIFEST: &str = include_str!("../../../deploy/nodelocaldns/node-local-dns.yaml");
 /// NodeLocal DNSCache's link-local address.
 const LOCAL: &str = "169.254.20.10";
 /// The comments node-cache's rules carry.
@@ -44,8 +43,8 @@ const RULE_COMMENT: &str = "NodeLocal DNS Cache";
 /// The client pods, one on each node.
 const CLIENTS: [&str; 2] = ["shop/client-node-1", "shop/client-node-2"];
 
-/// The manifest as applied here: the variables filled and the image named as the manifest's
-/// instructions say, and this machine's one patch (`--link-kind bridge`).
+/// The manifest as applied here: the variables filled as its header says, and this machine's
+/// one patch (`--link-kind bridge`).
 fn manifest() -> String {
     let args = r#""-pidfile", "/tmp/node-cache.pid" ]"#;
     // In the manifest's objects, not its header's comments.
@@ -61,15 +60,15 @@ fn manifest() -> String {
         "the manifest's args end as node-cache 1.26.4's do"
     );
     assert_eq!(
-        count(UPSTREAM_IMAGE),
+        count(&format!("image: {}", xtask::images::NODE_CACHE)),
         1,
-        "the manifest runs {UPSTREAM_IMAGE}"
+        "the manifest runs {}",
+        xtask::images::NODE_CACHE
     );
     let filled = MANIFEST
         .replace("__PILLAR__DNS__SERVER__", &CLUSTER_DNS.to_string())
         .replace("__PILLAR__LOCAL__DNS__", LOCAL)
         .replace("__PILLAR__DNS__DOMAIN__", "cluster.local")
-        .replace(UPSTREAM_IMAGE, xtask::images::NODE_CACHE)
         // This kernel has no dummy links (docs/kind.md).
         .replace(
             args,
@@ -94,9 +93,9 @@ fn manifest() -> String {
 }
 
 #[test]
-fn node_local_dns_from_kubernetes_manifest_serves_pods_on_both_nodes_without_conntrack() {
+fn node_local_dns_from_the_add_on_manifest_serves_pods_on_both_nodes_without_conntrack() {
     let Some(real) = RealCluster::shared(
-        "real_node::node_cache::node_local_dns_from_kubernetes_manifest_serves_pods_on_both_nodes_without_conntrack",
+        "real_node::node_cache::node_local_dns_from_the_add_on_manifest_serves_pods_on_both_nodes_without_conntrack",
     ) else {
         return;
     };
