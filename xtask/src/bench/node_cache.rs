@@ -26,6 +26,7 @@
 //! the local addresses left in the node's table (a query to kube-dns's ClusterIP, which no
 //! rule covers, is the control that the table is kept).
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -115,11 +116,11 @@ pub fn installed_template() -> String {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Options {
     /// Services of gencluster's cluster that kube-dns's stand-in serves [env: SERVICES]
-    /// [default: 1000].
+    /// [default: 2000].
     #[arg(long)]
     pub services: Option<u32>,
-    /// Cluster names asked once (misses) and again (cached) [env: CLUSTER_NAMES] [default:
-    /// 500].
+    /// Cluster names asked once (misses), then again for 3 s (cached) [env: CLUSTER_NAMES]
+    /// [default: 1000].
     #[arg(long)]
     pub cluster_names: Option<u32>,
     /// Names outside the cluster, in the external upstream's zone [env: NAMES] [default:
@@ -356,8 +357,8 @@ impl Options {
                 super::cache::MAX_NAMES
             );
         }
-        let services = knob(self.services, "SERVICES", 1000)?;
-        let cluster_names = knob(self.cluster_names, "CLUSTER_NAMES", 500)?;
+        let services = knob(self.services, "SERVICES", 2000)?;
+        let cluster_names = knob(self.cluster_names, "CLUSTER_NAMES", 1000)?;
         if services == 0 || cluster_names == 0 {
             bail!("SERVICES and CLUSTER_NAMES must be at least 1");
         }
@@ -445,18 +446,28 @@ pub fn cluster_names(objects: &serde_json::Value, count: usize) -> Vec<String> {
 }
 
 /// The conntrack entries in a `/proc/net/nf_conntrack` listing whose original direction goes
-/// from `src` to one of `addresses` (the first `src=` and `dst=` of each line).
-pub fn tracked(table: &str, src: &str, addresses: &[&str]) -> u64 {
+/// from `src` to one of `addresses` (the first `src=` and `dst=` of each line): each as its
+/// protocol and original tuple, `udp 10.0.0.2:40000 169.254.20.10:53`.
+pub fn tracked(table: &str, src: &str, addresses: &[&str]) -> BTreeSet<String> {
     table
         .lines()
-        .filter(|line| {
+        .filter_map(|line| {
             let first = |key: &str| {
                 line.split_whitespace()
                     .find_map(|word| word.strip_prefix(key))
             };
-            first("src=") == Some(src) && first("dst=").is_some_and(|d| addresses.contains(&d))
+            let dst = first("dst=")?;
+            if first("src=") != Some(src) || !addresses.contains(&dst) {
+                return None;
+            }
+            let proto = line.split_whitespace().nth(2)?;
+            Some(format!(
+                "{proto} {src}:{} {dst}:{}",
+                first("sport=").unwrap_or("-"),
+                first("dport=").unwrap_or("-")
+            ))
         })
-        .count() as u64
+        .collect()
 }
 
 /// A Corefile without its comment lines, for comparing it with a fixture that has some.
@@ -620,7 +631,7 @@ impl Topology {
 
     /// The entries from the client to the local addresses, and to kube-dns's ClusterIP
     /// (the control), in the node's conntrack table.
-    fn conntrack(&self) -> Result<(u64, u64)> {
+    fn conntrack(&self) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
         let table = self.node.run("cat", &["/proc/net/nf_conntrack"])?;
         Ok((
             tracked(&table, "10.0.0.2", &[LOCAL_IP, KUBE_DNS_IP]),
@@ -830,7 +841,7 @@ pub fn run(options: &Options) -> Result<Written> {
     // The control: the client's query to kube-dns's ClusterIP, through the node, is tracked.
     let before = net.conntrack()?.1;
     let control = short_answer(&net.client, UPSTREAM_IP, &names[0])?;
-    let control_tracked = !control.is_empty() && net.conntrack()?.1 > before;
+    let control_tracked = !control.is_empty() && net.conntrack()?.1.difference(&before).count() > 0;
     log(
         KIND,
         format!("the control query to {UPSTREAM_IP}: tracked {control_tracked}"),
@@ -872,6 +883,9 @@ pub fn run(options: &Options) -> Result<Written> {
         args
     };
 
+    // The entries already in the table (the control's): what each cache's runs add is theirs.
+    let before_any = net.conntrack()?.0;
+
     // (a) clusterdns node-cache, as the manifest runs it.
     log(KIND, "measuring clusterdns node-cache");
     let args = node_cache_args(&[]);
@@ -884,6 +898,7 @@ pub fn run(options: &Options) -> Result<Written> {
         &os_refs(&net.node.wrap(Path::new(refs[0]), &refs[1..])),
         &dir.join("clusterdns.log"),
     )?;
+    wait_log(&mut server, &dir.join("clusterdns.log"), RULES_IN_PLACE)?;
     let (c, c_answers) = measure(
         &inputs,
         &net,
@@ -893,6 +908,7 @@ pub fn run(options: &Options) -> Result<Written> {
         &sample,
         hz,
         "clusterdns",
+        &before_any,
     )?;
     let written = std::fs::read_to_string(dir.join("Corefile")).context("node-cache's Corefile")?;
     let expected = without_comments(include_str!(
@@ -912,14 +928,9 @@ pub fn run(options: &Options) -> Result<Written> {
         &os_refs(&net.node.wrap(Path::new(refs[0]), &refs[1..])),
         &dir.join("setup.log"),
     )?;
-    wait_answers(
-        &mut setup,
-        &net.client,
-        LOCAL_IP,
-        "h1.example.test",
-        Duration::from_secs(60),
-    )?;
+    wait_log(&mut setup, &dir.join("setup.log"), RULES_IN_PLACE)?;
     drop(setup);
+    let before_coredns = net.conntrack()?.0;
     let rules = net.node.run("iptables-save", &[])?;
     let rule_count = rules
         .lines()
@@ -951,6 +962,7 @@ pub fn run(options: &Options) -> Result<Written> {
         &sample,
         hz,
         "coredns",
+        &before_coredns,
     )?;
     drop(server);
     drop((kube_dns, knotd));
@@ -1012,6 +1024,28 @@ pub fn run(options: &Options) -> Result<Written> {
     })
 }
 
+/// What `clusterdns node-cache` logs once its rules are written: nothing is asked of it before
+/// (it serves a moment before it writes them, and a query then would be tracked).
+const RULES_IN_PLACE: &str = "node-cache rules in place";
+
+/// Seconds of the cached pass over the cluster names.
+pub const CACHED_S: u32 = 3;
+
+/// Waits until `log` holds `needle` (up to 60 s), `server` still running.
+fn wait_log(server: &mut Server, log: &Path, needle: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        server.check_running()?;
+        if std::fs::read_to_string(log).is_ok_and(|text| text.contains(needle)) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("{} did not log {needle:?} within 60 s", server.name);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Whether this process runs as root (`id -u` says 0).
 fn is_root() -> bool {
     Command::new("id")
@@ -1036,6 +1070,7 @@ fn measure(
     sample: &[String],
     hz: f64,
     prefix: &str,
+    conntrack_before: &BTreeSet<String>,
 ) -> Result<(Figures, Vec<String>)> {
     wait_answers(
         server,
@@ -1117,7 +1152,7 @@ fn measure(
     let after = server.cpu_ticks()?;
     server.check_running()?;
     let rss_after_kb = server.rss_kb()?;
-    let (conntrack_entries, _) = net.conntrack()?;
+    let conntrack_entries = net.conntrack()?.0.difference(conntrack_before).count() as u64;
     let mut answers = Vec::new();
     for name in sample {
         answers.push(short_answer(&net.client, LOCAL_IP, name)?);
@@ -1235,7 +1270,7 @@ fn what_ran(run: &Run) -> Result<String> {
         .parse()
         .with_context(|| format!("started: {:?} is not an RFC 3339 time", run.started))?;
     Ok(format!(
-        "{}: {} as the peer on the same Corefile, address and rules; kube-dns's stand-in serving {} Services, {} names outside the cluster behind {}; caches on CPU {}, dnsperf and the upstreams on CPU {}; latency `dnsperf {}` ({} cluster names once and at once again, the external names for {} s), saturation `dnsperf {} -l {}`; {}, {} CPUs ({}); {}; clusterdns at {}; {} of {} answers differ, node-cache's Corefile {} the fixture's, control query {}.",
+        "{}: {} as the peer on the same Corefile, address and rules; kube-dns's stand-in serving {} Services, {} names outside the cluster behind {}; caches on CPU {}, dnsperf and the upstreams on CPU {}; latency `dnsperf {}` ({} cluster names once, then again for {CACHED_S} s; the external names for {} s), saturation `dnsperf {} -l {}`; {}, {} CPUs ({}); {}; clusterdns at {}; {} of {} answers differ, node-cache's Corefile {} the fixture's, control query {}.",
         at.strftime("%Y-%m-%d %H:%M UTC"),
         run.versions.coredns,
         thousands(u64::from(inputs.services)),
@@ -1357,10 +1392,19 @@ ipv4     2 udp      17 28 src=10.0.0.2 dst=10.96.0.11 sport=40001 dport=53 src=1
 ipv4     2 tcp      6 117 TIME_WAIT src=10.1.0.1 dst=10.96.0.11 sport=50000 dport=53 src=10.96.0.11 dst=10.1.0.1 sport=53 dport=50000 [ASSURED] mark=0 zone=0 use=2
 ipv4     2 udp      17 28 src=10.0.0.2 dst=10.96.0.10 sport=40002 dport=53 src=10.96.0.10 dst=10.0.0.2 sport=53 dport=40002 mark=0 zone=0 use=2
 ";
-        assert_eq!(tracked(table, "10.0.0.2", &[LOCAL_IP, KUBE_DNS_IP]), 2);
-        assert_eq!(tracked(table, "10.0.0.2", &[UPSTREAM_IP]), 1);
-        assert_eq!(tracked(table, "10.1.0.1", &[LOCAL_IP]), 0);
-        assert_eq!(tracked("", "10.0.0.2", &[LOCAL_IP]), 0);
+        let local: Vec<String> = tracked(table, "10.0.0.2", &[LOCAL_IP, KUBE_DNS_IP])
+            .into_iter()
+            .collect();
+        assert_eq!(
+            local,
+            [
+                "udp 10.0.0.2:40000 169.254.20.10:53",
+                "udp 10.0.0.2:40002 10.96.0.10:53"
+            ]
+        );
+        assert_eq!(tracked(table, "10.0.0.2", &[UPSTREAM_IP]).len(), 1);
+        assert!(tracked(table, "10.1.0.1", &[LOCAL_IP]).is_empty());
+        assert!(tracked("", "10.0.0.2", &[LOCAL_IP]).is_empty());
     }
 
     fn figures(p99: f64, qpcs: f64, rss: u64, conntrack: u64) -> Figures {
