@@ -1347,6 +1347,61 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 mod tests {
     use super::*;
 
+    /// A run's JSON as the bench writes it (the run of 2026-12-07 11:20, DURATION=5).
+    const FIXTURE: &str = include_str!("../../fixtures/node-cache.json");
+
+    fn fixture() -> Run {
+        serde_json::from_str(FIXTURE).unwrap()
+    }
+
+    #[test]
+    fn the_fixture_reads_back_with_its_ratios_and_targets() {
+        let run = fixture();
+        assert_eq!(run.bench, KIND);
+        // To the last bit but one: serde_json reads floats to within one unit of the last place.
+        let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() <= 1e-12 * b.abs(),
+            (a, b) => a == b,
+        };
+        let (again, stored) = (Ratios::of(&run.clusterdns, &run.coredns), &run.ratios);
+        for (a, b) in [
+            (again.p99_cluster_miss, stored.p99_cluster_miss),
+            (again.p99_cluster_cached, stored.p99_cluster_cached),
+            (again.p99_external_cached, stored.p99_external_cached),
+            (again.queries_per_cpu_s, stored.queries_per_cpu_s),
+            (again.rss_idle, stored.rss_idle),
+            (again.rss_after, stored.rss_after),
+        ] {
+            assert!(close(a, b), "{again:?}\n{stored:?}");
+        }
+        assert_eq!(targets(&run.clusterdns, &run.ratios), run.targets);
+        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(again, run);
+    }
+
+    #[test]
+    fn the_report_and_the_readme_table_are_rendered_from_the_json() {
+        let run = fixture();
+        let report = report(&run).unwrap();
+        assert_eq!(
+            report,
+            include_str!("../../fixtures/node-cache.md"),
+            "{report}"
+        );
+        let table = readme_table(std::slice::from_ref(&run)).unwrap();
+        assert_eq!(
+            table,
+            include_str!("../../fixtures/node-cache.table.md"),
+            "{table}"
+        );
+        assert!(
+            table.contains(
+                "| lookup p99, cluster names (cached) | ≤ 1× CoreDNS's | 2.89× | **no** |\n"
+            ),
+            "{table}"
+        );
+    }
+
     #[test]
     fn the_installed_template_is_the_fixtures_but_for_node_caches_two() {
         let fixture = without_comments(include_str!(
