@@ -8,6 +8,7 @@
 //!   cargo xtask krew-manifest --version vX.Y.Z --url BASE_URL --homepage URL --archives DIR
 //!   cargo xtask bench dnsperf [--sizes N...] [--duration S] [--transport udp|tcp] ...
 //!   cargo xtask bench cache [--names N] [--duration S] ...
+//!   cargo xtask bench node-cache [--services N] [--duration S] ...
 //!   cargo xtask bench sizing [--sizes fixture,N...] [--duration S] [--idle S] [--port P]
 //!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
 //!   cargo xtask bench watch-memory [--services N]
@@ -182,6 +183,15 @@ enum Bench {
     /// CPU 1. Every knob is a flag or the environment variable in capitals (NAMES=5000,
     /// DURATION=15, ...). Needs dnsperf, knotd, unbound and dig; builds the release binaries.
     Cache(xtask::bench::cache::Options),
+    /// NodeLocal DNSCache in network namespaces the bench makes (root): `clusterdns
+    /// node-cache` with nodelocaldns.yaml's flags and Corefile, then CoreDNS on the same
+    /// Corefile, address (169.254.20.10) and rules, each pinned to CPU 0 with dnsperf in a
+    /// client namespace on CPU 1: lookup p50/p99 of cluster names (miss, cached) and external
+    /// names (cached), queries per CPU-second saturated, RSS idle and after, conntrack
+    /// entries, the ratios and issue 50's targets. Every knob is a flag or the environment
+    /// variable in capitals (SERVICES=1000, DURATION=10, ...). Needs dnsperf, knotd, dig,
+    /// iptables and bench/peers/build.sh's CoreDNS; builds the release binaries.
+    NodeCache(xtask::bench::node_cache::Options),
     /// Memory and CPU of one clusterdns replica on kubeadm's Corefile (deploy/configmap.yaml)
     /// with `objects` in place of the API watch, for each size (the fixture, gencluster's
     /// clusters): peak RSS, RSS when ready, after an idle wait and after a dnsperf run, queries
@@ -298,6 +308,7 @@ fn main() -> Result<()> {
         Task::Bench { bench } => match bench {
             Bench::Dnsperf(options) => xtask::bench::dnsperf::run(&options).map(drop),
             Bench::Cache(options) => xtask::bench::cache::run(&options).map(drop),
+            Bench::NodeCache(options) => xtask::bench::node_cache::run(&options).map(drop),
             Bench::Sizing(options) => xtask::bench::sizing::run(&options).map(drop),
             Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),

@@ -3,6 +3,8 @@
 //!
 //! - [`dnsperf`]: clusterdns against knotd serving the same zone, dnsperf loading each in turn;
 //! - [`cache`]: cached forwarded names, clusterdns against unbound;
+//! - [`node_cache`]: NodeLocal DNSCache in network namespaces, `clusterdns node-cache`
+//!   against CoreDNS on the same Corefile, address and rules;
 //! - [`sizing`]: memory and CPU of one replica on kubeadm's Corefile, per cluster size;
 //! - [`churn`]: the API watch under EndpointSlice churn (an ignored test of tests/, run and
 //!   its lines parsed);
@@ -22,6 +24,7 @@ pub mod cache;
 pub mod churn;
 pub mod differential;
 pub mod dnsperf;
+pub mod node_cache;
 pub mod sizing;
 pub mod table;
 pub mod watch_memory;

@@ -12,16 +12,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{cache, dnsperf};
+use super::{cache, dnsperf, node_cache};
 
 /// The benches whose results `bench table` renders.
-pub const KINDS: &[&str] = &[dnsperf::KIND, cache::KIND];
+pub const KINDS: &[&str] = &[dnsperf::KIND, cache::KIND, node_cache::KIND];
 
 /// One bench's results, read from its JSON document.
 #[derive(Debug, Clone)]
 pub enum Results {
     Dnsperf(Box<dnsperf::Run>),
     Cache(Box<cache::Run>),
+    NodeCache(Box<node_cache::Run>),
 }
 
 impl Results {
@@ -29,6 +30,7 @@ impl Results {
         match self {
             Self::Dnsperf(_) => dnsperf::KIND,
             Self::Cache(_) => cache::KIND,
+            Self::NodeCache(_) => node_cache::KIND,
         }
     }
 
@@ -37,6 +39,7 @@ impl Results {
         match self {
             Self::Dnsperf(run) => &run.started,
             Self::Cache(run) => &run.started,
+            Self::NodeCache(run) => &run.started,
         }
     }
 }
@@ -57,6 +60,11 @@ pub fn parse(text: &str) -> Result<Results> {
             let run: cache::Run = serde_json::from_value(value)
                 .context("not the results of `cargo xtask bench cache`")?;
             Ok(Results::Cache(Box::new(run)))
+        }
+        node_cache::KIND => {
+            let run: node_cache::Run = serde_json::from_value(value)
+                .context("not the results of `cargo xtask bench node-cache`")?;
+            Ok(Results::NodeCache(Box::new(run)))
         }
         other => bail!(
             "\"bench\": {other:?} is not a bench with a table ({})",
@@ -89,7 +97,7 @@ pub fn render(results: &[(PathBuf, Results)]) -> Result<BTreeMap<&'static str, S
                     .iter()
                     .filter_map(|(_, results)| match results {
                         Results::Dnsperf(run) => Some((**run).clone()),
-                        Results::Cache(_) => None,
+                        Results::Cache(_) | Results::NodeCache(_) => None,
                     })
                     .collect::<Vec<_>>(),
             )?,
@@ -98,7 +106,16 @@ pub fn render(results: &[(PathBuf, Results)]) -> Result<BTreeMap<&'static str, S
                     .iter()
                     .filter_map(|(_, results)| match results {
                         Results::Cache(run) => Some((**run).clone()),
-                        Results::Dnsperf(_) => None,
+                        Results::Dnsperf(_) | Results::NodeCache(_) => None,
+                    })
+                    .collect::<Vec<_>>(),
+            )?,
+            node_cache::KIND => node_cache::readme_table(
+                &runs
+                    .iter()
+                    .filter_map(|(_, results)| match results {
+                        Results::NodeCache(run) => Some((**run).clone()),
+                        Results::Dnsperf(_) | Results::Cache(_) => None,
                     })
                     .collect::<Vec<_>>(),
             )?,
@@ -249,11 +266,11 @@ mod tests {
         assert!(error("{").starts_with("not JSON: "), "{}", error("{"));
         assert_eq!(
             error("{\"sizes\": []}"),
-            "no \"bench\" field naming the bench (dnsperf, cache)"
+            "no \"bench\" field naming the bench (dnsperf, cache, node-cache)"
         );
         assert_eq!(
             error("{\"bench\": \"fio\"}"),
-            "\"bench\": \"fio\" is not a bench with a table (dnsperf, cache)"
+            "\"bench\": \"fio\" is not a bench with a table (dnsperf, cache, node-cache)"
         );
         let broken = FIXTURE.replacen("\"qps\": ", "\"qps\": \"many\", \"was\": ", 1);
         let message = error(&broken);
