@@ -229,8 +229,10 @@ int main(int argc, char **argv)
 		long long began, took;
 		int ok;
 
-		while (now_us() < tick)
-			usleep((useconds_t)(tick - now_us()));
+		/* The time left read once: read twice, it could be negative at the second read,
+		 * and as a useconds_t that is over an hour of sleep. */
+		for (long long left = tick - now_us(); left > 0; left = tick - now_us())
+			usleep((useconds_t)left);
 		began = now_us();
 		ok = lookup(name, (unsigned)(lookups & 0xffff));
 		took = now_us() - began;
