@@ -13,66 +13,9 @@ mod namespaces;
 
 use std::path::{Path, PathBuf};
 
-/// NodeLocal DNSCache's Corefile template as kubernetes's nodelocaldns.yaml ships it (the
-/// node-local-dns ConfigMap), its three variables unfilled.
-pub const MANIFEST_TEMPLATE: &str = "__PILLAR__DNS__DOMAIN__:53 {
-    errors
-    cache {
-            success 9984 30
-            denial 9984 5
-    }
-    reload
-    loop
-    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
-    forward . __PILLAR__CLUSTER__DNS__ {
-            force_tcp
-    }
-    prometheus :9253
-    health __PILLAR__LOCAL__DNS__:8080
-    }
-in-addr.arpa:53 {
-    errors
-    cache 30
-    reload
-    loop
-    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
-    forward . __PILLAR__CLUSTER__DNS__ {
-            force_tcp
-    }
-    prometheus :9253
-    }
-ip6.arpa:53 {
-    errors
-    cache 30
-    reload
-    loop
-    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
-    forward . __PILLAR__CLUSTER__DNS__ {
-            force_tcp
-    }
-    prometheus :9253
-    }
-.:53 {
-    errors
-    cache 30
-    reload
-    loop
-    bind __PILLAR__LOCAL__DNS__ __PILLAR__DNS__SERVER__
-    forward . __PILLAR__UPSTREAM__SERVERS__
-    prometheus :9253
-    }
-";
-
-/// The manifest's template as its installer leaves it for node-cache (kubernetes's
-/// NodeLocal DNSCache instructions, kube-proxy in iptables mode: `sed
-/// s/__PILLAR__LOCAL__DNS__/$localdns/g; s/__PILLAR__DNS__DOMAIN__/$domain/g;
-/// s/__PILLAR__DNS__SERVER__/$kubedns/g`); node-cache fills the other two.
-pub fn installed_template() -> String {
-    MANIFEST_TEMPLATE
-        .replace("__PILLAR__LOCAL__DNS__", "169.254.20.10")
-        .replace("__PILLAR__DNS__DOMAIN__", "cluster.local")
-        .replace("__PILLAR__DNS__SERVER__", "10.96.0.10")
-}
+/// NodeLocal DNSCache's Corefile template, and as its installer leaves it for node-cache
+/// (169.254.20.10, cluster.local, 10.96.0.10): the bench's, one text for both.
+pub use xtask::bench::node_cache::{MANIFEST_TEMPLATE, installed_template};
 
 /// A node-cache's files: the template as `Corefile.base`, the Corefile it writes, and the
 /// kube-dns ConfigMap directory (empty unless a test writes keys).

@@ -52,9 +52,9 @@ pub const UPSTREAM_IP: &str = "10.96.0.11";
 /// The upstream for names outside the cluster (the node's resolv.conf names it).
 pub const EXTERNAL_IP: &str = "10.96.0.53";
 
-/// NodeLocal DNSCache's Corefile template as kubernetes's nodelocaldns.yaml ships it (the
-/// node-local-dns ConfigMap; tests/node_cache/mod.rs has the same), its three variables
-/// unfilled.
+/// NodeLocal DNSCache's Corefile template as the add-on's node-local-dns ConfigMap holds it
+/// (deploy/nodelocaldns/node-local-dns.yaml has the same, held to it by a unit test; the
+/// tests of tests/node_cache use this one), its three variables unfilled.
 pub const MANIFEST_TEMPLATE: &str = "__PILLAR__DNS__DOMAIN__:53 {
     errors
     cache {
@@ -1346,6 +1346,20 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The template is the Corefile of deploy/'s manifest, word for word.
+    #[test]
+    fn the_template_is_the_manifests_corefile() {
+        let manifest = include_str!("../../../deploy/nodelocaldns/node-local-dns.yaml");
+        let corefile: String = manifest
+            .lines()
+            .skip_while(|line| line.trim() != "Corefile: |")
+            .skip(1)
+            .take_while(|line| line.starts_with("    "))
+            .map(|line| format!("{}\n", &line[4..]))
+            .collect();
+        assert_eq!(corefile, MANIFEST_TEMPLATE);
+    }
 
     /// A run's JSON as the bench writes it (the run of 2026-12-07 11:20, DURATION=5).
     const FIXTURE: &str = include_str!("../../fixtures/node-cache.json");
