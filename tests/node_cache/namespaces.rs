@@ -68,7 +68,12 @@ fn unavailable(test: &str) -> bool {
 /// node-cache's rules in `node` as `iptables-save` lists them: `TABLE RULE` per line, in
 /// the listing's order.
 pub(super) fn iptables_rules(node: &Netns) -> Vec<String> {
-    let save = node.exec_ok("iptables-save", &[]);
+    rules_in(node, "iptables-save")
+}
+
+/// node-cache's rules in `node` as `save` (an `iptables-save` of one mode) lists them.
+fn rules_in(node: &Netns, save: &str) -> Vec<String> {
+    let save = node.exec_ok(save, &[]);
     let mut table = "";
     let mut out = Vec::new();
     for line in save.lines() {
@@ -349,6 +354,64 @@ fn node_cache_interface_and_rules_appear_resolve_untracked_come_back_and_vanish(
     assert_eq!(link_addresses(&cluster.node, "nodelocaldns"), None);
     assert_eq!(iptables_rules(&cluster.node), Vec::<String>::new());
     drop(cluster.kube_dns);
+}
+
+/// On a node whose kubelet runs iptables in legacy mode (its `KUBE-IPTABLES-HINT` chain in
+/// the legacy mangle table), `--netfilter auto` writes node-cache's rules there, as
+/// kube-proxy's and node-cache's images pick the mode, and none in the nft tables; a client
+/// through the local address is answered untracked; at exit the rules go.
+#[test]
+fn node_cache_writes_its_rules_in_the_iptables_mode_of_the_kubelets_chains() {
+    let test = "node_cache_writes_its_rules_in_the_iptables_mode_of_the_kubelets_chains";
+    if unavailable(test) {
+        return;
+    }
+    if let Some(problem) = netns::missing_tools(&["iptables-legacy", "iptables-legacy-save"]) {
+        netns::unavailable(test, &problem, Missing::SkipUnlessRequired);
+        return;
+    }
+    let cluster = Cluster::new();
+    cluster.node.exec_ok(
+        "iptables-legacy",
+        &["-t", "mangle", "-N", "KUBE-IPTABLES-HINT"],
+    );
+    let files = Files::new(&installed_template());
+    let events = Events::start(&cluster.node);
+    let mut cache = cluster.node_cache(&files, &["--link-kind", "bridge"]);
+    cache.wait_log("iptables' legacy mode", Duration::from_secs(5));
+    // iptables-legacy-save lists its tables in the kernel's order, filter before raw; each
+    // chain's rules in node-cache's order.
+    let by_table = |mut rules: Vec<String>| {
+        rules.sort_by_key(|rule| rule.split(' ').next().map(str::to_owned));
+        rules
+    };
+    assert_eq!(
+        by_table(rules_in(&cluster.node, "iptables-legacy-save")),
+        by_table(expected_rules())
+    );
+    assert_eq!(
+        rules_in(&cluster.node, "iptables-nft-save"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        cluster.dig("169.254.20.10", 40401, false, "web.shop.svc.cluster.local"),
+        WEB_SHOP
+    );
+    let through = conn(Proto::Udp, 40401, "169.254.20.10");
+    assert!(
+        !events.wait_for(&through, Duration::from_millis(500)),
+        "conntrack tracked {through:?}: {:?}",
+        events.find(&through)
+    );
+    cache.terminate();
+    let status = cache
+        .wait_exit(Duration::from_secs(30))
+        .expect("node-cache exits");
+    assert!(status.success(), "{status}\n{}", cache.log());
+    assert_eq!(
+        rules_in(&cluster.node, "iptables-legacy-save"),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
