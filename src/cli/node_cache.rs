@@ -99,7 +99,8 @@ pub(super) struct NodeCacheArgs {
     /// CoreDNS's `-dns.port`: the DNS port of the rules and the stub domains' blocks.
     #[arg(long = "dns.port", value_name = "PORT", default_value_t = 53)]
     dns_port: u16,
-    /// Which tool writes the rules: iptables where the node has it, else nftables (`auto`).
+    /// Which tool writes the rules: iptables in the mode of the kubelet's chains where the
+    /// node has it, else nftables (`auto`).
     #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
     netfilter: Choice,
     /// Test-only: the kind of link made (`dummy` on real nodes; `bridge` where the kernel
