@@ -11,6 +11,8 @@
 //! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
 //! - [`differential`]: every answer of clusterdns against the real CoreDNS's, at scale (the
 //!   same way, its report parsed);
+//! - [`vs_coredns`]: clusterdns beside the real CoreDNS on a local control plane, the same
+//!   figures for both in one run;
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -27,6 +29,7 @@ pub mod dnsperf;
 pub mod node_cache;
 pub mod sizing;
 pub mod table;
+pub mod vs_coredns;
 pub mod watch_memory;
 
 use std::fmt::Display;
@@ -297,18 +300,7 @@ pub fn build_release(
             bail!("cargo {} failed ({status})", args.join(" "));
         }
     }
-    let metadata = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo metadata")?;
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
-    let target = metadata["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
-        .context("cargo metadata names no target_directory")?;
+    let target = target_dir()?;
     let clusterdns = match clusterdns {
         Some(path) => path.to_owned(),
         None => target.join(profile).join("clusterdns"),
@@ -321,6 +313,24 @@ pub fn build_release(
         gencluster: target.join("release/examples/gencluster"),
         querymix: target.join("release/examples/querymix"),
     })
+}
+
+/// Cargo's target directory (`cargo metadata`'s `target_directory`: CARGO_TARGET_DIR
+/// counts).
+pub fn target_dir() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let metadata = Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata")?;
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata names no target_directory")
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -485,6 +495,13 @@ impl Server {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Ends the server at once (SIGKILL: CoreDNS's `health` would make a SIGTERM wait out
+    /// its lameduck) and collects it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Fails, with the end of its log, if the server has exited.
