@@ -16,8 +16,8 @@ use super::parse::{
 use super::probe::{self, Target};
 use super::report;
 use super::{
-    Check, Churn, Dnsperf, DnsperfRun, Group, Inputs, KIND, LatencyPhase, Load, LoadPeak,
-    Measured, Options, Pair, Relist, Run, Scale, Versions, Which,
+    Check, Churn, Dnsperf, DnsperfRun, Group, Inputs, KIND, LatencyPhase, Load, LoadPeak, Measured,
+    Options, Pair, Relist, Run, Scale, Versions, Which,
 };
 use crate::bench::{
     Machine, Server, Transport, Work, ask, build_release, clock_ticks, commit, distinct_questions,
@@ -62,7 +62,9 @@ struct Bench<'a> {
 /// the output directory, and prints the report.
 pub fn run(options: &Options) -> Result<Written> {
     let mut inputs = options.inputs()?;
-    need_tools(&["dnsperf", "knotd", "dig", "taskset", "setpriv", "ss", "cargo"])?;
+    need_tools(&[
+        "dnsperf", "knotd", "dig", "taskset", "setpriv", "ss", "cargo",
+    ])?;
     if inputs.perf_churn.is_some() {
         need_tools(&["perf"])?;
     }
@@ -126,7 +128,10 @@ pub fn run(options: &Options) -> Result<Written> {
             .enable_all()
             .build()?,
     };
-    if !bench.corefile.contains("snapshot /var/lib/clusterdns/snapshot.json") {
+    if !bench
+        .corefile
+        .contains("snapshot /var/lib/clusterdns/snapshot.json")
+    {
         bail!("deploy/configmap.yaml: no snapshot line to adapt");
     }
     let stamp = stamp(started);
@@ -211,9 +216,7 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<Vec<_>>>()
         .context("binding 127.0.0.1:0")?;
-    held.iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+    held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 
 /// A `NAME: N kB` figure of /proc/PID/status.
@@ -241,7 +244,8 @@ struct Plane {
 impl Plane {
     fn pid(&self, component: Component) -> Result<u32> {
         let path = self.cluster.dir().join(format!("pid/{component}.pid"));
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         text.trim()
             .parse()
             .with_context(|| format!("{}: {text:?}", path.display()))
@@ -294,9 +298,7 @@ impl Instance {
 /// The Deployments the latency and churn phases scale (headless Services: their addresses
 /// are answered), on the control plane's kwok nodes or any other.
 pub fn workload(churn_deployments: u32) -> String {
-    let mut text = String::from(
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: vs-probe}\n",
-    );
+    let mut text = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: vs-probe}\n");
     let mut one = |name: &str| {
         text.push_str(&format!(
             "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: vs-probe}}\nspec: {{clusterIP: None, selector: {{app: {name}}}, ports: [{{name: http, port: 80}}]}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: vs-probe}}\nspec:\n  replicas: 1\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec: {{containers: [{{name: c, image: {image}}}], terminationGracePeriodSeconds: 0}}\n",
@@ -444,7 +446,13 @@ impl Bench<'_> {
         let kubectl = &plane.kubectl;
         let rbac = std::fs::read_to_string(crate::root().join("deploy/rbac.yaml"))?;
         kubectl.apply(&rbac)?;
-        kubectl.run(&["create", "serviceaccount", "clusterdns", "-n", "kube-system"])?;
+        kubectl.run(&[
+            "create",
+            "serviceaccount",
+            "clusterdns",
+            "-n",
+            "kube-system",
+        ])?;
         kubectl.run(&[
             "create",
             "clusterrolebinding",
@@ -521,7 +529,11 @@ impl Bench<'_> {
                 dns,
                 cpu,
                 &self.bins.clusterdns,
-                &[std::ffi::OsStr::new("serve"), std::ffi::OsStr::new("--corefile"), path.as_os_str()],
+                &[
+                    std::ffi::OsStr::new("serve"),
+                    std::ffi::OsStr::new("--corefile"),
+                    path.as_os_str(),
+                ],
                 &log,
             )?,
         };
@@ -542,7 +554,9 @@ impl Bench<'_> {
         std::fs::create_dir_all(&dir)?;
         let plane = self.cluster_up(peers)?;
         let pods = services * inputs.pods_per_service;
-        self.say(format!("{services} Services, {pods} pods: generating and loading"));
+        self.say(format!(
+            "{services} Services, {pods} pods: generating and loading"
+        ));
         let generated = dir.join("generated.json");
         crate::bench::run_to_file(
             Command::new(&self.bins.gencluster)
@@ -587,7 +601,10 @@ impl Bench<'_> {
                     eprintln!("{line}");
                 }
             }
-            self.say(format!("warning: {} objects refused (see above)", lines.failures));
+            self.say(format!(
+                "warning: {} objects refused (see above)",
+                lines.failures
+            ));
         }
         let mut load = Load { lines, peak: None };
         if inputs.load_only {
@@ -641,10 +658,9 @@ impl Bench<'_> {
             .stdin(Stdio::null())
             .output()
             .context("running cargo xtask dump")?;
-        let [_, total_services, _, total_pods] = parse::dump_line(&String::from_utf8_lossy(
-            &output.stdout,
-        ))
-        .with_context(|| String::from_utf8_lossy(&output.stderr).into_owned())?;
+        let [_, total_services, _, total_pods] =
+            parse::dump_line(&String::from_utf8_lossy(&output.stdout))
+                .with_context(|| String::from_utf8_lossy(&output.stderr).into_owned())?;
         let queries = dir.join("queries.txt");
         crate::bench::run_to_file(
             Command::new(&self.bins.querymix)
@@ -660,7 +676,10 @@ impl Bench<'_> {
         let mut groups = Vec::new();
         for pods in ["insecure", "verified"] {
             for which in Which::BOTH {
-                self.say(format!("{services} Services: {} alone, pods {pods}", which.as_str()));
+                self.say(format!(
+                    "{services} Services: {} alone, pods {pods}",
+                    which.as_str()
+                ));
                 let group =
                     self.measure_group(plane, which, pods, 1, &format!("s{services}-{pods}"))?;
                 self.say(format!("  {group:?}"));
@@ -751,15 +770,12 @@ impl Bench<'_> {
             };
             self.say(format!("{services} Services: programming latency, {phase}"));
             let tag = format!("{services}-{phase}");
-            let new_service = self.runtime.block_on(probe::services(
-                &client,
-                &target,
-                inputs.samples,
-                &tag,
-            ))?;
-            let scale_up = self
-                .runtime
-                .block_on(probe::scale_ups(&client, &target, inputs.samples))?;
+            let new_service =
+                self.runtime
+                    .block_on(probe::services(&client, &target, inputs.samples, &tag))?;
+            let scale_up =
+                self.runtime
+                    .block_on(probe::scale_ups(&client, &target, inputs.samples))?;
             latency.push(LatencyPhase {
                 phase: phase.to_owned(),
                 new_service,
@@ -882,7 +898,13 @@ impl Bench<'_> {
 
     /// The first CHECK distinct questions of the query file asked of both with dig; the
     /// mismatches written to `mismatches`.
-    fn check(&self, c: &Instance, d: &Instance, queries: &Path, mismatches: &Path) -> Result<Check> {
+    fn check(
+        &self,
+        c: &Instance,
+        d: &Instance,
+        queries: &Path,
+        mismatches: &Path,
+    ) -> Result<Check> {
         let text = std::fs::read_to_string(queries)?;
         let mut asked = 0;
         let mut lines = String::new();
@@ -938,7 +960,14 @@ impl Bench<'_> {
         let one = |suffix: &str, args: &[String], extra: &[String]| -> Result<DnsperfRun> {
             let output = dir.join(format!("{id}.{suffix}.txt"));
             let before = proc_ticks(instance.pid())?;
-            dnsperf(inputs.client_cpu, instance.dns, queries, args, extra, &output)?;
+            dnsperf(
+                inputs.client_cpu,
+                instance.dns,
+                queries,
+                args,
+                extra,
+                &output,
+            )?;
             let after = proc_ticks(instance.pid())?;
             let counts = dnsperf_counts(&std::fs::read_to_string(&output)?)
                 .with_context(|| output.display().to_string())?;
@@ -995,7 +1024,15 @@ impl Bench<'_> {
         if let Some(file) = &inputs.perf_churn {
             // A profile of clusterdns over the window (its overhead counts in the figure).
             let _ = Command::new("perf")
-                .args(["record", "-q", "-F", "2000", "--call-graph", "dwarf,16384", "-p"])
+                .args([
+                    "record",
+                    "-q",
+                    "-F",
+                    "2000",
+                    "--call-graph",
+                    "dwarf,16384",
+                    "-p",
+                ])
                 .arg(d.pid().to_string())
                 .args(["-o", file, "--", "sleep"])
                 .arg(inputs.churn_window_s.to_string())
@@ -1023,7 +1060,13 @@ impl Bench<'_> {
 
     /// The API server restarted under both: each one's VmHWM (reset before) once both have
     /// read the whole state again, and 5 s more.
-    fn relist(&self, plane: &Plane, c: &Instance, d: &Instance, services: u32) -> Result<Pair<Relist>> {
+    fn relist(
+        &self,
+        plane: &Plane,
+        c: &Instance,
+        d: &Instance,
+        services: u32,
+    ) -> Result<Pair<Relist>> {
         self.say(format!(
             "{services} Services: restarting kube-apiserver (both re-list)"
         ));
@@ -1212,7 +1255,10 @@ mod tests {
         assert!(nodes.contains("  name: bench-node-255\n"), "{nodes}");
         assert!(nodes.contains("podCIDRs: [10.248.255.0/24]"), "{nodes}");
         assert!(nodes.contains("podCIDR: 10.249.0.0/24"), "{nodes}");
-        assert!(nodes.contains("topology.kubernetes.io/zone: zone-0}"), "{nodes}");
+        assert!(
+            nodes.contains("topology.kubernetes.io/zone: zone-0}"),
+            "{nodes}"
+        );
         // The loader's addresses are in the same ranges.
         assert_eq!(crate::load::pod_ip(256, 0).to_string(), "10.249.0.1");
         assert!(bench_nodes(3, 3).is_empty());
@@ -1223,10 +1269,17 @@ mod tests {
         let yaml = workload(2);
         assert_eq!(yaml.matches("kind: Deployment").count(), 3);
         assert_eq!(yaml.matches("clusterIP: None").count(), 3);
-        assert!(yaml.contains("metadata: {name: churn-1, namespace: vs-probe}"), "{yaml}");
+        assert!(
+            yaml.contains("metadata: {name: churn-1, namespace: vs-probe}"),
+            "{yaml}"
+        );
         assert!(yaml.contains("image: probe}"), "{yaml}");
         let config = kubeconfig("coredns", "tok", 6443, Path::new("/c/ca.crt"));
-        assert!(config.contains("server: \"https://127.0.0.1:6443\", certificate-authority: \"/c/ca.crt\""));
+        assert!(
+            config.contains(
+                "server: \"https://127.0.0.1:6443\", certificate-authority: \"/c/ca.crt\""
+            )
+        );
         assert!(config.contains("user: {token: \"tok\"}"));
         assert!(config.ends_with("current-context: coredns\n"));
     }

@@ -182,13 +182,17 @@ impl Options {
         }
         let replicas = knob(self.replicas, "REPLICAS", 3)?;
         let churn_period_s = knob(self.churn_period, "CHURN_PERIOD", 1.0)?;
-        if replicas == 0 || !(churn_period_s >= 0.0) {
-            bail!("REPLICAS must be at least 1, CHURN_PERIOD not negative");
+        if replicas == 0 || !churn_period_s.is_finite() || churn_period_s < 0.0 {
+            bail!("REPLICAS must be at least 1, CHURN_PERIOD a number of seconds not negative");
         }
         let perf_churn = self
             .perf_churn
             .clone()
-            .or_else(|| std::env::var_os("PERF_CHURN").filter(|v| !v.is_empty()).map(PathBuf::from))
+            .or_else(|| {
+                std::env::var_os("PERF_CHURN")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
             .map(|p| p.display().to_string());
         Ok(Inputs {
             scales,

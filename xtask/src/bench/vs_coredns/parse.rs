@@ -405,7 +405,10 @@ mod tests {
         );
         assert!(load_lines("12 100 1500 0\n").is_err());
         assert!(load_lines("12 100 1500\n1 2 3\n").is_err());
-        assert_eq!(dump_line("14 106 107 1523\n").unwrap(), [14, 106, 107, 1523]);
+        assert_eq!(
+            dump_line("14 106 107 1523\n").unwrap(),
+            [14, 106, 107, 1523]
+        );
         assert!(dump_line("14 106 107\n").is_err());
         assert!(dump_line("").is_err());
     }

@@ -91,7 +91,10 @@ fn skip_name(message: &[u8], mut at: usize) -> Option<usize> {
 /// An answer's ID, rcode and A addresses; none if it is cut short.
 pub fn answer(message: &[u8]) -> Option<(u16, u8, BTreeSet<Ipv4Addr>)> {
     let word = |at: usize| -> Option<u16> {
-        Some(u16::from_be_bytes([*message.get(at)?, *message.get(at + 1)?]))
+        Some(u16::from_be_bytes([
+            *message.get(at)?,
+            *message.get(at + 1)?,
+        ]))
     };
     let id = word(0)?;
     let rcode = message.get(3)? & 0x0F;
@@ -131,8 +134,8 @@ impl Poller {
             socket.connect(("127.0.0.1", port)).await?;
             sockets.push(socket);
         }
-        let [a, b] = <[UdpSocket; 2]>::try_from(sockets)
-            .map_err(|_| anyhow::anyhow!("two sockets"))?;
+        let [a, b] =
+            <[UdpSocket; 2]>::try_from(sockets).map_err(|_| anyhow::anyhow!("two sockets"))?;
         Ok(Self {
             sockets: [a, b],
             id: std::process::id() as u16,

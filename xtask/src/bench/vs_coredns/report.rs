@@ -81,8 +81,10 @@ impl Tables {
             list.iter().find(|(m, _)| m == mode).and_then(|(_, r)| *r)
         };
         for mode in ["insecure", "verified"] {
-            let (Some(c), Some(d)) = (group(Which::Coredns, mode, 1), group(Which::Clusterdns, mode, 1))
-            else {
+            let (Some(c), Some(d)) = (
+                group(Which::Coredns, mode, 1),
+                group(Which::Clusterdns, mode, 1),
+            ) else {
                 continue;
             };
             let _ = writeln!(
@@ -156,7 +158,8 @@ impl Tables {
         }
         let duration = f64::from(inputs.duration_s.max(1));
         let millicores = |cpu_s: f64| cpu_s / duration * 1000.0;
-        let per_kqps = |r: &super::DnsperfRun| ratio(millicores(r.cpu_s), r.qps).map(|v| v * 1000.0);
+        let per_kqps =
+            |r: &super::DnsperfRun| ratio(millicores(r.cpu_s), r.qps).map(|v| v * 1000.0);
         let _ = writeln!(
             self.fixed,
             "| {label} | {:.0} ({} lost) | {:.0} ({} lost) | {:.0} | {:.0} | {} | {} | {} |",
@@ -385,7 +388,10 @@ mod tests {
         let r = Ratios::of(m, run.inputs.replicas);
         let c = m.group(Which::Coredns, "insecure", 1).unwrap();
         let d = m.group(Which::Clusterdns, "insecure", 1).unwrap();
-        assert_eq!(r.ready[0], ("insecure".to_owned(), Some(d.ready_s / c.ready_s)));
+        assert_eq!(
+            r.ready[0],
+            ("insecure".to_owned(), Some(d.ready_s / c.ready_s))
+        );
         assert_eq!(
             r.rss_steady[0].1,
             Some(d.rss_steady_kb as f64 / c.rss_steady_kb as f64)
@@ -464,8 +470,9 @@ mod tests {
             etcd_hwm_kb: 1536,
             etcd_data_mb: 80,
         });
-        assert!(loading(100, &load).ends_with(
-            " (peak RSS: kube-apiserver 700.0 MB, etcd 1.5 MB; etcd's data 80 MB)"
-        ));
+        assert!(
+            loading(100, &load)
+                .ends_with(" (peak RSS: kube-apiserver 700.0 MB, etcd 1.5 MB; etcd's data 80 MB)")
+        );
     }
 }
