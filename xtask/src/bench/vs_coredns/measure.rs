@@ -193,9 +193,8 @@ fn binaries(inputs: &Inputs, options: &Options, work: &Path, coredns: PathBuf) -
     let log_file = work.join("build.log");
     let built = build_release(KIND, &inputs.profile, clusterdns.as_deref(), &log_file)?;
     // The loader, optimised: it serialises and sends 150,000 objects.
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     crate::bench::run_to_file(
-        Command::new(cargo)
+        crate::bench::cargo()
             .args(["build", "--release", "--package", "xtask"])
             .current_dir(crate::root()),
         &work.join("build-xtask.log"),
