@@ -1,6 +1,6 @@
 //! `cargo xtask bench vs-coredns`: clusterdns beside the real CoreDNS (bench/peers: CoreDNS
-//! v1.14.7), measured in one run on a real local control plane ([`crate::cluster`]), as
-//! bench/vs-coredns.sh measured it until 2026-12-07. Both run kubeadm's Corefile
+//! v1.14.7), measured in one run on a real local control plane ([`crate::cluster`]), as the
+//! shell script it replaced on 2026-12-07 measured it. Both run kubeadm's Corefile
 //! (deploy/configmap.yaml; CoreDNS without clusterdns's `snapshot` line), each as its own
 //! ServiceAccount bound to deploy/'s ClusterRole system:coredns, against the same API server
 //! holding the same objects. bench/README.md ("clusterdns beside CoreDNS") has the method and
@@ -35,8 +35,8 @@ use probe::{ScaleSample, ServiceSample};
 /// The `bench` of this bench's JSON documents.
 pub const KIND: &str = "vs-coredns";
 
-/// The knobs, each a flag or the environment variable bench/vs-coredns.sh read (in
-/// capitals).
+/// The knobs, each a flag or an environment variable (the flag's name in capitals, as the
+/// shell script read it).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Options {
     /// Services per scale, a fresh control plane each, space- or comma-separated [env:
@@ -450,6 +450,12 @@ fn over(clusterdns: f64, coredns: f64) -> Option<f64> {
     ratio(clusterdns, coredns)
 }
 
+/// clusterdns's figure over CoreDNS's when both are figures (a server that used no CPU has no
+/// queries per CPU-second: no ratio, not 0).
+fn both(clusterdns: Option<f64>, coredns: Option<f64>) -> Option<f64> {
+    over(clusterdns?, coredns?)
+}
+
 /// The ratios of one scale, clusterdns over CoreDNS (below 1 is better for clusterdns in CPU,
 /// memory, time and latency; above 1 in queries per CPU-second).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -533,18 +539,10 @@ impl Ratios {
                 m.relist.clusterdns.hwm_kb as f64,
                 m.relist.coredns.hwm_kb as f64,
             ),
-            queries_per_cpu_s_udp: over(
-                d.udp.queries_per_cpu_s().unwrap_or(0.0),
-                c.udp.queries_per_cpu_s().unwrap_or(0.0),
-            ),
-            queries_per_cpu_s_tcp: over(
-                d.tcp.queries_per_cpu_s().unwrap_or(0.0),
-                c.tcp.queries_per_cpu_s().unwrap_or(0.0),
-            ),
+            queries_per_cpu_s_udp: both(d.udp.queries_per_cpu_s(), c.udp.queries_per_cpu_s()),
+            queries_per_cpu_s_tcp: both(d.tcp.queries_per_cpu_s(), c.tcp.queries_per_cpu_s()),
             // The duration cancels out: the ratio of CPU-seconds per query.
-            millicores_per_kqps: per_kqps(&d.fixed, 1.0)
-                .zip(per_kqps(&c.fixed, 1.0))
-                .and_then(|(d, c)| over(d, c)),
+            millicores_per_kqps: both(per_kqps(&d.fixed, 1.0), per_kqps(&c.fixed, 1.0)),
             churn_cpu: over(m.churn.cpu_s.clusterdns, m.churn.cpu_s.coredns),
             api,
         }
