@@ -204,14 +204,3 @@ knot_conf() {
     } >"$dir/knot.conf"
     mkdir -p "$dir/run" "$dir/knot"
 }
-
-# The status and the sorted answer RRset of one question to 127.0.0.1:$1, on one line, for
-# comparing two servers' answers (bench/vs-coredns.sh; `cargo xtask bench dnsperf` has its own,
-# xtask/src/bench/mod.rs).
-ask() {
-    local port=$1 name=$2 type=$3 reply status
-    reply=$(dig @127.0.0.1 -p "$port" +norec +time=2 +tries=1 +noall +comments +answer "$name" "$type" 2>&1) || true
-    status=$(grep -o 'status: [A-Z]*' <<<"$reply" | head -n1 | cut -d' ' -f2)
-    printf '%s |' "${status:-TIMEOUT}"
-    grep -v '^;' <<<"$reply" | grep . | tr '[:upper:]' '[:lower:]' | tr -s ' \t' ' ' | sort | tr '\n' '|' || true
-}

@@ -307,8 +307,8 @@ fn bench_update(c: &mut Criterion, fixture: &Fixture) {
         .expect("a slice with endpoints")
         .clone();
     // A headless Service with one slice of three endpoints, added: what a Deployment scaling
-    // up and down changes (the churn of bench/vs-coredns.sh), where an update's cost is the
-    // update's own, not the Service's names.
+    // up and down changes (the churn of `cargo xtask bench vs-coredns`), where an update's
+    // cost is the update's own, not the Service's names.
     let small = {
         let mut service = cluster
             .services

@@ -1,5 +1,5 @@
 //! `cargo xtask load`: gencluster's synthetic cluster (its kubectl `List` in JSON) created
-//! through a real API server, as the benches load it (bench/vs-coredns.sh): the Namespaces,
+//! through a real API server, as the benches load it (`cargo xtask bench vs-coredns`): the Namespaces,
 //! then the Pods, each bound to a `bench-node-N` (PODS_PER_NODE to a node, in the file's
 //! order), then the Services (with their selectors). A pod's status is the loader's too: once
 //! created, the pod is patched Running and Ready with the next address of its node's /24, as a
@@ -54,12 +54,13 @@ pub struct Create {
 /// stage (bench/peers/kwok.yaml) leaves them alone.
 pub const STATUS_BY_LOADER: &str = "bench.clusterdns.io/status-by";
 
-/// The most pods on one node: a node's /24 (vs-coredns.sh's `add_nodes`) has 254 addresses.
+/// The most pods on one node: a node's /24 (the vs-coredns bench's `bench_nodes`) has 254 addresses.
 pub const MAX_PODS_PER_NODE: usize = 254;
 
 /// The address of the `slot`th pod on `bench-node-{node}`, from that node's /24 of
-/// 10.248.0.0/13 as vs-coredns.sh's `add_nodes` gives it (`.1` first).
-fn pod_ip(node: usize, slot: usize) -> std::net::Ipv4Addr {
+/// 10.248.0.0/13 as `cargo xtask bench vs-coredns` gives it (`.1` first;
+/// xtask/src/bench/vs_coredns/measure.rs, `bench_nodes`).
+pub fn pod_ip(node: usize, slot: usize) -> std::net::Ipv4Addr {
     let base = u32::from(std::net::Ipv4Addr::new(10, 248, 0, 0));
     let offset = u32::try_from(node * 256 + slot + 1).unwrap_or(u32::MAX);
     std::net::Ipv4Addr::from(base + offset)
@@ -480,7 +481,7 @@ fn percent(text: &str) -> String {
         .collect()
 }
 
-/// The endpoints with an address in every EndpointSlice (as vs-coredns.sh counts them).
+/// The endpoints with an address in every EndpointSlice (as the vs-coredns bench counts them).
 pub async fn slice_endpoints(client: &Client) -> Result<usize> {
     let list = get(
         client,

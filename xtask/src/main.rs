@@ -13,6 +13,7 @@
 //!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
 //!   cargo xtask bench watch-memory [--services N]
 //!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
+//!   cargo xtask bench vs-coredns [--scales N...] [--duration S] [--steady S] [--samples N] ...
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -116,7 +117,7 @@ enum Task {
         rounds: u32,
     },
     /// Creates gencluster's synthetic cluster through a control plane's API server (as
-    /// bench/vs-coredns.sh loads it): its Namespaces, then its Pods, each bound to a
+    /// `cargo xtask bench vs-coredns` loads it): its Namespaces, then its Pods, each bound to a
     /// bench-node-N and given its status (Running, Ready, an address of the node's /24) by
     /// the loader, then its Services; the EndpointSlice controller writes the slices.
     /// Prints `namespaces services pods failures` on stdout, and with --wait, once
@@ -218,6 +219,17 @@ enum Bench {
     /// difference docs/differences.md does not list. SERVICES (600), NAMESPACES (12), ROUNDS
     /// (3), each a flag too.
     Differential(xtask::bench::differential::Options),
+    /// clusterdns beside the real CoreDNS (bench/peers/build.sh) on a local control plane
+    /// (cargo xtask cluster), a fresh one per scale of gencluster's cluster loaded through
+    /// the API server (cargo xtask load), both with kubeadm's Corefile, each as its own
+    /// ServiceAccount: time to ready, RSS (after sync, steady, through a re-list), what
+    /// replicas cost the API server (requests, bytes, its CPU and RSS), answers compared,
+    /// queries per CPU-second and CPU at a fixed rate (dnsperf), programming latency idle and
+    /// under churn, CPU during the churn; the ratios clusterdns / CoreDNS. Every knob is a
+    /// flag or the environment variable in capitals (SCALES="1000 10000", DURATION=15,
+    /// STEADY=15, SAMPLES=20, ...). Needs dnsperf, knotd, dig and ss; builds the release
+    /// binaries (not with --no-build).
+    VsCoredns(xtask::bench::vs_coredns::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -313,6 +325,7 @@ fn main() -> Result<()> {
             Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
             Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
+            Bench::VsCoredns(options) => xtask::bench::vs_coredns::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

@@ -11,6 +11,8 @@
 //! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
 //! - [`differential`]: every answer of clusterdns against the real CoreDNS's, at scale (the
 //!   same way, its report parsed);
+//! - [`vs_coredns`]: clusterdns beside the real CoreDNS on a local control plane, the same
+//!   figures for both in one run;
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -27,6 +29,7 @@ pub mod dnsperf;
 pub mod node_cache;
 pub mod sizing;
 pub mod table;
+pub mod vs_coredns;
 pub mod watch_memory;
 
 use std::fmt::Display;
@@ -268,7 +271,6 @@ pub fn build_release(
     log_file: &Path,
 ) -> Result<Binaries> {
     log(bench, format!("building ({profile})"));
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut builds = vec![vec![
         "build",
         "--release",
@@ -283,7 +285,7 @@ pub fn build_release(
     for args in builds {
         let log =
             File::create(log_file).with_context(|| format!("creating {}", log_file.display()))?;
-        let status = Command::new(&cargo)
+        let status = cargo()
             .args(&args)
             .current_dir(root())
             .stdin(Stdio::null())
@@ -297,18 +299,7 @@ pub fn build_release(
             bail!("cargo {} failed ({status})", args.join(" "));
         }
     }
-    let metadata = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo metadata")?;
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
-    let target = metadata["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
-        .context("cargo metadata names no target_directory")?;
+    let target = target_dir()?;
     let clusterdns = match clusterdns {
         Some(path) => path.to_owned(),
         None => target.join(profile).join("clusterdns"),
@@ -321,6 +312,52 @@ pub fn build_release(
         gencluster: target.join("release/examples/gencluster"),
         querymix: target.join("release/examples/querymix"),
     })
+}
+
+/// Cargo (`CARGO`, the one running xtask, else the one on PATH) for a build of the workspace,
+/// without the variables `cargo run` set for xtask itself ([`set_by_cargo_run`]): a build
+/// script that watches one (ring's watches CARGO_MANIFEST_DIR) would see it change between a
+/// build from a shell and one from `cargo xtask`, and each time rebuild its crate and all
+/// above it (ring, rustls, kube, the server: a quarter of an hour on two busy cores).
+pub fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// Whether `cargo run` sets the environment variable `name` for the program it runs (the
+/// package's manifest and metadata; not `CARGO`, nor the configuration's CARGO_* variables).
+pub fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || matches!(
+            name,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+        )
+}
+
+/// Cargo's target directory (`cargo metadata`'s `target_directory`: CARGO_TARGET_DIR
+/// counts).
+pub fn target_dir() -> Result<PathBuf> {
+    let metadata = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata")?;
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata names no target_directory")
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -367,10 +404,9 @@ pub fn ignored_test(
     env: &[(&str, &std::ffi::OsStr)],
     log_file: &Path,
 ) -> Result<TestRun> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let file =
         File::create(log_file).with_context(|| format!("creating {}", log_file.display()))?;
-    let status = Command::new(&cargo)
+    let status = cargo()
         .arg("test")
         .args(if release { &["--release"][..] } else { &[][..] })
         .args([
@@ -485,6 +521,13 @@ impl Server {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Ends the server at once (SIGKILL: CoreDNS's `health` would make a SIGTERM wait out
+    /// its lameduck) and collects it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Fails, with the end of its log, if the server has exited.
@@ -1100,6 +1143,41 @@ pub fn p50_p99(latency: &Latency) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cargo_builds_without_what_cargo_run_set_for_xtask() {
+        for name in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(set_by_cargo_run(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_TARGET_DIR",
+            "CARGO_HOME",
+            "CARGO_BUILD_JOBS",
+            "PATH",
+        ] {
+            assert!(!set_by_cargo_run(name), "{name}");
+        }
+        // This test runs under cargo, which sets CARGO_MANIFEST_DIR.
+        let command = cargo();
+        let removed: Vec<_> = command
+            .get_envs()
+            .filter(|(_, value)| value.is_none())
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        assert!(
+            removed.iter().any(|name| name == "CARGO_MANIFEST_DIR"),
+            "{removed:?}"
+        );
+    }
 
     #[test]
     fn the_kubeadm_corefile_goes_on_loopback_ports() {

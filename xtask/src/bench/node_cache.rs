@@ -684,7 +684,7 @@ fn wait_answers(
 }
 
 /// bench/peers/build.sh's CoreDNS (`COREDNS` or `--coredns` names another).
-fn coredns_binary(flag: Option<&Path>) -> Result<PathBuf> {
+pub fn coredns_binary(flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = flag {
         return Ok(path.to_owned());
     }
