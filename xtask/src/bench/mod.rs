@@ -297,18 +297,7 @@ pub fn build_release(
             bail!("cargo {} failed ({status})", args.join(" "));
         }
     }
-    let metadata = Command::new(&cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .stderr(Stdio::inherit())
-        .output()
-        .context("running cargo metadata")?;
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
-    let target = metadata["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
-        .context("cargo metadata names no target_directory")?;
+    let target = target_dir()?;
     let clusterdns = match clusterdns {
         Some(path) => path.to_owned(),
         None => target.join(profile).join("clusterdns"),
@@ -323,7 +312,24 @@ pub fn build_release(
     })
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Cargo's target directory for the repository (`cargo metadata`: CARGO_TARGET_DIR if set).
+pub fn target_dir() -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let metadata = Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo metadata")?;
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&metadata.stdout).context("cargo metadata's output")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata names no target_directory")
+}
+
+pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -464,10 +470,26 @@ impl Server {
         args: &[&std::ffi::OsStr],
         log: &Path,
     ) -> Result<Self> {
+        Self::start_on(name, port, Some(&cpu.to_string()), program, args, log)
+    }
+
+    /// Starts `program args...` on the CPUs `cpus` names (taskset's list: `0`, `0-1`), or
+    /// unpinned without, its output into `log`.
+    pub fn start_on(
+        name: &str,
+        port: u16,
+        cpus: Option<&str>,
+        program: &Path,
+        args: &[&std::ffi::OsStr],
+        log: &Path,
+    ) -> Result<Self> {
         let file = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        let child = Command::new("setpriv")
-            .args(["--pdeathsig", "TERM", "--", "taskset", "-c"])
-            .arg(cpu.to_string())
+        let mut command = Command::new("setpriv");
+        command.args(["--pdeathsig", "TERM", "--"]);
+        if let Some(cpus) = cpus {
+            command.args(["taskset", "-c", cpus]);
+        }
+        let child = command
             .arg(program)
             .args(args)
             .stdin(Stdio::null())
@@ -506,9 +528,7 @@ impl Server {
 
     /// utime+stime so far, in clock ticks.
     pub fn cpu_ticks(&self) -> Result<u64> {
-        let path = format!("/proc/{}/stat", self.pid());
-        let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        cpu_ticks(&stat).with_context(|| format!("{path}: {stat}"))
+        process_cpu_ticks(self.pid())
     }
 
     /// VmRSS, in kB.
@@ -518,9 +538,36 @@ impl Server {
 
     /// A `NAME: N kB` figure of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile).
     pub fn status_kb(&self, name: &str) -> Result<u64> {
-        let path = format!("/proc/{}/status", self.pid());
-        let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        status_kb(&status, name).with_context(|| format!("{path}: no {name}"))
+        process_status_kb(self.pid(), name)
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the server to exit (then SIGKILL): its exit
+    /// status. For a server that takes its time to stop (under valgrind, writing its profile).
+    pub fn terminate(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
+        if let Some(status) = self.child.try_wait()? {
+            return Ok(status);
+        }
+        let pid = i32::try_from(self.child.id()).context("a pid")?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .with_context(|| format!("signalling {}", self.name))?;
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                bail!(
+                    "{} did not exit within {} s of SIGTERM",
+                    self.name,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Waits until the server's /ready on 127.0.0.1:`port` says 200 (up to `limit`).
@@ -661,6 +708,20 @@ pub fn cpu_ticks(stat: &str) -> Option<u64> {
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// utime+stime of process `pid` so far, in clock ticks (/proc/PID/stat).
+pub fn process_cpu_ticks(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    cpu_ticks(&stat).with_context(|| format!("{path}: {stat}"))
+}
+
+/// A `NAME: N kB` figure of process `pid`'s /proc/PID/status (VmRSS, VmHWM).
+pub fn process_status_kb(pid: u32, name: &str) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    status_kb(&status, name).with_context(|| format!("{path}: no {name}"))
 }
 
 /// A `NAME:   123 kB` line's number from /proc/PID/status.
