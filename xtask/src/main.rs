@@ -13,6 +13,7 @@
 //!   cargo xtask bench churn [--scales N...] [--churn-rate N] [--pods insecure|verified]
 //!   cargo xtask bench watch-memory [--services N]
 //!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
+//!   cargo xtask bench fixed-rate [--rates N...] [--duration S] [--workers N] ...
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -218,6 +219,14 @@ enum Bench {
     /// difference docs/differences.md does not list. SERVICES (600), NAMESPACES (12), ROUNDS
     /// (3), each a flag too.
     Differential(xtask::bench::differential::Options),
+    /// What a replica costs at the rates clusters send: clusterdns and knotd serving the same
+    /// zone, unpinned, each with a worker per CPU, dnsperf (unpinned) at fixed rates: achieved
+    /// qps, lost, server CPU and millicores per 1,000 qps, p50/p99; then both at half of
+    /// knotd's saturating rate, and clusterdns saturated on one CPU and on two. Every knob is
+    /// a flag or the environment variable in capitals (SIZE=100, RATES="1000 10000 20000
+    /// 50000", DURATION=10, WORKERS, ...). Needs dnsperf, knotd and dig; builds the release
+    /// binaries.
+    FixedRate(xtask::bench::fixed_rate::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -313,6 +322,7 @@ fn main() -> Result<()> {
             Bench::Churn(options) => xtask::bench::churn::run(&options).map(drop),
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
             Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
+            Bench::FixedRate(options) => xtask::bench::fixed_rate::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

@@ -11,6 +11,8 @@
 //! - [`watch_memory`]: the API watch's memory at scale, in each `pods` mode (the same way);
 //! - [`differential`]: every answer of clusterdns against the real CoreDNS's, at scale (the
 //!   same way, its report parsed);
+//! - [`fixed_rate`]: clusterdns and knotd unpinned, a worker per CPU, at fixed rates below
+//!   saturation: the CPU a replica costs per 1,000 qps;
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -24,6 +26,7 @@ pub mod cache;
 pub mod churn;
 pub mod differential;
 pub mod dnsperf;
+pub mod fixed_rate;
 pub mod node_cache;
 pub mod sizing;
 pub mod table;
