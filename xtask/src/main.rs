@@ -14,6 +14,7 @@
 //!   cargo xtask bench watch-memory [--services N]
 //!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
 //!   cargo xtask bench fixed-rate [--rates N...] [--duration S] [--workers N] ...
+//!   cargo xtask bench tracker-paired [--services N] [--rounds N] [--against PATH] ...
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 
 use std::collections::BTreeSet;
@@ -227,6 +228,14 @@ enum Bench {
     /// 50000", DURATION=10, WORKERS, ...). Needs dnsperf, knotd and dig; builds the release
     /// binaries.
     FixedRate(xtask::bench::fixed_rate::Options),
+    /// The search-path tracker's cost in pairs: two servers on the same objects, tracker on
+    /// and off (or, with AGAINST, this build and an older one, the tracker on in both),
+    /// pinned to CPU 0, loaded in turn by dnsperf on CPU 1, the order swapped every round;
+    /// each round's ratio of queries per CPU-second, then their median, geometric mean and
+    /// range. Every knob is a flag or the environment variable in capitals (SERVICES=10000,
+    /// ROUNDS=16, DURATION=5, AGAINST, ...). Needs dnsperf and dig; builds the release
+    /// binaries.
+    TrackerPaired(xtask::bench::tracker_paired::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -323,6 +332,7 @@ fn main() -> Result<()> {
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
             Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
             Bench::FixedRate(options) => xtask::bench::fixed_rate::run(&options).map(drop),
+            Bench::TrackerPaired(options) => xtask::bench::tracker_paired::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

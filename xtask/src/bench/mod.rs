@@ -13,6 +13,8 @@
 //!   same way, its report parsed);
 //! - [`fixed_rate`]: clusterdns and knotd unpinned, a worker per CPU, at fixed rates below
 //!   saturation: the CPU a replica costs per 1,000 qps;
+//! - [`tracker_paired`]: the search-path tracker's cost, two servers loaded in turn round by
+//!   round (or two builds);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -30,6 +32,7 @@ pub mod fixed_rate;
 pub mod node_cache;
 pub mod sizing;
 pub mod table;
+pub mod tracker_paired;
 pub mod watch_memory;
 
 use std::fmt::Display;
