@@ -16,6 +16,7 @@
 //!   cargo xtask bench fixed-rate [--rates N...] [--duration S] [--workers N] ...
 //!   cargo xtask bench tracker-paired [--services N] [--rounds N] [--against PATH] ...
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
+//!   cargo xtask orderfile [--port P] [--out FILE] [--keep]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -149,6 +150,14 @@ enum Task {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Writes link/hot-text.ld, the functions start-up and the query path run, which build.rs
+    /// lays out first: the release binary (built without the current ordering) runs under
+    /// valgrind's callgrind on the bundled fixture with kubeadm's Corefile, is asked every
+    /// kind of question over UDP and TCP, read /health, /ready and /metrics, waits for the
+    /// reload plugin's check; every function of the binary that ran becomes a section
+    /// pattern, in the order callgrind met it. PORT (25363) is the flag --port too. Needs
+    /// valgrind, dig, curl and nm; about 2 minutes after the release build.
+    Orderfile(xtask::bench::orderfile::Options),
     /// Writes the krew manifest of a release to stdout: deploy/krew/clusterdns.yaml with its
     /// @...@ placeholders filled from the release's archives, clusterdns-VERSION-OS-ARCH.tar.gz
     /// in DIR, each with the binary `clusterdns` at its top (deploy/krew/README.md). What krew
@@ -339,6 +348,7 @@ fn main() -> Result<()> {
                 print,
             } => xtask::bench::table::run(&files, readme.as_deref(), print),
         },
+        Task::Orderfile(options) => xtask::bench::orderfile::run(&options).map(drop),
         Task::KrewManifest { release } => {
             let status = xtask::krew::run(
                 &release,

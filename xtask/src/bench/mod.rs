@@ -15,6 +15,8 @@
 //!   saturation: the CPU a replica costs per 1,000 qps;
 //! - [`tracker_paired`]: the search-path tracker's cost, two servers loaded in turn round by
 //!   round (or two builds);
+//! - [`orderfile`]: `cargo xtask orderfile`, link/hot-text.ld from a callgrind profile of
+//!   start-up and the query path (not a bench: it writes the linker script build.rs uses);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -30,6 +32,7 @@ pub mod differential;
 pub mod dnsperf;
 pub mod fixed_rate;
 pub mod node_cache;
+pub mod orderfile;
 pub mod sizing;
 pub mod table;
 pub mod tracker_paired;
