@@ -15,6 +15,7 @@
 //!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
 //!   cargo xtask bench fixed-rate [--rates N...] [--duration S] [--workers N] ...
 //!   cargo xtask bench tracker-paired [--services N] [--rounds N] [--against PATH] ...
+//!   cargo xtask bench list-mode [--services N] [--runs N]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
 //!   cargo xtask orderfile [--port P] [--out FILE] [--keep]
 
@@ -245,6 +246,12 @@ enum Bench {
     /// ROUNDS=16, DURATION=5, AGAINST, ...). Needs dnsperf and dig; builds the release
     /// binaries.
     TrackerPaired(xtask::bench::tracker_paired::Options),
+    /// `list_mode paginated` against `streaming` on a local control plane (cargo xtask
+    /// cluster) loaded with gencluster's Services and slices: per start, the time to the
+    /// first sync, clusterdns's peak RSS, the API server's CPU time and RSS growth. SERVICES
+    /// (2000) and RUNS (3), each a flag too. Needs bench/peers/build.sh's peers; builds the
+    /// release binaries.
+    ListMode(xtask::bench::list_mode::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -342,6 +349,7 @@ fn main() -> Result<()> {
             Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
             Bench::FixedRate(options) => xtask::bench::fixed_rate::run(&options).map(drop),
             Bench::TrackerPaired(options) => xtask::bench::tracker_paired::run(&options).map(drop),
+            Bench::ListMode(options) => xtask::bench::list_mode::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,

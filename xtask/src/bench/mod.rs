@@ -15,6 +15,7 @@
 //!   saturation: the CPU a replica costs per 1,000 qps;
 //! - [`tracker_paired`]: the search-path tracker's cost, two servers loaded in turn round by
 //!   round (or two builds);
+//! - [`list_mode`]: `list_mode paginated` against `streaming` on a local control plane;
 //! - [`orderfile`]: `cargo xtask orderfile`, link/hot-text.ld from a callgrind profile of
 //!   start-up and the query path (not a bench: it writes the linker script build.rs uses);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
@@ -31,6 +32,7 @@ pub mod churn;
 pub mod differential;
 pub mod dnsperf;
 pub mod fixed_rate;
+pub mod list_mode;
 pub mod node_cache;
 pub mod orderfile;
 pub mod sizing;
