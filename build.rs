@@ -3,8 +3,8 @@
 //! Either may be missing (no git, a source tarball): the crate falls back to "unknown" or "".
 //!
 //! And the layout of the release binary: where the linker is the toolchain's own lld, the
-//! functions start-up and the query path run (link/hot-text.ld, written by
-//! bench/orderfile.sh) are placed first, before .text, so a small cluster's server touches a few
+//! functions start-up and the query path run (link/hot-text.ld, written by `cargo xtask
+//! orderfile`) are placed first, before .text, so a small cluster's server touches a few
 //! hundred code pages instead of a thousand spread over the whole binary.
 
 #![allow(clippy::print_stdout)]
@@ -47,12 +47,12 @@ fn main() {
     }
 }
 
-/// Hands the linker link/hot-text.ld (written by bench/orderfile.sh): a script that adds an
-/// output section `.text.hot`, before `.text`, of the functions start-up and the query path
+/// Hands the linker link/hot-text.ld (written by `cargo xtask orderfile`): a script that adds
+/// an output section `.text.hot`, before `.text`, of the functions start-up and the query path
 /// run. Only for a release build of x86_64-unknown-linux-gnu with the linker Rust picks there
 /// (rust-lld): another linker asked for in RUSTFLAGS or by `target.<triple>.linker`, another
-/// target, a debug build, or `CLUSTERDNS_NO_ORDER=1` (bench/orderfile.sh, which profiles the
-/// binary as the linker lays it out alone) leave the layout to the linker. A pattern that
+/// target, a debug build, or `CLUSTERDNS_NO_ORDER=1` (`cargo xtask orderfile`, which profiles
+/// the binary as the linker lays it out alone) leave the layout to the linker. A pattern that
 /// matches nothing is no error: the script only moves code.
 fn order_hot_functions() {
     println!("cargo:rerun-if-changed=link/hot-text.ld");

@@ -150,7 +150,7 @@ fn the_image_builds_the_binary_the_layout_was_made_for() {
     let script = read("link/hot-text.ld");
     assert!(
         script.contains("INSERT BEFORE .text;") && script.contains("*(.text._ZN10clusterdns"),
-        "link/hot-text.ld is bench/orderfile.sh's linker script"
+        "link/hot-text.ld is `cargo xtask orderfile`'s linker script"
     );
     assert!(read("build.rs").contains("link/hot-text.ld"));
 }

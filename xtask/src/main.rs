@@ -14,7 +14,11 @@
 //!   cargo xtask bench watch-memory [--services N]
 //!   cargo xtask bench differential [--services N] [--namespaces N] [--rounds N]
 //!   cargo xtask bench vs-coredns [--scales N...] [--duration S] [--steady S] [--samples N] ...
+//!   cargo xtask bench fixed-rate [--rates N...] [--duration S] [--workers N] ...
+//!   cargo xtask bench tracker-paired [--services N] [--rounds N] [--against PATH] ...
+//!   cargo xtask bench list-mode [--services N] [--runs N]
 //!   cargo xtask bench table FILE.json... [--readme FILE] [--print]
+//!   cargo xtask orderfile [--port P] [--out FILE] [--keep]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -148,6 +152,14 @@ enum Task {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Writes link/hot-text.ld, the functions start-up and the query path run, which build.rs
+    /// lays out first: the release binary (built without the current ordering) runs under
+    /// valgrind's callgrind on the bundled fixture with kubeadm's Corefile, is asked every
+    /// kind of question over UDP and TCP, read /health, /ready and /metrics, waits for the
+    /// reload plugin's check; every function of the binary that ran becomes a section
+    /// pattern, in the order callgrind met it. PORT (25363) is the flag --port too. Needs
+    /// valgrind, dig, curl and nm; about 2 minutes after the release build.
+    Orderfile(xtask::bench::orderfile::Options),
     /// Writes the krew manifest of a release to stdout: deploy/krew/clusterdns.yaml with its
     /// @...@ placeholders filled from the release's archives, clusterdns-VERSION-OS-ARCH.tar.gz
     /// in DIR, each with the binary `clusterdns` at its top (deploy/krew/README.md). What krew
@@ -230,6 +242,28 @@ enum Bench {
     /// STEADY=15, SAMPLES=20, ...). Needs dnsperf, knotd, dig and ss; builds the release
     /// binaries (not with --no-build).
     VsCoredns(xtask::bench::vs_coredns::Options),
+    /// What a replica costs at the rates clusters send: clusterdns and knotd serving the same
+    /// zone, unpinned, each with a worker per CPU, dnsperf (unpinned) at fixed rates: achieved
+    /// qps, lost, server CPU and millicores per 1,000 qps, p50/p99; then both at half of
+    /// knotd's saturating rate, and clusterdns saturated on one CPU and on two. Every knob is
+    /// a flag or the environment variable in capitals (SIZE=100, RATES="1000 10000 20000
+    /// 50000", DURATION=10, WORKERS, ...). Needs dnsperf, knotd and dig; builds the release
+    /// binaries.
+    FixedRate(xtask::bench::fixed_rate::Options),
+    /// The search-path tracker's cost in pairs: two servers on the same objects, tracker on
+    /// and off (or, with AGAINST, this build and an older one, the tracker on in both),
+    /// pinned to CPU 0, loaded in turn by dnsperf on CPU 1, the order swapped every round;
+    /// each round's ratio of queries per CPU-second, then their median, geometric mean and
+    /// range. Every knob is a flag or the environment variable in capitals (SERVICES=10000,
+    /// ROUNDS=16, DURATION=5, AGAINST, ...). Needs dnsperf and dig; builds the release
+    /// binaries.
+    TrackerPaired(xtask::bench::tracker_paired::Options),
+    /// `list_mode paginated` against `streaming` on a local control plane (cargo xtask
+    /// cluster) loaded with gencluster's Services and slices: per start, the time to the
+    /// first sync, clusterdns's peak RSS, the API server's CPU time and RSS growth. SERVICES
+    /// (2000) and RUNS (3), each a flag too. Needs bench/peers/build.sh's peers; builds the
+    /// release binaries.
+    ListMode(xtask::bench::list_mode::Options),
     /// Renders bench/README.md's table of each bench from the JSON the bench wrote
     /// (bench/out/*.json), between the bench's markers: `<!-- bench:NAME begin -->` and
     /// `<!-- bench:NAME end -->`.
@@ -326,12 +360,16 @@ fn main() -> Result<()> {
             Bench::WatchMemory(options) => xtask::bench::watch_memory::run(&options).map(drop),
             Bench::Differential(options) => xtask::bench::differential::run(&options).map(drop),
             Bench::VsCoredns(options) => xtask::bench::vs_coredns::run(&options).map(drop),
+            Bench::FixedRate(options) => xtask::bench::fixed_rate::run(&options).map(drop),
+            Bench::TrackerPaired(options) => xtask::bench::tracker_paired::run(&options).map(drop),
+            Bench::ListMode(options) => xtask::bench::list_mode::run(&options).map(drop),
             Bench::Table {
                 files,
                 readme,
                 print,
             } => xtask::bench::table::run(&files, readme.as_deref(), print),
         },
+        Task::Orderfile(options) => xtask::bench::orderfile::run(&options).map(drop),
         Task::KrewManifest { release } => {
             let status = xtask::krew::run(
                 &release,

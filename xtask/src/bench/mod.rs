@@ -13,6 +13,13 @@
 //!   same way, its report parsed);
 //! - [`vs_coredns`]: clusterdns beside the real CoreDNS on a local control plane, the same
 //!   figures for both in one run;
+//! - [`fixed_rate`]: clusterdns and knotd unpinned, a worker per CPU, at fixed rates below
+//!   saturation: the CPU a replica costs per 1,000 qps;
+//! - [`tracker_paired`]: the search-path tracker's cost, two servers loaded in turn round by
+//!   round (or two builds);
+//! - [`list_mode`]: `list_mode paginated` against `streaming` on a local control plane;
+//! - [`orderfile`]: `cargo xtask orderfile`, link/hot-text.ld from a callgrind profile of
+//!   start-up and the query path (not a bench: it writes the linker script build.rs uses);
 //! - [`table`]: the README's tables, rendered from the JSON documents the benches write.
 //!
 //! What the benches share is here: the work directory, the knobs (a flag, else the environment
@@ -26,9 +33,13 @@ pub mod cache;
 pub mod churn;
 pub mod differential;
 pub mod dnsperf;
+pub mod fixed_rate;
+pub mod list_mode;
 pub mod node_cache;
+pub mod orderfile;
 pub mod sizing;
 pub mod table;
+pub mod tracker_paired;
 pub mod vs_coredns;
 pub mod watch_memory;
 
@@ -259,7 +270,7 @@ pub fn start(
     })
 }
 
-/// Builds the release binaries (as bench/common.sh's build_release): the examples gencluster
+/// Builds the release binaries: the examples gencluster
 /// and querymix with `--release`, the server with `--profile PROFILE` (release; `dist`,
 /// Cargo.toml's shipping profile) unless `clusterdns` names a binary (an older build kept for
 /// a before/after comparison). The build's output goes to `log_file`, and is printed if it
@@ -360,7 +371,7 @@ pub fn target_dir() -> Result<PathBuf> {
         .context("cargo metadata names no target_directory")
 }
 
-fn is_executable(path: &Path) -> bool {
+pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -500,10 +511,26 @@ impl Server {
         args: &[&std::ffi::OsStr],
         log: &Path,
     ) -> Result<Self> {
+        Self::start_on(name, port, Some(&cpu.to_string()), program, args, log)
+    }
+
+    /// Starts `program args...` on the CPUs `cpus` names (taskset's list: `0`, `0-1`), or
+    /// unpinned without, its output into `log`.
+    pub fn start_on(
+        name: &str,
+        port: u16,
+        cpus: Option<&str>,
+        program: &Path,
+        args: &[&std::ffi::OsStr],
+        log: &Path,
+    ) -> Result<Self> {
         let file = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        let child = Command::new("setpriv")
-            .args(["--pdeathsig", "TERM", "--", "taskset", "-c"])
-            .arg(cpu.to_string())
+        let mut command = Command::new("setpriv");
+        command.args(["--pdeathsig", "TERM", "--"]);
+        if let Some(cpus) = cpus {
+            command.args(["taskset", "-c", cpus]);
+        }
+        let child = command
             .arg(program)
             .args(args)
             .stdin(Stdio::null())
@@ -549,9 +576,7 @@ impl Server {
 
     /// utime+stime so far, in clock ticks.
     pub fn cpu_ticks(&self) -> Result<u64> {
-        let path = format!("/proc/{}/stat", self.pid());
-        let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        cpu_ticks(&stat).with_context(|| format!("{path}: {stat}"))
+        process_cpu_ticks(self.pid())
     }
 
     /// VmRSS, in kB.
@@ -561,9 +586,36 @@ impl Server {
 
     /// A `NAME: N kB` figure of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile).
     pub fn status_kb(&self, name: &str) -> Result<u64> {
-        let path = format!("/proc/{}/status", self.pid());
-        let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        status_kb(&status, name).with_context(|| format!("{path}: no {name}"))
+        process_status_kb(self.pid(), name)
+    }
+
+    /// Sends SIGTERM and waits up to `limit` for the server to exit (then SIGKILL): its exit
+    /// status. For a server that takes its time to stop (under valgrind, writing its profile).
+    pub fn terminate(&mut self, limit: Duration) -> Result<std::process::ExitStatus> {
+        if let Some(status) = self.child.try_wait()? {
+            return Ok(status);
+        }
+        let pid = i32::try_from(self.child.id()).context("a pid")?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .with_context(|| format!("signalling {}", self.name))?;
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                bail!(
+                    "{} did not exit within {} s of SIGTERM",
+                    self.name,
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Waits until the server's /ready on 127.0.0.1:`port` says 200 (up to `limit`).
@@ -656,8 +708,8 @@ pub fn status_code(response: &str) -> Option<u16> {
     words.next()?.parse().ok()
 }
 
-/// deploy/configmap.yaml's Corefile (kubeadm's) on loopback ports from `port`, as
-/// bench/common.sh's kubeadm_corefile makes it: [`on_loopback`].
+/// deploy/configmap.yaml's Corefile (kubeadm's) on loopback ports from `port`
+/// ([`on_loopback`]).
 pub fn kubeadm_corefile(port: u16, objects: &Path) -> Result<String> {
     Ok(on_loopback(
         &crate::operations::configmap_corefile()?,
@@ -704,6 +756,20 @@ pub fn cpu_ticks(stat: &str) -> Option<u64> {
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// utime+stime of process `pid` so far, in clock ticks (/proc/PID/stat).
+pub fn process_cpu_ticks(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    cpu_ticks(&stat).with_context(|| format!("{path}: {stat}"))
+}
+
+/// A `NAME: N kB` figure of process `pid`'s /proc/PID/status (VmRSS, VmHWM).
+pub fn process_status_kb(pid: u32, name: &str) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    status_kb(&status, name).with_context(|| format!("{path}: no {name}"))
 }
 
 /// A `NAME:   123 kB` line's number from /proc/PID/status.
@@ -770,7 +836,7 @@ pub struct Latency {
 
 /// The percentiles of the latencies in `dnsperf -v` output, one line per answer beginning
 /// with `>` and ending with the latency in seconds. The p-th is the value at rank
-/// floor(n × p) (at least the first) of the sorted latencies, as bench/common.sh takes it.
+/// floor(n × p) (at least the first) of the sorted latencies, as the shell benches took it.
 pub fn percentiles(output: impl BufRead) -> Result<Latency> {
     let mut values = Vec::new();
     for line in output.lines() {
@@ -909,7 +975,7 @@ pub fn distinct_questions(queries: &str, count: usize) -> Vec<(String, String)> 
         .collect()
 }
 
-/// knotd's configuration (bench/common.sh's knot_conf): listening on 127.0.0.1@`port` with
+/// knotd's configuration: listening on 127.0.0.1@`port` with
 /// `workers` UDP and TCP workers, serving `domains` from `dir`/zones/DOMAIN.zone.
 pub fn knot_conf(dir: &Path, port: u16, workers: u32, domains: &[String]) -> String {
     let dir = dir.display();

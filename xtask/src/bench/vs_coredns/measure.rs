@@ -163,7 +163,7 @@ pub fn run(options: &Options) -> Result<Written> {
     })
 }
 
-/// The binaries: built (as bench/common.sh's build_release, and the release xtask), or with
+/// The binaries: built ([`super::super::build_release`], and the release xtask), or with
 /// `no_build` the release binaries as they are, copied into the work directory.
 fn binaries(inputs: &Inputs, options: &Options, work: &Path, coredns: PathBuf) -> Result<Bins> {
     let clusterdns = options.clusterdns.clone().or_else(|| {
