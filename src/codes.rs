@@ -27,6 +27,10 @@ pub mod rtype {
     pub const AAAA: u16 = 28;
     /// SRV.
     pub const SRV: u16 = 33;
+    /// A naming-authority pointer (RFC 3403).
+    pub const NAPTR: u16 = 35;
+    /// A delegation of a subtree's names (RFC 6672).
+    pub const DNAME: u16 = 39;
     /// OPT (EDNS0 pseudo-record).
     pub const OPT: u16 = 41;
     /// DS.

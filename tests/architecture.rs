@@ -209,6 +209,33 @@ fn only_the_plugin_registry_lists_the_plugins() {
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
 }
 
+/// The server reads and writes its messages with one codec, `src/wire/`: no file of the
+/// serving path (the server, its plugins' engines, the wire itself) decodes or encodes a
+/// whole message with hickory's `Message` (hickory's records stay the zone-file model of
+/// *file*, *template* and zone transfers, written into our messages by `wire`). The tools
+/// that act as a client (`explain`, the resolver simulator) and the zone's text rendering
+/// may.
+#[test]
+fn the_serving_path_has_one_wire_codec() {
+    let serving = ["server", "wire", "forward", "cache", "querylog", "node_cache"];
+    let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let offenders: Vec<&str> = crate_
+        .files
+        .iter()
+        .filter(|(module, _, _)| module.first().is_some_and(|m| serving.contains(&m.as_str())))
+        .filter(|(_, _, source)| {
+            let flat: String = source.split_whitespace().collect();
+            flat.contains("hickory_proto::op")
+        })
+        .map(|(_, path, _)| path.as_str())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "{offenders:?} use hickory's Message on the serving path: read with wire::Request and \
+         wire::reply, write with wire::Rebuilt, wire::QuestionAnswers or wire::write_*"
+    );
+}
+
 /// A step plugin is its registry row, its config file (`src/config/directives/FIELD.rs`),
 /// its server module (`src/server/chain/FIELD.rs`), their folders, a library module of its
 /// own (`src/FIELD/`: *cache*, *forward*) and its docs page: no other source file names it —

@@ -9,12 +9,11 @@
 //! The reading itself is [`crate::wire`]'s: the header, the question's name, the walk over
 //! the records; what is forward's own is matching a reply to the query it answers.
 
-use crate::codes::class::IN as CLASS_IN;
 use crate::codes::rtype::{NS as TYPE_NS, OPT as TYPE_OPT};
 use crate::wire::reply::each_record_after;
 pub(super) use crate::wire::reply::set_id;
 use crate::wire::{
-    FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, Header, OPCODE_BITS, RCODE_BITS,
+    FLAG_CD, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, Header, OPCODE_BITS, RCODE_BITS, Request,
     UDP_MIN_PAYLOAD, question_name_end,
 };
 
@@ -29,6 +28,21 @@ pub(super) struct QueryInfo {
     pub question_end: usize,
     /// The largest reply the client takes over UDP (its EDNS payload size, at least 512).
     pub udp_limit: usize,
+}
+
+impl QueryInfo {
+    /// What [`parse_query`] reads, from a query the server has parsed.
+    pub(super) fn of(request: &Request<'_>) -> Self {
+        Self {
+            id: request.id,
+            opcode: request.opcode,
+            question_end: request.question.end(),
+            udp_limit: request.edns.map_or(UDP_MIN_PAYLOAD, |edns| {
+                edns.payload
+                    .clamp(UDP_MIN_PAYLOAD, crate::wire::MAX_UDP_REPLY)
+            }) as usize,
+        }
+    }
 }
 
 /// Parses the header, the single question and the OPT record of a query; `None` when it is
@@ -163,14 +177,7 @@ pub(super) fn is_response_to(reply: &[u8], id: u16) -> bool {
 /// check. `name` is in wire format.
 pub(super) fn health_check_query(name: &[u8], recursion_desired: bool) -> Vec<u8> {
     let flags = if recursion_desired { FLAG_RD } else { 0 };
-    let mut query = Vec::with_capacity(HEADER_LEN + name.len() + 4);
-    query.extend_from_slice(&[0, 0]);
-    query.extend_from_slice(&flags.to_be_bytes());
-    query.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
-    query.extend_from_slice(name);
-    query.extend_from_slice(&TYPE_NS.to_be_bytes());
-    query.extend_from_slice(&CLASS_IN.to_be_bytes());
-    query
+    crate::wire::write_query(0, flags, name, TYPE_NS)
 }
 
 /// Cuts a matching reply down to its header and question with TC set, for a UDP client

@@ -87,7 +87,7 @@ pub use metrics::{ForwardMetrics, forward_metrics};
 use crate::config::{ForwardConfig, ForwardTls, Upstream as UpstreamConfig, UpstreamTransport};
 use crate::metrics::{Collect, Exposition};
 use crate::name::suffix_offset;
-use crate::wire::Transport;
+use crate::wire::{Request, Transport};
 use message::QueryInfo;
 use metrics::Proto;
 use policy::Policy;
@@ -315,6 +315,21 @@ impl Forwarder {
     /// Forwards one query — the client's message, any ID — that came over `client`, and
     /// returns the upstream's reply with the client's ID, or why there is none.
     pub async fn forward(&self, query: &[u8], client: Transport) -> Forwarded {
+        let Some(info) = message::parse_query(query) else {
+            return Forwarded::Failed(ForwardError::BadQuery);
+        };
+        self.forward_with(query, info, client).await
+    }
+
+    /// [`forward`](Self::forward) of a query the server has parsed already: `request` (the
+    /// client's message, *rewrite*'s or *autopath*'s, its payload as *bufsize* left it) is
+    /// not read again.
+    pub async fn forward_request(&self, request: &Request<'_>, client: Transport) -> Forwarded {
+        self.forward_with(request.bytes, QueryInfo::of(request), client)
+            .await
+    }
+
+    async fn forward_with(&self, query: &[u8], info: QueryInfo, client: Transport) -> Forwarded {
         let Some(_slot) = self.admit() else {
             metrics::forward_metrics().max_concurrent_rejects.inc();
             return Forwarded::Refused;
@@ -326,9 +341,6 @@ impl Forwarder {
         if self.upstreams.is_empty() {
             return Forwarded::Failed(ForwardError::NoUpstream);
         }
-        let Some(info) = message::parse_query(query) else {
-            return Forwarded::Failed(ForwardError::BadQuery);
-        };
         let Ok(length) = u16::try_from(query.len()) else {
             return Forwarded::Failed(ForwardError::BadQuery);
         };

@@ -405,7 +405,7 @@ impl PluginChain {
     /// `bytes` (a whole reply) as the client gets it: shuffled when the block has
     /// *loadbalance*.
     pub(crate) fn shuffled<'b>(&self, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
-        match self.shuffles.then(|| reply::shuffle(bytes)).flatten() {
+        match self.shuffles.then(|| wire::shuffled(bytes)).flatten() {
             Some(shuffled) => std::borrow::Cow::Owned(shuffled),
             None => std::borrow::Cow::Borrowed(bytes),
         }
@@ -416,17 +416,19 @@ impl PluginChain {
     pub(crate) fn shuffle_out(&self, out: &mut Vec<u8>) {
         if self.shuffles
             && !reply::shuffle_in_place(out).unwrap_or(false)
-            && let Some(shuffled) = reply::shuffle(out)
+            && let Some(shuffled) = wire::shuffled(out)
         {
             *out = shuffled;
         }
     }
 
-    /// The query to send upstream for `q`: the client's message, or *rewrite*'s, with the
-    /// payload *bufsize* allows.
-    pub(crate) fn upstream_query(&self, q: &Query<'_>) -> Vec<u8> {
-        let mut asked = q.packet.to_vec();
-        self.clamp(&mut asked);
+    /// The query to send upstream for `q` (the client's message, or *rewrite*'s) with the
+    /// payload *bufsize* allows, owned with its parse.
+    pub(crate) fn upstream_request(&self, q: &Query<'_>) -> OwnedRequest {
+        let mut asked = OwnedRequest::new(q.request);
+        if let Some(size) = self.bufsize {
+            asked.clamp_payload(size);
+        }
         asked
     }
 
@@ -434,13 +436,7 @@ impl PluginChain {
     /// asked upstream, each with its parse.
     pub(crate) fn pending(&self, ctx: &Ctx<'_>, q: &Query<'_>, forwarder: usize) -> Box<Pending> {
         let same = std::ptr::eq(q.packet, ctx.request.bytes) && self.bufsize.is_none();
-        let asked = (!same).then(|| {
-            let mut asked = OwnedRequest::new(q.request);
-            if let Some(size) = self.bufsize {
-                asked.clamp_payload(size);
-            }
-            asked
-        });
+        let asked = (!same).then(|| self.upstream_request(q));
         Box::new(Pending {
             block: Arc::clone(ctx.block),
             zone: ctx.zone,

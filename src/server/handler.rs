@@ -315,7 +315,6 @@ impl Handler {
             &block.chain,
             forwarder,
             &asked_request,
-            asked,
             transport,
             limit,
             out,

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use hickory_proto::op::{Message, Metadata};
 use hickory_proto::rr::Record;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -26,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Handler, Outcome, Transport};
 use crate::limits::{Registered, limits};
+use crate::wire::{Rebuilt, Request, rcode};
 
 /// How many records go in one message of a zone transfer.
 const TRANSFER_CHUNK: usize = 500;
@@ -268,30 +268,34 @@ fn push_framed(output: &mut Vec<u8>, reply: &[u8]) {
     output.extend_from_slice(reply);
 }
 
-/// A zone transfer: the records over as many framed messages as they need.
+/// A zone transfer: the records over as many framed messages as they need, each the
+/// authoritative reply to `query` with the next records in its answer (no OPT record).
 fn transfer_messages(query: &[u8], records: &[Record]) -> Vec<Vec<u8>> {
-    let Ok(request) = Message::from_vec(query) else {
+    let Ok(request) = Request::parse(query) else {
         return Vec::new();
     };
-    let mut metadata = Metadata::response_from_request(&request.metadata);
-    metadata.authoritative = true;
     let mut messages = Vec::new();
     for chunk in records.chunks(TRANSFER_CHUNK) {
-        let mut reply = Message::response(metadata.id, metadata.op_code);
-        reply.metadata = metadata;
-        reply.add_queries(request.queries.iter().cloned());
-        reply.add_answers(chunk.iter().cloned());
-        match reply.to_vec() {
-            Ok(bytes) => {
-                let mut framed = Vec::with_capacity(bytes.len() + 2);
-                push_framed(&mut framed, &bytes);
-                messages.push(framed);
-            }
-            Err(error) => {
-                tracing::warn!(%error, "zone transfer interrupted");
-                break;
-            }
+        let mut reply = Rebuilt::reply_to(&request, true, rcode::NOERROR).without_opt();
+        if chunk
+            .iter()
+            .try_for_each(|record| reply.push_record(record, 1))
+            .is_none()
+        {
+            tracing::warn!("zone transfer interrupted: a record does not encode");
+            break;
         }
+        let bytes = reply.finish();
+        if bytes.len() > usize::from(u16::MAX) {
+            tracing::warn!(
+                len = bytes.len(),
+                "zone transfer interrupted: a message too long"
+            );
+            break;
+        }
+        let mut framed = Vec::with_capacity(bytes.len() + 2);
+        push_framed(&mut framed, &bytes);
+        messages.push(framed);
     }
     messages
 }

@@ -18,7 +18,6 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hickory_proto::op::{Message, MessageType, OpCode, Query};
 use hickory_proto::rr::{Name, RecordType};
 use serde::Serialize;
 
@@ -281,10 +280,11 @@ fn rewritten(block: &Block, name: &Name, qtype: RecordType) -> Option<(Name, Rec
     let request = Request::parse(&packet).ok()?;
     let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let rewritten = rewrite.apply(&request, client, Transport::Udp)?.ok()?;
-    let message = Message::from_vec(&rewritten.packet).ok()?;
-    let asked = message.queries.first()?;
-    let changed = asked.name() != name || asked.query_type() != qtype;
-    changed.then(|| (asked.name().clone(), asked.query_type()))
+    let asked = Request::parse(&rewritten.packet).ok()?;
+    let asked_name = Name::from_labels(crate::name::labels(asked.question.name())).ok()?;
+    let asked_type = RecordType::from(asked.question.qtype);
+    let changed = asked_name != *name || asked_type != qtype;
+    changed.then_some((asked_name, asked_type))
 }
 
 /// The reasons from the block's objects files, read again.
@@ -490,10 +490,9 @@ enum Cached {
 
 /// A client's query (recursion desired) of `name` `qtype`.
 fn question(name: &Name, qtype: RecordType) -> Option<Vec<u8>> {
-    let mut query = Message::new(0, MessageType::Query, OpCode::Query);
-    query.metadata.recursion_desired = true;
-    query.add_query(Query::query(name.clone(), qtype));
-    query.to_vec().ok()
+    use hickory_proto::serialize::binary::BinEncodable;
+    let name = name.to_bytes().ok()?;
+    Some(crate::wire::write_query(0, 0x0100, &name, qtype.into()))
 }
 
 /// What the cache holds for `name` `qtype`, as a query from a client would find it; read
@@ -511,7 +510,7 @@ fn cached(cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached
     let Some(peek) = cache.peek(&request, Instant::now()) else {
         return Cached::Miss;
     };
-    let Ok(reply) = Message::from_vec(&peek.message) else {
+    let Ok([_, answers, ..]) = crate::wire::reply::counts(&peek.message) else {
         return Cached::Miss;
     };
     let rcode = crate::wire::reply::rcode(&peek.message)
@@ -522,7 +521,7 @@ fn cached(cache: &crate::cache::Cache, name: &Name, qtype: RecordType) -> Cached
         // As a client is told: the whole seconds left.
         ttl: u32::try_from(peek.left.as_secs()).unwrap_or(u32::MAX),
         rcode,
-        answers: reply.answers.len(),
+        answers: usize::from(answers),
     }
 }
 

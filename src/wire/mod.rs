@@ -23,8 +23,11 @@ pub use request::{
     Edns, MAX_UDP_REPLY, Malformed, Question, Request, Transport, UDP_MIN_PAYLOAD,
     is_internet_class,
 };
-pub use write::{QuestionAnswers, clamp_payload, write_answer, write_malformed, write_rcode};
-pub(crate) use write::{Rebuilt, query_for_name, reply_for_question};
+pub(crate) use write::{Edit, Rebuilt, name_at, query_for_name, reply_for_question, value_name_at};
+pub use write::{
+    QuestionAnswers, clamp_payload, shuffled, write_answer, write_malformed, write_query,
+    write_rcode,
+};
 
 pub use crate::codes::{rcode, rcode_name};
 

@@ -107,7 +107,7 @@ impl<'a> Request<'a> {
     }
 
     /// The question as received (original case), for echoing.
-    pub(super) fn question_bytes(&self) -> &[u8] {
+    pub(crate) fn question_bytes(&self) -> &[u8] {
         &self.bytes[HEADER_LEN..self.question.end()]
     }
 

@@ -306,7 +306,7 @@ fn same_name(message: &[u8], a: usize, b: usize) -> bool {
 /// records, then the A or the AAAA records of one owner, then at most one MX — the order
 /// CoreDNS's `roundRobin` leaves — so shuffling the addresses' RDATA among their records is
 /// the shuffle, and no byte of a name moves. The OPT record is passed over wherever it is.
-/// `Ok(false)`: another shape, for [`shuffle`] (which decodes) to do.
+/// `Ok(false)`: another shape, for [`shuffled`](super::shuffled) (which rebuilds) to do.
 pub fn shuffle_in_place(message: &mut [u8]) -> Result<bool, BadReply> {
     #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
     enum Stage {
@@ -389,51 +389,6 @@ pub fn shuffle_in_place(message: &mut [u8]) -> Result<bool, BadReply> {
         }
     }
     Ok(true)
-}
-
-/// The *loadbalance* plugin on a reply from elsewhere (CoreDNS `roundRobin`, per section):
-/// CNAMEs first, then other records, then the A and AAAA records shuffled, then MX shuffled.
-/// Decoded and encoded again, since moving compressed records in place could leave a
-/// pointer aimed at a name that now comes later. `None` when there is nothing to shuffle
-/// (or the message does not decode).
-pub fn shuffle(message: &[u8]) -> Option<Vec<u8>> {
-    use hickory_proto::rr::RecordType;
-    let many = |rtypes: &[RecordType], records: &[hickory_proto::rr::Record]| {
-        records
-            .iter()
-            .filter(|r| rtypes.contains(&r.record_type()))
-            .count()
-            > 1
-    };
-    let mut decoded = hickory_proto::op::Message::from_vec(message).ok()?;
-    let shufflable = [RecordType::A, RecordType::AAAA, RecordType::MX];
-    if ![&decoded.answers, &decoded.authorities, &decoded.additionals]
-        .iter()
-        .any(|section| many(&shufflable, section))
-    {
-        return None;
-    }
-    for section in [
-        &mut decoded.answers,
-        &mut decoded.authorities,
-        &mut decoded.additionals,
-    ] {
-        let records = std::mem::take(section);
-        let (mut cname, mut address, mut mx, mut rest) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for record in records {
-            match record.record_type() {
-                RecordType::CNAME => cname.push(record),
-                RecordType::A | RecordType::AAAA => address.push(record),
-                RecordType::MX => mx.push(record),
-                _ => rest.push(record),
-            }
-        }
-        fastrand::shuffle(&mut address);
-        fastrand::shuffle(&mut mx);
-        section.extend(cname.into_iter().chain(rest).chain(address).chain(mx));
-    }
-    decoded.to_vec().ok()
 }
 
 #[cfg(test)]
@@ -571,7 +526,7 @@ mod tests {
             assert_eq!(shuffle_in_place(&mut bytes), Ok(false), "{case}");
             assert_eq!(bytes, original, "{case}: untouched");
             assert!(
-                shuffle(&bytes).is_some(),
+                crate::wire::shuffled(&bytes).is_some(),
                 "{case}: the decoding shuffle takes it"
             );
         }
@@ -684,7 +639,7 @@ mod tests {
         let original = Message::from_vec(&bytes).unwrap();
         let mut orders = std::collections::HashSet::new();
         for _ in 0..20 {
-            let shuffled = Message::from_vec(&shuffle(&bytes).unwrap()).unwrap();
+            let shuffled = Message::from_vec(&crate::wire::shuffled(&bytes).unwrap()).unwrap();
             assert_eq!(shuffled.answers[0].record_type(), RecordType::CNAME);
             let mut a: Vec<_> = shuffled
                 .answers
@@ -703,7 +658,7 @@ mod tests {
         }
         assert!(orders.len() > 1, "the order changes");
         assert_eq!(
-            shuffle(&reply(1, false)),
+            crate::wire::shuffled(&reply(1, false)),
             None,
             "one address: nothing to do"
         );

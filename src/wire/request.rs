@@ -71,7 +71,7 @@ impl Question {
     }
 
     /// Offset of the question section's end in the message.
-    pub(super) fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         HEADER_LEN + self.len + 4
     }
 }

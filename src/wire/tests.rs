@@ -603,3 +603,133 @@ fn a_record_that_does_not_read_leaves_the_rebuilt_message_as_it_was() {
     rebuilt.copy_section(&found, &records, 1).unwrap();
     assert_eq!(rebuilt.finish(), whole);
 }
+
+#[test]
+fn a_reply_written_from_records_echoes_the_query_and_ends_with_opt() {
+    use hickory_proto::rr::rdata::{A, CNAME};
+    use hickory_proto::rr::{Name, RData, Record};
+    // RD and CD asked, a query with EDNS (payload 4096).
+    let mut packet = header(0x1234, 0x0110, [1, 0, 0, 1]);
+    packet.extend(question(WEB, 1));
+    packet.extend([0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+    let request = Request::parse(&packet).unwrap();
+    let name = |text: &str| Name::from_ascii(text).unwrap();
+    let alias = Record::from_rdata(
+        name("Web.shop.svc.cluster.local."),
+        30,
+        RData::CNAME(CNAME(name("db.shop.svc.cluster.local."))),
+    );
+    let address = Record::from_rdata(
+        name("db.shop.svc.cluster.local."),
+        30,
+        RData::A(A::new(10, 0, 0, 7)),
+    );
+    // BADVERS (16): the low bits in the header, the rest in OPT.
+    let mut reply = Rebuilt::reply_to(&request, true, 16);
+    reply.push_record(&alias, 1).unwrap();
+    reply.push_record(&address, 1).unwrap();
+    let bytes = reply.finish();
+    let flags = u16::from_be_bytes([bytes[2], bytes[3]]);
+    assert_eq!(
+        flags,
+        FLAG_QR | 0x0400 | 0x0110,
+        "QR, AA, RD and CD; rcode 0 low"
+    );
+    assert_eq!(reply::counts(&bytes).unwrap(), [1, 2, 0, 1]);
+    assert_eq!(
+        &bytes[HEADER_LEN..HEADER_LEN + WEB.len()],
+        WEB,
+        "asked as spelt"
+    );
+    assert_eq!(reply::rcode(&bytes).unwrap(), 16);
+    let decoded = hickory_proto::op::Message::from_vec(&bytes).unwrap();
+    assert_eq!(decoded.answers, [alias, address]);
+    // The answer's names point at the question's and at each other: compressed.
+    assert!(bytes.len() < 12 + WEB.len() + 4 + 2 * 12 + 4 + 2 + 4 + 11 + 8);
+    // Without EDNS in the query, no OPT; without_opt drops it.
+    let plain = {
+        let mut packet = header(1, 0, [1, 0, 0, 0]);
+        packet.extend(question(WEB, 1));
+        packet
+    };
+    let plain = Request::parse(&plain).unwrap();
+    assert_eq!(
+        reply::counts(&Rebuilt::reply_to(&plain, false, 3).finish()).unwrap(),
+        [1, 0, 0, 0]
+    );
+    let without = Rebuilt::reply_to(&request, false, 0).without_opt().finish();
+    assert_eq!(reply::counts(&without).unwrap(), [1, 0, 0, 0]);
+    // What is not one record is refused, and leaves nothing behind.
+    let mut reply = Rebuilt::reply_to(&plain, false, 0);
+    assert_eq!(reply.push(&[3, b'w', b'e', b'b', 0, 0, 1], 1), None);
+    assert_eq!(reply::counts(&reply.finish()).unwrap(), [1, 0, 0, 0]);
+}
+
+#[test]
+fn an_edited_copy_changes_the_owner_the_value_and_the_ttl() {
+    use hickory_proto::rr::rdata::{MX, NAPTR, SRV, TXT};
+    use hickory_proto::rr::{Name, RData, Record};
+    let name = |text: &str| Name::from_ascii(text).unwrap();
+    let records = [
+        RData::SRV(SRV::new(0, 0, 80, name("web.old."))),
+        RData::MX(MX::new(10, name("mail.old."))),
+        RData::NAPTR(NAPTR::new(
+            100,
+            10,
+            b"S".to_vec().into_boxed_slice(),
+            b"SIP+D2U".to_vec().into_boxed_slice(),
+            Box::default(),
+            name("_sip._udp.old."),
+        )),
+        RData::TXT(TXT::new(vec!["x.old.".to_owned()])),
+    ];
+    let new_owner = b"\x01n\x07example\x00";
+    let new_value = b"\x03new\x00";
+    for rdata in records {
+        let record = Record::from_rdata(name("q.example."), 60, rdata.clone());
+        let mut plain = header(1, 0, [1, 0, 0, 0]);
+        plain.extend(question(b"\x01q\x07example\x00", 1));
+        let request = Request::parse(&plain).unwrap();
+        let mut from = Rebuilt::reply_to(&request, false, 0);
+        from.push_record(&record, 1).unwrap();
+        let from = from.finish();
+        let at = reply::records(&from).unwrap()[0];
+        let mut copy = Rebuilt::new(&from, &from[HEADER_LEN..HEADER_LEN + 15], 1, 0).unwrap();
+        let edit = Edit {
+            owner: Some(new_owner),
+            value: Some(new_value),
+            ttl: Some(5),
+        };
+        copy.copy_edited(&from, &at, 2, &edit).unwrap();
+        let copy = copy.finish();
+        assert_eq!(reply::counts(&copy).unwrap(), [1, 0, 1, 0]);
+        let decoded = hickory_proto::op::Message::from_vec(&copy).unwrap();
+        let got = &decoded.authorities[0];
+        assert_eq!((got.name.to_ascii(), got.ttl), ("n.example.".to_owned(), 5));
+        let expected = match rdata {
+            RData::SRV(srv) => RData::SRV(SRV::new(0, 0, srv.port, name("new."))),
+            RData::MX(mx) => RData::MX(MX::new(mx.preference, name("new."))),
+            RData::NAPTR(naptr) => RData::NAPTR(NAPTR::new(
+                naptr.order,
+                naptr.preference,
+                naptr.flags,
+                naptr.services,
+                naptr.regexp,
+                name("new."),
+            )),
+            // A type without a value keeps its RDATA.
+            other => other,
+        };
+        assert_eq!(got.data, expected);
+    }
+}
+
+#[test]
+fn our_own_queries_ask_one_question_in_class_in() {
+    let query = write_query(0x4c50, 0x0100, WEB, 13);
+    let request = Request::parse(&query).unwrap();
+    assert_eq!((request.id, request.flags), (0x4c50, 0x0100));
+    assert_eq!(request.question.qtype, 13);
+    assert_eq!(request.question.qclass, 1);
+    assert_eq!(request.question_bytes(), question(WEB, 13));
+}

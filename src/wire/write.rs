@@ -524,6 +524,52 @@ fn rdata_names(rtype: u16) -> Option<&'static [(usize, bool)]> {
     })
 }
 
+/// Where the value of `record` (of `message`) is, the name a *rewrite* `answer value` rule
+/// reads and changes (CoreDNS's `getRecordValueForRewrite`): the target of a CNAME, DNAME,
+/// PTR, NS, MX or SRV, an SOA's MNAME, a NAPTR's replacement. `None` for other types, or a
+/// NAPTR whose RDATA does not read.
+pub(crate) fn value_name_at(message: &[u8], record: &reply::RecordAt) -> Option<usize> {
+    let rdata = record.fixed + 10;
+    match record.rtype {
+        rtype::NAPTR => Some(rdata + naptr_replacement(message.get(rdata..record.end)?)?),
+        rtype::NS
+        | rtype::CNAME
+        | rtype::SOA
+        | rtype::PTR
+        | rtype::MX
+        | rtype::SRV
+        | rtype::DNAME => Some(rdata + rdata_names(record.rtype)?[0].0),
+        _ => None,
+    }
+}
+
+/// Where a NAPTR's replacement name starts in its RDATA (RFC 3403 §4.1): after ORDER,
+/// PREFERENCE and three character strings (FLAGS, SERVICES, REGEXP).
+fn naptr_replacement(rdata: &[u8]) -> Option<usize> {
+    let mut at = 4;
+    for _ in 0..3 {
+        at += 1 + usize::from(*rdata.get(at)?);
+    }
+    (at < rdata.len()).then_some(at)
+}
+
+/// The changes [`Rebuilt::copy_edited`] makes to a record it copies: its owner, its value
+/// ([`value_name_at`]), both whole wire names, and its TTL, where given.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Edit<'e> {
+    pub(crate) owner: Option<&'e [u8]>,
+    pub(crate) value: Option<&'e [u8]>,
+    pub(crate) ttl: Option<u32>,
+}
+
+/// The name at `at` in `message` whole (its pointers followed); `None` where it does not
+/// read.
+pub(crate) fn name_at(message: &[u8], at: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(64);
+    append_name(message, at, &mut out)?;
+    Some(out)
+}
+
 /// Appends the name at `at` in `message` whole (its pointers followed, each only backwards)
 /// to `out`: the offset just past the name in `message`, or `None` for a name that does not
 /// read or is longer than 255 bytes (`out` is then cut back).
@@ -580,6 +626,9 @@ pub(crate) struct Rebuilt {
     out: Vec<u8>,
     names: Compression,
     counts: [u16; 4],
+    /// The OPT record [`finish`](Self::finish) writes last: the query's EDNS and the rcode
+    /// (a reply made by [`reply_to`](Self::reply_to)).
+    opt: Option<(Edns, u16)>,
 }
 
 impl Rebuilt {
@@ -602,7 +651,61 @@ impl Rebuilt {
             out,
             names,
             counts: [questions, 0, 0, 0],
+            opt: None,
         })
+    }
+
+    /// The reply to `request`, to be filled with records: its ID, its opcode, RD and CD, its
+    /// question as it was asked (letter case included), `rcode` and AA when `authoritative`.
+    /// With EDNS in the query, an OPT record goes last carrying the rcode's extended bits;
+    /// [`reply::fit_for_client`] writes the one the client gets.
+    pub(crate) fn reply_to(request: &Request<'_>, authoritative: bool, rcode: u16) -> Self {
+        let question = request.question_bytes();
+        let mut flags =
+            FLAG_QR | (request.flags & (OPCODE_BITS | FLAG_RD | FLAG_CD)) | (rcode & RCODE_BITS);
+        if authoritative {
+            flags |= FLAG_AA;
+        }
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(&request.id.to_be_bytes());
+        out.extend_from_slice(&flags.to_be_bytes());
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(question);
+        let mut names = Compression::new();
+        names.record(&out, HEADER_LEN);
+        Self {
+            out,
+            names,
+            counts: [1, 0, 0, 0],
+            opt: request.edns.map(|edns| (edns, rcode)),
+        }
+    }
+
+    /// Writes `record` (one record in wire format standing alone, as an encoder of records
+    /// gives it) into `section` (1 answer, 2 authority, 3 additional), its names compressed
+    /// against the message. `None`, and nothing written, when it does not read as one record.
+    pub(crate) fn push(&mut self, record: &[u8], section: u8) -> Option<()> {
+        let mut found = None;
+        reply::each_record_after(record, 0, [1, 0, 0], |at| found = Some(at)).ok()?;
+        let found = found.filter(|at| at.end == record.len())?;
+        self.copy(record, &found, section)
+    }
+
+    /// The reply without the OPT record [`reply_to`](Self::reply_to) would write.
+    pub(crate) fn without_opt(mut self) -> Self {
+        self.opt = None;
+        self
+    }
+
+    /// [`push`](Self::push) of a record of the zone-file model (what *file* and *template*
+    /// answer with, and a zone transfer sends), encoded by its own encoder.
+    pub(crate) fn push_record(
+        &mut self,
+        record: &hickory_proto::rr::Record,
+        section: u8,
+    ) -> Option<()> {
+        use hickory_proto::serialize::binary::BinEncodable;
+        self.push(&record.to_bytes().ok()?, section)
     }
 
     /// The flag word.
@@ -657,8 +760,19 @@ impl Rebuilt {
         record: &reply::RecordAt,
         section: u8,
     ) -> Option<()> {
+        self.copy_edited(from, record, section, &Edit::default())
+    }
+
+    /// [`copy`](Self::copy) with the changes of `edit` made on the way.
+    pub(crate) fn copy_edited(
+        &mut self,
+        from: &[u8],
+        record: &reply::RecordAt,
+        section: u8,
+        edit: &Edit<'_>,
+    ) -> Option<()> {
         let mark = self.mark();
-        if self.copy_record(from, record).is_none() {
+        if self.copy_record(from, record, edit).is_none() {
             self.back_to(mark);
             return None;
         }
@@ -696,21 +810,42 @@ impl Rebuilt {
         self.counts = counts;
     }
 
-    fn copy_record(&mut self, from: &[u8], record: &reply::RecordAt) -> Option<()> {
+    fn copy_record(
+        &mut self,
+        from: &[u8],
+        record: &reply::RecordAt,
+        edit: &Edit<'_>,
+    ) -> Option<()> {
         let out = &mut self.out;
         let owner = out.len();
-        append_name(from, record.start, out)?;
+        match edit.owner {
+            Some(name) => out.extend_from_slice(name),
+            None => _ = append_name(from, record.start, out)?,
+        }
         self.names.compress(out, owner);
         out.extend_from_slice(from.get(record.fixed..record.fixed + 8)?);
+        if let Some(ttl) = edit.ttl {
+            let at = out.len() - 4;
+            out[at..].copy_from_slice(&ttl.to_be_bytes());
+        }
         let rdlen_at = out.len();
         out.extend_from_slice(&[0, 0]);
         let rdata = rdlen_at + 2;
         let mut at = record.fixed + 10;
+        // The value a rule may change is the first name of the RDATA (NAPTR's is its last,
+        // never compressed, so in the rest copied below).
+        let mut value = edit.value.filter(|_| value_name_at(from, record).is_some());
         if let Some(layout) = rdata_names(record.rtype) {
             for &(fixed, compressed) in layout {
                 out.extend_from_slice(from.get(at..at + fixed)?);
                 let name = out.len();
-                at = append_name(from, at + fixed, out)?;
+                at = match value.take() {
+                    Some(value) => {
+                        out.extend_from_slice(value);
+                        skip_name(from, at + fixed)?
+                    }
+                    None => append_name(from, at + fixed, out)?,
+                };
                 if compressed {
                     self.names.compress(out, name);
                 }
@@ -718,7 +853,15 @@ impl Rebuilt {
         }
         // The rest (all of it for a type without names) as it is; a name past the end of
         // the RDATA is a broken record.
-        out.extend_from_slice(from.get(at..record.end)?);
+        let rest = from.get(at..record.end)?;
+        match value {
+            Some(value) => {
+                let replacement = naptr_replacement(rest)?;
+                out.extend_from_slice(&rest[..replacement]);
+                out.extend_from_slice(value);
+            }
+            None => out.extend_from_slice(rest),
+        }
         let rdlen = u16::try_from(out.len() - rdata).ok()?;
         out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
         Some(())
@@ -726,6 +869,15 @@ impl Rebuilt {
 
     /// The message, its counts set.
     pub(crate) fn finish(mut self) -> Vec<u8> {
+        if let Some((edns, rcode)) = self.opt.take() {
+            let mut writer = Writer {
+                out: &mut self.out,
+                counts: self.counts,
+                names: Compression::new(),
+            };
+            writer.opt(Some(&edns), rcode);
+            self.counts = writer.counts;
+        }
         for (index, count) in self.counts.iter().enumerate() {
             self.out[4 + index * 2..6 + index * 2].copy_from_slice(&count.to_be_bytes());
         }
@@ -754,6 +906,66 @@ pub(crate) fn reply_for_question(found: &[u8], query: &[u8], cname: bool) -> Opt
         rebuilt.copy(found, record, record.section)?;
     }
     Some(rebuilt.finish())
+}
+
+/// A query of our own (a probe, a health check, a page's question): ID `id`, the flag word
+/// `flags`, one question of `name` (wire format, uncompressed) `qtype` in class IN, nothing
+/// else.
+pub fn write_query(id: u16, flags: u16, name: &[u8], qtype: u16) -> Vec<u8> {
+    let mut query = Vec::with_capacity(HEADER_LEN + name.len() + 4);
+    query.extend_from_slice(&id.to_be_bytes());
+    query.extend_from_slice(&flags.to_be_bytes());
+    query.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    query.extend_from_slice(name);
+    query.extend_from_slice(&qtype.to_be_bytes());
+    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
+    query
+}
+
+/// The *loadbalance* plugin on a reply from elsewhere (CoreDNS `roundRobin`, per section):
+/// CNAMEs first, then other records, then the A and AAAA records shuffled, then MX shuffled
+/// (an OPT record last). Rebuilt ([`Rebuilt`]), since moving compressed records in place could
+/// leave a pointer aimed at a name that now comes later. `None` when there is nothing to
+/// shuffle (or the message does not read).
+pub fn shuffled(message: &[u8]) -> Option<Vec<u8>> {
+    let records = reply::records(message).ok()?;
+    let shufflable =
+        |record: &&reply::RecordAt| matches!(record.rtype, rtype::A | rtype::AAAA | rtype::MX);
+    let many = |section: u8| {
+        records
+            .iter()
+            .filter(|record| record.section == section)
+            .filter(shufflable)
+            .count()
+            > 1
+    };
+    if !(1..=3).any(many) {
+        return None;
+    }
+    let question_end = reply::question_end(message).ok()?;
+    let [questions, ..] = reply::counts(message).ok()?;
+    let question = message.get(HEADER_LEN..question_end)?;
+    let mut out = Rebuilt::new(message, question, questions, message.len() + 16)?;
+    for section in 1..=3 {
+        // CNAMEs, the rest, addresses, MX, OPT.
+        let mut groups: [SmallVec<[reply::RecordAt; 8]>; 5] = Default::default();
+        for record in records.iter().filter(|record| record.section == section) {
+            let group = match record.rtype {
+                rtype::CNAME => 0,
+                rtype::A | rtype::AAAA => 2,
+                rtype::MX => 3,
+                rtype::OPT => 4,
+                _ => 1,
+            };
+            groups[group].push(*record);
+        }
+        fastrand::shuffle(&mut groups[2]);
+        fastrand::shuffle(&mut groups[3]);
+        for record in groups.iter().flatten() {
+            out.copy(message, record, section)?;
+        }
+    }
+    Some(out.finish())
 }
 
 /// Writes the reply to a message [`Request::parse`] rejected with [`Malformed::Reply`].

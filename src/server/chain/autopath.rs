@@ -240,5 +240,5 @@ async fn upstream(ctx: &Ctx<'_>, packet: &[u8], name: &WireName) -> Option<Vec<u
     let mut asked = ask_as(packet, name)?;
     chain.clamp(&mut asked);
     let request = Request::parse(&asked).ok()?;
-    forward::walk_upstream(chain, &request, &asked).await
+    forward::walk_upstream(chain, &request).await
 }

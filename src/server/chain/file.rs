@@ -26,7 +26,6 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use arc_swap::ArcSwapOption;
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +39,7 @@ use crate::config::FileConfig;
 use crate::name::{WireName, labels, suffix_offset};
 use crate::plugin::Plugin;
 use crate::server::error::StartError;
-use crate::wire::{self, rcode, reply};
+use crate::wire::{self, Rebuilt, rcode, reply};
 
 /// The *file* directives of one block, in file order.
 #[derive(Debug)]
@@ -228,26 +227,20 @@ fn reply_of(ctx: &Ctx<'_>, q: &Query<'_>, found: zone::Found, out: &mut Vec<u8>)
         wire::write_rcode(request, rcode::SERVFAIL, out);
         return Some(Flow::reply(Plugin::File));
     }
-    let asked = Message::from_vec(q.packet).ok()?;
-    let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);
     // A referral alone is not authoritative; an alias that leads to one is.
-    message.metadata.authoritative =
-        !(found.outcome == Outcome::Delegation && found.answer.is_empty());
-    message.metadata.recursion_desired = asked.metadata.recursion_desired;
-    message.metadata.checking_disabled = asked.metadata.checking_disabled;
-    message.metadata.response_code = match found.outcome {
-        Outcome::NameError => ResponseCode::NXDomain,
-        Outcome::ServerFailure => ResponseCode::ServFail,
-        _ => ResponseCode::NoError,
+    let authoritative = !(found.outcome == Outcome::Delegation && found.answer.is_empty());
+    let code = match found.outcome {
+        Outcome::NameError => rcode::NXDOMAIN,
+        Outcome::ServerFailure => rcode::SERVFAIL,
+        _ => rcode::NOERROR,
     };
-    message.queries = asked.queries;
-    if request.edns.is_some() {
-        message.edns = Some(Edns::new());
+    let mut message = Rebuilt::reply_to(request, authoritative, code);
+    for (section, records) in [(1, &found.answer), (2, &found.authority), (3, &found.additional)] {
+        for record in records {
+            message.push_record(record, section)?;
+        }
     }
-    message.answers = found.answer;
-    message.authorities = found.authority;
-    message.additionals = found.additional;
-    let whole = message.to_vec().ok()?;
+    let whole = message.finish();
     if let Some(target) = found.external {
         let target = WireName::from_dotted(&target.to_ascii()).ok()?;
         return Some(

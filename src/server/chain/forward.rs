@@ -26,7 +26,7 @@ use crate::metrics::{Collect, Exposition};
 use crate::plugin::Plugin;
 use crate::server::error::StartError;
 use crate::server::{Block, Transport};
-use crate::wire::{self, Request, rcode};
+use crate::wire::{self, OwnedRequest, Request, rcode};
 
 /// *forward*: the block's `forward` directives, in file order.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ impl Forward {
         };
         chain.shuffle_out(out);
         if refresh {
-            refresh_in_background(Arc::clone(ctx.block), chain.upstream_query(q), forwarder);
+            refresh_in_background(Arc::clone(ctx.block), chain.upstream_request(q), forwarder);
         }
         Flow::reply(Plugin::Cache)
     }
@@ -175,15 +175,14 @@ pub(crate) enum Upstream {
     Failed(String),
 }
 
-/// Asks `asked` (`request`, parsed) of the block's `forward`s from the `from`-th on that
-/// take its name, in file order: the first reply, or under `next` the last `forward`'s;
-/// stored in the cache. When they fail, `serve_stale verify`'s expired answer is written
-/// into `out` for `limit`.
+/// Asks `request` (the query as sent, parsed) of the block's `forward`s from the `from`-th
+/// on that take its name, in file order: the first reply, or under `next` the last
+/// `forward`'s; stored in the cache. When they fail, `serve_stale verify`'s expired answer
+/// is written into `out` for `limit`.
 pub(crate) async fn upstream(
     chain: &PluginChain,
     from: usize,
     request: &Request<'_>,
-    asked: &[u8],
     transport: Transport,
     limit: usize,
     out: &mut Vec<u8>,
@@ -192,7 +191,7 @@ pub(crate) async fn upstream(
     let forwarders = chain.forward().map_or(&[][..], Forward::forwarders);
     let cache = chain.cache().filter(|cache| cache.covers(qname));
     let forwarders = forwarders.get(from..).unwrap_or(&[]);
-    let failure = match exchange(forwarders, qname, asked, transport).await {
+    let failure = match exchange(forwarders, request, transport).await {
         Upstream::Reply(mut bytes) => {
             if let Some(cache) = cache {
                 cache.put(request, &mut bytes, Instant::now());
@@ -214,14 +213,10 @@ pub(crate) async fn upstream(
     }
 }
 
-/// One name of *autopath*'s walk through *cache* and *forward* (`asked`, `request` parsed,
-/// over UDP): a fresh cached answer, or the upstream's (stored), or REFUSED when a `forward`
-/// is full; `None` when every `forward` failed.
-pub(crate) async fn walk_upstream(
-    chain: &PluginChain,
-    request: &Request<'_>,
-    asked: &[u8],
-) -> Option<Vec<u8>> {
+/// One name of *autopath*'s walk through *cache* and *forward* (`request`, the query as
+/// sent, over UDP): a fresh cached answer, or the upstream's (stored), or REFUSED when a
+/// `forward` is full; `None` when every `forward` failed.
+pub(crate) async fn walk_upstream(chain: &PluginChain, request: &Request<'_>) -> Option<Vec<u8>> {
     let qname = request.question.name();
     let cache = chain.cache().filter(|cache| cache.covers(qname));
     if let Some(cache) = cache {
@@ -231,7 +226,7 @@ pub(crate) async fn walk_upstream(
         }
     }
     let forwarders = chain.forward().map_or(&[][..], Forward::forwarders);
-    match exchange(forwarders, qname, asked, Transport::Udp).await {
+    match exchange(forwarders, request, Transport::Udp).await {
         Upstream::Reply(mut bytes) => {
             if let Some(cache) = cache {
                 cache.put(request, &mut bytes, Instant::now());
@@ -247,17 +242,17 @@ pub(crate) async fn walk_upstream(
     }
 }
 
-/// `asked` (for `qname`) through those of `forwarders` that take the name, in order: the
-/// first reply, or under `next` the last one's (never [`Upstream::Stale`]).
+/// `asked` (parsed, as it is sent) through those of `forwarders` that take its name, in
+/// order: the first reply, or under `next` the last one's (never [`Upstream::Stale`]).
 async fn exchange(
     forwarders: &[Arc<Forwarder>],
-    qname: &[u8],
-    asked: &[u8],
+    asked: &Request<'_>,
     transport: Transport,
 ) -> Upstream {
+    let qname = asked.question.name();
     let mut last = None;
     for forwarder in forwarders.iter().filter(|f| f.matches(qname)) {
-        match forwarder.forward(asked, transport).await {
+        match forwarder.forward_request(asked, transport).await {
             Forwarded::Reply(bytes) => return Upstream::Reply(bytes),
             // `next`: this forward's answer stands only if no other forward follows.
             Forwarded::Next(bytes) => last = Some(bytes),
@@ -278,19 +273,17 @@ async fn exchange(
 
 /// `prefetch` and `serve_stale immediate`: ask upstream again and store the answer, after
 /// the client has had the cached one. Offline (no runtime), there is nothing to refresh for.
-fn refresh_in_background(block: Arc<Block>, packet: Vec<u8>, forwarder: usize) {
+fn refresh_in_background(block: Arc<Block>, asked: OwnedRequest, forwarder: usize) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
     runtime.spawn(async move {
-        let Ok(request) = Request::parse(&packet) else {
-            return;
-        };
+        let request = asked.request();
         let chain = &block.chain;
         let Some(forward) = chain.forward().and_then(|f| f.forwarders.get(forwarder)) else {
             return;
         };
-        if let Forwarded::Reply(mut bytes) = forward.forward(&packet, Transport::Udp).await
+        if let Forwarded::Reply(mut bytes) = forward.forward_request(&request, Transport::Udp).await
             && let Some(cache) = chain.cache()
         {
             cache.put(&request, &mut bytes, Instant::now());

@@ -197,12 +197,9 @@ async fn probe_for_loops(block: Arc<Block>, listener: SocketAddr, shutdown: Canc
     }
 }
 
+/// The probe: `name` HINFO, recursion desired.
 fn probe_query(name: &crate::name::WireName) -> Vec<u8> {
-    let mut query = vec![0x4c, 0x50, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-    query.extend_from_slice(name.as_bytes());
-    query.extend_from_slice(&crate::codes::rtype::HINFO.to_be_bytes());
-    query.extend_from_slice(&crate::codes::class::IN.to_be_bytes());
-    query
+    crate::wire::write_query(0x4c50, 0x0100, name.as_bytes(), crate::codes::rtype::HINFO)
 }
 
 #[cfg(test)]

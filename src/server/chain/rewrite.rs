@@ -23,12 +23,9 @@ mod names;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use hickory_proto::op::{Message, Query};
-use hickory_proto::rr::{Name, RData, Record};
-
 use self::cname::CnameTarget;
 use self::edns0::{Asked, Opt};
-use self::names::{dotted, matches, rename, substitute, text_of};
+use self::names::{dotted, matches, rename, substitute};
 use super::lifecycle::{Build, Lifecycle};
 use super::{Ctx, Flow, PluginChain};
 use crate::codes::rtype;
@@ -36,7 +33,7 @@ use crate::config::{AnswerRewrite, NameMatcher, RewriteAction, RewriteRule};
 use crate::metrics::dns::Writer;
 use crate::name::WireName;
 use crate::server::error::StartError;
-use crate::wire::{self, HEADER_LEN, Request, Transport, rcode, reply};
+use crate::wire::{self, Edit, HEADER_LEN, Rebuilt, Request, Transport, rcode, reply};
 
 /// The *rewrite* rules of one block.
 #[derive(Debug)]
@@ -56,7 +53,8 @@ pub(crate) struct Rewritten {
 /// of the rules that matched, the last rule's first.
 #[derive(Debug)]
 pub(crate) struct Revert {
-    question: Option<Query>,
+    /// The client's question section, as asked.
+    question: Vec<u8>,
     rules: Vec<ResponseRule>,
     /// The first `cname` rule reached, for the handler to apply to the reply.
     cname: Option<CnameTarget>,
@@ -288,9 +286,7 @@ impl Rewrite {
         let Ok(wire) = WireName::from_dotted(&name) else {
             return Some(Err(format!("invalid name after rewrite: {name}")));
         };
-        let question = Message::from_vec(request.bytes)
-            .ok()
-            .and_then(|message| message.queries.into_iter().next());
+        let question = request.question_bytes().to_vec();
         let opt = opt.map(|opt| opt.encode());
         Some(Ok(Rewritten {
             packet: rebuild(request, wire.as_bytes(), qtype, qclass, opt.as_deref()),
@@ -333,33 +329,23 @@ fn rebuild(
     packet
 }
 
-fn rewrite_name(name: &mut Name, strings: &Strings) {
-    if let Some(new) = strings.apply(&text_of(name))
-        && let Ok(parsed) = Name::from_ascii(&new)
-    {
-        *name = parsed;
-    }
-}
-
 impl ResponseRule {
-    fn apply(&self, record: &mut Record) {
-        match self {
-            Self::Name(strings) => rewrite_name(&mut record.name, strings),
-            Self::Value(strings) => match &mut record.data {
-                RData::CNAME(target) => rewrite_name(&mut target.0, strings),
-                RData::PTR(target) => rewrite_name(&mut target.0, strings),
-                RData::NS(target) => rewrite_name(&mut target.0, strings),
-                RData::ANAME(target) => rewrite_name(&mut target.0, strings),
-                RData::MX(mx) => rewrite_name(&mut mx.exchange, strings),
-                RData::SRV(srv) => rewrite_name(&mut srv.target, strings),
-                RData::SOA(soa) => rewrite_name(&mut soa.mname, strings),
-                RData::NAPTR(naptr) => rewrite_name(&mut naptr.replacement, strings),
-                _ => {}
-            },
+    /// The rule on a record's owner, value and TTL, as text (lower case, with the final dot)
+    /// where a name rule has changed it.
+    fn apply(&self, owner: &mut Option<String>, value: &mut Option<String>, ttl: &mut u32) {
+        let (name, strings) = match self {
+            Self::Name(strings) => (owner, strings),
+            Self::Value(strings) => (value, strings),
             Self::Ttl(min, max) => {
-                record.ttl = record.ttl.clamp(*min, *max);
+                *ttl = (*ttl).clamp(*min, *max);
+                return;
             }
-            Self::Rcode(..) => {}
+            Self::Rcode(..) => return,
+        };
+        if let Some(new) = name.as_deref().and_then(|text| strings.apply(text))
+            && WireName::from_dotted(&new).is_ok()
+        {
+            *name = Some(new);
         }
     }
 }
@@ -372,33 +358,66 @@ impl Revert {
         self.cname.as_ref()?.retarget(reply)
     }
 
-    /// Turns `reply` (a whole message) back for the client. A reply that does not decode
-    /// is left as it is.
+    /// Turns `reply` (a whole message) back for the client: the client's question, the
+    /// rcode and every record but OPT through the response rules. A reply that does not
+    /// read is left as it is.
     pub(crate) fn apply(&self, reply: &mut Vec<u8>) {
-        let Ok(mut message) = Message::from_vec(reply) else {
-            return;
-        };
-        if let Some(question) = &self.question {
-            message.queries = vec![question.clone()];
+        if let Some(turned) = self.turned(reply) {
+            *reply = turned;
         }
+    }
+
+    fn turned(&self, reply: &[u8]) -> Option<Vec<u8>> {
+        let records = reply::records(reply).ok()?;
+        let mut code = reply::rcode(reply).ok()?;
         for rule in self.rules.iter().rev() {
             if let ResponseRule::Rcode(from, to) = rule
-                && u16::from(message.metadata.response_code) == *from
+                && code == *from
             {
-                message.metadata.response_code = (*to).into();
-            }
-            for record in message
-                .answers
-                .iter_mut()
-                .chain(message.authorities.iter_mut())
-                .chain(message.additionals.iter_mut())
-            {
-                rule.apply(record);
+                code = *to;
             }
         }
-        if let Ok(bytes) = message.to_vec() {
-            *reply = bytes;
+        let capacity = reply.len() + self.question.len() + 64;
+        let mut turned = Rebuilt::new(reply, &self.question, 1, capacity)?;
+        turned.set_flags(turned.flags() & !wire::RCODE_BITS | code & wire::RCODE_BITS);
+        let text = |at: Option<usize>| {
+            at.and_then(|at| wire::name_at(reply, at))
+                .and_then(|name| dotted(&name.to_ascii_lowercase()))
+        };
+        for record in &records {
+            if record.rtype == rtype::OPT {
+                // The rcode's extended bits are OPT's; the rules touch nothing else of it.
+                let ttl = record.ttl & 0x00ff_ffff | u32::from(code >> 4 & 0xff) << 24;
+                let edit = Edit {
+                    ttl: Some(ttl),
+                    ..Edit::default()
+                };
+                turned.copy_edited(reply, record, record.section, &edit)?;
+                continue;
+            }
+            let (mut owner, mut value, mut ttl) = (
+                text(Some(record.start)),
+                text(wire::value_name_at(reply, record)),
+                record.ttl,
+            );
+            let (owner_before, value_before) = (owner.clone(), value.clone());
+            for rule in self.rules.iter().rev() {
+                rule.apply(&mut owner, &mut value, &mut ttl);
+            }
+            let wire_of = |now: Option<String>, before: Option<String>| {
+                now.filter(|now| Some(now) != before.as_ref())
+                    .and_then(|now| WireName::from_dotted(&now).ok())
+            };
+            let owner = wire_of(owner, owner_before);
+            let value = wire_of(value, value_before);
+            let edit = Edit {
+                owner: owner.as_ref().map(WireName::as_bytes),
+                value: value.as_ref().map(WireName::as_bytes),
+                ttl: Some(ttl),
+            };
+            turned.copy_edited(reply, record, record.section, &edit)?;
         }
+        Some(turned.finish())
     }
 }
 

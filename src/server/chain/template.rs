@@ -20,7 +20,6 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use hickory_proto::op::{Edns, Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
 use super::chase::Chase;
@@ -31,7 +30,7 @@ use crate::gotemplate::{self, Data};
 use crate::metrics::{Collect, Exposition, MetricType};
 use crate::name::{WireName, suffix_offset};
 use crate::plugin::Plugin;
-use crate::wire::{self, rcode, reply};
+use crate::wire::{self, Rebuilt, rcode, reply};
 use super::lifecycle::{Build, Lifecycle};
 use super::PluginChain;
 use crate::server::error::StartError;
@@ -240,22 +239,13 @@ impl Template {
     ) -> Result<Flow, String> {
         let request = q.request;
         let config = &one.config;
-        let asked = Message::from_vec(q.packet).map_err(|error| error.to_string())?;
-        let mut message = Message::new(request.id, MessageType::Response, OpCode::Query);
-        message.metadata.authoritative = true;
-        message.metadata.recursion_desired = asked.metadata.recursion_desired;
-        message.metadata.checking_disabled = asked.metadata.checking_disabled;
-        message.metadata.response_code = <ResponseCode as From<u16>>::from(config.rcode);
-        message.queries = asked.queries;
-        if request.edns.is_some() {
-            message.edns = Some(Edns::new());
-        }
         let sections: [(&str, &[gotemplate::Template]); 3] = [
             ("answer", &config.answer),
             ("additional", &config.additional),
             ("authority", &config.authority),
         ];
-        for (section, templates) in sections {
+        let mut records: [Vec<(Record, String)>; 3] = Default::default();
+        for (index, (section, templates)) in sections.into_iter().enumerate() {
             for template in templates {
                 let text = template.execute(data).map_err(|error| {
                     self.metrics
@@ -266,24 +256,26 @@ impl Template {
                     self.metrics.failed(Failure::Rr, data, section, template);
                     format!("template: {section}: {text:?} is not an RR: {error}")
                 })?;
-                match section {
-                    "answer" => message.answers.push(record),
-                    "additional" => message.additionals.push(record),
-                    _ => message.authorities.push(record),
-                }
+                records[index].push((record, text));
             }
         }
-        let whole = message.to_vec().map_err(|error| error.to_string())?;
+        let [answer, additional, authority] = records;
         let qtype = request.question.qtype;
-        let cname = message
-            .answers
-            .iter()
-            .find_map(|record| match &record.data {
-                RData::CNAME(target) if qtype == wire_type::A || qtype == wire_type::AAAA => {
-                    wire(&target.0)
-                }
-                _ => None,
-            });
+        let cname = answer.iter().find_map(|(record, _)| match &record.data {
+            RData::CNAME(target) if qtype == wire_type::A || qtype == wire_type::AAAA => {
+                wire(&target.0)
+            }
+            _ => None,
+        });
+        let mut message = Rebuilt::reply_to(request, true, config.rcode);
+        for (number, records) in [(1, answer), (2, authority), (3, additional)] {
+            for (record, text) in records {
+                message
+                    .push_record(&record, number)
+                    .ok_or_else(|| format!("template: {text:?} does not encode"))?;
+            }
+        }
+        let whole = message.finish();
         if let Some(target) = cname {
             return Ok(End::Chase(Chase::from_template(
                 ctx.block, ctx.zone, request, whole, target,

@@ -4,12 +4,11 @@
 //! follow (the handler does that asking, as a chase). The rcode and the other sections stay
 //! the reply's.
 
-use hickory_proto::op::Message;
-use hickory_proto::rr::{Name, RData};
-
-use super::names::{rename, text_of};
+use super::names::{dotted, rename};
 use crate::config::NameMatcher;
+use crate::codes::rtype;
 use crate::name::WireName;
+use crate::wire::{self, Edit, HEADER_LEN, Rebuilt, reply};
 
 /// A `cname` rule, as the reply sees it.
 #[derive(Debug, Clone)]
@@ -28,25 +27,32 @@ impl CnameTarget {
     /// `reply` with its answer cut after the first CNAME the rule takes, that CNAME's target
     /// replaced, and the new target (lower-case wire) to ask. `None` when the rule takes no
     /// CNAME of the reply (or makes a name that is not one).
-    pub(crate) fn retarget(&self, reply: &[u8]) -> Option<(Vec<u8>, WireName)> {
-        let mut message = Message::from_vec(reply).ok()?;
-        let (at, new) = message
-            .answers
-            .iter()
-            .enumerate()
-            .find_map(|(at, record)| {
-                let RData::CNAME(target) = &record.data else {
-                    return None;
-                };
-                Some((at, self.new_target(&text_of(&target.0))?))
-            })?;
-        let name = Name::from_ascii(&new).ok()?;
-        let wire = WireName::from_dotted(&new).ok()?.to_lowercase();
-        message.answers.truncate(at + 1);
-        if let Some(RData::CNAME(target)) = message.answers.get_mut(at).map(|r| &mut r.data) {
-            target.0 = name;
+    pub(crate) fn retarget(&self, message: &[u8]) -> Option<(Vec<u8>, WireName)> {
+        let records = reply::records(message).ok()?;
+        let (at, new) = records.iter().enumerate().find_map(|(at, record)| {
+            if record.section != 1 || record.rtype != rtype::CNAME {
+                return None;
+            }
+            let target = wire::name_at(message, wire::value_name_at(message, record)?)?;
+            let new = self.new_target(&dotted(&target.to_ascii_lowercase())?)?;
+            Some((at, WireName::from_dotted(&new).ok()?))
+        })?;
+        let question_end = reply::question_end(message).ok()?;
+        let [questions, ..] = reply::counts(message).ok()?;
+        let question = message.get(HEADER_LEN..question_end)?;
+        let mut cut = Rebuilt::new(message, question, questions, message.len() + 64)?;
+        for record in &records[..at] {
+            cut.copy(message, record, 1)?;
         }
-        Some((message.to_vec().ok()?, wire))
+        let edit = Edit {
+            value: Some(new.as_bytes()),
+            ..Edit::default()
+        };
+        cut.copy_edited(message, &records[at], 1, &edit)?;
+        for record in records.iter().filter(|record| record.section > 1) {
+            cut.copy(message, record, record.section)?;
+        }
+        Some((cut.finish(), new.to_lowercase()))
     }
 }
 

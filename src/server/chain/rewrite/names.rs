@@ -1,18 +1,7 @@
 //! The names *rewrite*'s rules read and write: a name's text as the rules see it, and a name
 //! rule's match and replacement (regex groups substituted).
 
-use hickory_proto::rr::Name;
-
 use crate::config::NameMatcher;
-
-/// A name's text as the rules see it: lower case, with its final dot.
-pub(super) fn text_of(name: &Name) -> String {
-    let mut text = name.to_ascii().to_lowercase();
-    if !text.ends_with('.') {
-        text.push('.');
-    }
-    text
-}
 
 /// The lower-case dotted spelling of a lower-case wire name, with its final dot; `None` for
 /// a label that dotted text cannot carry plainly (a dot, a backslash, a space or a byte

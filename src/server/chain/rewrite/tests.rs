@@ -201,6 +201,58 @@ fn response_rules() {
     assert_eq!(rcode(&other), "NXDOMAIN");
 }
 
+/// `answer value` reaches the name of every type CoreDNS's `getRecordValueForRewrite` reads
+/// (an SOA's MNAME, not its RNAME; a NAPTR's replacement, after its strings), and no other;
+/// an owner no rule changes keeps its spelling.
+#[test]
+fn value_rules_reach_each_type_with_a_value() {
+    let block = crate::server::chain::testing::block(
+        r#". {
+    rewrite stop {
+        name suffix .example. .example.
+        answer value (.*)\.old\. {1}.new.
+    }
+    template IN SRV example {
+        answer "{{ .Name }} 60 IN SRV 0 0 80 web.old."
+    }
+    template IN MX example {
+        answer "{{ .Name }} 60 IN MX 10 mail.old."
+    }
+    template IN NAPTR example {
+        answer "{{ .Name }} 60 IN NAPTR 100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.old."
+    }
+    template IN NS example {
+        answer "{{ .Name }} 60 IN NS ns.old."
+    }
+    template IN SOA example {
+        answer "{{ .Name }} 60 IN SOA ns.old. host.old. 1 2 3 4 5"
+    }
+    template IN CNAME example {
+        answer "{{ .Name }} 60 IN CNAME www.old."
+    }
+    template IN TXT example {
+        answer "Kept.Example. 60 IN TXT \"x.old.\""
+    }
+}"#,
+    );
+    let cases = [
+        (RecordType::SRV, "q.example. 60 IN SRV 0 0 80 web.new."),
+        (RecordType::MX, "q.example. 60 IN MX 10 mail.new."),
+        (
+            RecordType::NAPTR,
+            "q.example. 60 IN NAPTR 100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.new.",
+        ),
+        (RecordType::NS, "q.example. 60 IN NS ns.new."),
+        (RecordType::SOA, "q.example. 60 IN SOA ns.new. host.old. 1 2 3 4 5"),
+        (RecordType::CNAME, "q.example. 60 IN CNAME www.new."),
+        (RecordType::TXT, "Kept.Example. 60 IN TXT \"x.old.\""),
+    ];
+    for (qtype, answer) in cases {
+        let reply = ask(&block, "q.example.", qtype).unwrap();
+        assert_eq!(answers(&reply), [answer], "{qtype}");
+    }
+}
+
 /// `type` and `class` rules change what the rest of the chain is asked.
 #[test]
 fn types_and_classes() {

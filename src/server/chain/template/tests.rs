@@ -200,7 +200,7 @@ fn extended_dns_error() {
         bytes.windows(option.len()).any(|w| w == option),
         "{bytes:?}"
     );
-    assert!(Message::from_vec(&bytes).is_ok());
+    assert!(hickory_proto::op::Message::from_vec(&bytes).is_ok());
 }
 
 /// RRs as the templates write them, as miekg/dns's `NewRR` reads them.
