@@ -217,12 +217,23 @@ fn only_the_plugin_registry_lists_the_plugins() {
 /// may.
 #[test]
 fn the_serving_path_has_one_wire_codec() {
-    let serving = ["server", "wire", "forward", "cache", "querylog", "node_cache"];
+    let serving = [
+        "server",
+        "wire",
+        "forward",
+        "cache",
+        "querylog",
+        "node_cache",
+    ];
     let crate_ = Crate::read(Path::new(env!("CARGO_MANIFEST_DIR")));
     let offenders: Vec<&str> = crate_
         .files
         .iter()
-        .filter(|(module, _, _)| module.first().is_some_and(|m| serving.contains(&m.as_str())))
+        .filter(|(module, _, _)| {
+            module
+                .first()
+                .is_some_and(|m| serving.contains(&m.as_str()))
+        })
         .filter(|(_, _, source)| {
             let flat: String = source.split_whitespace().collect();
             flat.contains("hickory_proto::op")

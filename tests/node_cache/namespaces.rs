@@ -641,7 +641,26 @@ fn node_cache_ipv6_address_rules_and_answers() {
     if unavailable(test) {
         return;
     }
-    let node = Netns::new("node6").unwrap();
+    ipv6_node_cache("node6", None);
+}
+
+/// The same with the rules as an nftables table of the `ip6` family (a node without
+/// iptables): node-cache's rules, a notrack for each, answered through the address, gone at
+/// exit.
+#[test]
+fn node_cache_ipv6_nftables_table_answers_and_goes() {
+    let test = "node_cache_ipv6_nftables_table_answers_and_goes";
+    if unavailable(test) {
+        return;
+    }
+    ipv6_node_cache("node6nft", Some("nftables"));
+}
+
+/// node-cache on `fd00::a` in a node of its own (kube-dns on `fd00::11`), its rules written
+/// by `netfilter` (`--netfilter`; none: the default, iptables here): the link, the rules, an
+/// answer through the address, and nothing left after exit.
+fn ipv6_node_cache(name: &str, netfilter: Option<&str>) {
+    let node = Netns::new(name).unwrap();
     node.ip(&["addr add fd00::11/128 dev lo nodad"]);
     let shop = fixture("shop.json").display().to_string();
     let _kube_dns = TestServer::start_with(
@@ -653,6 +672,9 @@ fn node_cache_ipv6_address_rules_and_answers() {
     );
     let mut args = files.args("fd00::a");
     args.extend(["--link-kind", "bridge"].map(str::to_owned));
+    if let Some(netfilter) = netfilter {
+        args.extend(["--netfilter", netfilter].map(str::to_owned));
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut command = node.command(binary(), &[]);
     command.env("KUBE_DNS_UPSTREAM_SERVICE_HOST", "fd00::11");
@@ -666,21 +688,39 @@ fn node_cache_ipv6_address_rules_and_answers() {
         .filter(|a| !a.starts_with("fe80:"))
         .collect();
     assert_eq!(global, ["fd00::a/128"]);
-    let save = node.exec_ok("ip6tables-save", &[]);
-    let mut table = "";
-    let mut rules = Vec::new();
-    for line in save.lines() {
-        if let Some(name) = line.strip_prefix('*') {
-            table = name;
-        } else if line.contains("NodeLocal DNS Cache") {
-            rules.push(format!("{table} {line}"));
+    let nft_table = || node.exec("nft", &["list", "table", "ip6", "nodelocaldns"]);
+    let ip6tables_rules = || {
+        node.exec_ok("ip6tables-save", &[])
+            .contains("NodeLocal DNS Cache")
+    };
+    if netfilter == Some("nftables") {
+        let table = String::from_utf8_lossy(&nft_table().stdout).into_owned();
+        let notrack = "comment \"NodeLocal DNS Cache: skip conntrack\"";
+        let accept = "comment \"NodeLocal DNS Cache: allow DNS traffic\"";
+        assert_eq!(table.matches(notrack).count(), 8, "{table}");
+        assert_eq!(table.matches(accept).count(), 4, "{table}");
+        assert!(
+            table.contains("ip6 daddr fd00::a udp dport 53 notrack"),
+            "{table}"
+        );
+        assert!(!ip6tables_rules(), "no ip6tables rule beside the table");
+    } else {
+        let save = node.exec_ok("ip6tables-save", &[]);
+        let mut table = "";
+        let mut rules = Vec::new();
+        for line in save.lines() {
+            if let Some(name) = line.strip_prefix('*') {
+                table = name;
+            } else if line.contains("NodeLocal DNS Cache") {
+                rules.push(format!("{table} {line}"));
+            }
         }
+        let expected: Vec<&str> = NODE_CACHE_RULES_V6
+            .lines()
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(rules, expected);
     }
-    let expected: Vec<&str> = NODE_CACHE_RULES_V6
-        .lines()
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(rules, expected);
     let answer = node.exec_ok(
         "dig",
         &[
@@ -706,9 +746,9 @@ fn node_cache_ipv6_address_rules_and_answers() {
         .expect("node-cache exits");
     assert!(status.success(), "{status}\n{}", cache.log());
     assert_eq!(link_addresses(&node, "nodelocaldns"), None);
+    assert!(!ip6tables_rules(), "ip6tables rules are left");
     assert!(
-        !node
-            .exec_ok("ip6tables-save", &[])
-            .contains("NodeLocal DNS Cache")
+        !nft_table().status.success(),
+        "the ip6 nodelocaldns table is left"
     );
 }
