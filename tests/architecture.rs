@@ -247,6 +247,35 @@ fn the_serving_path_has_one_wire_codec() {
     );
 }
 
+/// One network-namespace helper for every test: only `tests/common/netns.rs` makes
+/// namespaces (`unshare`, `ip netns add`); a test asks it for one.
+#[test]
+fn only_the_netns_helper_makes_namespaces() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut found = Vec::new();
+    walk(&tests, &mut found);
+    let helper = tests.join("common").join("netns.rs");
+    let makers = ["\"unshare\"", "\"netns\", \"add\""];
+    let offenders: Vec<String> = found
+        .iter()
+        .filter(|path| **path != helper)
+        .filter(|path| {
+            let source = read(path);
+            makers.iter().any(|maker| source.contains(maker))
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        !found.is_empty() && read(&helper).contains(makers[0]),
+        "the helper was not found where this test looks"
+    );
+    assert!(
+        offenders.is_empty(),
+        "{offenders:?} make network namespaces themselves: use tests/common/netns.rs (Netns, \
+         in_fresh, unshared)"
+    );
+}
+
 /// A step plugin is its registry row, its config file (`src/config/directives/FIELD.rs`),
 /// its server module (`src/server/chain/FIELD.rs`), their folders, a library module of its
 /// own (`src/FIELD/`: *cache*, *forward*) and its docs page: no other source file names it —

@@ -379,10 +379,8 @@ fn the_node_cache_image_runs_its_tools_from_its_own_files() {
     ]
     .map(|command| format!("chroot {root} {command}"))
     .join(" && ");
-    let out = Command::new("unshare")
-        .args(["--net", "--", "sh", "-ec", &script])
-        .output()
-        .unwrap();
+    let ns = crate::common::netns::Netns::new("image-tools").unwrap();
+    let out = ns.exec("sh", &["-ec", &script]);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
