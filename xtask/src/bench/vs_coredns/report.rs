@@ -266,8 +266,8 @@ pub fn report(run: &Run) -> Result<String> {
         run.machine.cpus,
         run.machine.cpu_model,
         v.coredns,
-        v.clusterdns,
-        v.commit.as_deref().unwrap_or("an unknown commit"),
+        v.own.clusterdns,
+        v.own.commit.as_deref().unwrap_or("an unknown commit"),
         v.kube_apiserver,
         v.dnsperf
     )?;
