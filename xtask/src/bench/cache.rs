@@ -643,13 +643,15 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/cache.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
@@ -657,23 +659,19 @@ mod tests {
         let run = fixture();
         assert_eq!(run.bench, KIND);
         assert_eq!(Ratios::of(&run.clusterdns, &run.unbound), run.ratios);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_is_the_scripts() {
-        let report = report(&fixture()).unwrap();
-        assert_eq!(report, include_str!("../../fixtures/cache.md"), "{report}");
+        assert_renders(FIXTURE, include_str!("../../fixtures/cache.md"), report);
     }
 
     #[test]
     fn the_readme_table_has_both_servers_and_the_ratios() {
-        let table = readme_table(&[fixture()]).unwrap();
-        assert_eq!(
-            table,
+        assert_renders(
+            FIXTURE,
             include_str!("../../fixtures/cache.table.md"),
-            "{table}"
+            |run| readme_table(std::slice::from_ref(run)),
         );
     }
 

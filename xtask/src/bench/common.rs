@@ -128,7 +128,7 @@ pub mod fixture {
     use serde::de::DeserializeOwned;
 
     /// The run `json` holds; it reads back as it was written (to JSON and back, the same).
-    pub fn read<R: DeserializeOwned + Serialize + PartialEq + Debug>(json: &str) -> R {
+    pub fn read_back<R: DeserializeOwned + Serialize + PartialEq + Debug>(json: &str) -> R {
         let run: R = serde_json::from_str(json).unwrap();
         let again: R = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
         assert_eq!(again, run);
@@ -141,7 +141,7 @@ pub mod fixture {
         md: &str,
         render: impl Fn(&R) -> Result<String>,
     ) {
-        let text = render(&read(json)).unwrap();
+        let text = render(&read_back(json)).unwrap();
         assert_eq!(text, md, "{text}");
     }
 }

@@ -800,35 +800,39 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/dnsperf-udp.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_is_the_scripts() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/dnsperf-udp.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/dnsperf-udp.md"),
+            report,
+        );
     }
 
     #[test]
     fn the_readme_table_has_a_row_per_server_and_the_ratios() {
-        let table = readme_table(&[fixture()]).unwrap();
-        let expected = include_str!("../../fixtures/dnsperf-udp.table.md");
-        assert_eq!(table, expected, "{table}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/dnsperf-udp.table.md"),
+            |run| readme_table(std::slice::from_ref(run)),
+        );
     }
 
     #[test]

@@ -670,21 +670,21 @@ pub fn report(run: &Run) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/list-mode.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
         // Its means and ratios are those of its starts (to the last bits JSON keeps of a
         // float).
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
@@ -712,9 +712,7 @@ mod tests {
 
     #[test]
     fn the_report_is_rendered_from_the_json() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/list-mode.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(FIXTURE, include_str!("../../fixtures/list-mode.md"), report);
     }
 
     #[test]

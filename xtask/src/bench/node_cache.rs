@@ -1339,6 +1339,7 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// The template is the Corefile of deploy/'s manifest, word for word.
@@ -1358,8 +1359,9 @@ mod tests {
     /// A run's JSON as the bench writes it (the run of 2026-12-07 11:20, DURATION=5).
     const FIXTURE: &str = include_str!("../../fixtures/node-cache.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
@@ -1383,25 +1385,19 @@ mod tests {
             assert!(close(a, b), "{again:?}\n{stored:?}");
         }
         assert_eq!(targets(&run.clusterdns, &run.ratios), run.targets);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_and_the_readme_table_are_rendered_from_the_json() {
-        let run = fixture();
-        let report = report(&run).unwrap();
-        assert_eq!(
-            report,
+        assert_renders(
+            FIXTURE,
             include_str!("../../fixtures/node-cache.md"),
-            "{report}"
+            report,
         );
-        let table = readme_table(std::slice::from_ref(&run)).unwrap();
-        assert_eq!(
-            table,
-            include_str!("../../fixtures/node-cache.table.md"),
-            "{table}"
-        );
+        let table = include_str!("../../fixtures/node-cache.table.md");
+        assert_renders(FIXTURE, table, |run| {
+            readme_table(std::slice::from_ref(run))
+        });
         assert!(
             table.contains(
                 "| lookup p99, cluster names (cached) | ≤ 1× CoreDNS's | 2.89× | **no** |\n"
