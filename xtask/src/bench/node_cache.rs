@@ -176,7 +176,7 @@ pub struct Inputs {
     pub latency_args: Vec<String>,
     pub server_cpu: u32,
     pub client_cpu: u32,
-    /// [`BuildInputs`]'s two, not flattened: the two below come between them in the JSON.
+    /// [`super::BuildInputs`]'s two, not flattened: the two below come between them in the JSON.
     pub profile: String,
     /// nodelocaldns.yaml's arguments as clusterdns got them (the files' paths aside).
     pub node_cache_args: Vec<String>,
