@@ -19,8 +19,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Latency, Machine, Server, commit, dnsperf, dnsperf_counts, first_line, fixed, knob, log,
-    p50_p99, percentiles_of, ratio, row, stamp_of, thousands, write_json, write_knot_conf,
+    Build, BuildInputs, Latency, Machine, Output, OwnVersion, Server, dnsperf, dnsperf_counts,
+    first_line, fixed, keeps, knob, log, p50_p99, percentiles_of, ratio, row, stamp_of, thousands,
+    write_json, write_knot_conf,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -31,6 +32,7 @@ pub const MAX_NAMES: u32 = 250 * 256;
 
 /// The knobs, each a flag or the environment variable bench/cache.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("zone, Corefile, unbound.conf, logs, dnsperf outputs")))]
 pub struct Options {
     /// Names in the upstream's zone, two A records each [env: NAMES] [default: 5000].
     #[arg(long)]
@@ -62,20 +64,10 @@ pub struct Options {
     /// The CPU dnsperf and the upstream are pinned to [env: CLIENT_CPU] [default: 1].
     #[arg(long)]
     pub client_cpu: Option<u32>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (zone, Corefile, unbound.conf, logs, dnsperf outputs) [env:
-    /// KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -92,16 +84,15 @@ pub struct Inputs {
     pub clusterdns_port: u16,
     pub unbound_port: u16,
     pub upstream_port: u16,
-    pub profile: String,
-    /// The clusterdns binary measured.
-    pub clusterdns: String,
+    #[serde(flatten)]
+    pub build: BuildInputs,
 }
 
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    pub clusterdns: String,
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `unbound -V`'s first line, `Version` made `unbound`: `unbound 1.17.1`.
     pub unbound: String,
     /// The upstream: `knotd --version`'s first line.
@@ -210,8 +201,7 @@ impl Options {
             clusterdns_port: ports[0],
             unbound_port: ports[1],
             upstream_port: ports[2],
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
         })
     }
 }
@@ -305,19 +295,18 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
     } = super::start(
         KIND,
         &["dnsperf", "knotd", "unbound", "dig", "taskset", "setpriv"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
     let dir = work.path();
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.build = build;
 
     log(
         KIND,
@@ -427,8 +416,7 @@ pub fn run(options: &Options) -> Result<Written> {
         started: started.to_string(),
         machine: Machine::here(),
         versions: Versions {
-            clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-            commit: commit(),
+            own: OwnVersion::of(&inputs.build.clusterdns),
             unbound: first_line("unbound", &["-V"]).replacen("Version ", "unbound ", 1),
             knotd: first_line("knotd", &["--version"]),
             dnsperf: super::dnsperf_version(),
@@ -527,8 +515,9 @@ pub fn report(run: &Run) -> Result<String> {
         run.versions.unbound,
         run.versions.knotd,
         run.versions.dnsperf,
-        run.versions.clusterdns,
+        run.versions.own.clusterdns,
         run.versions
+            .own
             .commit
             .as_ref()
             .map(|c| format!(" at {c}"))
@@ -611,6 +600,7 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
             run.versions.knotd,
             run.versions.dnsperf,
             run.versions
+                .own
                 .commit
                 .as_deref()
                 .unwrap_or("an unknown commit"),
@@ -653,13 +643,15 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/cache.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
@@ -667,23 +659,19 @@ mod tests {
         let run = fixture();
         assert_eq!(run.bench, KIND);
         assert_eq!(Ratios::of(&run.clusterdns, &run.unbound), run.ratios);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_is_the_scripts() {
-        let report = report(&fixture()).unwrap();
-        assert_eq!(report, include_str!("../../fixtures/cache.md"), "{report}");
+        assert_renders(FIXTURE, include_str!("../../fixtures/cache.md"), report);
     }
 
     #[test]
     fn the_readme_table_has_both_servers_and_the_ratios() {
-        let table = readme_table(&[fixture()]).unwrap();
-        assert_eq!(
-            table,
+        assert_renders(
+            FIXTURE,
             include_str!("../../fixtures/cache.table.md"),
-            "{table}"
+            |run| readme_table(std::slice::from_ref(run)),
         );
     }
 

@@ -21,7 +21,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Machine, Numbers, Work, build_release, commit, ignored_test, knob, log, need_tools,
+    Machine, Numbers, Output, build_release, commit, ignored_test, keeps, knob, log, need_tools,
     number_after, run_to_file, write_json,
 };
 
@@ -36,6 +36,10 @@ const QUERIES: u32 = 100_000;
 
 /// The knobs, each a flag or the environment variable bench/churn.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(
+    mut_arg("keep", keeps("objects, query files, the test's output")),
+    mut_arg("out", |arg| arg.help("Where the JSON goes [default: bench/out]"))
+)]
 pub struct Options {
     /// Services per run, one run per scale, space- or comma-separated [env: SCALES]
     /// [default: "1000 10000"].
@@ -48,12 +52,8 @@ pub struct Options {
     /// insecure].
     #[arg(long)]
     pub pods: Option<Pods>,
-    /// Keep the work directory (objects, query files, the test's output) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the JSON goes [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The kubernetes plugin's `pods` mode.
@@ -269,12 +269,10 @@ pub fn heading(services: u32, inputs: &Inputs) -> String {
 /// JSON into the output directory.
 pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
     let inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
     need_tools(&["dnsperf", "taskset"])?;
-    let work = Work::new(KIND, keep)?;
+    let work = options.output.work(KIND)?;
     let binaries = build_release(KIND, "release", None, &work.path().join("build.log"))?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = options.output.dir()?;
     let started = super::now();
     let mut run = Run {
         bench: KIND.to_owned(),

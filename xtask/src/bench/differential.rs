@@ -16,7 +16,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::{Machine, Work, commit, ignored_test, knob, log, number_after, write_json};
+use super::{Machine, Output, commit, ignored_test, keeps, knob, log, number_after, write_json};
 
 /// The `bench` of this bench's JSON documents.
 pub const KIND: &str = "differential";
@@ -27,6 +27,7 @@ pub const TEST: &str = "cluster::differential::differential_at_scale";
 /// The knobs, each a flag or the environment variable bench/differential.sh read (in
 /// capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("the test's output")))]
 pub struct Options {
     /// Services of every kind the zone answers for [env: SERVICES] [default: 600].
     #[arg(long)]
@@ -37,12 +38,8 @@ pub struct Options {
     /// Times the whole corpus is asked [env: ROUNDS] [default: 3].
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Keep the work directory (the test's output) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -224,12 +221,10 @@ fn peers() -> Result<PathBuf> {
 /// and its figures as JSON into the output directory; fails if the test did.
 pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
     let mut inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
     let peers = peers()?;
     inputs.peers = peers.display().to_string();
-    let work = Work::new(KIND, keep)?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let work = options.output.work(KIND)?;
+    let out = options.output.dir()?;
     let started = super::now();
     let stamp = super::stamp(started);
     let markdown = out.join(format!("differential-{stamp}.md"));

@@ -23,9 +23,10 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Binaries, Latency, Machine, Numbers, Server, Transport, ask, commit, distinct_questions,
-    dnsperf, dnsperf_counts, first_line, fixed, knob, log, p50_p99, percentiles_of, ratio, row,
-    run_to_file, split_zones, stamp_of, thousands, write_json, write_knot_conf,
+    Binaries, Build, BuildInputs, Latency, Machine, Numbers, Output, OwnVersion, Server, Transport,
+    ask, distinct_questions, dnsperf, dnsperf_counts, first_line, fixed, keeps, knob, log, p50_p99,
+    percentiles_of, ratio, row, run_to_file, split_zones, stamp_of, thousands, write_json,
+    write_knot_conf,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -33,6 +34,7 @@ pub const KIND: &str = "dnsperf";
 
 /// The knobs, each a flag or the environment variable bench/dnsperf.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("objects, zone files, logs, every dnsperf output")))]
 pub struct Options {
     /// Services per run, one run per size, space- or comma-separated [env: SIZES] [default:
     /// "100 10000"].
@@ -75,19 +77,10 @@ pub struct Options {
     /// [env: TRANSPORT] [default: udp].
     #[arg(long)]
     pub transport: Option<Transport>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (objects, zone files, logs, every dnsperf output) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// The search-path tracker's setting, when clusterdns runs the shorthand's Corefile with
@@ -142,19 +135,15 @@ pub struct Inputs {
     pub client_cpu: u32,
     pub clusterdns_port: u16,
     pub knot_port: u16,
-    /// The Cargo profile of the clusterdns measured (unless `clusterdns` was given).
-    pub profile: String,
-    /// The clusterdns binary measured.
-    pub clusterdns: String,
+    #[serde(flatten)]
+    pub build: BuildInputs,
 }
 
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    /// `clusterdns --version`.
-    pub clusterdns: String,
-    /// The repository's commit (`git describe --always --dirty`), when there is one.
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `knotd --version`'s first line.
     pub knotd: String,
     pub dnsperf: String,
@@ -277,8 +266,7 @@ impl Options {
             client_cpu,
             clusterdns_port,
             knot_port,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
         })
     }
 }
@@ -298,26 +286,24 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
     } = super::start(
         KIND,
         &["dnsperf", "knotd", "dig", "taskset", "setpriv"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.build = build;
     let stamp = super::stamp(started);
     let mut run = Run {
         bench: KIND.to_owned(),
         started: started.to_string(),
         machine: Machine::here(),
         versions: Versions {
-            clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-            commit: commit(),
+            own: OwnVersion::of(&inputs.build.clusterdns),
             knotd: first_line("knotd", &["--version"]),
             dnsperf: super::dnsperf_version(),
         },
@@ -629,8 +615,9 @@ pub fn report(run: &Run) -> Result<String> {
         machine.cpu_model,
         run.versions.knotd,
         run.versions.dnsperf,
-        run.versions.clusterdns,
+        run.versions.own.clusterdns,
         run.versions
+            .own
             .commit
             .as_ref()
             .map(|c| format!(" at {c}"))
@@ -748,6 +735,7 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
             run.versions.knotd,
             run.versions.dnsperf,
             run.versions
+                .own
                 .commit
                 .as_deref()
                 .unwrap_or("an unknown commit"),
@@ -812,35 +800,39 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/dnsperf-udp.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_is_the_scripts() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/dnsperf-udp.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/dnsperf-udp.md"),
+            report,
+        );
     }
 
     #[test]
     fn the_readme_table_has_a_row_per_server_and_the_ratios() {
-        let table = readme_table(&[fixture()]).unwrap();
-        let expected = include_str!("../../fixtures/dnsperf-udp.table.md");
-        assert_eq!(table, expected, "{table}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/dnsperf-udp.table.md"),
+            |run| readme_table(std::slice::from_ref(run)),
+        );
     }
 
     #[test]

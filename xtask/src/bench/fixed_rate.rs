@@ -26,8 +26,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Latency, Machine, Numbers, Server, commit, dnsperf_counts, first_line, fixed, knob, log,
-    percentiles_of, ratio, run_to_file, split_zones, stamp_of, write_json, write_knot_conf,
+    Build, BuildInputs, Latency, Machine, Numbers, Output, OwnVersion, Server, dnsperf_counts,
+    first_line, fixed, keeps, knob, log, percentiles_of, ratio, run_to_file, split_zones, stamp_of,
+    write_json, write_knot_conf,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -43,6 +44,7 @@ const WARMUP_S: u32 = 3;
 
 /// The knobs, each a flag or the environment variable bench/fixed-rate.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("objects, zone files, logs, every dnsperf output")))]
 pub struct Options {
     /// Services of gencluster's cluster [env: SIZE] [default: 100].
     #[arg(long)]
@@ -67,19 +69,10 @@ pub struct Options {
     /// workers [env: WORKERS] [default: the CPU count].
     #[arg(long)]
     pub workers: Option<u32>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (objects, zone files, logs, every dnsperf output) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -99,19 +92,15 @@ pub struct Inputs {
     pub fixed_args: Vec<String>,
     pub clusterdns_port: u16,
     pub knot_port: u16,
-    /// The Cargo profile of the clusterdns measured (unless `clusterdns` was given).
-    pub profile: String,
-    /// The clusterdns binary measured.
-    pub clusterdns: String,
+    #[serde(flatten)]
+    pub build: BuildInputs,
 }
 
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    /// `clusterdns --version`.
-    pub clusterdns: String,
-    /// The repository's commit (`git describe --always --dirty`), when there is one.
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `knotd --version`'s first line.
     pub knotd: String,
     pub dnsperf: String,
@@ -227,8 +216,7 @@ impl Options {
             fixed_args: strings(FIXED),
             clusterdns_port,
             knot_port,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
         })
     }
 }
@@ -329,21 +317,19 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
     } = super::start(
         KIND,
         &["dnsperf", "knotd", "dig", "taskset", "setpriv"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.build = build;
     let versions = Versions {
-        clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-        commit: commit(),
+        own: OwnVersion::of(&inputs.build.clusterdns),
         knotd: first_line("knotd", &["--version"]),
         dnsperf: super::dnsperf_version(),
     };
@@ -599,8 +585,9 @@ pub fn report(run: &Run) -> Result<String> {
         run.machine.kernel,
         run.machine.cpus,
         run.versions.knotd,
-        run.versions.clusterdns,
+        run.versions.own.clusterdns,
         run.versions
+            .own
             .commit
             .as_ref()
             .map(|c| format!(" at {c}"))
@@ -677,28 +664,30 @@ pub fn report(run: &Run) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/fixed-rate.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_is_the_scripts() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/fixed-rate.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/fixed-rate.md"),
+            report,
+        );
     }
 
     #[test]

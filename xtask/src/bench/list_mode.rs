@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Machine, Server, commit, first_line, fixed, http_status, knob, log, process_cpu_ticks,
-    process_status_kb, ratio, run_to_file, stamp_of, write_json,
+    Build, BuildInputs, Machine, Output, OwnVersion, Server, first_line, fixed, http_status, keeps,
+    knob, log, process_cpu_ticks, process_status_kb, ratio, run_to_file, stamp_of, write_json,
 };
 use crate::cluster::{self, Cluster};
 use crate::kube::{ControlPlane, Kubectl};
@@ -44,6 +44,7 @@ const PAUSE: Duration = Duration::from_secs(3);
 
 /// The knobs, each a flag or the environment variable bench/list-mode.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("the objects, the cluster's logs, clusterdns's")))]
 pub struct Options {
     /// Services of gencluster's cluster [env: SERVICES] [default: 2000].
     #[arg(long)]
@@ -51,19 +52,10 @@ pub struct Options {
     /// Starts in each mode [env: RUNS] [default: 3].
     #[arg(long)]
     pub runs: Option<u32>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (the objects, the cluster's logs, clusterdns's) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// A list mode of the kubernetes plugin.
@@ -91,19 +83,15 @@ pub struct Inputs {
     pub services: u32,
     /// Starts in each mode.
     pub runs: u32,
-    /// The Cargo profile of the clusterdns measured (unless `clusterdns` was given).
-    pub profile: String,
-    /// The clusterdns binary measured.
-    pub clusterdns: String,
+    #[serde(flatten)]
+    pub build: BuildInputs,
 }
 
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    /// `clusterdns --version`.
-    pub clusterdns: String,
-    /// The repository's commit (`git describe --always --dirty`), when there is one.
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `kube-apiserver --version`.
     pub kube_apiserver: String,
 }
@@ -205,8 +193,7 @@ impl Options {
         Ok(Inputs {
             services: knob(self.services, "SERVICES", 2000)?,
             runs: knob(self.runs, "RUNS", 3)?,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
         })
     }
 }
@@ -381,18 +368,12 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
-    } = super::start(
-        KIND,
-        &["setpriv"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
-    )?;
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    } = super::start(KIND, &["setpriv"], &options.output, &options.build)?;
+    inputs.build = build;
     let dir = work.path();
     let peers = cluster::peers_dir()?;
 
@@ -477,8 +458,7 @@ pub fn run(options: &Options) -> Result<Written> {
         kubeconfig(control.api_port, &control.ca().0, token.trim()),
     )?;
     let versions = Versions {
-        clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-        commit: commit(),
+        own: OwnVersion::of(&inputs.build.clusterdns),
         kube_apiserver: first_line(
             &peers.join("kube-apiserver").to_string_lossy(),
             &["--version"],
@@ -630,8 +610,9 @@ pub fn report(run: &Run) -> Result<String> {
         run.machine.cpus,
         run.machine.cpu_model,
         run.versions.kube_apiserver,
-        run.versions.clusterdns,
+        run.versions.own.clusterdns,
         run.versions
+            .own
             .commit
             .as_ref()
             .map(|c| format!(" at {c}"))
@@ -689,21 +670,21 @@ pub fn report(run: &Run) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/list-mode.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
         // Its means and ratios are those of its starts (to the last bits JSON keeps of a
         // float).
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
@@ -731,9 +712,7 @@ mod tests {
 
     #[test]
     fn the_report_is_rendered_from_the_json() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/list-mode.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(FIXTURE, include_str!("../../fixtures/list-mode.md"), report);
     }
 
     #[test]

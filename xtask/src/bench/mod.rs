@@ -31,6 +31,7 @@
 
 pub mod cache;
 pub mod churn;
+pub mod common;
 pub mod differential;
 pub mod dnsperf;
 pub mod fixed_rate;
@@ -55,6 +56,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::root;
+
+pub use common::{Build, BuildInputs, Output, OwnVersion, keeps};
 
 /// Where the reports go by default: bench/out (ignored by git).
 pub fn out_dir() -> PathBuf {
@@ -223,45 +226,42 @@ pub struct Binaries {
 }
 
 /// What a bench that runs the release server has once it starts: the tools it needs checked,
-/// its work directory, the binaries built (`clusterdns` names an older build to measure
-/// instead, else `CLUSTERDNS` from the environment), the clock's ticks per second, the output
-/// directory made, and when it started.
+/// its work directory, the binaries built (or the clusterdns [`Build`] names), what its JSON
+/// records of that clusterdns, the clock's ticks per second, the output directory made, and
+/// when it started.
 pub struct Started {
     pub work: Work,
     pub binaries: Binaries,
+    pub build: BuildInputs,
     pub hz: f64,
     pub out: PathBuf,
     pub at: jiff::Timestamp,
 }
 
-/// The start every server bench shares ([`Started`]); `keep` (or `KEEP` in the environment)
-/// keeps the work directory, `out` (else [`out_dir`]) is where the results go.
+/// The start every server bench shares ([`Started`]), as its options' [`Output`] and
+/// [`Build`] ask.
 pub fn start(
     bench: &'static str,
     tools: &[&str],
-    keep: bool,
-    out: Option<&Path>,
-    clusterdns: Option<&Path>,
-    profile: &str,
+    output: &Output,
+    build: &Build,
 ) -> Result<Started> {
-    let keep = keep || env_set("KEEP");
-    let out = out.map_or_else(out_dir, Path::to_path_buf);
     need_tools(tools)?;
-    let work = Work::new(bench, keep)?;
-    let clusterdns = clusterdns.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os("CLUSTERDNS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
+    let work = output.work(bench)?;
+    let profile = build.profile()?;
     let binaries = build_release(
         bench,
-        profile,
-        clusterdns.as_deref(),
+        &profile,
+        build.binary().as_deref(),
         &work.path().join("build.log"),
     )?;
     let hz = clock_ticks()?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = output.dir()?;
     Ok(Started {
+        build: BuildInputs {
+            profile,
+            clusterdns: binaries.clusterdns.display().to_string(),
+        },
         work,
         binaries,
         hz,

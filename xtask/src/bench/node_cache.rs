@@ -36,8 +36,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Latency, Machine, Server, commit, dnsperf_counts, first_line, knob, knot_conf, log, p50_p99,
-    percentiles_of, ratio, row, run_to_file, stamp_of, thousands, write_json,
+    Build, Latency, Machine, Output, OwnVersion, Server, dnsperf_counts, first_line, keeps, knob,
+    knot_conf, log, p50_p99, percentiles_of, ratio, row, run_to_file, stamp_of, thousands,
+    write_json,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -114,6 +115,7 @@ pub fn installed_template() -> String {
 
 /// The knobs, each a flag or the environment variable in capitals.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("Corefiles, logs, dnsperf outputs")))]
 pub struct Options {
     /// Services of gencluster's cluster that kube-dns's stand-in serves [env: SERVICES]
     /// [default: 2000].
@@ -150,21 +152,13 @@ pub struct Options {
     /// The CPU dnsperf and the upstreams are pinned to [env: CLIENT_CPU] [default: 1].
     #[arg(long)]
     pub client_cpu: Option<u32>,
-    /// Measure this clusterdns binary instead of building one [env: CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
     /// The CoreDNS binary [env: COREDNS] [default: bench/peers/build.sh's].
     #[arg(long)]
     pub coredns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (Corefiles, logs, dnsperf outputs) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -182,6 +176,7 @@ pub struct Inputs {
     pub latency_args: Vec<String>,
     pub server_cpu: u32,
     pub client_cpu: u32,
+    /// [`super::BuildInputs`]'s two, not flattened: the two below come between them in the JSON.
     pub profile: String,
     /// nodelocaldns.yaml's arguments as clusterdns got them (the files' paths aside).
     pub node_cache_args: Vec<String>,
@@ -195,8 +190,8 @@ pub struct Inputs {
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    pub clusterdns: String,
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `coredns -version`'s first line: `CoreDNS-1.14.7`.
     pub coredns: String,
     pub knotd: String,
@@ -378,7 +373,7 @@ impl Options {
             latency_args: latency_args(latency_qps),
             server_cpu: knob(self.server_cpu, "SERVER_CPU", 0)?,
             client_cpu: knob(self.client_cpu, "CLIENT_CPU", 1)?,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
+            profile: self.build.profile()?,
             node_cache_args: manifest_args(),
             rules: true,
             clusterdns: String::new(),
@@ -731,6 +726,7 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
@@ -739,13 +735,11 @@ pub fn run(options: &Options) -> Result<Written> {
         &[
             "dnsperf", "knotd", "dig", "taskset", "setpriv", "ip", "iptables",
         ],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
     let dir = work.path().to_owned();
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.clusterdns = build.clusterdns;
 
     // The cluster, its names, and the external upstream's zone.
     log(
@@ -989,8 +983,7 @@ pub fn run(options: &Options) -> Result<Written> {
         started: started.to_string(),
         machine: Machine::here(),
         versions: Versions {
-            clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-            commit: commit(),
+            own: OwnVersion::of(&inputs.clusterdns),
             coredns: first_line(&inputs.coredns, &["-version"]),
             knotd: first_line("knotd", &["--version"]),
             dnsperf: super::dnsperf_version(),
@@ -1289,6 +1282,7 @@ fn what_ran(run: &Run) -> Result<String> {
         run.machine.cpu_model,
         run.versions.dnsperf,
         run.versions
+            .own
             .commit
             .as_deref()
             .unwrap_or("an unknown commit"),
@@ -1345,6 +1339,7 @@ pub fn readme_table(runs: &[Run]) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// The template is the Corefile of deploy/'s manifest, word for word.
@@ -1364,8 +1359,9 @@ mod tests {
     /// A run's JSON as the bench writes it (the run of 2026-12-07 11:20, DURATION=5).
     const FIXTURE: &str = include_str!("../../fixtures/node-cache.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
@@ -1389,25 +1385,19 @@ mod tests {
             assert!(close(a, b), "{again:?}\n{stored:?}");
         }
         assert_eq!(targets(&run.clusterdns, &run.ratios), run.targets);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
     }
 
     #[test]
     fn the_report_and_the_readme_table_are_rendered_from_the_json() {
-        let run = fixture();
-        let report = report(&run).unwrap();
-        assert_eq!(
-            report,
+        assert_renders(
+            FIXTURE,
             include_str!("../../fixtures/node-cache.md"),
-            "{report}"
+            report,
         );
-        let table = readme_table(std::slice::from_ref(&run)).unwrap();
-        assert_eq!(
-            table,
-            include_str!("../../fixtures/node-cache.table.md"),
-            "{table}"
-        );
+        let table = include_str!("../../fixtures/node-cache.table.md");
+        assert_renders(FIXTURE, table, |run| {
+            readme_table(std::slice::from_ref(run))
+        });
         assert!(
             table.contains(
                 "| lookup p99, cluster names (cached) | ≤ 1× CoreDNS's | 2.89× | **no** |\n"

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dnsperf::pods_made;
 use super::{
-    Machine, Server, commit, dnsperf, dnsperf_counts, first_line, knob, kubeadm_corefile, log,
-    ratio, run_to_file, write_json,
+    Build, BuildInputs, Machine, Output, OwnVersion, Server, dnsperf, dnsperf_counts, keeps, knob,
+    kubeadm_corefile, log, ratio, run_to_file, write_json,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -39,6 +39,7 @@ const QUERIES: u32 = 100_000;
 
 /// The knobs, each a flag or the environment variable bench/sizing.sh read (in capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("objects, Corefiles, logs, dnsperf outputs")))]
 pub struct Options {
     /// The sizes, `fixture` (fixtures/shop.json) or a number of Services, space- or
     /// comma-separated [env: SIZES] [default: "fixture 100 1000 10000"].
@@ -54,19 +55,10 @@ pub struct Options {
     /// the next four [env: PORT] [default: 15363].
     #[arg(long)]
     pub port: Option<u16>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (objects, Corefiles, logs, dnsperf outputs) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// One size: the bundled fixture or a synthetic cluster of this many Services.
@@ -144,16 +136,15 @@ pub struct Inputs {
     pub queries: u32,
     /// dnsperf's flags besides the server, the query file and `-l`.
     pub dnsperf_args: Vec<String>,
-    pub profile: String,
-    /// The clusterdns binary measured.
-    pub clusterdns: String,
+    #[serde(flatten)]
+    pub build: BuildInputs,
 }
 
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    pub clusterdns: String,
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     pub dnsperf: String,
 }
 
@@ -233,8 +224,7 @@ impl Options {
                 .iter()
                 .map(|arg| (*arg).to_owned())
                 .collect(),
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
         })
     }
 }
@@ -254,26 +244,24 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
     } = super::start(
         KIND,
         &["dnsperf", "taskset", "setpriv", "cargo"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.build = build;
     let stamp = super::stamp(started);
     let mut run = Run {
         bench: KIND.to_owned(),
         started: started.to_string(),
         machine: Machine::here(),
         versions: Versions {
-            clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-            commit: commit(),
+            own: OwnVersion::of(&inputs.build.clusterdns),
             dnsperf: super::dnsperf_version(),
         },
         inputs,
@@ -520,8 +508,10 @@ mod tests {
                 cpu_model: "AMD EPYC".to_owned(),
             },
             versions: Versions {
-                clusterdns: "clusterdns 0.1.0".to_owned(),
-                commit: Some("8a31387".to_owned()),
+                own: OwnVersion {
+                    clusterdns: "clusterdns 0.1.0".to_owned(),
+                    commit: Some("8a31387".to_owned()),
+                },
                 dnsperf: "dnsperf 2.10.0".to_owned(),
             },
             sizes: vec![

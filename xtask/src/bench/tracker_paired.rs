@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use super::dnsperf::{SearchPath, search_path_corefile};
 use super::{
-    Machine, Server, Transport, commit, dnsperf, dnsperf_counts, first_line, fixed, is_executable,
-    knob, log, ratio, run_to_file, stamp_of, write_json,
+    Build, BuildInputs, Machine, Output, OwnVersion, Server, Transport, dnsperf, dnsperf_counts,
+    first_line, fixed, is_executable, keeps, knob, log, ratio, run_to_file, stamp_of, write_json,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -37,6 +37,7 @@ pub const KIND: &str = "tracker-paired";
 /// The knobs, each a flag or the environment variable bench/tracker-paired.sh read (in
 /// capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg("keep", keeps("objects, Corefiles, logs")))]
 pub struct Options {
     /// Services of gencluster's cluster [env: SERVICES] [default: 10000].
     #[arg(long)]
@@ -66,19 +67,10 @@ pub struct Options {
     /// [env: AGAINST].
     #[arg(long)]
     pub against: Option<PathBuf>,
-    /// Measure this clusterdns binary (an older build) instead of building one [env:
-    /// CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (objects, Corefiles, logs) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// One side of the pair.
@@ -121,10 +113,9 @@ pub struct Inputs {
     pub client_cpu: u32,
     pub on_port: u16,
     pub off_port: u16,
-    /// The Cargo profile of the clusterdns measured (unless `clusterdns` was given).
-    pub profile: String,
-    /// The "on" binary.
-    pub clusterdns: String,
+    /// The profile and the "on" binary.
+    #[serde(flatten)]
+    pub build: BuildInputs,
     /// The "off" binary when two builds are paired (AGAINST); none when the pair is one
     /// binary with the tracker on and off.
     pub against: Option<String>,
@@ -133,7 +124,8 @@ pub struct Inputs {
     pub off_tracker: SearchPath,
 }
 
-/// What each program was.
+/// What each program was (not [`OwnVersion`] flattened: `against` comes between its two
+/// fields in the JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
     /// `clusterdns --version` of the "on" binary.
@@ -261,8 +253,7 @@ impl Options {
             client_cpu: knob(self.client_cpu, "CLIENT_CPU", 1)?,
             on_port,
             off_port,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
-            clusterdns: String::new(),
+            build: self.build.inputs()?,
             off_tracker: if against.is_some() {
                 SearchPath::On
             } else {
@@ -294,25 +285,25 @@ pub fn run(options: &Options) -> Result<Written> {
     let super::Started {
         work,
         binaries,
+        build,
         hz,
         out,
         at: started,
     } = super::start(
         KIND,
         &["dnsperf", "dig", "taskset", "setpriv"],
-        options.keep,
-        options.out.as_deref(),
-        options.clusterdns.as_deref(),
-        &inputs.profile,
+        &options.output,
+        &options.build,
     )?;
-    inputs.clusterdns = binaries.clusterdns.display().to_string();
+    inputs.build = build;
+    let OwnVersion { clusterdns, commit } = OwnVersion::of(&inputs.build.clusterdns);
     let versions = Versions {
-        clusterdns: first_line(&inputs.clusterdns, &["--version"]),
+        clusterdns,
         against: inputs
             .against
             .as_ref()
             .map(|against| first_line(against, &["--version"])),
-        commit: commit(),
+        commit,
         dnsperf: super::dnsperf_version(),
     };
     let dir = work.path();
@@ -477,13 +468,13 @@ pub fn report(run: &Run) -> Result<String> {
     let pair = match (&inputs.against, &run.versions.against) {
         (Some(against), version) => format!(
             "on: {} ({}), off: {against} ({}), the tracker on in both",
-            inputs.clusterdns,
+            inputs.build.clusterdns,
             run.versions.clusterdns,
             version.as_deref().unwrap_or("?")
         ),
         (None, _) => format!(
             "{} ({}), the tracker on and off",
-            inputs.clusterdns, run.versions.clusterdns
+            inputs.build.clusterdns, run.versions.clusterdns
         ),
     };
     writeln!(
@@ -526,21 +517,21 @@ pub fn report(run: &Run) -> Result<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use super::super::common::fixture::{assert_renders, read_back};
     use super::*;
 
     /// A run's JSON as the bench writes it.
     const FIXTURE: &str = include_str!("../../fixtures/tracker-paired.json");
 
+    /// The fixture, read back as it was written.
     fn fixture() -> Run {
-        serde_json::from_str(FIXTURE).unwrap()
+        read_back(FIXTURE)
     }
 
     #[test]
     fn the_fixture_reads_back_as_it_was_written() {
         let run = fixture();
         assert_eq!(run.bench, KIND);
-        let again: Run = serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
-        assert_eq!(again, run);
         // Its summary is that of its rounds (to the last bits JSON keeps of a float).
         let ratios: Vec<f64> = run.rounds.iter().filter_map(Round::ratio).collect();
         let (again, kept) = (Summary::of(&ratios).unwrap(), run.summary.unwrap());
@@ -557,9 +548,11 @@ mod tests {
 
     #[test]
     fn the_report_is_the_scripts_table_and_summary() {
-        let report = report(&fixture()).unwrap();
-        let expected = include_str!("../../fixtures/tracker-paired.md");
-        assert_eq!(report, expected, "{report}");
+        assert_renders(
+            FIXTURE,
+            include_str!("../../fixtures/tracker-paired.md"),
+            report,
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::churn::Pods;
 use super::{
-    Machine, Work, build_release, commit, ignored_test, knob, log, number_after, run_to_file,
-    write_json,
+    Machine, Output, build_release, commit, ignored_test, keeps, knob, log, number_after,
+    run_to_file, write_json,
 };
 
 /// The `bench` of this bench's JSON documents.
@@ -31,16 +31,16 @@ pub const MODES: [Pods; 2] = [Pods::Disabled, Pods::Verified];
 /// The knobs, each a flag or the environment variable bench/watch-memory.sh read (in
 /// capitals).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(
+    mut_arg("keep", keeps("the objects, the test's output")),
+    mut_arg("out", |arg| arg.help("Where the JSON goes [default: bench/out]"))
+)]
 pub struct Options {
     /// Services of the synthetic cluster, 15 pods each [env: SERVICES] [default: 10000].
     #[arg(long)]
     pub services: Option<u32>,
-    /// Keep the work directory (the objects, the test's output) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the JSON goes [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -153,11 +153,9 @@ impl Options {
 /// JSON into the output directory.
 pub fn run(options: &Options) -> Result<(PathBuf, Run)> {
     let mut inputs = options.inputs()?;
-    let keep = options.keep || super::env_set("KEEP");
-    let out = options.out.clone().unwrap_or_else(super::out_dir);
-    let work = Work::new(KIND, keep)?;
+    let work = options.output.work(KIND)?;
     let binaries = build_release(KIND, "release", None, &work.path().join("build.log"))?;
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = options.output.dir()?;
     let cluster = work.path().join("cluster.json");
     let summary = work.path().join("gencluster.txt");
     run_to_file(

@@ -20,7 +20,7 @@ use super::{
     Options, Pair, Relist, Run, Scale, Versions, Which,
 };
 use crate::bench::{
-    Machine, Server, Transport, Work, ask, build_release, clock_ticks, commit, distinct_questions,
+    Machine, OwnVersion, Server, Transport, ask, build_release, clock_ticks, distinct_questions,
     dnsperf, dnsperf_counts, first_line, http_status, log, need_tools, stamp, status_kb,
     write_json, write_knot_conf,
 };
@@ -68,9 +68,8 @@ pub fn run(options: &Options) -> Result<Written> {
     if inputs.perf_churn.is_some() {
         need_tools(&["perf"])?;
     }
-    let work = Work::new(KIND, options.keep || super::env_set("KEEP"))?;
-    let out = options.out.clone().unwrap_or_else(crate::bench::out_dir);
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let work = options.output.work(KIND)?;
+    let out = options.output.dir()?;
     let coredns = crate::bench::node_cache::coredns_binary(options.coredns.as_deref())?;
     let bins = binaries(&inputs, options, work.path(), coredns)?;
     inputs.clusterdns = bins.clusterdns.display().to_string();
@@ -82,8 +81,7 @@ pub fn run(options: &Options) -> Result<Written> {
         started: started.to_string(),
         machine: Machine::here(),
         versions: Versions {
-            clusterdns: first_line(&inputs.clusterdns, &["--version"]),
-            commit: commit(),
+            own: OwnVersion::of(&inputs.clusterdns),
             coredns: first_line(&inputs.coredns, &["-version"]),
             kube_apiserver: first_line(
                 &peers.join("kube-apiserver").display().to_string(),
@@ -166,11 +164,7 @@ pub fn run(options: &Options) -> Result<Written> {
 /// The binaries: built ([`super::super::build_release`], and the release xtask), or with
 /// `no_build` the release binaries as they are, copied into the work directory.
 fn binaries(inputs: &Inputs, options: &Options, work: &Path, coredns: PathBuf) -> Result<Bins> {
-    let clusterdns = options.clusterdns.clone().or_else(|| {
-        std::env::var_os("CLUSTERDNS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
+    let clusterdns = options.build.binary();
     let target = crate::bench::target_dir()?;
     if inputs.no_build {
         let bin = work.join("bin");

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::{Machine, Numbers, env_set, knob, ratio};
+use super::{Build, Machine, Numbers, Output, OwnVersion, env_set, keeps, knob, ratio};
 use parse::{LoadLines, Requests};
 use probe::{ScaleSample, ServiceSample};
 
@@ -38,6 +38,12 @@ pub const KIND: &str = "vs-coredns";
 /// The knobs, each a flag or an environment variable (the flag's name in capitals, as the
 /// shell script read it).
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(mut_arg(
+    "keep",
+    keeps(
+        "the cluster's logs and audit log, Corefiles, server logs, dnsperf outputs, the objects"
+    )
+))]
 pub struct Options {
     /// Services per scale, a fresh control plane each, space- or comma-separated [env:
     /// SCALES] [default: "1000 10000"].
@@ -118,22 +124,13 @@ pub struct Options {
     /// may replace them) [env: NO_BUILD].
     #[arg(long)]
     pub no_build: bool,
-    /// Measure this clusterdns binary instead of building one [env: CLUSTERDNS].
-    #[arg(long)]
-    pub clusterdns: Option<PathBuf>,
     /// The CoreDNS binary [env: COREDNS] [default: bench/peers/build.sh's].
     #[arg(long)]
     pub coredns: Option<PathBuf>,
-    /// The Cargo profile clusterdns is built with [env: PROFILE] [default: release].
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Keep the work directory (the cluster's logs and audit log, Corefiles, server logs,
-    /// dnsperf outputs, the objects) [env: KEEP].
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the report and the JSON go [default: bench/out].
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub build: Build,
+    #[command(flatten)]
+    pub output: Output,
 }
 
 /// What a run was asked to do.
@@ -162,6 +159,8 @@ pub struct Inputs {
     pub load_only: bool,
     pub server_cpu: u32,
     pub client_cpu: u32,
+    /// [`super::BuildInputs`]'s two, not flattened: `no_build` comes between them in the
+    /// JSON.
     pub profile: String,
     pub no_build: bool,
     pub clusterdns: String,
@@ -216,7 +215,7 @@ impl Options {
             load_only: self.load_only || env_set("LOAD_ONLY"),
             server_cpu: knob(self.server_cpu, "SERVER_CPU", 0)?,
             client_cpu: knob(self.client_cpu, "CLIENT_CPU", 1)?,
-            profile: knob(self.profile.clone(), "PROFILE", "release".to_owned())?,
+            profile: self.build.profile()?,
             no_build: self.no_build || env_set("NO_BUILD"),
             clusterdns: String::new(),
             coredns: String::new(),
@@ -227,10 +226,8 @@ impl Options {
 /// What each program was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Versions {
-    /// `clusterdns --version`.
-    pub clusterdns: String,
-    /// `git describe --always --dirty`.
-    pub commit: Option<String>,
+    #[serde(flatten)]
+    pub own: OwnVersion,
     /// `coredns -version`'s first line.
     pub coredns: String,
     /// `kube-apiserver --version`.
