@@ -330,8 +330,9 @@ fn rebuild(
 }
 
 impl ResponseRule {
-    /// The rule on a record's owner, value and TTL, as text (lower case, with the final dot)
-    /// where a name rule has changed it.
+    /// The rule on one record: its owner and its value as text (lower case, with the final
+    /// dot; `None` for a value the type lacks or a name the rules cannot read), and its TTL.
+    /// A name rule's result that is not a domain name leaves the name as it was.
     fn apply(&self, owner: &mut Option<String>, value: &mut Option<String>, ttl: &mut u32) {
         let (name, strings) = match self {
             Self::Name(strings) => (owner, strings),
