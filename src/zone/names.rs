@@ -30,7 +30,6 @@
 //! would have answered.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -502,12 +501,11 @@ impl ReverseName {
         };
         match ip {
             IpAddr::V4(v4) => {
-                for octet in v4.octets().iter().rev() {
-                    let mut digits = Dashed::default();
-                    let _ = write!(digits, "{octet}");
-                    // At most three digits.
-                    name.push(&[digits.as_bytes().len() as u8]);
-                    name.push(digits.as_bytes());
+                for octet in v4.octets().into_iter().rev() {
+                    let mut digits = [0u8; 3];
+                    let len = super::dashed::decimal(octet, &mut digits);
+                    name.push(&[len as u8]);
+                    name.push(&digits[..len]);
                 }
                 name.push(b"\x07in-addr\x04arpa\x00");
             }

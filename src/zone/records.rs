@@ -680,7 +680,8 @@ pub(crate) fn add_entries(b: &mut NameWriter, owner: &WireName, entries: &[Entry
         return;
     }
     let ttl = b.ttl;
-    let mut seen = HashSet::new();
+    // ahash: every endpoint of the zone passes through these three sets.
+    let mut seen: HashSet<_, ahash::RandomState> = HashSet::default();
     for entry in entries {
         if seen.insert(entry.ip) {
             let (rtype, rdata) = rrset::address_rdata(entry.ip);
@@ -688,8 +689,8 @@ pub(crate) fn add_entries(b: &mut NameWriter, owner: &WireName, entries: &[Entry
         }
     }
     let weight = (100 / entries.len()) as u16;
-    let mut srv_seen = HashSet::new();
-    let mut glue_seen = HashSet::new();
+    let mut srv_seen: HashSet<_, ahash::RandomState> = HashSet::default();
+    let mut glue_seen: HashSet<_, ahash::RandomState> = HashSet::default();
     let srv_ttl = b.srv_ttl;
     for entry in entries {
         let Some(port) = entry.port else { continue };

@@ -15,6 +15,9 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+
+/// A set of wire names, hashed with ahash (a full build asks it once per name and ancestor).
+pub(crate) type NameSet = HashSet<Box<[u8]>, ahash::RandomState>;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -304,8 +307,8 @@ impl NameWriter {
 
     /// Adds every ancestor of every name, up to its zone's apex, as an empty non-terminal:
     /// a name with names below it exists (RFC 8020). The names it added.
-    pub(crate) fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) -> HashSet<Box<[u8]>> {
-        let mut missing = HashSet::new();
+    pub(crate) fn fill_empty_non_terminals(&mut self, zones: &[ServedZone]) -> NameSet {
+        let mut missing = NameSet::default();
         let held: Vec<names::ReverseName> = self
             .ptrs
             .keys()

@@ -1,8 +1,6 @@
 //! The shape of the name tree, kept beside a built zone so that an update adds and removes
 //! empty non-terminals as a full build would.
 
-use std::collections::HashSet;
-
 use crate::name::parent;
 use crate::zone::ServedZone;
 use crate::zone::map::Map;
@@ -31,7 +29,7 @@ impl Tree {
     pub(super) fn of(
         zones: &[ServedZone],
         names: impl Iterator<Item = impl AsRef<[u8]>>,
-        filled: &HashSet<Box<[u8]>>,
+        filled: &crate::zone::writer::NameSet,
     ) -> Self {
         let mut parents: Map<Box<[u8]>, Parent> = Map::default();
         for name in names {
