@@ -155,7 +155,7 @@ pub(crate) struct Part<'p, 'c> {
 impl Part<'_, '_> {
     /// The nodes of this part in `zones` (whose names-server names are `apexes`).
     pub(crate) fn build(&self, zones: &[ServedZone], apexes: &[WireName]) -> Vec<Node> {
-        let mut b = NameWriter::new(self.external.ttl);
+        let mut b = NameWriter::for_part(self.external.ttl);
         // CoreDNS writes SRV records and CNAMEs with the *kubernetes* plugin's TTL.
         b.srv_ttl = self.cluster_ttl;
         let servers = self.name_servers();

@@ -358,7 +358,7 @@ impl Incremental {
             imports: multicluster::part(cluster, &filter, &touched.imports),
             apex,
         };
-        let mut b = NameWriter::new(config.ttl);
+        let mut b = NameWriter::for_part(config.ttl);
         build::add_scope(&mut b, zones, cluster, config, ctx, &filter, &view, &scope);
         let external = match (&config.external, snapshot.external.as_ref()) {
             (Some(directive), Some(external)) => external::Part {

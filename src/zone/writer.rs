@@ -59,6 +59,11 @@ pub(crate) struct NameWriter {
     addresses: HashMap<IpAddr, Suffix, ahash::RandomState>,
     /// The targets' rests, one copy each, shared with the snapshot built.
     suffixes: Arc<Suffixes>,
+    /// Whether endpoints' address names are held as addresses once written: for a full
+    /// build, packed by [`into_names`](Self::into_names). A part's names, handed out whole
+    /// by [`finish`](Self::finish), stay names: holding one would only pack it, check its
+    /// shape and make it again at the end.
+    settle: bool,
 }
 
 /// The name an entry of [`NameWriter::nodes`] is built for.
@@ -125,6 +130,16 @@ impl NameWriter {
             ptrs: HashMap::default(),
             addresses: HashMap::default(),
             suffixes: Arc::default(),
+            settle: true,
+        }
+    }
+
+    /// A writer for a part of a zone (an update's, *k8s_external*'s), whose nodes
+    /// [`finish`](Self::finish) hands out: no endpoint name is held as an address.
+    pub(crate) fn for_part(ttl: u32) -> Self {
+        Self {
+            settle: false,
+            ..Self::new(ttl)
         }
     }
 
@@ -226,6 +241,9 @@ impl NameWriter {
     /// full build writes 150,000 of them at 10,000 Services, which need not all be names
     /// being built at once.
     pub(crate) fn settle_endpoint_name(&mut self, name: &WireName) {
+        if !self.settle {
+            return;
+        }
         let name = name.as_bytes();
         let Some((ip, _)) = names::dashed_first_label(name) else {
             return;
