@@ -15,9 +15,6 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-
-/// A set of wire names, hashed with ahash (a full build asks it once per name and ancestor).
-pub(crate) type NameSet = HashSet<Box<[u8]>, ahash::RandomState>;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -36,6 +33,9 @@ const EXTRA: u8 = 1;
 const CNAME: u8 = 2;
 /// Kind, set type, length.
 const ENTRY_HEADER: usize = 5;
+
+/// A set of wire names, hashed with ahash (a full build asks it once per name and ancestor).
+pub(crate) type NameSet = HashSet<Box<[u8]>, ahash::RandomState>;
 
 /// Accumulates nodes while a snapshot is built.
 #[derive(Debug)]
