@@ -141,10 +141,34 @@ fn with_the_watch_list_gate_off_each_resource_is_listed_in_pages_by_itself() {
     cluster.apply_deploy();
     let ns = "gate";
     let ips = workload(&cluster, ns, 2);
+    // Slices enough that a page of them is over 128 KiB, which the API server sends gzipped.
+    cluster.apply(&service(
+        ns,
+        "big",
+        "none",
+        json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+    ));
+    cluster.apply(&big_slices(ns, "big", 6, 1000));
     let dns = clusterdns(&cluster, "");
     until(&dns, "app-headless.gate.svc.cluster.local.", "A", |r| {
         addresses(r) == ips
     });
+    until(&dns, "h-5999.big.gate.svc.cluster.local.", "A", |r| {
+        addresses(r) == ["10.223.23.111"]
+    });
+    let gzipped = |resource: &str| {
+        metric_or_zero(
+            &dns,
+            &format!(
+                "clusterdns_kubernetes_api_responses_total{{compression=\"gzip\",encoding=\"protobuf\",resource=\"{resource}\",zone=\"cluster.local.\"}} "
+            ),
+        )
+    };
+    assert!(
+        gzipped("endpointslices") >= 1.0,
+        "a page of slices came gzipped"
+    );
+    assert_eq!(gzipped("namespaces"), 0.0, "a small list does not");
     let fallbacks = |dns: &InCluster| -> Vec<f64> {
         ["services", "endpointslices", "namespaces"]
             .iter()
@@ -205,6 +229,35 @@ fn with_the_watch_list_gate_off_each_resource_is_listed_in_pages_by_itself() {
     assert_eq!(fallbacks(&dns), [1.0; 3]);
     let sent = requests_of(&cluster, "system:serviceaccount:kube-system:coredns");
     assert_eq!(streams(&sent), streamed, "{sent:?}");
+}
+
+/// `slices` EndpointSlices of `service` with `each` ready endpoints apiece, named
+/// `h-0000`, `h-0001`, … at 10.223.0.0, 10.223.0.1, …, as a kubectl List.
+fn big_slices(namespace: &str, service: &str, slices: usize, each: usize) -> String {
+    let items: Vec<Value> = (0..slices)
+        .map(|slice| {
+            let endpoints: Vec<Value> = (slice * each..(slice + 1) * each)
+                .map(|n| {
+                    json!({
+                        "addresses": [format!("10.223.{}.{}", n / 256, n % 256)],
+                        "hostname": format!("h-{n:04}"),
+                        "conditions": {"ready": true},
+                    })
+                })
+                .collect();
+            json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {
+                    "name": format!("{service}-{slice}"), "namespace": namespace,
+                    "labels": {"kubernetes.io/service-name": service},
+                },
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+                "endpoints": endpoints,
+            })
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
 }
 
 /// The kubeconfig `dns` was started with (its token is still good), copied into `dir`.

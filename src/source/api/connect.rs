@@ -226,7 +226,11 @@ where
                     if let (Some(resource), Some(media), true) =
                         (resource, media, (200..300).contains(&code))
                     {
-                        status.encoded(resource, media.to_str().unwrap_or_default());
+                        let gzip = response
+                            .headers()
+                            .get(http::header::CONTENT_ENCODING)
+                            .is_some_and(|coding| coding.as_bytes().eq_ignore_ascii_case(b"gzip"));
+                        status.encoded(resource, media.to_str().unwrap_or_default(), gzip);
                     }
                 }
                 Err(error) => status.unreachable(&error.to_string()),

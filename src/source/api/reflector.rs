@@ -5,7 +5,10 @@
 //!
 //! Every request asks for protobuf first and JSON second; each response is decoded as its
 //! `Content-Type` says (a custom resource, such as ServiceImport, is served in JSON only).
-//! Protobuf is decoded by [`super::protobuf`] straight into the fields the zone reads.
+//! Protobuf is decoded by [`super::protobuf`] straight into the fields the zone reads. Every
+//! request takes gzip too, as client-go's do: the API server sends it for a list over 128 KiB
+//! and, from 1.37 (`WatchListCompression`), for a streaming list's whole watch, one gzip
+//! member per flush; it is inflated as it arrives.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -26,6 +29,9 @@ use crate::source::mcs::ServiceImportResource;
 
 /// What is asked for: protobuf, else JSON.
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// The content coding taken besides none.
+const ACCEPT_ENCODING: &str = "gzip";
 
 /// The page size of a paginated list (client-go's).
 const PAGE_SIZE: u32 = 500;
@@ -337,10 +343,11 @@ impl<K: Watched> Target<K> {
         let request = kube::core::Request::new(&self.url_path)
             .watch(params, version)
             .map_err(|error| Failure::Other(error.to_string()))?;
-        let (encoding, body) = self.send(request).await?;
+        let response = self.send(request).await?;
         Ok(Frames {
-            body,
-            encoding,
+            body: response.body,
+            encoding: response.encoding,
+            inflate: response.gzip.then(Inflate::new),
             buffer: BytesMut::new(),
             scanned: 0,
             ended: false,
@@ -362,14 +369,15 @@ impl<K: Watched> Target<K> {
         let request = kube::core::Request::new(&self.url_path)
             .list(&params)
             .map_err(|error| Failure::Other(error.to_string()))?;
-        let (encoding, body) = self.send(request).await?;
-        let body = collect(body).await?;
+        let response = self.send(request).await?;
+        let encoding = response.encoding;
+        let body = response.collect().await?;
         decode_page::<K>(encoding, &body).map_err(Failure::Other)
     }
 
-    /// Sends `request` asking for protobuf; a response that is not a success is the
-    /// Status it holds.
-    async fn send(&self, request: http::Request<Vec<u8>>) -> Result<(Encoding, Body), Failure> {
+    /// Sends `request` asking for protobuf and taking gzip; a response that is not a
+    /// success is the Status it holds.
+    async fn send(&self, request: http::Request<Vec<u8>>) -> Result<Response, Failure> {
         let (mut parts, body) = request.into_parts();
         let accept = if K::PROTOBUF.is_some() {
             ACCEPT
@@ -379,20 +387,104 @@ impl<K: Watched> Target<K> {
         parts
             .headers
             .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
+        parts.headers.insert(
+            http::header::ACCEPT_ENCODING,
+            http::HeaderValue::from_static(ACCEPT_ENCODING),
+        );
         let request = http::Request::from_parts(parts, Body::from(body));
         let response = self
             .client
             .send(request)
             .await
             .map_err(|error| Failure::Other(error.to_string()))?;
-        let encoding = Encoding::of(&response);
         let code = response.status();
-        let body = response.into_body();
+        let response = Response::of(response)?;
         if code.is_client_error() || code.is_server_error() {
-            let bytes = collect(body).await?;
+            let encoding = response.encoding;
+            let bytes = response.collect().await?;
             return Err(Failure::Api(error_status(encoding, code.as_u16(), &bytes)));
         }
-        Ok((encoding, body))
+        Ok(response)
+    }
+}
+
+/// A response's body and how it is encoded.
+struct Response {
+    encoding: Encoding,
+    /// The body is gzip (`Content-Encoding: gzip`).
+    gzip: bool,
+    body: Body,
+}
+
+impl Response {
+    fn of(response: http::Response<Body>) -> Result<Self, Failure> {
+        let encoding = Encoding::of(&response);
+        let coding = response
+            .headers()
+            .get(http::header::CONTENT_ENCODING)
+            .map(|value| {
+                value
+                    .to_str()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_ascii_lowercase()
+            });
+        let gzip = match coding.as_deref() {
+            None | Some("" | "identity") => false,
+            Some("gzip" | "x-gzip") => true,
+            Some(other) => {
+                return Err(Failure::Other(format!(
+                    "a response in the content coding {other:?} (asked for gzip or none)"
+                )));
+            }
+        };
+        Ok(Self {
+            encoding,
+            gzip,
+            body: response.into_body(),
+        })
+    }
+
+    /// The whole body, inflated.
+    async fn collect(self) -> Result<Bytes, Failure> {
+        let body = collect(self.body).await?;
+        if !self.gzip {
+            return Ok(body);
+        }
+        let mut inflate = Inflate::new();
+        let mut out = BytesMut::new();
+        inflate.push(&body, &mut out).map_err(Failure::Other)?;
+        inflate.finish().map_err(Failure::Other)?;
+        Ok(out.freeze())
+    }
+}
+
+/// A gzip body inflated as it arrives, member after member.
+struct Inflate(flate2::write::MultiGzDecoder<Vec<u8>>);
+
+impl Inflate {
+    fn new() -> Self {
+        Self(flate2::write::MultiGzDecoder::new(Vec::new()))
+    }
+
+    /// Takes the next bytes of the body, appending what they inflate to `out`.
+    fn push(&mut self, data: &[u8], out: &mut BytesMut) -> Result<(), String> {
+        use std::io::Write;
+        self.0
+            .write_all(data)
+            .and_then(|()| self.0.flush())
+            .map_err(|error| format!("the response's gzip: {error}"))?;
+        let inflated = self.0.get_mut();
+        out.extend_from_slice(inflated);
+        inflated.clear();
+        Ok(())
+    }
+
+    /// The body ended: an error if it ended inside a member.
+    fn finish(mut self) -> Result<(), String> {
+        self.0
+            .try_finish()
+            .map_err(|error| format!("the response's gzip ended early: {error}"))
     }
 }
 
@@ -547,6 +639,8 @@ enum WatchEvent<K> {
 struct Frames {
     body: Body,
     encoding: Encoding,
+    /// The body's gzip, when it is gzip.
+    inflate: Option<Inflate>,
     buffer: BytesMut,
     /// How much of the buffer is known to hold no line end (JSON).
     scanned: usize,
@@ -588,7 +682,16 @@ impl Frames {
                 Ok(Some(Ok(frame))) => frame,
             };
             if let Ok(data) = chunk.into_data() {
-                self.buffer.extend_from_slice(&data);
+                match &mut self.inflate {
+                    None => self.buffer.extend_from_slice(&data),
+                    Some(inflate) => {
+                        if let Err(why) = inflate.push(&data, &mut self.buffer) {
+                            self.ended = true;
+                            self.buffer.clear();
+                            return Some(Err(Failure::Other(why)));
+                        }
+                    }
+                }
             }
         }
     }

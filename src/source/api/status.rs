@@ -45,6 +45,8 @@ pub(super) struct State {
     pub(super) absent: HashSet<Kind>,
     /// How the API server last encoded each resource's responses (`protobuf`, `json`).
     pub(super) encodings: BTreeMap<&'static str, &'static str>,
+    /// Successful responses by resource, media type and content coding.
+    pub(super) responses: BTreeMap<(&'static str, &'static str, &'static str), u64>,
 }
 
 impl ApiStatus {
@@ -143,17 +145,27 @@ impl ApiStatus {
         }
     }
 
-    /// A successful response about `resource` came encoded as `media` says.
-    pub(super) fn encoded(&self, resource: Kind, media: &str) {
-        let encoding = if media.starts_with(super::protobuf::MEDIA_TYPE) {
-            "protobuf"
-        } else {
-            "json"
+    /// A successful response about `resource` came encoded as `media` says, gzipped or not.
+    pub(super) fn encoded(&self, resource: Kind, media: &str, gzip: bool) {
+        let protobuf = media.starts_with(super::protobuf::MEDIA_TYPE);
+        let encoding = match (protobuf, gzip) {
+            (true, false) => "protobuf",
+            (true, true) => "protobuf gzip",
+            (false, false) => "json",
+            (false, true) => "json gzip",
         };
-        self.state().encodings.insert(resource.plural(), encoding);
+        let mut state = self.state();
+        state.encodings.insert(resource.plural(), encoding);
+        let key = (
+            resource.plural(),
+            if protobuf { "protobuf" } else { "json" },
+            if gzip { "gzip" } else { "none" },
+        );
+        *state.responses.entry(key).or_default() += 1;
     }
 
-    /// Each resource with the encoding of its responses: `services protobuf, …`.
+    /// Each resource with the encoding of its last response: `services protobuf,
+    /// endpointslices protobuf gzip, …`.
     pub(super) fn encodings(&self) -> String {
         let state = self.state();
         let all: Vec<String> = state
@@ -323,6 +335,21 @@ impl Collect for ApiStatus {
                 "Requests to the API server, by HTTP status code (error: no answer).",
                 metrics::MetricType::Counter,
                 &[("code", code), ("zone", zone)],
+                *count as f64,
+            );
+        }
+        for ((resource, media, compression), count) in &state.responses {
+            out.sample(
+                "clusterdns_kubernetes_api_responses_total",
+                "Successful API server responses, by resource, encoding (protobuf, json) and \
+                 compression (gzip, none).",
+                metrics::MetricType::Counter,
+                &[
+                    ("compression", compression),
+                    ("encoding", media),
+                    ("resource", resource),
+                    ("zone", zone),
+                ],
                 *count as f64,
             );
         }

@@ -9,6 +9,7 @@ fn frames(encoding: Encoding, body: Vec<u8>) -> Frames {
     Frames {
         body: Body::from(body),
         encoding,
+        inflate: None,
         buffer: BytesMut::new(),
         scanned: 0,
         ended: false,
@@ -187,4 +188,85 @@ fn an_error_body_is_its_status_in_either_encoding() {
         (status.code, status.message.as_str()),
         (502, "<html>Bad Gateway</html>")
     );
+}
+
+/// `parts` each gzipped on its own and joined, as the API server's watch writes a streaming
+/// list's events under `WatchListCompression`: one gzip member per flush.
+fn gzip_members(parts: &[&[u8]]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for part in parts {
+        let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        member.write_all(part).unwrap();
+        out.extend(member.finish().unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_gzip_watch_is_inflated_member_by_member() {
+    let added = protobuf_frame("ADDED", "Namespace", &namespace_raw("shop", "3", None));
+    let end = protobuf_frame(
+        "BOOKMARK",
+        "Namespace",
+        &namespace_raw("", "4", Some(INITIAL_EVENTS_END)),
+    );
+    let deleted = protobuf_frame("DELETED", "Namespace", &namespace_raw("shop", "5", None));
+    // A frame split across members, as a flush may fall inside one.
+    let (head, tail) = end.split_at(5);
+    let body = gzip_members(&[&added, head, &[tail, &deleted].concat()]);
+    let mut gzip = frames(Encoding::Protobuf, body.clone());
+    gzip.inflate = Some(Inflate::new());
+    assert_eq!(
+        names(&all(gzip).await),
+        ["ADDED shop", "BOOKMARK 4 true", "DELETED shop"]
+    );
+
+    // As the connection hands it over, in chunks of any size.
+    let plain = [added.as_slice(), &end, &deleted].concat();
+    for size in [1, 3, 17, body.len()] {
+        let mut inflate = Inflate::new();
+        let mut out = BytesMut::new();
+        for chunk in body.chunks(size) {
+            inflate.push(chunk, &mut out).unwrap();
+        }
+        inflate.finish().unwrap();
+        assert_eq!(&out[..], plain.as_slice(), "chunks of {size}");
+    }
+}
+
+#[test]
+fn a_broken_or_cut_gzip_body_is_an_error() {
+    let body = gzip_members(&[b"{\"kind\":\"List\"}".as_slice()]);
+    let mut out = BytesMut::new();
+    let mut broken = body.clone();
+    broken[0] = b'{';
+    let why = Inflate::new().push(&broken, &mut out).unwrap_err();
+    assert!(why.contains("gzip"), "{why}");
+
+    let mut inflate = Inflate::new();
+    inflate.push(&body[..body.len() - 4], &mut out).unwrap();
+    let why = inflate.finish().unwrap_err();
+    assert!(why.contains("ended early"), "{why}");
+}
+
+#[tokio::test]
+async fn a_gzip_list_is_inflated_whole_and_an_unknown_coding_refused() {
+    let list = br#"{"kind":"List","metadata":{"resourceVersion":"7"},"items":[]}"#;
+    let response = |coding: &str, body: Vec<u8>| {
+        http::Response::builder()
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_ENCODING, coding)
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let gzip = Response::of(response("gzip", gzip_members(&[list.as_slice()]))).unwrap();
+    assert!(gzip.gzip);
+    assert_eq!(&gzip.collect().await.unwrap()[..], list.as_slice());
+    let plain = Response::of(response("identity", list.to_vec())).unwrap();
+    assert_eq!(&plain.collect().await.unwrap()[..], list.as_slice());
+    let Err(Failure::Other(why)) = Response::of(response("br", list.to_vec())) else {
+        panic!("a coding not asked for is refused");
+    };
+    assert!(why.contains("\"br\""), "{why}");
 }
