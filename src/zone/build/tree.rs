@@ -70,7 +70,9 @@ impl Tree {
         if let Some(parent) = self.parents.get_mut(node.name()) {
             parent.built = true;
         }
-        let key: Box<[u8]> = node.name().into();
+        // The name outlives the node moved in; on the stack, as almost every name fits (an
+        // update replaces names far more often than it adds one).
+        let key: smallvec::SmallVec<[u8; 96]> = smallvec::SmallVec::from_slice(node.name());
         if !nodes.insert(node) {
             self.link(zones, nodes, &key);
         }
