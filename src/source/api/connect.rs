@@ -226,10 +226,7 @@ where
                     if let (Some(resource), Some(media), true) =
                         (resource, media, (200..300).contains(&code))
                     {
-                        let gzip = response
-                            .headers()
-                            .get(http::header::CONTENT_ENCODING)
-                            .is_some_and(|coding| coding.as_bytes().eq_ignore_ascii_case(b"gzip"));
+                        let gzip = super::reflector::gzipped(response.headers()).unwrap_or(false);
                         status.encoded(resource, media.to_str().unwrap_or_default(), gzip);
                     }
                 }

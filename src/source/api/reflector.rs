@@ -418,29 +418,9 @@ struct Response {
 
 impl Response {
     fn of(response: http::Response<Body>) -> Result<Self, Failure> {
-        let encoding = Encoding::of(&response);
-        let coding = response
-            .headers()
-            .get(http::header::CONTENT_ENCODING)
-            .map(|value| {
-                value
-                    .to_str()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_ascii_lowercase()
-            });
-        let gzip = match coding.as_deref() {
-            None | Some("" | "identity") => false,
-            Some("gzip" | "x-gzip") => true,
-            Some(other) => {
-                return Err(Failure::Other(format!(
-                    "a response in the content coding {other:?} (asked for gzip or none)"
-                )));
-            }
-        };
         Ok(Self {
-            encoding,
-            gzip,
+            encoding: Encoding::of(&response),
+            gzip: gzipped(response.headers()).map_err(Failure::Other)?,
             body: response.into_body(),
         })
     }
@@ -456,6 +436,26 @@ impl Response {
         inflate.push(&body, &mut out).map_err(Failure::Other)?;
         inflate.finish().map_err(Failure::Other)?;
         Ok(out.freeze())
+    }
+}
+
+/// Whether a response's body is gzip, as its `Content-Encoding` says; an error naming any
+/// other coding (only gzip and none are asked for).
+pub(super) fn gzipped(headers: &http::HeaderMap) -> Result<bool, String> {
+    let Some(value) = headers.get(http::header::CONTENT_ENCODING) else {
+        return Ok(false);
+    };
+    let coding = value
+        .to_str()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match coding.as_str() {
+        "" | "identity" => Ok(false),
+        "gzip" | "x-gzip" => Ok(true),
+        other => Err(format!(
+            "a response in the content coding {other:?} (asked for gzip or none)"
+        )),
     }
 }
 
